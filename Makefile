@@ -1,0 +1,88 @@
+# Stepwell: every target sets up what it needs, so a fresh machine runs `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+CACHE := $(CURDIR)/.cache
+export TF_CLI_CONFIG_FILE := $(CACHE)/terraformrc
+export TF_IN_AUTOMATION := 1
+export PATH := $(BIN):$(PATH)
+
+TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
+
+.PHONY: help setup venv tfrc localstack lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo bench clean
+
+help:
+	@echo "make demo   run the main story on the embedded (moto) backend"
+	@echo "make test   run every check and test suite (both backends)"
+	@echo "make bench  write BENCHMARKS.md"
+
+setup: venv tfrc
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+tfrc: $(CACHE)/terraformrc
+$(CACHE)/terraformrc: tools/terraform_cli_config.sh
+	tools/terraform_cli_config.sh $@ >/dev/null
+
+localstack: venv
+	tools/localstack/setup.sh
+
+checkov-venv: $(CACHE)/checkov/.installed
+$(CACHE)/checkov/.installed:
+	$(PYTHON) -m venv $(CACHE)/checkov
+	$(CACHE)/checkov/bin/python -m pip install -q 'checkov>=3.2,<4'
+	touch $@
+
+fmt-check:
+	terraform fmt -check -recursive
+
+validate: tfrc
+	for d in $(TF_DIRS); do \
+	  (cd $$d && terraform init -backend=false -input=false -no-color >/dev/null && terraform validate -no-color) ; \
+	done
+
+tf-test: tfrc
+	terraform init -backend=false -input=false -no-color >/dev/null
+	terraform test -no-color
+
+ruff: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+mypy: venv
+	$(BIN)/mypy
+
+checkov: checkov-venv
+	$(CACHE)/checkov/bin/checkov --quiet --compact -d . --framework terraform --skip-path examples --skip-path .cache
+
+docs: venv
+	$(BIN)/python tools/terraform_docs.py --write README.md
+
+docs-check: venv
+	$(BIN)/python tools/terraform_docs.py --check README.md
+
+lint: fmt-check validate ruff mypy checkov docs-check
+
+pytest: venv tfrc localstack
+	$(BIN)/python -m pytest
+
+test: lint tf-test pytest
+
+demo: venv tfrc
+	$(BIN)/python -m stepwell.testing.demo
+
+bench: venv tfrc
+	$(BIN)/python tools/bench.py --write BENCHMARKS.md
+
+clean:
+	rm -rf $(VENV) $(CACHE) .pytest_cache .mypy_cache .ruff_cache
+	find . -name .terraform -type d -prune -exec rm -rf {} +
