@@ -1,0 +1,190 @@
+"""The one switch between local AWS backends for deployed tests: moto's server or LocalStack.
+
+- ``STEPWELL_BACKEND`` (or pytest's ``--stepwell-backend``) picks the backend for a single run:
+  ``moto`` (embedded, the default) or ``localstack``. (``memory``, the in-process engine, is not a
+  deployed backend: the deployed fixtures treat it like the default.)
+- ``STEPWELL_DEPLOYED_BACKENDS`` (space or comma separated, default ``"moto localstack"``) lists the
+  backends the deployed tests run on; each test runs once per listed backend.
+- ``LOCALSTACK_ENDPOINT`` set means: use that LocalStack, start nothing.
+- ``CI=true``: a backend that cannot start fails the tests instead of skipping them.
+
+On moto, no Lambda code runs and no schedule fires: the harness runs handlers itself
+(``stepwell.testing.lambda_runtime``). On LocalStack, LocalStack's own event source mappings drive
+the handlers through Stepwell's runtime-executor plugin. Schedules fire through
+``stepwell.testing.scheduler`` on both.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from stepwell.testing.moto_server import DEFAULT_ACCOUNT_ID, MotoServer, moto_server
+
+BACKEND_ENV = "STEPWELL_BACKEND"
+DEPLOYED_BACKENDS_ENV = "STEPWELL_DEPLOYED_BACKENDS"
+LOCALSTACK_ENDPOINT_ENV = "LOCALSTACK_ENDPOINT"
+DEPLOYED_BACKEND_NAMES = ("moto", "localstack")
+ALL_BACKEND_NAMES = ("memory", *DEPLOYED_BACKEND_NAMES)
+DEFAULT_DEPLOYED_BACKENDS = "moto localstack"
+DEFAULT_REGION = "us-east-1"
+LOCALSTACK_ACCOUNT_ID = "000000000000"
+DUMMY_ACCESS_KEY = "test"
+DUMMY_SECRET_KEY = "test"
+
+# Local backends answer fast or not at all: fail quickly rather than retrying for minutes.
+_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=120)
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend could not start here (a missing tool or package); tests skip, or fail when CI=true."""
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def validate_backend_name(name: str, allowed: tuple[str, ...] = DEPLOYED_BACKEND_NAMES) -> str:
+    cleaned = name.strip().lower()
+    if cleaned not in allowed:
+        raise ValueError(f"unknown Stepwell backend {name!r}: allowed values are {', '.join(allowed)}")
+    return cleaned
+
+
+def selected_backend_name(option_value: str | None = None) -> str:
+    """The backend for a single run: the pytest option, else STEPWELL_BACKEND, else moto."""
+    raw = option_value or os.environ.get(BACKEND_ENV, "") or "moto"
+    name = validate_backend_name(raw, ALL_BACKEND_NAMES)
+    return "moto" if name == "memory" else name
+
+
+def deployed_backend_names(raw: str | None = None) -> list[str]:
+    """Backends the deployed tests run on, from STEPWELL_DEPLOYED_BACKENDS (or ``raw``), in order."""
+    text = raw if raw is not None else os.environ.get(DEPLOYED_BACKENDS_ENV, DEFAULT_DEPLOYED_BACKENDS)
+    names: list[str] = []
+    for item in re.split(r"[\s,]+", text.strip()):
+        if not item:
+            continue
+        name = validate_backend_name(item)
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError(
+            f"{DEPLOYED_BACKENDS_ENV}={text!r} names no backend: "
+            f"list one or more of {', '.join(DEPLOYED_BACKEND_NAMES)}"
+        )
+    return names
+
+
+@dataclass
+class Backend:
+    """A running local AWS: where it is, how to reach it, and what the harness must supply."""
+
+    name: str
+    endpoint_url: str
+    region: str = DEFAULT_REGION
+    account_id: str = DEFAULT_ACCOUNT_ID
+    access_key_id: str = DUMMY_ACCESS_KEY
+    secret_access_key: str = DUMMY_SECRET_KEY
+    moto: MotoServer | None = field(default=None, repr=False)
+
+    @property
+    def runs_lambda_code(self) -> bool:
+        """True when the backend's own event source mappings run handlers (LocalStack with the plugin);
+        False when the harness must (moto)."""
+        return self.name == "localstack"
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        return {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+
+    def client(self, service_name: str) -> Any:
+        """A boto3 client for this backend (LocalStack's through the ``localstack-client`` package)."""
+        if self.name == "localstack":
+            from localstack_client.session import Session
+
+            session = Session(
+                aws_access_key_id=self.access_key_id,
+                aws_secret_access_key=self.secret_access_key,
+                region_name=self.region,
+                localstack_host=self.endpoint_url.split("://", 1)[-1].rstrip("/"),
+            )
+            return session.client(service_name, config=_CLIENT_CONFIG)
+        return boto3.client(
+            service_name,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint_url,
+            region_name=self.region,
+            config=_CLIENT_CONFIG,
+            **self.credentials,
+        )
+
+    def environment(self) -> dict[str, str]:
+        """Environment variables that point boto3 (and Stepwell's engine) in a child process here."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": self.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+        }
+
+    def lambda_code(self, function_name: str) -> bytes:
+        """The deployed zip of a function (moto keeps it; LocalStack serves GetFunction's location)."""
+        if self.moto is not None:
+            return self.moto.lambda_code(self.region, function_name, self.account_id)
+        import urllib.request
+
+        location: str = self.client("lambda").get_function(FunctionName=function_name)["Code"]["Location"]
+        with urllib.request.urlopen(location, timeout=60) as response:
+            body: bytes = response.read()
+        return body
+
+
+@contextmanager
+def _localstack_backend(region: str) -> Iterator[Backend]:
+    endpoint = os.environ.get(LOCALSTACK_ENDPOINT_ENV, "").strip()
+    if endpoint:
+        yield Backend("localstack", endpoint.rstrip("/"), region, LOCALSTACK_ACCOUNT_ID)
+        return
+    try:
+        # Imported by name: the LocalStack launcher is optional (and built separately).
+        launcher: Any = importlib.import_module("stepwell.testing.localstack")
+    except ImportError as error:
+        raise BackendUnavailable(f"stepwell.testing.localstack is not importable: {error}") from error
+    try:
+        manager = launcher.localstack()
+        started_endpoint: str = manager.__enter__()
+    except Exception as error:
+        raise BackendUnavailable(f"LocalStack could not start on this host: {error}") from error
+    try:
+        yield Backend("localstack", started_endpoint.rstrip("/"), region, LOCALSTACK_ACCOUNT_ID)
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@contextmanager
+def start_backend(name: str, region: str = DEFAULT_REGION, log_dir: str | None = None) -> Iterator[Backend]:
+    """Start (or attach to) a backend for the duration of the block."""
+    backend_name = validate_backend_name(name)
+    if backend_name == "moto":
+        log_path = os.path.join(log_dir, "moto-server.log") if log_dir else None
+        try:
+            server_manager = moto_server(log_path=log_path)
+            server = server_manager.__enter__()
+        except Exception as error:
+            raise BackendUnavailable(f"moto's server could not start: {error}") from error
+        try:
+            yield Backend("moto", server.endpoint_url, region, DEFAULT_ACCOUNT_ID, moto=server)
+        finally:
+            server_manager.__exit__(None, None, None)
+        return
+    with _localstack_backend(region) as backend:
+        yield backend

@@ -1,0 +1,390 @@
+"""A firer for EventBridge Scheduler schedules, for local backends that only store them.
+
+Neither moto nor LocalStack fires schedules, so tests call ``SchedulerFirer.fire_due()``: it lists
+the group's schedules through the scheduler API, fires each due one to its target with the target's
+``Input``, deletes one-time ``at(...)`` schedules whose ``ActionAfterCompletion`` is ``DELETE``, and
+runs recurring ``rate(...)``/``cron(...)`` schedules when their next occurrence has come.
+
+Time is virtual: ``advance(timedelta(days=3))`` moves the firer's clock, so a three-day timer fires now.
+
+Deliberate simplifications, all in the direction of firing at the earliest allowed moment:
+``FlexibleTimeWindow`` is ignored (fired at the scheduled time); a recurring schedule that missed
+several occurrences fires once per ``fire_due()`` call (the occurrences coalesce); retry policies
+and dead-letter configs of targets are not emulated (a failing target raises).
+
+Targets: an SQS queue ARN (SendMessage, with ``SqsParameters.MessageGroupId``), an EventBridge bus
+ARN (PutEvents, with ``EventBridgeParameters``), a Lambda function ARN (through the given invoker),
+and universal targets ``arn:aws:scheduler:::aws-sdk:<service>:<action>`` (the Input holds the call's
+parameters).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+ClientFactory = Callable[[str], Any]
+LambdaInvoker = Callable[[str, bytes], Any]
+
+_AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
+_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
+_CRON = re.compile(r"^cron\((.+)\)$")
+_RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+_MONTHS = {name: index for index, name in enumerate(calendar.month_abbr) if name}
+_MONTHS_UPPER = {name.upper(): index for name, index in _MONTHS.items()}
+# AWS cron numbers days of the week 1 (SUN) to 7 (SAT).
+_WEEKDAYS = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
+_CRON_SEARCH_YEARS = 5
+
+
+class ScheduleExpressionError(ValueError):
+    """A schedule expression this firer cannot read; the message names it and the allowed forms."""
+
+
+def _expression_error(expression: str, why: str) -> ScheduleExpressionError:
+    return ScheduleExpressionError(
+        f"unsupported schedule expression {expression!r}: {why}; allowed forms are "
+        "at(yyyy-mm-ddThh:mm:ss), rate(N minute[s]|hour[s]|day[s]) and "
+        "cron(minutes hours day-of-month month day-of-week year)"
+    )
+
+
+@dataclass(frozen=True)
+class AtExpression:
+    when: datetime  # aware, in the schedule's time zone
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        return self.when if self.when > moment else None
+
+
+@dataclass(frozen=True)
+class RateExpression:
+    period: timedelta
+
+    def next_after(self, moment: datetime, anchor: datetime) -> datetime:
+        """The first occurrence anchor + k*period (k >= 1) strictly after ``moment``."""
+        if moment < anchor:
+            return anchor + self.period
+        elapsed = (moment - anchor) // self.period
+        return anchor + (elapsed + 1) * self.period
+
+
+@dataclass(frozen=True)
+class _CronField:
+    values: frozenset[int]
+    any_value: bool  # '*' or '?': days of month and week combine differently when one is unrestricted
+
+
+@dataclass(frozen=True)
+class CronExpression:
+    """AWS cron: minutes hours day-of-month month day-of-week year (L, W and # are not supported)."""
+
+    minutes: _CronField
+    hours: _CronField
+    days_of_month: _CronField
+    months: _CronField
+    days_of_week: _CronField  # AWS numbering: 1 = Sunday .. 7 = Saturday
+    years: _CronField
+
+    def _day_matches(self, day: date) -> bool:
+        if day.month not in self.months.values or day.year not in self.years.values:
+            return False
+        aws_weekday = (day.isoweekday() % 7) + 1
+        dom_ok = day.day in self.days_of_month.values
+        dow_ok = aws_weekday in self.days_of_week.values
+        if self.days_of_month.any_value:
+            return dow_ok
+        if self.days_of_week.any_value:
+            return dom_ok
+        return dom_ok and dow_ok
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        """The first matching minute strictly after ``moment`` (same time zone), or None within 5 years."""
+        start = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        day = start.date()
+        last_day = day + timedelta(days=366 * _CRON_SEARCH_YEARS)
+        while day <= last_day:
+            if self._day_matches(day):
+                for hour in sorted(self.hours.values):
+                    for minute in sorted(self.minutes.values):
+                        candidate = datetime(day.year, day.month, day.day, hour, minute, tzinfo=moment.tzinfo)
+                        if candidate >= start:
+                            return candidate
+            day += timedelta(days=1)
+        return None
+
+
+ScheduleExpression = AtExpression | RateExpression | CronExpression
+
+
+def _parse_cron_value(token: str, names: dict[str, int], expression: str) -> int:
+    upper = token.upper()
+    if upper in names:
+        return names[upper]
+    if not token.isdigit():
+        raise _expression_error(expression, f"cannot read {token!r}")
+    return int(token)
+
+
+def _parse_cron_field(
+    text: str, low: int, high: int, expression: str, names: dict[str, int] | None = None
+) -> _CronField:
+    lookup = names or {}
+    if text in ("*", "?"):
+        return _CronField(frozenset(range(low, high + 1)), any_value=True)
+    values: set[int] = set()
+    for part in text.split(","):
+        if any(marker in part for marker in ("L", "W", "#")) and part.upper() not in lookup:
+            raise _expression_error(expression, f"the L, W and # cron markers ({part!r}) are not supported")
+        base, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if step_text and not step_text.isdigit():
+            raise _expression_error(expression, f"bad step {step_text!r}")
+        if base == "*":
+            first, last = low, high
+        elif "-" in base:
+            first_text, last_text = base.split("-", 1)
+            first = _parse_cron_value(first_text, lookup, expression)
+            last = _parse_cron_value(last_text, lookup, expression)
+        else:
+            first = _parse_cron_value(base, lookup, expression)
+            last = high if step_text else first
+        if not (low <= first <= high and low <= last <= high and first <= last and step >= 1):
+            raise _expression_error(expression, f"{part!r} is outside {low}-{high}")
+        values.update(range(first, last + 1, step))
+    return _CronField(frozenset(values), any_value=False)
+
+
+def parse_schedule_expression(expression: str, timezone: str = "UTC") -> ScheduleExpression:
+    """Parse an EventBridge Scheduler expression; at() and cron() are read in ``timezone``."""
+    text = expression.strip()
+    try:
+        zone = ZoneInfo(timezone or "UTC")
+    except Exception as error:
+        raise ScheduleExpressionError(f"unknown schedule time zone {timezone!r}: use an IANA name") from error
+    at_match = _AT.match(text)
+    if at_match:
+        return AtExpression(datetime.fromisoformat(at_match.group(1)).replace(tzinfo=zone))
+    rate_match = _RATE.match(text)
+    if rate_match:
+        amount = int(rate_match.group(1))
+        unit = rate_match.group(2).rstrip("s")
+        if amount < 1:
+            raise _expression_error(expression, "a rate must be at least 1")
+        return RateExpression(timedelta(seconds=amount * _RATE_UNITS[unit]))
+    cron_match = _CRON.match(text)
+    if cron_match:
+        fields = cron_match.group(1).split()
+        if len(fields) != 6:
+            raise _expression_error(expression, f"cron needs 6 fields, got {len(fields)}")
+        minutes, hours, days_of_month, months, days_of_week, years = fields
+        if days_of_month != "?" and days_of_week != "?":
+            raise _expression_error(expression, "one of day-of-month and day-of-week must be '?'")
+        return CronExpression(
+            minutes=_parse_cron_field(minutes, 0, 59, expression),
+            hours=_parse_cron_field(hours, 0, 23, expression),
+            days_of_month=_parse_cron_field(days_of_month, 1, 31, expression),
+            months=_parse_cron_field(months, 1, 12, expression, _MONTHS_UPPER),
+            days_of_week=_parse_cron_field(days_of_week, 1, 7, expression, _WEEKDAYS),
+            years=_parse_cron_field(years, 1970, 2199, expression),
+        )
+    raise _expression_error(expression, "not an at(), rate() or cron() expression")
+
+
+@dataclass
+class VirtualClock:
+    """Wall-clock time plus an offset a test can move forward."""
+
+    offset: timedelta = field(default_factory=timedelta)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, delta: timedelta) -> None:
+        if delta < timedelta(0):
+            raise ValueError(f"the clock only moves forward: got {delta}")
+        self.offset += delta
+
+
+@dataclass(frozen=True)
+class FiredSchedule:
+    group_name: str
+    name: str
+    target_arn: str
+    scheduled_time: datetime
+    deleted: bool
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    return datetime.fromisoformat(str(value)).astimezone(UTC)
+
+
+def _snake_case(action: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", action[0].upper() + action[1:]).lower()
+
+
+class SchedulerFirer:
+    """Fires the due schedules of one group (or of every group) against a backend."""
+
+    def __init__(
+        self,
+        client_factory: ClientFactory,
+        group_name: str | None = None,
+        clock: VirtualClock | None = None,
+        lambda_invoker: LambdaInvoker | None = None,
+    ) -> None:
+        self._client_factory = client_factory
+        self.group_name = group_name
+        self.clock = clock or VirtualClock()
+        self._lambda_invoker = lambda_invoker
+        # Last fire time of each recurring schedule, keyed by ARN and creation time so a
+        # re-created schedule of the same name starts afresh; one-time schedules kept (not deleted).
+        self._last_fired: dict[tuple[str, str], datetime] = {}
+        self._lock = threading.Lock()
+        self.fired: list[FiredSchedule] = []
+
+    def advance(self, delta: timedelta) -> None:
+        """Move the virtual clock forward (fire with ``fire_due()``)."""
+        self.clock.advance(delta)
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def _group_names(self) -> list[str]:
+        if self.group_name is not None:
+            return [self.group_name]
+        client = self._client_factory("scheduler")
+        names: list[str] = []
+        for page in client.get_paginator("list_schedule_groups").paginate():
+            names.extend(group["Name"] for group in page["ScheduleGroups"])
+        return names
+
+    def list_schedules(self) -> list[dict[str, Any]]:
+        """Full descriptions (GetSchedule) of every schedule in the group(s)."""
+        client = self._client_factory("scheduler")
+        schedules: list[dict[str, Any]] = []
+        for group in self._group_names():
+            for page in client.get_paginator("list_schedules").paginate(GroupName=group):
+                for summary in page["Schedules"]:
+                    schedules.append(client.get_schedule(GroupName=group, Name=summary["Name"]))
+        return schedules
+
+    def due_time(self, schedule: dict[str, Any], now: datetime) -> datetime | None:
+        """When the schedule's pending occurrence was due, if it is due at ``now``; else None."""
+        if schedule.get("State", "ENABLED") != "ENABLED":
+            return None
+        start = _as_datetime(schedule.get("StartDate"))
+        end = _as_datetime(schedule.get("EndDate"))
+        if (start and now < start) or (end and now > end):
+            return None
+        zone_name = schedule.get("ScheduleExpressionTimezone") or "UTC"
+        expression = parse_schedule_expression(schedule["ScheduleExpression"], zone_name)
+        key = self._key(schedule)
+        last = self._last_fired.get(key)
+        local_now = now.astimezone(ZoneInfo(zone_name))
+        if isinstance(expression, AtExpression):
+            return expression.when if last is None and expression.when <= local_now else None
+        created = _as_datetime(schedule.get("CreationDate")) or now
+        anchor = start or created
+        reference = (last or anchor).astimezone(ZoneInfo(zone_name))
+        if isinstance(expression, RateExpression):
+            upcoming: datetime | None = expression.next_after(
+                reference, anchor.astimezone(ZoneInfo(zone_name))
+            )
+        else:
+            upcoming = expression.next_after(reference)
+        return upcoming if upcoming is not None and upcoming <= local_now else None
+
+    @staticmethod
+    def _key(schedule: dict[str, Any]) -> tuple[str, str]:
+        return (str(schedule["Arn"]), str(schedule.get("CreationDate")))
+
+    def fire_due(self) -> list[FiredSchedule]:
+        """Fire every schedule due at the virtual now; return what fired."""
+        with self._lock:
+            now = self.now()
+            fired: list[FiredSchedule] = []
+            for schedule in self.list_schedules():
+                scheduled_time = self.due_time(schedule, now)
+                if scheduled_time is None:
+                    continue
+                self.fire(schedule)
+                deleted = False
+                one_time = schedule["ScheduleExpression"].strip().startswith("at(")
+                if one_time and schedule.get("ActionAfterCompletion") == "DELETE":
+                    self._client_factory("scheduler").delete_schedule(
+                        GroupName=schedule["GroupName"], Name=schedule["Name"]
+                    )
+                    deleted = True
+                else:
+                    self._last_fired[self._key(schedule)] = now
+                target_arn = schedule["Target"]["Arn"]
+                group = schedule["GroupName"]
+                fired.append(FiredSchedule(group, schedule["Name"], target_arn, scheduled_time, deleted))
+            self.fired.extend(fired)
+            return fired
+
+    def advance_and_fire(self, delta: timedelta) -> list[FiredSchedule]:
+        self.advance(delta)
+        return self.fire_due()
+
+    def fire(self, schedule: dict[str, Any]) -> None:
+        """Deliver a schedule's target now, whatever its expression."""
+        target: dict[str, Any] = schedule["Target"]
+        arn: str = target["Arn"]
+        payload: str = target.get("Input") or "{}"
+        parts = arn.split(":", 5)
+        if len(parts) < 6 or parts[0] != "arn":
+            raise ValueError(f"schedule {schedule['Name']!r} has a target ARN {arn!r} that is not an ARN")
+        service, region, account, resource = parts[2], parts[3], parts[4], parts[5]
+        if service == "sqs":
+            self._send_to_queue(resource, account, payload, target.get("SqsParameters") or {})
+        elif service == "events" and resource.startswith("event-bus/"):
+            parameters = target.get("EventBridgeParameters") or {}
+            entry = {
+                "EventBusName": arn,
+                "Source": parameters.get("Source", "aws.scheduler"),
+                "DetailType": parameters.get("DetailType", "Scheduled Event"),
+                "Detail": payload,
+            }
+            response = self._client_factory("events").put_events(Entries=[entry])
+            if response.get("FailedEntryCount"):
+                failures = response["Entries"]
+                raise RuntimeError(f"PutEvents for schedule {schedule['Name']!r} failed: {failures}")
+        elif service == "lambda":
+            if self._lambda_invoker is None:
+                self._client_factory("lambda").invoke(
+                    FunctionName=arn, InvocationType="Event", Payload=payload.encode()
+                )
+            else:
+                self._lambda_invoker(arn, payload.encode())
+        elif service == "scheduler" and region == "" and account == "" and resource.startswith("aws-sdk:"):
+            _, sdk_service, action = resource.split(":", 2)
+            client = self._client_factory(sdk_service)
+            getattr(client, _snake_case(action))(**json.loads(payload))
+        else:
+            raise ValueError(
+                f"schedule {schedule['Name']!r} targets {arn!r}: supported targets are SQS queues, "
+                "EventBridge buses, Lambda functions and aws-sdk universal targets"
+            )
+
+    def _send_to_queue(self, queue_name: str, account: str, body: str, parameters: dict[str, Any]) -> None:
+        sqs = self._client_factory("sqs")
+        queue_url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": body}
+        if parameters.get("MessageGroupId"):
+            request["MessageGroupId"] = parameters["MessageGroupId"]
+        sqs.send_message(**request)
