@@ -1,0 +1,47 @@
+"""Errors the engine raises to its callers (client, CLI, worker entry, tests)."""
+
+from __future__ import annotations
+
+
+class StepwellError(Exception):
+    """Base class of Stepwell's errors."""
+
+
+class InvalidWorkflowName(StepwellError, ValueError):
+    pass
+
+
+class DuplicateWorkflow(StepwellError, ValueError):
+    pass
+
+
+class WorkflowNotFound(StepwellError, LookupError):
+    pass
+
+
+class InvalidArgument(StepwellError, ValueError):
+    pass
+
+
+class ExecutionNotFound(StepwellError, LookupError):
+    pass
+
+
+class CallbackNotFound(StepwellError, LookupError):
+    """The callback id is unknown, or its callback already completed."""
+
+
+class ExecutionAlreadyEnded(StepwellError):
+    pass
+
+
+class InvalidMessage(StepwellError, ValueError):
+    """A work-queue body that is not an engine message (it belongs in the DLQ)."""
+
+
+class SequenceConflict(StepwellError):
+    """append_batch found its seq taken: another worker holds the execution (this one is fenced)."""
+
+
+class StaleCheckpointToken(StepwellError):
+    """A checkpoint arrived with a token that is not the current one of this invocation."""

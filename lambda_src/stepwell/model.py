@@ -1,0 +1,209 @@
+"""The engine's records: what the store keeps and what travels between the parts.
+
+Everything here is plain data (str, int, float, dict) so a store adapter maps it 1:1 onto items.
+Times are epoch seconds (float) unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class ExecutionStatus(StrEnum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+    TIMED_OUT = "TIMED_OUT"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self is not ExecutionStatus.RUNNING
+
+
+# Parts of an execution id: contextKey = domain#workflowId#subjectId, id = contextKey/instanceId.
+KEY_PART_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}$")
+KEY_PART_RULE = "1-128 characters: letters, digits and _ . : @ + = , - (not starting with a symbol)"
+
+
+def context_key(domain: str, workflow_id: str, subject_id: str) -> str:
+    return f"{domain}#{workflow_id}#{subject_id}"
+
+
+def make_execution_id(domain: str, workflow_id: str, subject_id: str, instance_id: str) -> str:
+    return f"{context_key(domain, workflow_id, subject_id)}/{instance_id}"
+
+
+@dataclass(frozen=True)
+class ExecutionId:
+    """An execution id split into its key parts (the executions table's PK and SK)."""
+
+    domain: str
+    workflow_id: str
+    subject_id: str
+    instance_id: str
+
+    @property
+    def context_key(self) -> str:
+        return context_key(self.domain, self.workflow_id, self.subject_id)
+
+    def __str__(self) -> str:
+        return f"{self.context_key}/{self.instance_id}"
+
+    @classmethod
+    def parse(cls, execution_id: str) -> ExecutionId:
+        key, sep, instance_id = execution_id.rpartition("/")
+        parts = key.split("#")
+        if not sep or len(parts) != 3 or not all(parts) or not instance_id:
+            raise ValueError(
+                f"not an execution id: {execution_id!r}; expected 'domain#workflowId#subjectId/instanceId'"
+            )
+        return cls(parts[0], parts[1], parts[2], instance_id)
+
+
+@dataclass
+class ExecutionRecord:
+    """One item of the executions table."""
+
+    execution_id: str
+    domain: str
+    workflow_id: str  # the registered workflow name
+    subject_id: str
+    instance_id: str
+    execution_name: str
+    status: ExecutionStatus
+    created_at: float
+    updated_at: float
+    input_payload: str | None = None  # JSON text, or a PayloadStore reference when input_ref is set
+    input_is_ref: bool = False
+    result: str | None = None  # JSON text (or reference, see result_is_ref)
+    result_is_ref: bool = False
+    error: dict[str, Any] | None = None  # ErrorObject dict: ErrorType, ErrorMessage, ErrorData, StackTrace
+    ended_at: float | None = None
+    # Set on a child started by context.invoke: the parent is resumed when this one ends.
+    parent_execution_id: str | None = None
+    parent_operation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One append-only log entry of an execution: the operations it changed and the events it produced.
+
+    `body` is compact JSON (see stepwell.journal): {"o": [operation states], "e": [history events],
+    "i": [absorbed external input ids], "d": {operation id: deadlines}}. When the body is too big for an
+    item, the engine stores it with the PayloadStore and `body` holds the reference (`body_is_ref`).
+    """
+
+    seq: int
+    body: str
+    created_at: float
+    body_is_ref: bool = False
+    # Set on the batch that ends the execution (for a store that wants to mark it).
+    terminal: bool = False
+
+
+class InputKind(StrEnum):
+    CALLBACK_SUCCEEDED = "callback_succeeded"
+    CALLBACK_FAILED = "callback_failed"
+    CALLBACK_HEARTBEAT = "callback_heartbeat"
+    CHILD_SUCCEEDED = "child_succeeded"
+    CHILD_FAILED = "child_failed"
+    CHILD_STOPPED = "child_stopped"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class ExternalInput:
+    """Something sent to an execution from outside its invocations; the next lease holder absorbs it.
+
+    `input_id` sorts by arrival (zero-padded milliseconds first), so inputs are absorbed in order.
+    """
+
+    input_id: str
+    kind: InputKind
+    created_at: float
+    operation_id: str | None = None
+    payload: str | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CallbackRef:
+    """Where an (unguessable) callback id points."""
+
+    callback_id: str
+    execution_id: str
+    operation_id: str
+
+
+@dataclass(frozen=True)
+class DueTimer:
+    """An entry of the due-timer index: `execution_id` should be invoked at `due_at`."""
+
+    execution_id: str
+    due_at: float
+    shard: str
+
+
+@dataclass(frozen=True)
+class Lease:
+    execution_id: str
+    owner: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class ExecutionQuery:
+    """A list_executions filter: exactly one of status, workflow_id, or domain (+ optional subject_id)."""
+
+    status: ExecutionStatus | None = None
+    workflow_id: str | None = None
+    domain: str | None = None
+    subject_id: str | None = None
+
+    def __post_init__(self) -> None:
+        chosen = [self.status is not None, self.workflow_id is not None, self.domain is not None]
+        if sum(chosen) != 1:
+            raise ValueError(
+                "list_executions needs exactly one of status=, workflow_id= or domain= (with optional "
+                f"subject_id=); got status={self.status!r}, workflow_id={self.workflow_id!r}, "
+                f"domain={self.domain!r}"
+            )
+        if self.subject_id is not None and self.domain is None:
+            raise ValueError("subject_id= filters within a domain: pass domain= too")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_token: str | None = None
+
+
+@dataclass(frozen=True)
+class InvokeMessage:
+    """The work-queue message that runs or resumes an execution: {"kind": "invoke", "executionId": ...}."""
+
+    execution_id: str
+    due_at: float | None = None
+
+    def to_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"kind": "invoke", "executionId": self.execution_id}
+        if self.due_at is not None:
+            body["dueAt"] = self.due_at
+        return body
+
+
+@dataclass(frozen=True)
+class WorkOutcome:
+    """What the worker did with one message (for logs, tests and the entry's batch response)."""
+
+    execution_id: str
+    action: str  # "ran", "busy", "idle", "finished", "ignored"
+    status: ExecutionStatus | None = None
+    next_wake_at: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)

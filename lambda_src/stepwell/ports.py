@@ -1,0 +1,139 @@
+"""The ports the engine runs on. The memory backend (stepwell.memory_store, stepwell.testing.local) and
+the AWS adapters (DynamoDB, SQS/Scheduler, S3) implement them; the engine sees nothing else.
+
+Storage layout the methods imply (docs/architecture.md has the tables):
+- executions: one ExecutionRecord per execution (GetItem by id).
+- operations: per execution, an append-only log of Batch items keyed by `seq` (e.g. SK "b#000000000042"),
+  plus ExternalInput items (e.g. SK "in#<input_id>") written by senders and absorbed by the next worker.
+- coordination: leases, callback ids, due timers (dueShard/dueAt) for the reconciler.
+
+Fencing: `append_batch` is a conditional put on (execution, seq). A worker holds the log's next seq in
+its checkpoint token; a stale worker whose seq was taken by a newer one gets `SequenceConflict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from stepwell.model import (
+    Batch,
+    CallbackRef,
+    DueTimer,
+    ExecutionQuery,
+    ExecutionRecord,
+    ExecutionStatus,
+    ExternalInput,
+    Lease,
+    Page,
+)
+
+# The due-timer index and lease records are spread over this many shards (timer#0..3, lease#0..3).
+DUE_SHARDS = 4
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Epoch seconds."""
+        ...
+
+
+class ExecutionStore(Protocol):
+    # --- executions ---
+    def create_execution(self, record: ExecutionRecord) -> bool:
+        """Put the record unless its id exists (conditional). True if created, False if it existed."""
+        ...
+
+    def get_execution(self, execution_id: str) -> ExecutionRecord | None: ...
+
+    def complete_execution(
+        self,
+        execution_id: str,
+        status: ExecutionStatus,
+        now: float,
+        result: str | None = None,
+        result_is_ref: bool = False,
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set a terminal status (and result or error) if the execution is still RUNNING (conditional).
+        True if this call ended it, False if it had already ended."""
+        ...
+
+    def list_executions(
+        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+    ) -> Page[ExecutionRecord]:
+        """Newest first for workflow (createdAt) and status (updatedAt); by subject for domain."""
+        ...
+
+    # --- the operation log ---
+    def append_batch(self, execution_id: str, batch: Batch) -> None:
+        """Conditional put of the batch at `batch.seq`. Raises SequenceConflict if that seq exists."""
+        ...
+
+    def load_batches(
+        self, execution_id: str, after_seq: int = -1, limit: int = 1000
+    ) -> tuple[list[Batch], int | None]:
+        """Batches with seq > after_seq in order, at most `limit`; the second value is the last seq
+        returned when more may follow (pass it as after_seq), else None."""
+        ...
+
+    def put_external_input(self, execution_id: str, item: ExternalInput) -> None: ...
+
+    def list_external_inputs(self, execution_id: str) -> list[ExternalInput]:
+        """Pending inputs in input_id order."""
+        ...
+
+    def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
+        """Remove absorbed inputs (after the batch that absorbed them was appended)."""
+        ...
+
+    # --- coordination ---
+    def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+        """Take the execution's lease if it is free or expired (conditional write). None if busy."""
+        ...
+
+    def release_lease(self, execution_id: str, owner: str) -> None:
+        """Drop the lease if `owner` still holds it."""
+        ...
+
+    def put_callback(self, ref: CallbackRef) -> None: ...
+
+    def get_callback(self, callback_id: str) -> CallbackRef | None: ...
+
+    def record_due_timer(self, execution_id: str, due_at: float) -> None:
+        """Upsert the execution's one due-timer entry (shard chosen from the id)."""
+        ...
+
+    def clear_due_timer(self, execution_id: str) -> None: ...
+
+    def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:
+        """Entries of shard `shard` (0..DUE_SHARDS-1) with due_at <= now, oldest first."""
+        ...
+
+    def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
+        """Leases of shard `shard` that expired (their worker died): the reconciler re-enqueues them."""
+        ...
+
+
+class WorkQueue(Protocol):
+    def enqueue(self, body: Mapping[str, Any], delay_seconds: int = 0) -> None:
+        """Send one engine message (see docs/architecture.md) after `delay_seconds` (0..900)."""
+        ...
+
+
+class Timers(Protocol):
+    def schedule(self, execution_id: str, due_at: float) -> None:
+        """Deliver {"kind": "invoke", "executionId": ..., "dueAt": due_at} at (never before) due_at."""
+        ...
+
+    def cancel_all(self, execution_id: str) -> None:
+        """Delete the execution's pending one-time schedules (on stop)."""
+        ...
+
+
+class PayloadStore(Protocol):
+    def put(self, execution_id: str, label: str, data: str) -> str:
+        """Store `data` and return a reference string to keep in its place."""
+        ...
+
+    def get(self, reference: str) -> str: ...
