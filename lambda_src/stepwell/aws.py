@@ -1,0 +1,189 @@
+"""boto3 clients for Stepwell, with retries configured and a request counter a benchmark can read.
+
+Retries: botocore's `standard` mode (or `adaptive`, chosen by STEPWELL_RETRY_MODE) retries throttling
+(ProvisionedThroughputExceededException, ThrottlingException, ...) and transient errors with backoff.
+Endpoints: boto3 honours AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_<SERVICE>) itself; an explicit
+`endpoint_url` given here wins, which is how tests point at a local AWS.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_sqs import SQSClient
+
+RETRY_MODES = ("standard", "adaptive", "legacy")
+DEFAULT_MAX_ATTEMPTS = 8
+
+
+@dataclass
+class RequestCounter:
+    """Counts AWS API calls (one per logical call, after retries), HTTP attempts and DynamoDB capacity.
+
+    Keys are "service.Operation", e.g. "dynamodb.PutItem", "sqs.SendMessage", "scheduler.CreateSchedule".
+    """
+
+    calls: Counter[str] = field(default_factory=Counter)
+    attempts: Counter[str] = field(default_factory=Counter)
+    read_units: float = 0.0
+    write_units: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.attempts.clear()
+            self.read_units = 0.0
+            self.write_units = 0.0
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "calls": dict(self.calls),
+                "attempts": dict(self.attempts),
+                "read_units": self.read_units,
+                "write_units": self.write_units,
+            }
+
+    def total(self, service: str) -> int:
+        prefix = service + "."
+        with self._lock:
+            return sum(count for key, count in self.calls.items() if key.startswith(prefix))
+
+    def attach(self, client: Any) -> None:
+        """Register the hooks on one boto3 client."""
+        service = client.meta.service_model.service_name
+        events = client.meta.events
+        events.register(f"before-send.{service}", self._on_attempt)
+        events.register(f"after-call.{service}", self._on_call)
+
+    def _on_attempt(self, request: Any = None, **kwargs: Any) -> None:
+        context = getattr(request, "context", None) or {}
+        operation = str(context.get("operation_name") or _operation_from_event(kwargs.get("event_name", "")))
+        service = _service_from_event(kwargs.get("event_name", ""))
+        with self._lock:
+            self.attempts[f"{service}.{operation}"] += 1
+
+    def _on_call(self, parsed: Any = None, model: Any = None, **kwargs: Any) -> None:
+        service = _service_from_event(kwargs.get("event_name", ""))
+        operation = getattr(model, "name", "?")
+        read, write = _consumed_units(operation, parsed)
+        with self._lock:
+            self.calls[f"{service}.{operation}"] += 1
+            self.read_units += read
+            self.write_units += write
+
+
+def _service_from_event(event_name: str) -> str:
+    parts = event_name.split(".")
+    return parts[1] if len(parts) > 1 else "?"
+
+
+def _operation_from_event(event_name: str) -> str:
+    parts = event_name.split(".")
+    return parts[2] if len(parts) > 2 else "?"
+
+
+_READ_OPERATIONS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+
+
+def _consumed_units(operation: str, parsed: Any) -> tuple[float, float]:
+    """Read and write units from a DynamoDB response's ConsumedCapacity (a dict or a list of them).
+
+    With ReturnConsumedCapacity=TOTAL, DynamoDB reports `CapacityUnits`; whether those are read or write
+    units follows from the operation.
+    """
+    if not isinstance(parsed, dict):
+        return 0.0, 0.0
+    consumed = parsed.get("ConsumedCapacity")
+    entries = consumed if isinstance(consumed, list) else [consumed] if isinstance(consumed, dict) else []
+    units = sum(float(entry.get("CapacityUnits", 0.0) or 0.0) for entry in entries)
+    if operation in _READ_OPERATIONS:
+        return units, 0.0
+    return 0.0, units
+
+
+class AwsClients:
+    """Lazily created, shared boto3 clients for one region/endpoint, all carrying the same counter."""
+
+    def __init__(
+        self,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        retry_mode: str | None = None,
+        max_attempts: int | None = None,
+        session: boto3.Session | None = None,
+        counter: RequestCounter | None = None,
+    ) -> None:
+        mode = retry_mode or os.environ.get("STEPWELL_RETRY_MODE", "standard")
+        if mode not in RETRY_MODES:
+            raise ValueError(f"retry mode {mode!r} is not one of {', '.join(RETRY_MODES)}")
+        attempts = max_attempts if max_attempts is not None else DEFAULT_MAX_ATTEMPTS
+        if attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {attempts}")
+        self.region = (
+            region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        )
+        self.endpoint_url = endpoint_url or None
+        self.counter = counter or RequestCounter()
+        self._session = session or boto3.Session()
+        retries: Any = {"mode": mode, "max_attempts": attempts}
+        self._config = Config(
+            retries=retries,
+            connect_timeout=5,
+            read_timeout=30,
+            max_pool_connections=20,
+        )
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _client(self, service: str) -> Any:
+        with self._lock:
+            client = self._clients.get(service)
+            if client is None:
+                client = self._session.client(
+                    service,  # type: ignore[call-overload]
+                    region_name=self.region,
+                    endpoint_url=self.endpoint_url,
+                    config=self._config,
+                )
+                self.counter.attach(client)
+                self._clients[service] = client
+            return client
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        client: DynamoDBClient = self._client("dynamodb")
+        return client
+
+    @property
+    def sqs(self) -> SQSClient:
+        client: SQSClient = self._client("sqs")
+        return client
+
+    @property
+    def s3(self) -> S3Client:
+        client: S3Client = self._client("s3")
+        return client
+
+    @property
+    def scheduler(self) -> EventBridgeSchedulerClient:
+        client: EventBridgeSchedulerClient = self._client("scheduler")
+        return client
+
+    @property
+    def events(self) -> EventBridgeClient:
+        client: EventBridgeClient = self._client("events")
+        return client

@@ -1,0 +1,194 @@
+"""Stepwell's deployment settings: from the worker's environment or the module's `client_config` output.
+
+Both sources describe the same deployment (docs/architecture.md); `StepwellConfig` is the one shape the
+adapters, the client and the CLI read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """The configuration is missing a setting or holds a bad value."""
+
+
+# client_config key -> environment variable of the worker Lambda.
+_ENV_BY_CLIENT_KEY: dict[str, str] = {
+    "name": "STEPWELL_NAME",
+    "definitions_table": "STEPWELL_DEFINITIONS_TABLE",
+    "executions_table": "STEPWELL_EXECUTIONS_TABLE",
+    "operations_table": "STEPWELL_OPERATIONS_TABLE",
+    "coordination_table": "STEPWELL_COORDINATION_TABLE",
+    "subject_index_name": "STEPWELL_SUBJECT_INDEX",
+    "work_queue_url": "STEPWELL_WORK_QUEUE_URL",
+    "work_queue_arn": "STEPWELL_WORK_QUEUE_ARN",
+    "dlq_url": "STEPWELL_DLQ_URL",
+    "event_bus_name": "STEPWELL_EVENT_BUS_NAME",
+    "event_bus_arn": "STEPWELL_EVENT_BUS_ARN",
+    "schedule_group_name": "STEPWELL_SCHEDULE_GROUP",
+    "scheduler_role_arn": "STEPWELL_SCHEDULER_ROLE_ARN",
+    "payload_bucket": "STEPWELL_PAYLOAD_BUCKET",
+}
+
+# Settings without which no adapter works.
+_REQUIRED = ("name", "executions_table", "operations_table", "coordination_table", "work_queue_url")
+
+DEFAULT_SUBJECT_INDEX = "domain-subjectId-index"
+DEFAULT_RETENTION_DAYS = 30
+
+
+@dataclass(frozen=True)
+class StepwellConfig:
+    """Names of one deployment's resources. Optional resources are empty strings when not configured."""
+
+    name: str
+    executions_table: str
+    operations_table: str
+    coordination_table: str
+    work_queue_url: str
+    definitions_table: str = ""
+    subject_index_name: str = DEFAULT_SUBJECT_INDEX
+    work_queue_arn: str = ""
+    dlq_url: str = ""
+    event_bus_name: str = ""
+    event_bus_arn: str = ""
+    schedule_group_name: str = ""
+    scheduler_role_arn: str = ""
+    payload_bucket: str = ""
+    worker_function_name: str = ""
+    region: str = ""
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    workflow_modules: tuple[str, ...] = ()
+    event_extractor: Mapping[str, Any] = field(default_factory=dict)
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        for key in _REQUIRED:
+            if not getattr(self, key):
+                raise ConfigError(
+                    f"Stepwell configuration is missing {key!r} (required: {', '.join(_REQUIRED)})"
+                )
+        if self.retention_days < 1:
+            raise ConfigError(f"retention_days must be a positive number of days, got {self.retention_days}")
+
+    @classmethod
+    def from_client_config(cls, data: Mapping[str, Any]) -> StepwellConfig:
+        """Build from the `client_config` output (a dict, or `terraform output -json`'s {"value": {...}})."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"client_config must be a JSON object, got {type(data).__name__}")
+        if "value" in data and isinstance(data["value"], Mapping) and "name" not in data:
+            data = data["value"]
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                # Newer module versions may add outputs; older clients ignore them.
+                continue
+            values[key] = value
+        if "workflow_modules" in values:
+            values["workflow_modules"] = _parse_modules(values["workflow_modules"])
+        if "retention_days" in values:
+            values["retention_days"] = _parse_int("retention_days", values["retention_days"])
+        for key, value in values.items():
+            structured = key in ("workflow_modules", "retention_days", "event_extractor")
+            if not structured and not isinstance(value, str):
+                raise ConfigError(f"client_config[{key!r}] must be a string, got {value!r}")
+        missing = [key for key in _REQUIRED if not values.get(key)]
+        if missing:
+            raise ConfigError(f"client_config is missing {', '.join(missing)}")
+        return cls(**values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> StepwellConfig:
+        """Read a JSON file written by `terraform output -json client_config`."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot read the Stepwell config file {str(path)!r}: {error}") from error
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"the Stepwell config file {str(path)!r} is not valid JSON: {error}") from error
+        return cls.from_client_config(data)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> StepwellConfig:
+        """Build from the worker Lambda's environment variables (STEPWELL_*)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for key, variable in _ENV_BY_CLIENT_KEY.items():
+            value = env.get(variable, "")
+            if value:
+                values[key] = value
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
+        if region:
+            values["region"] = region
+        if env.get("STEPWELL_WORKER_FUNCTION_NAME"):
+            values["worker_function_name"] = env["STEPWELL_WORKER_FUNCTION_NAME"]
+        if env.get("STEPWELL_RETENTION_DAYS"):
+            values["retention_days"] = _parse_int("STEPWELL_RETENTION_DAYS", env["STEPWELL_RETENTION_DAYS"])
+        if env.get("STEPWELL_WORKFLOW_MODULES"):
+            values["workflow_modules"] = _parse_modules(env["STEPWELL_WORKFLOW_MODULES"])
+        if env.get("STEPWELL_EVENT_EXTRACTOR"):
+            values["event_extractor"] = _parse_extractor(env["STEPWELL_EVENT_EXTRACTOR"])
+        if env.get("STEPWELL_LOG_LEVEL"):
+            values["log_level"] = env["STEPWELL_LOG_LEVEL"].upper()
+        missing = [_ENV_BY_CLIENT_KEY[key] for key in _REQUIRED if key not in values]
+        if missing:
+            raise ConfigError(f"Stepwell environment is missing {', '.join(missing)}")
+        return cls(**values)
+
+    def to_client_config(self) -> dict[str, Any]:
+        """The `client_config` shape (round-trips through `from_client_config`)."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["workflow_modules"] = list(self.workflow_modules)
+        out["event_extractor"] = dict(self.event_extractor)
+        return out
+
+    def to_env(self) -> dict[str, str]:
+        """The worker's environment for this deployment (what the Terraform module sets)."""
+        env = {variable: str(getattr(self, key)) for key, variable in _ENV_BY_CLIENT_KEY.items()}
+        env["STEPWELL_RETENTION_DAYS"] = str(self.retention_days)
+        env["STEPWELL_WORKFLOW_MODULES"] = ",".join(self.workflow_modules)
+        env["STEPWELL_EVENT_EXTRACTOR"] = json.dumps(dict(self.event_extractor))
+        env["STEPWELL_LOG_LEVEL"] = self.log_level
+        if self.region:
+            env["AWS_REGION"] = self.region
+        return {key: value for key, value in env.items() if value}
+
+
+def _parse_int(name: str, value: object) -> int:
+    try:
+        return int(str(value))
+    except ValueError as error:
+        raise ConfigError(f"{name} must be a whole number, got {value!r}") from error
+
+
+def _parse_modules(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, list | tuple):
+        items = [str(item) for item in value]
+    else:
+        raise ConfigError(f"workflow_modules must be a comma-separated string or a list, got {value!r}")
+    modules = tuple(item.strip() for item in items if item.strip())
+    for module in modules:
+        if not all(part.isidentifier() for part in module.split(".")):
+            raise ConfigError(f"workflow module {module!r} is not a dotted Python module name")
+    return modules
+
+
+def _parse_extractor(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"STEPWELL_EVENT_EXTRACTOR is not valid JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise ConfigError(f"STEPWELL_EVENT_EXTRACTOR must be a JSON object, got {text!r}")
+    return value

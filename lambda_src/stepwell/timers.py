@@ -1,0 +1,144 @@
+"""Wake-ups: an invoke message delivered to the work queue at (never before) a given time.
+
+Up to 900 s ahead, the message goes to SQS with DelaySeconds. Further ahead, a one-time EventBridge
+Scheduler schedule `at(...)` in the module's group sends it to the queue through the scheduler role and
+deletes itself afterwards. `at()` fires at minute granularity, so its time is rounded up to the next whole
+minute: a wake-up may come late by under a minute, never early. The message carries `dueAt`, and the entry
+re-schedules a message that still arrives early (see `is_early`).
+
+Schedule names are `sw-<hash of execution id>-<due epoch>`: deterministic, so a repeated request is a
+no-op, and listable by prefix, so stopping an execution deletes its pending schedules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from stepwell.work_queue import MAX_DELAY_SECONDS, SqsWorkQueue, encode_message
+
+if TYPE_CHECKING:
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+
+# A message arriving this little ahead of its due time is run: clocks differ by fractions of a second.
+EARLY_TOLERANCE_SECONDS = 1.0
+_NAME_PREFIX = "sw-"
+
+
+@dataclass(frozen=True)
+class ScheduledWake:
+    """Where a wake-up went: "sqs" (with its delay) or "scheduler" (with the schedule's name)."""
+
+    via: str
+    due_at: float
+    delay_seconds: int = 0
+    schedule_name: str = ""
+
+
+def invoke_message(execution_id: str, due_at: float | None = None) -> dict[str, Any]:
+    """The work-queue message that runs or resumes an execution."""
+    message: dict[str, Any] = {"kind": "invoke", "executionId": execution_id}
+    if due_at is not None:
+        message["dueAt"] = round(due_at, 3)
+    return message
+
+
+def schedule_prefix(execution_id: str) -> str:
+    return _NAME_PREFIX + hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:24] + "-"
+
+
+def at_expression(due_at: float) -> tuple[str, int]:
+    """The `at()` expression for the first whole minute at or after `due_at`, and that minute's epoch."""
+    minute = math.ceil(due_at / 60.0) * 60
+    stamp = datetime.fromtimestamp(minute, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"at({stamp})", minute
+
+
+def is_early(message: Mapping[str, Any], now: float) -> bool:
+    """True when an invoke message carrying `dueAt` arrived before its time (the entry re-schedules it)."""
+    due_at = message.get("dueAt")
+    return isinstance(due_at, int | float) and due_at - now > EARLY_TOLERANCE_SECONDS
+
+
+class WakeScheduler:
+    """Schedules and cancels execution wake-ups on SQS and EventBridge Scheduler."""
+
+    def __init__(
+        self,
+        queue: SqsWorkQueue,
+        scheduler: EventBridgeSchedulerClient | None,
+        schedule_group: str,
+        scheduler_role_arn: str,
+        work_queue_arn: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._queue = queue
+        self._scheduler = scheduler
+        self.schedule_group = schedule_group
+        self.scheduler_role_arn = scheduler_role_arn
+        self.work_queue_arn = work_queue_arn
+        self._clock = clock
+
+    def schedule(
+        self, execution_id: str, due_at: float, message: Mapping[str, Any] | None = None
+    ) -> ScheduledWake:
+        """Deliver `message` (default: an invoke of the execution) to the work queue at `due_at` or later."""
+        body = dict(message) if message is not None else invoke_message(execution_id, due_at)
+        body.setdefault("dueAt", round(due_at, 3))
+        delay = max(0, math.ceil(due_at - self._clock()))
+        if delay <= MAX_DELAY_SECONDS:
+            self._queue.send(body, delay_seconds=delay)
+            return ScheduledWake(via="sqs", due_at=due_at, delay_seconds=delay)
+        return self._create_schedule(execution_id, due_at, body)
+
+    def _create_schedule(self, execution_id: str, due_at: float, body: Mapping[str, Any]) -> ScheduledWake:
+        if self._scheduler is None or not (
+            self.schedule_group and self.scheduler_role_arn and self.work_queue_arn
+        ):
+            raise ValueError(
+                "a wake-up more than 900 s ahead needs EventBridge Scheduler: configure the schedule group, "
+                "the scheduler role ARN and the work queue ARN"
+            )
+        expression, minute = at_expression(due_at)
+        name = f"{schedule_prefix(execution_id)}{minute}"
+        # The name is deterministic: a conflict means this wake-up is already scheduled.
+        with contextlib.suppress(self._scheduler.exceptions.ConflictException):
+            self._scheduler.create_schedule(
+                Name=name,
+                GroupName=self.schedule_group,
+                ScheduleExpression=expression,
+                ScheduleExpressionTimezone="UTC",
+                FlexibleTimeWindow={"Mode": "OFF"},
+                ActionAfterCompletion="DELETE",
+                Target={
+                    "Arn": self.work_queue_arn,
+                    "RoleArn": self.scheduler_role_arn,
+                    "Input": encode_message(body),
+                },
+            )
+        return ScheduledWake(via="scheduler", due_at=due_at, schedule_name=name)
+
+    def cancel_all(self, execution_id: str) -> int:
+        """Delete the execution's pending schedules (SQS-delayed messages find it stopped and do nothing)."""
+        if self._scheduler is None or not self.schedule_group:
+            return 0
+        deleted = 0
+        paginator = self._scheduler.get_paginator("list_schedules")
+        names: list[str] = []
+        for page in paginator.paginate(
+            GroupName=self.schedule_group, NamePrefix=schedule_prefix(execution_id)
+        ):
+            names.extend(item["Name"] for item in page.get("Schedules", []) if "Name" in item)
+        for name in names:
+            try:
+                self._scheduler.delete_schedule(Name=name, GroupName=self.schedule_group)
+                deleted += 1
+            except self._scheduler.exceptions.ResourceNotFoundException:
+                pass  # fired and deleted itself meanwhile
+        return deleted

@@ -1,0 +1,116 @@
+"""Configuration loading and the boto3 client factory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from botocore.stub import Stubber
+from stepwell.aws import AwsClients, RequestCounter
+from stepwell.config import ConfigError, StepwellConfig
+
+CLIENT_CONFIG = {
+    "region": "eu-west-1",
+    "name": "orders",
+    "definitions_table": "orders-definitions",
+    "executions_table": "orders-executions",
+    "operations_table": "orders-operations",
+    "coordination_table": "orders-coordination",
+    "subject_index_name": "by-subject",
+    "work_queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-work",
+    "work_queue_arn": "arn:aws:sqs:eu-west-1:123456789012:orders-work",
+    "dlq_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq",
+    "event_bus_name": "orders",
+    "event_bus_arn": "arn:aws:events:eu-west-1:123456789012:event-bus/orders",
+    "schedule_group_name": "orders",
+    "scheduler_role_arn": "arn:aws:iam::123456789012:role/orders-scheduler",
+    "payload_bucket": "orders-payloads",
+    "worker_function_name": "orders-worker",
+}
+
+
+def test_client_config_dict_and_terraform_output_file_give_the_same_config(tmp_path: Path) -> None:
+    from_dict = StepwellConfig.from_client_config(CLIENT_CONFIG)
+    output_file = tmp_path / "client_config.json"
+    output_file.write_text(json.dumps({"sensitive": False, "type": "object", "value": CLIENT_CONFIG}))
+    assert StepwellConfig.from_file(output_file) == from_dict
+    assert from_dict.subject_index_name == "by-subject"
+    assert from_dict.region == "eu-west-1"
+
+
+def test_environment_round_trip() -> None:
+    config = StepwellConfig.from_client_config(
+        {**CLIENT_CONFIG, "workflow_modules": ["orders", "billing.flows"]}
+    )
+    env = config.to_env()
+    assert env["STEPWELL_SUBJECT_INDEX"] == "by-subject"
+    assert env["STEPWELL_WORKFLOW_MODULES"] == "orders,billing.flows"
+    again = StepwellConfig.from_env({**env, "STEPWELL_WORKER_FUNCTION_NAME": "orders-worker"})
+    assert again == config
+
+
+def test_missing_required_setting_names_it() -> None:
+    incomplete = {key: value for key, value in CLIENT_CONFIG.items() if key != "operations_table"}
+    with pytest.raises(ConfigError, match="operations_table"):
+        StepwellConfig.from_client_config(incomplete)
+    with pytest.raises(ConfigError, match="STEPWELL_EXECUTIONS_TABLE"):
+        StepwellConfig.from_env({"STEPWELL_NAME": "x"})
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"retention_days": "soon"}, "retention_days must be a whole number, got 'soon'"),
+        ({"retention_days": 0}, "positive number of days, got 0"),
+        ({"workflow_modules": "good,not-a-module"}, "'not-a-module' is not a dotted Python module name"),
+        ({"executions_table": 42}, "client_config\\['executions_table'\\] must be a string, got 42"),
+    ],
+)
+def test_bad_values_are_named(override: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        StepwellConfig.from_client_config({**CLIENT_CONFIG, **override})
+
+
+def test_bad_config_file_is_named(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"broken\.json.*not valid JSON"):
+        StepwellConfig.from_file(broken)
+    with pytest.raises(ConfigError, match="cannot read"):
+        StepwellConfig.from_file(tmp_path / "absent.json")
+
+
+def test_event_extractor_must_be_an_object() -> None:
+    env = StepwellConfig.from_client_config(CLIENT_CONFIG).to_env()
+    with pytest.raises(ConfigError, match="STEPWELL_EVENT_EXTRACTOR must be a JSON object"):
+        StepwellConfig.from_env({**env, "STEPWELL_EVENT_EXTRACTOR": "[1]"})
+
+
+def test_bad_retry_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="retry mode 'eager' is not one of standard, adaptive, legacy"):
+        AwsClients(region="us-east-1", retry_mode="eager")
+
+
+def test_endpoint_url_is_used_by_every_client() -> None:
+    clients = AwsClients(region="us-east-1", endpoint_url="http://127.0.0.1:4566")
+    assert clients.dynamodb.meta.endpoint_url == "http://127.0.0.1:4566"
+    assert clients.sqs.meta.endpoint_url == "http://127.0.0.1:4566"
+    assert clients.dynamodb is clients.dynamodb
+
+
+def test_counter_counts_calls_and_consumed_capacity(aws_credentials: None) -> None:
+    counter = RequestCounter()
+    clients = AwsClients(region="us-east-1", counter=counter)
+    with Stubber(clients.dynamodb) as stub:
+        stub.add_response("put_item", {"ConsumedCapacity": {"TableName": "t", "CapacityUnits": 1.0}})
+        stub.add_response("get_item", {"ConsumedCapacity": {"TableName": "t", "CapacityUnits": 0.5}})
+        clients.dynamodb.put_item(TableName="t", Item={"k": {"S": "v"}}, ReturnConsumedCapacity="TOTAL")
+        clients.dynamodb.get_item(TableName="t", Key={"k": {"S": "v"}}, ReturnConsumedCapacity="TOTAL")
+    snapshot = counter.snapshot()
+    assert snapshot["calls"] == {"dynamodb.PutItem": 1, "dynamodb.GetItem": 1}
+    assert snapshot["write_units"] == 1.0
+    assert snapshot["read_units"] == 0.5
+    assert counter.total("dynamodb") == 2
+    counter.reset()
+    assert counter.total("dynamodb") == 0
