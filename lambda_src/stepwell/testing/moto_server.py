@@ -4,7 +4,8 @@ A child process, not moto's ``ThreadedMotoServer`` thread: moto keeps its state 
 so an in-process server would share (and lose, on every ``mock_aws`` reset) state with tests that use
 moto's decorators; a child also gets its own core for the GIL-heavy request handling.
 
-The child adds one route to moto's WSGI app, ``GET /_stepwell/lambda-code?region=..&function=..``,
+The child turns off moto's push of SQS messages to mapped functions (see ``_disable_moto_sqs_push``)
+and adds one route to moto's WSGI app, ``GET /_stepwell/lambda-code?region=..&function=..``,
 that returns a function's deployed zip: moto's GetFunction answers with an S3 location it never
 serves, and the local Lambda runtime needs the code terraform uploaded.
 
@@ -63,6 +64,29 @@ def _with_lambda_code_route(app: WsgiApp) -> WsgiApp:
     return wrapped
 
 
+class _UnpushedMappings(dict[str, Any]):
+    """Stands in for a queue's record of its Lambda event source mappings, and records none."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        return None
+
+
+def _disable_moto_sqs_push() -> None:
+    """moto "invokes" a mapped function synchronously inside SendMessage, in Docker; without Docker
+    that receives every visible message again and again (raising receive counts until they redrive).
+    Lambda polls instead, and so does the harness's runtime: queues here never learn their mappings
+    (the Lambda API still lists them)."""
+    from moto.sqs.models import Queue
+
+    original_init = Queue.__init__
+
+    def init_without_push(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        self.lambda_event_source_mappings = _UnpushedMappings()
+
+    Queue.__init__ = init_without_push  # type: ignore[method-assign]
+
+
 def _exit_when_parent_dies(parent_pid: int) -> None:
     while True:
         if os.getppid() != parent_pid:
@@ -79,6 +103,7 @@ def serve(host: str, port: int) -> None:
     )
     from werkzeug.serving import make_server
 
+    _disable_moto_sqs_push()
     app = _with_lambda_code_route(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=_exit_when_parent_dies, args=(os.getppid(),), daemon=True).start()

@@ -1,0 +1,614 @@
+"""A local Lambda runtime for backends that store functions but never run them (moto).
+
+moto marks functions Active, but its event source mappings never poll and its Invoke only echoes.
+``LambdaRuntime`` reads each function's configuration (handler, environment, timeout) and its SQS
+event source mappings from the Lambda API, fetches the deployed zip, unpacks it, and runs the handler
+in a worker subprocess with the function's environment plus the backend's endpoint and dummy
+credentials. A worker stays warm across invocations, like a Lambda execution environment, and is
+replaced when the function's code or configuration changes, or after a timeout or crash.
+
+For each mapping it honours the batch size, the batching window (``wait_for_batching_window``),
+``ReportBatchItemFailures`` (only the reported items stay on the queue; a malformed response fails
+the whole batch, as Lambda does), and a raised error or timeout failing the whole batch. SQS itself
+keeps received messages invisible and moves them to the DLQ after ``maxReceiveCount`` receives (moto
+does that on receive). With ``fast_retries`` (the default) the runtime ends the visibility timeout
+of failed messages at once, as if it had passed, so tests see retries and redrive without waiting.
+
+Use ``poll_once()``, ``drain()`` (until the mapped queues settle, bounded by batches and seconds),
+``start()``/``stop()`` (a background thread), and ``invoke(function_name, payload)``.
+
+The worker side of this module runs as ``python -P lambda_runtime.py --worker CODE_DIR HANDLER`` with
+the interpreter running the harness (it provides boto3, as Lambda's runtime does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+ClientFactory = Callable[[str], Any]
+CodeFetcher = Callable[[str], bytes]
+
+WORKER_START_TIMEOUT_SECONDS = 60.0
+IDLE_POLL_SECONDS = 0.2
+SQS_MAX_RECEIVE = 10
+
+
+# ---------------------------------------------------------------------------------------------------
+# Worker side: runs inside the subprocess, imports the handler once, serves invocations line by line.
+
+
+class _LambdaContext:
+    """The parts of Lambda's context object handlers use."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.function_name: str = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        self.function_version: str = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        self.invoked_function_arn: str = request.get("function_arn", "")
+        self.memory_limit_in_mb: str = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        self.aws_request_id: str = request["request_id"]
+        self.log_group_name: str = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+        self.log_stream_name: str = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self._deadline_epoch_ms: int = request["deadline_epoch_ms"]
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, self._deadline_epoch_ms - int(time.time() * 1000))
+
+
+def _error_payload(error: BaseException, error_type: str | None = None) -> dict[str, Any]:
+    return {
+        "errorType": error_type or type(error).__name__,
+        "errorMessage": str(error),
+        "stackTrace": traceback.format_exception(error),
+    }
+
+
+def run_worker(code_dir: str, handler_spec: str) -> None:
+    """Serve invocations: one JSON request per stdin line, one JSON answer per line on the protocol fd."""
+    # The handler's prints go to stderr (the function's log); answers go to a private copy of stdout.
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.path.insert(0, code_dir)
+    os.chdir(code_dir)
+    handler: Callable[[Any, Any], Any] | None = None
+    init_error: dict[str, Any] | None = None
+    module_name, _, function_name = handler_spec.rpartition(".")
+    try:
+        import importlib
+
+        module = importlib.import_module(module_name)
+        handler = getattr(module, function_name)
+    except BaseException as error:  # any import failure is the function's error, as in Lambda
+        init_error = _error_payload(error, "Runtime.ImportModuleError")
+    protocol.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        if init_error is not None or handler is None:
+            answer: dict[str, Any] = {"error": init_error}
+        else:
+            try:
+                result = handler(request["event"], _LambdaContext(request))
+                answer = {"result": result}
+            except Exception as error:  # the handler's exception is the invocation's FunctionError
+                answer = {"error": _error_payload(error)}
+        try:
+            encoded = json.dumps(answer)
+        except (TypeError, ValueError) as error:
+            encoded = json.dumps({"error": _error_payload(error, "Runtime.MarshalError")})
+        protocol.write(encoded + "\n")
+        sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Harness side.
+
+
+class InvocationTimeout(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class InvocationResult:
+    function_name: str
+    payload: Any
+    error: dict[str, Any] | None = None  # errorType, errorMessage, stackTrace; None on success
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    arn: str
+    handler: str
+    timeout_seconds: int
+    memory_mb: int
+    environment: dict[str, str]
+    code_sha256: str
+    last_modified: str
+
+
+class _Worker:
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        code_dir: Path,
+        environment: dict[str, str],
+        log: IO[bytes],
+        python_executable: str,
+    ) -> None:
+        self.spec = spec
+        self.process = subprocess.Popen(
+            # -P: run this file as a script without putting its folder on sys.path, so the function's
+            # own code (its PYTHONPATH) is what imports see, not the harness package.
+            [python_executable, "-P", __file__, "--worker", str(code_dir), spec.handler],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=environment,
+            cwd=code_dir,
+            text=True,
+        )
+        ready = self._read_line(WORKER_START_TIMEOUT_SECONDS)
+        if ready is None or not json.loads(ready).get("ready"):
+            self.kill()
+            raise RuntimeError(f"the worker for {spec.name} did not start (see its log)")
+
+    def _read_line(self, timeout_seconds: float) -> str | None:
+        assert self.process.stdout is not None
+        readable, _, _ = select.select([self.process.stdout], [], [], timeout_seconds)
+        if not readable:
+            return None
+        line = self.process.stdout.readline()
+        return line or None
+
+    def invoke(self, event: Any, request_id: str) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        deadline_ms = int(time.time() * 1000) + self.spec.timeout_seconds * 1000
+        request = {
+            "event": event,
+            "request_id": request_id,
+            "deadline_epoch_ms": deadline_ms,
+            "function_arn": self.spec.arn,
+        }
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self._read_line(self.spec.timeout_seconds)
+        if line is None:
+            timed_out = self.process.poll() is None
+            self.kill()
+            if timed_out:
+                raise InvocationTimeout(
+                    f"{self.spec.name} timed out after {self.spec.timeout_seconds} s (request {request_id})"
+                )
+            raise RuntimeError(f"the worker for {self.spec.name} exited with code {self.process.returncode}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@dataclass(frozen=True)
+class EventSourceMapping:
+    uuid: str
+    function_name: str
+    queue_arn: str
+    batch_size: int
+    batching_window_seconds: int
+    report_batch_item_failures: bool
+
+
+@dataclass
+class DrainResult:
+    batches: int = 0
+    messages: int = 0
+    failed_messages: int = 0
+    settled: bool = False
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _queue_name_and_account(queue_arn: str) -> tuple[str, str]:
+    parts = queue_arn.split(":")
+    if len(parts) != 6 or parts[2] != "sqs":
+        raise ValueError(
+            f"event source {queue_arn!r} is not an SQS queue ARN (arn:aws:sqs:region:account:name)"
+        )
+    return parts[5], parts[4]
+
+
+def _sqs_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    attributes = {key: str(value) for key, value in message.get("Attributes", {}).items()}
+    message_attributes: dict[str, Any] = {}
+    for name, value in message.get("MessageAttributes", {}).items():
+        binary = value.get("BinaryValue")
+        message_attributes[name] = {
+            "stringValue": value.get("StringValue"),
+            "binaryValue": base64.b64encode(binary).decode() if binary is not None else None,
+            "stringListValues": value.get("StringListValues", []),
+            "binaryListValues": [
+                base64.b64encode(item).decode() for item in value.get("BinaryListValues", [])
+            ],
+            "dataType": value.get("DataType"),
+        }
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": attributes,
+        "messageAttributes": message_attributes,
+        "md5OfBody": message.get("MD5OfBody", hashlib.md5(message["Body"].encode()).hexdigest()),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+def _failed_item_ids(result: InvocationResult, batch_ids: set[str], reports_failures: bool) -> set[str]:
+    """Which messages of the batch stay on the queue, following Lambda's rules for SQS."""
+    if not result.succeeded:
+        return set(batch_ids)
+    if not reports_failures:
+        return set()
+    payload = result.payload
+    if (
+        payload is None
+        or payload == ""
+        or (isinstance(payload, dict) and not payload.get("batchItemFailures"))
+    ):
+        return set()
+    if not isinstance(payload, dict) or not isinstance(payload["batchItemFailures"], list):
+        return set(batch_ids)
+    failed: set[str] = set()
+    for item in payload["batchItemFailures"]:
+        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
+        if not isinstance(identifier, str) or identifier not in batch_ids:
+            return set(batch_ids)  # a malformed or unknown identifier fails the whole batch
+        failed.add(identifier)
+    return failed
+
+
+class LambdaRuntime:
+    """Runs deployed Python functions and drives their SQS event source mappings."""
+
+    def __init__(
+        self,
+        client_factory: ClientFactory,
+        code_fetcher: CodeFetcher,
+        aws_environment: dict[str, str],
+        work_dir: str | Path,
+        region: str = "us-east-1",
+        fast_retries: bool = True,
+        wait_for_batching_window: bool = True,
+        function_names: list[str] | None = None,
+        python_executable: str = sys.executable,
+    ) -> None:
+        self._client_factory = client_factory
+        self._code_fetcher = code_fetcher
+        self._aws_environment = dict(aws_environment)
+        self.work_dir = Path(work_dir)
+        self.region = region
+        self.fast_retries = fast_retries
+        self.wait_for_batching_window = wait_for_batching_window
+        self.function_names = function_names
+        self.python_executable = python_executable
+        self._workers: dict[str, _Worker] = {}
+        self._queue_urls: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.background_errors: list[BaseException] = []
+        self.invocations: list[InvocationResult] = []
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+
+    # -- functions -----------------------------------------------------------------------------------
+
+    def function_spec(self, function_name: str) -> FunctionSpec:
+        configuration = self._client_factory("lambda").get_function_configuration(FunctionName=function_name)
+        return FunctionSpec(
+            name=configuration["FunctionName"],
+            arn=configuration["FunctionArn"],
+            handler=configuration["Handler"],
+            timeout_seconds=int(configuration.get("Timeout", 3)),
+            memory_mb=int(configuration.get("MemorySize", 128)),
+            environment={
+                key: str(value)
+                for key, value in configuration.get("Environment", {}).get("Variables", {}).items()
+            },
+            code_sha256=configuration.get("CodeSha256", ""),
+            last_modified=configuration.get("LastModified", ""),
+        )
+
+    def _code_dir(self, spec: FunctionSpec) -> Path:
+        digest = hashlib.sha256(spec.code_sha256.encode()).hexdigest()[:16]
+        target = self.work_dir / "code" / f"{spec.name}-{digest}"
+        if not target.exists():
+            archive = self._code_fetcher(spec.name)
+            actual = base64.b64encode(hashlib.sha256(archive).digest()).decode()
+            if spec.code_sha256 and actual != spec.code_sha256:
+                raise RuntimeError(
+                    f"fetched code of {spec.name} has sha256 {actual}, the function says {spec.code_sha256}"
+                )
+            staging = target.with_name(target.name + f".{uuid.uuid4().hex}")
+            with zipfile.ZipFile(io.BytesIO(archive)) as bundle:
+                bundle.extractall(staging)
+            staging.rename(target)
+        return target
+
+    def _worker_environment(self, spec: FunctionSpec, code_dir: Path) -> dict[str, str]:
+        inherited = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
+        return {
+            **inherited,
+            **spec.environment,
+            **self._aws_environment,
+            "PYTHONPATH": str(code_dir),
+            "PYTHONUNBUFFERED": "1",
+            "LAMBDA_TASK_ROOT": str(code_dir),
+            "_HANDLER": spec.handler,
+            "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": f"local/{uuid.uuid4().hex}",
+        }
+
+    def log_path(self, function_name: str) -> Path:
+        return self.work_dir / "logs" / f"{function_name}.log"
+
+    def _worker(self, function_name: str) -> _Worker:
+        spec = self.function_spec(function_name)
+        current = self._workers.get(spec.name)
+        if current is not None and current.alive() and current.spec == spec:
+            return current
+        if current is not None:
+            current.kill()
+        code_dir = self._code_dir(spec)
+        log_path = self.log_path(spec.name)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            environment = self._worker_environment(spec, code_dir)
+            worker = _Worker(spec, code_dir, environment, log, self.python_executable)
+        self._workers[spec.name] = worker
+        return worker
+
+    def invoke(self, function_name: str, payload: Any) -> InvocationResult:
+        """Run a function on ``payload`` (a JSON value, or JSON bytes/str) and return its answer."""
+        if isinstance(payload, bytes | bytearray):
+            payload = json.loads(payload or b"null")
+        with self._lock:
+            worker = self._worker(function_name)
+            request_id = str(uuid.uuid4())
+            try:
+                answer = worker.invoke(payload, request_id)
+            except InvocationTimeout as error:
+                answer = {
+                    "error": {"errorType": "Sandbox.Timedout", "errorMessage": str(error), "stackTrace": []}
+                }
+            except RuntimeError as error:
+                answer = {
+                    "error": {"errorType": "Runtime.ExitError", "errorMessage": str(error), "stackTrace": []}
+                }
+            result = InvocationResult(worker.spec.name, answer.get("result"), answer.get("error"))
+            self.invocations.append(result)
+            return result
+
+    # -- event source mappings -----------------------------------------------------------------------
+
+    def event_source_mappings(self) -> list[EventSourceMapping]:
+        client = self._client_factory("lambda")
+        mappings: list[EventSourceMapping] = []
+        for page in client.get_paginator("list_event_source_mappings").paginate():
+            for raw in page["EventSourceMappings"]:
+                arn = raw.get("EventSourceArn", "")
+                if ":sqs:" not in arn or raw.get("State", "Enabled") not in (
+                    "Enabled",
+                    "Enabling",
+                    "Updating",
+                ):
+                    continue
+                function_name = raw["FunctionArn"].split(":")[6]
+                if self.function_names is not None and function_name not in self.function_names:
+                    continue
+                mappings.append(
+                    EventSourceMapping(
+                        uuid=raw["UUID"],
+                        function_name=function_name,
+                        queue_arn=arn,
+                        batch_size=int(raw.get("BatchSize") or 10),
+                        batching_window_seconds=int(raw.get("MaximumBatchingWindowInSeconds") or 0),
+                        report_batch_item_failures="ReportBatchItemFailures"
+                        in (raw.get("FunctionResponseTypes") or []),
+                    )
+                )
+        return mappings
+
+    def _queue_url(self, queue_arn: str) -> str:
+        if queue_arn not in self._queue_urls:
+            name, account = _queue_name_and_account(queue_arn)
+            response = self._client_factory("sqs").get_queue_url(
+                QueueName=name, QueueOwnerAWSAccountId=account
+            )
+            self._queue_urls[queue_arn] = response["QueueUrl"]
+        return self._queue_urls[queue_arn]
+
+    def _receive_batch(self, mapping: EventSourceMapping) -> list[dict[str, Any]]:
+        sqs = self._client_factory("sqs")
+        queue_url = self._queue_url(mapping.queue_arn)
+        window_ends = time.monotonic() + (
+            mapping.batching_window_seconds if self.wait_for_batching_window else 0
+        )
+        messages: list[dict[str, Any]] = []
+        while len(messages) < mapping.batch_size:
+            response = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=min(SQS_MAX_RECEIVE, mapping.batch_size - len(messages)),
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+                WaitTimeSeconds=0,
+            )
+            received = response.get("Messages", [])
+            messages.extend(received)
+            if not received:
+                # Lambda waits out the batching window for a fuller batch, but never with nothing to send.
+                if not messages or time.monotonic() >= window_ends:
+                    break
+                time.sleep(min(IDLE_POLL_SECONDS, max(0.0, window_ends - time.monotonic())))
+        return messages
+
+    def process_batch(self, mapping: EventSourceMapping) -> tuple[int, int, InvocationResult | None]:
+        """Receive and handle one batch of a mapping; returns (messages, failed messages, result)."""
+        messages = self._receive_batch(mapping)
+        if not messages:
+            return 0, 0, None
+        event = {"Records": [_sqs_record(message, mapping.queue_arn, self.region) for message in messages]}
+        result = self.invoke(mapping.function_name, event)
+        batch_ids = {message["MessageId"] for message in messages}
+        failed_ids = _failed_item_ids(result, batch_ids, mapping.report_batch_item_failures)
+        sqs = self._client_factory("sqs")
+        queue_url = self._queue_url(mapping.queue_arn)
+        succeeded = [message for message in messages if message["MessageId"] not in failed_ids]
+        failed = [message for message in messages if message["MessageId"] in failed_ids]
+        for start in range(0, len(succeeded), SQS_MAX_RECEIVE):
+            chunk = succeeded[start : start + SQS_MAX_RECEIVE]
+            sqs.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[
+                    {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]} for index, m in enumerate(chunk)
+                ],
+            )
+        if self.fast_retries:
+            for start in range(0, len(failed), SQS_MAX_RECEIVE):
+                chunk = failed[start : start + SQS_MAX_RECEIVE]
+                sqs.change_message_visibility_batch(
+                    QueueUrl=queue_url,
+                    Entries=[
+                        {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                        for index, m in enumerate(chunk)
+                    ],
+                )
+        return len(messages), len(failed), result
+
+    def poll_once(self) -> DrainResult:
+        """One batch from each mapped queue."""
+        outcome = DrainResult()
+        with self._lock:
+            for mapping in self.event_source_mappings():
+                handled, failed, result = self.process_batch(mapping)
+                if handled:
+                    outcome.batches += 1
+                    outcome.messages += handled
+                    outcome.failed_messages += failed
+                    if result is not None and result.error is not None:
+                        outcome.errors.append(result.error)
+        return outcome
+
+    def _queues_settled(self) -> bool:
+        sqs = self._client_factory("sqs")
+        for mapping in self.event_source_mappings():
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=self._queue_url(mapping.queue_arn),
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                    "ApproximateNumberOfMessagesDelayed",
+                ],
+            )["Attributes"]
+            if any(int(value) for value in attributes.values()):
+                return False
+        return True
+
+    def drain(self, max_batches: int = 200, timeout_seconds: float = 120.0) -> DrainResult:
+        """Handle batches until every mapped queue is empty (nothing visible, in flight or delayed),
+        or until ``max_batches`` or ``timeout_seconds``; ``settled`` says which."""
+        total = DrainResult()
+        deadline = time.monotonic() + timeout_seconds
+        while total.batches < max_batches and time.monotonic() < deadline:
+            outcome = self.poll_once()
+            total.batches += outcome.batches
+            total.messages += outcome.messages
+            total.failed_messages += outcome.failed_messages
+            total.errors.extend(outcome.errors)
+            if outcome.batches == 0:
+                if self._queues_settled():
+                    total.settled = True
+                    break
+                time.sleep(IDLE_POLL_SECONDS)
+        return total
+
+    # -- background mode -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Poll in a background thread until ``stop()``, like Lambda's pollers."""
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="stepwell-lambda-runtime", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                idle = self.poll_once().batches == 0
+            except Exception as error:  # keep polling; the test sees the error list
+                self.background_errors.append(error)
+                idle = True
+            if idle:
+                self._stopping.wait(IDLE_POLL_SECONDS)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stopping.set()
+            self._thread.join()
+            self._thread = None
+
+    def close(self) -> None:
+        """Stop polling and end every worker."""
+        self.stop()
+        with self._lock:
+            for worker in self._workers.values():
+                worker.kill()
+            self._workers.clear()
+
+    def __enter__(self) -> LambdaRuntime:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Stepwell local Lambda runtime worker")
+    parser.add_argument("--worker", nargs=2, metavar=("CODE_DIR", "HANDLER"), required=True)
+    args = parser.parse_args(argv)
+    run_worker(args.worker[0], args.worker[1])
+
+
+if __name__ == "__main__":
+    main()
