@@ -1,0 +1,122 @@
+# The root only wires the submodules; each can be called on its own from an infra repo.
+
+data "aws_region" "current" {}
+
+locals {
+  # The least visibility timeout that keeps a message hidden through six worker attempts' worth of time.
+  queue_visibility_timeout_seconds = coalesce(var.queue_visibility_timeout_seconds, 6 * var.timeout)
+}
+
+module "state" {
+  source = "./modules/state"
+
+  name                   = var.name
+  tags                   = var.tags
+  billing_mode           = var.billing_mode
+  read_capacity          = var.read_capacity
+  write_capacity         = var.write_capacity
+  kms_key_arn            = var.kms_key_arn
+  point_in_time_recovery = var.point_in_time_recovery
+  deletion_protection    = var.deletion_protection
+  subject_index_name     = var.subject_index_name
+}
+
+module "messaging" {
+  source = "./modules/messaging"
+
+  name                          = var.name
+  tags                          = var.tags
+  kms_key_arn                   = var.kms_key_arn
+  create_event_bus              = var.create_event_bus
+  event_bus_arn                 = var.event_bus_arn
+  event_pattern                 = var.event_pattern
+  visibility_timeout_seconds    = local.queue_visibility_timeout_seconds
+  message_retention_seconds     = var.queue_message_retention_seconds
+  dlq_message_retention_seconds = var.dlq_message_retention_seconds
+  max_receive_count             = var.max_receive_count
+  sender_role_arns              = [module.scheduler.scheduler_role_arn]
+}
+
+module "scheduler" {
+  source = "./modules/scheduler"
+
+  name                       = var.name
+  tags                       = var.tags
+  work_queue_arn             = module.messaging.work_queue_arn
+  event_bus_arn              = module.messaging.event_bus_arn
+  kms_key_arn                = var.kms_key_arn
+  permissions_boundary_arn   = var.permissions_boundary_arn
+  reconcile_interval_minutes = var.reconcile_interval_minutes
+  reconcile_schedule_enabled = var.reconcile_schedule_enabled
+}
+
+module "payloads" {
+  source = "./modules/payloads"
+
+  name           = var.name
+  tags           = var.tags
+  bucket_name    = var.payload_bucket_name
+  kms_key_arn    = var.kms_key_arn
+  retention_days = var.retention_days
+  force_destroy  = var.payload_bucket_force_destroy
+}
+
+module "engine" {
+  source = "./modules/engine"
+
+  name = var.name
+  tags = var.tags
+
+  tables = {
+    definitions_name   = module.state.definitions_table_name
+    definitions_arn    = module.state.definitions_table_arn
+    executions_name    = module.state.executions_table_name
+    executions_arn     = module.state.executions_table_arn
+    operations_name    = module.state.operations_table_name
+    operations_arn     = module.state.operations_table_arn
+    coordination_name  = module.state.coordination_table_name
+    coordination_arn   = module.state.coordination_table_arn
+    subject_index_name = module.state.subject_index_name
+  }
+  work_queue = {
+    url                        = module.messaging.work_queue_url
+    arn                        = module.messaging.work_queue_arn
+    visibility_timeout_seconds = local.queue_visibility_timeout_seconds
+  }
+  dlq = {
+    url = module.messaging.dlq_url
+    arn = module.messaging.dlq_arn
+  }
+  event_bus = {
+    name = module.messaging.event_bus_name
+    arn  = module.messaging.event_bus_arn
+  }
+  schedule_group_name = module.scheduler.schedule_group_name
+  scheduler_role_arn  = module.scheduler.scheduler_role_arn
+  payload_bucket = {
+    name = module.payloads.bucket_name
+    arn  = module.payloads.bucket_arn
+  }
+
+  kms_key_arn                     = var.kms_key_arn
+  permissions_boundary_arn        = var.permissions_boundary_arn
+  runtime                         = var.runtime
+  architecture                    = var.architecture
+  memory_size                     = var.memory_size
+  timeout                         = var.timeout
+  reserved_concurrent_executions  = var.reserved_concurrent_executions
+  log_retention_days              = var.log_retention_days
+  log_level                       = var.log_level
+  retention_days                  = var.retention_days
+  event_extractor                 = var.event_extractor
+  subnet_ids                      = var.subnet_ids
+  security_group_ids              = var.security_group_ids
+  batch_size                      = var.batch_size
+  maximum_batching_window_seconds = var.maximum_batching_window_seconds
+  maximum_concurrency             = var.maximum_concurrency
+  lambda_package_path             = var.lambda_package_path
+  workflows_dir                   = var.workflows_dir
+  workflow_modules                = var.workflow_modules
+  package_build_dir               = var.package_build_dir
+  python_executable               = var.python_executable
+}

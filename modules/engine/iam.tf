@@ -1,0 +1,126 @@
+locals {
+  arn_prefix = "arn:${data.aws_partition.current.partition}"
+  account_id = data.aws_caller_identity.current.account_id
+  region     = data.aws_region.current.name
+
+  table_arns = [
+    var.tables.definitions_arn,
+    var.tables.executions_arn,
+    var.tables.operations_arn,
+    var.tables.coordination_arn,
+  ]
+
+  worker_statements = concat(
+    [
+      {
+        # TransactWriteItems is authorised through these item actions; there is no separate IAM action.
+        Sid    = "Tables"
+        Effect = "Allow"
+        Action = [
+          "dynamodb:GetItem",
+          "dynamodb:BatchGetItem",
+          "dynamodb:PutItem",
+          "dynamodb:UpdateItem",
+          "dynamodb:DeleteItem",
+          "dynamodb:BatchWriteItem",
+          "dynamodb:ConditionCheckItem",
+          "dynamodb:Query",
+          "dynamodb:DescribeTable",
+        ]
+        Resource = concat(local.table_arns, [for arn in local.table_arns : "${arn}/index/*"])
+      },
+      {
+        Sid    = "WorkQueue"
+        Effect = "Allow"
+        Action = [
+          "sqs:SendMessage",
+          "sqs:ReceiveMessage",
+          "sqs:DeleteMessage",
+          "sqs:ChangeMessageVisibility",
+          "sqs:GetQueueAttributes",
+        ]
+        Resource = var.work_queue.arn
+      },
+      {
+        # The worker parks messages it can never process; redrive back (StartMessageMoveTask) is the operator's.
+        Sid      = "DeadLetterQueue"
+        Effect   = "Allow"
+        Action   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
+        Resource = var.dlq.arn
+      },
+      {
+        Sid      = "TimerSchedules"
+        Effect   = "Allow"
+        Action   = ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"]
+        Resource = "${local.arn_prefix}:scheduler:${local.region}:${local.account_id}:schedule/${var.schedule_group_name}/*"
+      },
+      {
+        Sid       = "PassSchedulerRole"
+        Effect    = "Allow"
+        Action    = "iam:PassRole"
+        Resource  = var.scheduler_role_arn
+        Condition = { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
+      },
+      {
+        Sid      = "PutEvents"
+        Effect   = "Allow"
+        Action   = "events:PutEvents"
+        Resource = var.event_bus.arn
+      },
+      {
+        Sid      = "Payloads"
+        Effect   = "Allow"
+        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+        Resource = "${var.payload_bucket.arn}/*"
+      },
+      {
+        Sid      = "Logs"
+        Effect   = "Allow"
+        Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+        Resource = "${aws_cloudwatch_log_group.worker.arn}:*"
+      },
+    ],
+    var.kms_key_arn == null ? [] : [{
+      Sid      = "CustomerKey"
+      Effect   = "Allow"
+      Action   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+      Resource = var.kms_key_arn
+    }],
+    !local.in_vpc ? [] : [{
+      # "*" resource: Lambda creates and describes the worker's network interfaces before their ids
+      # exist, and the ec2:Describe* actions support no resource-level permissions.
+      Sid    = "VpcNetworkInterfaces"
+      Effect = "Allow"
+      Action = [
+        "ec2:CreateNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+      ]
+      Resource = "*"
+    }],
+  )
+}
+
+resource "aws_iam_role" "worker" {
+  name                 = "${var.name}-worker"
+  description          = "Stepwell worker Lambda."
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "lambda.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+    }]
+  })
+}
+
+resource "aws_iam_role_policy" "worker" {
+  name   = "stepwell-worker"
+  role   = aws_iam_role.worker.id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.worker_statements })
+}

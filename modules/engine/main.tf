@@ -1,0 +1,118 @@
+data "aws_caller_identity" "current" {}
+
+data "aws_partition" "current" {}
+
+data "aws_region" "current" {}
+
+locals {
+  function_name  = "${var.name}-worker"
+  log_group_name = "/aws/lambda/${local.function_name}"
+  in_vpc         = length(var.subnet_ids) > 0
+
+  environment = {
+    STEPWELL_NAME               = var.name
+    STEPWELL_DEFINITIONS_TABLE  = var.tables.definitions_name
+    STEPWELL_EXECUTIONS_TABLE   = var.tables.executions_name
+    STEPWELL_OPERATIONS_TABLE   = var.tables.operations_name
+    STEPWELL_COORDINATION_TABLE = var.tables.coordination_name
+    STEPWELL_SUBJECT_INDEX      = var.tables.subject_index_name
+    STEPWELL_WORK_QUEUE_URL     = var.work_queue.url
+    STEPWELL_WORK_QUEUE_ARN     = var.work_queue.arn
+    STEPWELL_DLQ_URL            = var.dlq.url
+    STEPWELL_EVENT_BUS_NAME     = var.event_bus.name
+    STEPWELL_EVENT_BUS_ARN      = var.event_bus.arn
+    STEPWELL_SCHEDULE_GROUP     = var.schedule_group_name
+    STEPWELL_SCHEDULER_ROLE_ARN = var.scheduler_role_arn
+    STEPWELL_PAYLOAD_BUCKET     = var.payload_bucket.name
+    STEPWELL_RETENTION_DAYS     = tostring(var.retention_days)
+    STEPWELL_WORKFLOW_MODULES   = join(",", local.workflow_modules)
+    STEPWELL_EVENT_EXTRACTOR    = jsonencode(var.event_extractor)
+    STEPWELL_LOG_LEVEL          = var.log_level
+  }
+}
+
+resource "aws_cloudwatch_log_group" "worker" {
+  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days variable; a year is the operator's choice, not a default.
+  #checkov:skip=CKV_AWS_158:Logs use the customer key when kms_key_arn is given; CloudWatch's own encryption otherwise.
+  name              = local.log_group_name
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_lambda_function" "worker" {
+  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the engine logs structured records instead.
+  #checkov:skip=CKV_AWS_116:The worker is invoked by an SQS mapping, whose failed messages go to the queue's DLQ; an async DLQ would never be used.
+  #checkov:skip=CKV_AWS_117:VPC placement is optional (subnet_ids/security_group_ids); the engine only calls AWS APIs.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
+  #checkov:skip=CKV_AWS_173:Environment holds resource names only, no secrets; kms_key_arn encrypts it when given.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable; the SQS mapping's maximum_concurrency also bounds it.
+  function_name                  = local.function_name
+  description                    = "Stepwell worker: runs durable workflow executions from the work queue."
+  role                           = aws_iam_role.worker.arn
+  handler                        = "stepwell.entry.handler"
+  runtime                        = var.runtime
+  architectures                  = [var.architecture]
+  memory_size                    = var.memory_size
+  timeout                        = var.timeout
+  reserved_concurrent_executions = var.reserved_concurrent_executions
+  kms_key_arn                    = var.kms_key_arn
+  filename                       = local.package_path
+  source_code_hash               = local.package_code_hash
+
+  environment {
+    variables = local.environment
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.in_vpc ? [1] : []
+    content {
+      subnet_ids         = var.subnet_ids
+      security_group_ids = var.security_group_ids
+    }
+  }
+
+  tags = var.tags
+
+  # The log group must exist first so Lambda never creates an unmanaged one without retention.
+  depends_on = [
+    terraform_data.package,
+    aws_cloudwatch_log_group.worker,
+    aws_iam_role_policy.worker,
+  ]
+
+  lifecycle {
+    precondition {
+      condition     = length(var.subnet_ids) > 0 == length(var.security_group_ids) > 0
+      error_message = "subnet_ids and security_group_ids go together: give both for a worker in a VPC, or neither."
+    }
+  }
+}
+
+resource "aws_lambda_event_source_mapping" "work_queue" {
+  event_source_arn                   = var.work_queue.arn
+  function_name                      = aws_lambda_function.worker.arn
+  batch_size                         = var.batch_size
+  maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
+  function_response_types            = ["ReportBatchItemFailures"]
+
+  dynamic "scaling_config" {
+    for_each = var.maximum_concurrency == null ? [] : [var.maximum_concurrency]
+    content {
+      maximum_concurrency = scaling_config.value
+    }
+  }
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.work_queue.visibility_timeout_seconds >= 6 * var.timeout
+      error_message = "The work queue's visibility timeout (${var.work_queue.visibility_timeout_seconds} s) must be at least six times the worker's timeout (6 x ${var.timeout} s = ${6 * var.timeout} s)."
+    }
+    precondition {
+      condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds > 0
+      error_message = "batch_size ${var.batch_size} > 10 needs maximum_batching_window_seconds > 0 (SQS mappings allow more than 10 messages only with a batching window)."
+    }
+  }
+}

@@ -1,0 +1,54 @@
+output "function_name" {
+  description = "Name of the worker Lambda."
+  value       = try(aws_lambda_function.worker.function_name, null)
+}
+
+output "function_arn" {
+  description = "ARN of the worker Lambda."
+  value       = try(aws_lambda_function.worker.arn, null)
+}
+
+output "role_name" {
+  description = "Name of the worker's IAM role."
+  value       = try(aws_iam_role.worker.name, null)
+}
+
+output "role_arn" {
+  description = "ARN of the worker's IAM role."
+  value       = try(aws_iam_role.worker.arn, null)
+}
+
+output "log_group_name" {
+  description = "Name of the worker's log group."
+  value       = try(aws_cloudwatch_log_group.worker.name, null)
+}
+
+output "event_source_mapping_uuid" {
+  description = "UUID of the SQS event source mapping."
+  value       = try(aws_lambda_event_source_mapping.work_queue.uuid, null)
+}
+
+output "policy_json" {
+  description = "The worker role's inline policy document (JSON)."
+  value       = try(aws_iam_role_policy.worker.policy, null)
+}
+
+output "package_path" {
+  description = "Path of the worker zip (built or given)."
+  value       = local.package_path
+}
+
+output "source_hash" {
+  description = "Hash of the package sources (null with a prebuilt lambda_package_path)."
+  value       = local.source_hash
+}
+
+output "workflow_modules" {
+  description = "Modules the engine imports at start."
+  value       = local.workflow_modules
+}
+
+output "environment" {
+  description = "Environment of the worker Lambda."
+  value       = local.environment
+}

@@ -1,0 +1,308 @@
+variable "name" {
+  description = "Prefix of every resource name."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,30}[a-z0-9]$", var.name))
+    error_message = "name must match ^[a-z][a-z0-9-]{1,30}[a-z0-9]$ (3-32 lowercase letters, digits or hyphens, starting with a letter)."
+  }
+}
+
+variable "tags" {
+  description = "Tags applied to every resource."
+  type        = map(string)
+  default     = {}
+}
+
+# --- The resources the worker uses (from the sibling modules or an infra repo) ---
+
+variable "tables" {
+  description = "Names and ARNs of the four Stepwell tables (see modules/state)."
+  type = object({
+    definitions_name   = string
+    definitions_arn    = string
+    executions_name    = string
+    executions_arn     = string
+    operations_name    = string
+    operations_arn     = string
+    coordination_name  = string
+    coordination_arn   = string
+    subject_index_name = string
+  })
+}
+
+variable "work_queue" {
+  description = "The work queue the worker consumes: url, arn and visibility timeout in seconds."
+  type = object({
+    url                        = string
+    arn                        = string
+    visibility_timeout_seconds = number
+  })
+}
+
+variable "dlq" {
+  description = "The work queue's dead-letter queue: url and arn."
+  type = object({
+    url = string
+    arn = string
+  })
+}
+
+variable "event_bus" {
+  description = "The event bus the worker puts events on: name and arn."
+  type = object({
+    name = string
+    arn  = string
+  })
+}
+
+variable "schedule_group_name" {
+  description = "Schedule group where the worker creates one-time timer schedules."
+  type        = string
+}
+
+variable "scheduler_role_arn" {
+  description = "Role the worker's one-time schedules assume (passed with iam:PassRole)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$", var.scheduler_role_arn))
+    error_message = "scheduler_role_arn must be an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)."
+  }
+}
+
+variable "payload_bucket" {
+  description = "S3 bucket for large payloads: name and arn."
+  type = object({
+    name = string
+    arn  = string
+  })
+}
+
+variable "kms_key_arn" {
+  description = "Customer managed KMS key of the tables, queues, bucket and logs; the worker gets the KMS actions using them needs. Null: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID) or null."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "IAM permissions boundary attached to the worker role; null for none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.permissions_boundary_arn == null || can(regex("^arn:aws[a-z-]*:iam::([0-9]{12}|aws):policy/.+$", var.permissions_boundary_arn))
+    error_message = "permissions_boundary_arn must be an IAM policy ARN (arn:aws:iam::ACCOUNT:policy/NAME) or null."
+  }
+}
+
+# --- The function ---
+
+variable "runtime" {
+  description = "Lambda Python runtime of the worker."
+  type        = string
+  default     = "python3.13"
+
+  validation {
+    condition     = contains(["python3.11", "python3.12", "python3.13"], var.runtime)
+    error_message = "runtime must be one of python3.11, python3.12, python3.13."
+  }
+}
+
+variable "architecture" {
+  description = "Lambda instruction set architecture: arm64 or x86_64."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+variable "memory_size" {
+  description = "Memory of the worker in MB."
+  type        = number
+  default     = 512
+
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240 && floor(var.memory_size) == var.memory_size
+    error_message = "memory_size must be a whole number of MB between 128 and 10240."
+  }
+}
+
+variable "timeout" {
+  description = "Timeout of one worker invocation in seconds."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.timeout >= 1 && var.timeout <= 900 && floor(var.timeout) == var.timeout
+    error_message = "timeout must be a whole number of seconds between 1 and 900."
+  }
+}
+
+variable "reserved_concurrent_executions" {
+  description = "Concurrency reserved for the worker; null leaves it unreserved."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrent_executions == null || try(var.reserved_concurrent_executions >= 0 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions, false)
+    error_message = "reserved_concurrent_executions must be a whole number >= 0, or null."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the worker's log group in days."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of CloudWatch's values: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653."
+  }
+}
+
+variable "log_level" {
+  description = "Log level of the engine (STEPWELL_LOG_LEVEL)."
+  type        = string
+  default     = "INFO"
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.log_level)
+    error_message = "log_level must be one of DEBUG, INFO, WARNING, ERROR."
+  }
+}
+
+variable "retention_days" {
+  description = "Days finished executions are kept (STEPWELL_RETENTION_DAYS)."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.retention_days >= 1 && var.retention_days <= 3650 && floor(var.retention_days) == var.retention_days
+    error_message = "retention_days must be a whole number between 1 and 3650."
+  }
+}
+
+variable "event_extractor" {
+  description = "Paths mapping a bus event to the engine's (domain, subject, name, data) (STEPWELL_EVENT_EXTRACTOR); empty uses the engine's defaults."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for key in keys(var.event_extractor) : contains(["domain", "subject", "name", "data"], key)])
+    error_message = "event_extractor keys must be among domain, subject, name, data."
+  }
+}
+
+variable "subnet_ids" {
+  description = "Subnets for a worker inside a VPC (with security_group_ids); empty: no VPC."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.subnet_ids : can(regex("^subnet-[0-9a-f]+$", id))])
+    error_message = "subnet_ids must hold subnet ids (subnet-0123abcd)."
+  }
+}
+
+variable "security_group_ids" {
+  description = "Security groups for a worker inside a VPC (with subnet_ids); empty: no VPC."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.security_group_ids : can(regex("^sg-[0-9a-f]+$", id))])
+    error_message = "security_group_ids must hold security group ids (sg-0123abcd)."
+  }
+}
+
+# --- The SQS event source mapping ---
+
+variable "batch_size" {
+  description = "Messages per worker invocation."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
+    error_message = "batch_size must be a whole number between 1 and 10000."
+  }
+}
+
+variable "maximum_batching_window_seconds" {
+  description = "Seconds Lambda gathers messages before invoking the worker (required > 0 when batch_size > 10)."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.maximum_batching_window_seconds >= 0 && var.maximum_batching_window_seconds <= 300 && floor(var.maximum_batching_window_seconds) == var.maximum_batching_window_seconds
+    error_message = "maximum_batching_window_seconds must be a whole number between 0 and 300."
+  }
+}
+
+variable "maximum_concurrency" {
+  description = "Most concurrent worker invocations the SQS mapping starts; null: no limit beyond the function's."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.maximum_concurrency == null || try(var.maximum_concurrency >= 2 && var.maximum_concurrency <= 1000, false)
+    error_message = "maximum_concurrency must be between 2 and 1000, or null."
+  }
+}
+
+# --- The package ---
+
+variable "lambda_package_path" {
+  description = "Path of a prebuilt worker zip; null builds one from lambda_src, requirements and workflows_dir."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.lambda_package_path == null || can(regex("\\.zip$", var.lambda_package_path))
+    error_message = "lambda_package_path must be the path of a .zip file, or null."
+  }
+}
+
+variable "workflows_dir" {
+  description = "Directory of the user's workflow code, copied into the package under workflows/; null: none."
+  type        = string
+  default     = null
+}
+
+variable "workflow_modules" {
+  description = "Modules the engine imports at start (STEPWELL_WORKFLOW_MODULES); null lists each top-level module of workflows_dir as workflows.<module>."
+  type        = list(string)
+  default     = null
+
+  validation {
+    condition     = var.workflow_modules == null || alltrue([for module in coalesce(var.workflow_modules, []) : can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$", module))])
+    error_message = "workflow_modules must hold dotted Python module names (e.g. workflows.orders)."
+  }
+}
+
+variable "source_dir" {
+  description = "Directory holding the engine package `stepwell/` and `requirements.txt`; null: this repository's lambda_src."
+  type        = string
+  default     = null
+}
+
+variable "package_build_dir" {
+  description = "Where the built zip is written, relative to the working directory (kept out of version control)."
+  type        = string
+  default     = ".terraform/stepwell-build"
+}
+
+variable "python_executable" {
+  description = "Python (3.9+, with pip) that runs the package builder."
+  type        = string
+  default     = "python3"
+}

@@ -1,0 +1,78 @@
+data "aws_caller_identity" "current" {}
+
+resource "aws_scheduler_schedule_group" "this" {
+  name = var.name
+  tags = var.tags
+}
+
+resource "aws_iam_role" "scheduler" {
+  name                 = "${var.name}-scheduler"
+  description          = "Assumed by EventBridge Scheduler to deliver Stepwell schedules to the work queue and bus."
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "scheduler.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+      # Only schedules of this account may use the role (confused-deputy guard).
+      Condition = { StringEquals = { "aws:SourceAccount" = data.aws_caller_identity.current.account_id } }
+    }]
+  })
+}
+
+resource "aws_iam_role_policy" "scheduler" {
+  name = "deliver"
+  role = aws_iam_role.scheduler.id
+
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = concat(
+      [
+        {
+          Sid      = "SendToWorkQueue"
+          Effect   = "Allow"
+          Action   = "sqs:SendMessage"
+          Resource = var.work_queue_arn
+        },
+        {
+          Sid      = "PutEventsOnBus"
+          Effect   = "Allow"
+          Action   = "events:PutEvents"
+          Resource = var.event_bus_arn
+        },
+      ],
+      var.kms_key_arn == null ? [] : [{
+        # Sending to an SSE-KMS queue (or bus) needs a data key from the customer's key.
+        Sid      = "EncryptWithKey"
+        Effect   = "Allow"
+        Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource = var.kms_key_arn
+      }],
+    )
+  })
+}
+
+resource "aws_scheduler_schedule" "reconcile" {
+  name        = "${var.name}-reconcile"
+  group_name  = aws_scheduler_schedule_group.this.name
+  description = "Wakes the Stepwell reconciler: overdue timers, expired leases, stalled executions."
+  state       = var.reconcile_schedule_enabled ? "ENABLED" : "DISABLED"
+
+  schedule_expression = var.reconcile_interval_minutes == 1 ? "rate(1 minute)" : "rate(${var.reconcile_interval_minutes} minutes)"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = var.work_queue_arn
+    role_arn = aws_iam_role.scheduler.arn
+    input    = jsonencode({ kind = "reconcile" })
+  }
+
+  # The role must carry its permissions before the first delivery.
+  depends_on = [aws_iam_role_policy.scheduler]
+}

@@ -1,0 +1,226 @@
+locals {
+  provisioned = var.billing_mode == "PROVISIONED"
+
+  # Index names the engine relies on (docs/architecture.md); only the subject index is configurable.
+  status_index_name   = "status-index"
+  workflow_index_name = "workflow-index"
+  due_index_name      = "due-index"
+}
+
+resource "aws_dynamodb_table" "definitions" {
+  name                        = "${var.name}-definitions"
+  billing_mode                = var.billing_mode
+  read_capacity               = local.provisioned ? var.read_capacity : null
+  write_capacity              = local.provisioned ? var.write_capacity : null
+  hash_key                    = "domain"
+  range_key                   = "workflowId"
+  deletion_protection_enabled = var.deletion_protection
+
+  attribute {
+    name = "domain"
+    type = "S"
+  }
+
+  attribute {
+    name = "workflowId"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "ttl"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery
+  }
+
+  server_side_encryption {
+    enabled     = var.kms_key_arn != null
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}
+
+resource "aws_dynamodb_table" "executions" {
+  name                        = "${var.name}-executions"
+  billing_mode                = var.billing_mode
+  read_capacity               = local.provisioned ? var.read_capacity : null
+  write_capacity              = local.provisioned ? var.write_capacity : null
+  hash_key                    = "contextKey"
+  range_key                   = "instanceId"
+  deletion_protection_enabled = var.deletion_protection
+
+  attribute {
+    name = "contextKey"
+    type = "S"
+  }
+
+  attribute {
+    name = "instanceId"
+    type = "S"
+  }
+
+  attribute {
+    name = "domain"
+    type = "S"
+  }
+
+  attribute {
+    name = "subjectId"
+    type = "S"
+  }
+
+  attribute {
+    name = "status"
+    type = "S"
+  }
+
+  attribute {
+    name = "updatedAt"
+    type = "N"
+  }
+
+  attribute {
+    name = "workflowId"
+    type = "S"
+  }
+
+  attribute {
+    name = "createdAt"
+    type = "N"
+  }
+
+  global_secondary_index {
+    name            = var.subject_index_name
+    hash_key        = "domain"
+    range_key       = "subjectId"
+    projection_type = "ALL"
+    read_capacity   = local.provisioned ? var.read_capacity : null
+    write_capacity  = local.provisioned ? var.write_capacity : null
+  }
+
+  # Finds stalled executions (e.g. status RUNNING, oldest updatedAt first) with a Query.
+  global_secondary_index {
+    name            = local.status_index_name
+    hash_key        = "status"
+    range_key       = "updatedAt"
+    projection_type = "ALL"
+    read_capacity   = local.provisioned ? var.read_capacity : null
+    write_capacity  = local.provisioned ? var.write_capacity : null
+  }
+
+  global_secondary_index {
+    name            = local.workflow_index_name
+    hash_key        = "workflowId"
+    range_key       = "createdAt"
+    projection_type = "ALL"
+    read_capacity   = local.provisioned ? var.read_capacity : null
+    write_capacity  = local.provisioned ? var.write_capacity : null
+  }
+
+  # Finished executions get a `ttl` so they expire after the retention period.
+  ttl {
+    attribute_name = "ttl"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery
+  }
+
+  server_side_encryption {
+    enabled     = var.kms_key_arn != null
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}
+
+resource "aws_dynamodb_table" "operations" {
+  name                        = "${var.name}-operations"
+  billing_mode                = var.billing_mode
+  read_capacity               = local.provisioned ? var.read_capacity : null
+  write_capacity              = local.provisioned ? var.write_capacity : null
+  hash_key                    = "executionId"
+  range_key                   = "sk"
+  deletion_protection_enabled = var.deletion_protection
+
+  attribute {
+    name = "executionId"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "ttl"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery
+  }
+
+  server_side_encryption {
+    enabled     = var.kms_key_arn != null
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}
+
+resource "aws_dynamodb_table" "coordination" {
+  name                        = "${var.name}-coordination"
+  billing_mode                = var.billing_mode
+  read_capacity               = local.provisioned ? var.read_capacity : null
+  write_capacity              = local.provisioned ? var.write_capacity : null
+  hash_key                    = "key"
+  deletion_protection_enabled = var.deletion_protection
+
+  attribute {
+    name = "key"
+    type = "S"
+  }
+
+  attribute {
+    name = "dueShard"
+    type = "S"
+  }
+
+  attribute {
+    name = "dueAt"
+    type = "N"
+  }
+
+  # Overdue timers and leases per shard (timer#0..3, lease#0..3), oldest first: a Query, never a Scan.
+  global_secondary_index {
+    name            = local.due_index_name
+    hash_key        = "dueShard"
+    range_key       = "dueAt"
+    projection_type = "ALL"
+    read_capacity   = local.provisioned ? var.read_capacity : null
+    write_capacity  = local.provisioned ? var.write_capacity : null
+  }
+
+  # Leases and de-duplication records expire on their own.
+  ttl {
+    attribute_name = "ttl"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery
+  }
+
+  server_side_encryption {
+    enabled     = var.kms_key_arn != null
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}

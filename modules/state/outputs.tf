@@ -1,0 +1,69 @@
+output "definitions_table_name" {
+  description = "Name of the definitions table."
+  value       = try(aws_dynamodb_table.definitions.name, null)
+}
+
+output "definitions_table_arn" {
+  description = "ARN of the definitions table."
+  value       = try(aws_dynamodb_table.definitions.arn, null)
+}
+
+output "executions_table_name" {
+  description = "Name of the executions table."
+  value       = try(aws_dynamodb_table.executions.name, null)
+}
+
+output "executions_table_arn" {
+  description = "ARN of the executions table."
+  value       = try(aws_dynamodb_table.executions.arn, null)
+}
+
+output "operations_table_name" {
+  description = "Name of the operations table."
+  value       = try(aws_dynamodb_table.operations.name, null)
+}
+
+output "operations_table_arn" {
+  description = "ARN of the operations table."
+  value       = try(aws_dynamodb_table.operations.arn, null)
+}
+
+output "coordination_table_name" {
+  description = "Name of the coordination table."
+  value       = try(aws_dynamodb_table.coordination.name, null)
+}
+
+output "coordination_table_arn" {
+  description = "ARN of the coordination table."
+  value       = try(aws_dynamodb_table.coordination.arn, null)
+}
+
+output "table_arns" {
+  description = "ARNs of all four tables."
+  value = try([
+    aws_dynamodb_table.definitions.arn,
+    aws_dynamodb_table.executions.arn,
+    aws_dynamodb_table.operations.arn,
+    aws_dynamodb_table.coordination.arn,
+  ], [])
+}
+
+output "subject_index_name" {
+  description = "Name of the executions (domain, subjectId) GSI."
+  value       = var.subject_index_name
+}
+
+output "status_index_name" {
+  description = "Name of the executions (status, updatedAt) GSI."
+  value       = local.status_index_name
+}
+
+output "workflow_index_name" {
+  description = "Name of the executions (workflowId, createdAt) GSI."
+  value       = local.workflow_index_name
+}
+
+output "due_index_name" {
+  description = "Name of the coordination (dueShard, dueAt) GSI."
+  value       = local.due_index_name
+}

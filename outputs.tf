@@ -1,0 +1,196 @@
+output "client_config" {
+  description = "Everything the Stepwell Python client and CLI need to reach this deployment (keys in docs/architecture.md)."
+  value = try({
+    region               = data.aws_region.current.name
+    name                 = var.name
+    definitions_table    = module.state.definitions_table_name
+    executions_table     = module.state.executions_table_name
+    operations_table     = module.state.operations_table_name
+    coordination_table   = module.state.coordination_table_name
+    subject_index_name   = module.state.subject_index_name
+    work_queue_url       = module.messaging.work_queue_url
+    work_queue_arn       = module.messaging.work_queue_arn
+    dlq_url              = module.messaging.dlq_url
+    event_bus_name       = module.messaging.event_bus_name
+    event_bus_arn        = module.messaging.event_bus_arn
+    schedule_group_name  = module.scheduler.schedule_group_name
+    scheduler_role_arn   = module.scheduler.scheduler_role_arn
+    payload_bucket       = module.payloads.bucket_name
+    worker_function_name = module.engine.function_name
+  }, null)
+}
+
+output "definitions_table_name" {
+  description = "Name of the definitions table."
+  value       = try(module.state.definitions_table_name, null)
+}
+
+output "definitions_table_arn" {
+  description = "ARN of the definitions table."
+  value       = try(module.state.definitions_table_arn, null)
+}
+
+output "executions_table_name" {
+  description = "Name of the executions table."
+  value       = try(module.state.executions_table_name, null)
+}
+
+output "executions_table_arn" {
+  description = "ARN of the executions table."
+  value       = try(module.state.executions_table_arn, null)
+}
+
+output "operations_table_name" {
+  description = "Name of the operations table."
+  value       = try(module.state.operations_table_name, null)
+}
+
+output "operations_table_arn" {
+  description = "ARN of the operations table."
+  value       = try(module.state.operations_table_arn, null)
+}
+
+output "coordination_table_name" {
+  description = "Name of the coordination table."
+  value       = try(module.state.coordination_table_name, null)
+}
+
+output "coordination_table_arn" {
+  description = "ARN of the coordination table."
+  value       = try(module.state.coordination_table_arn, null)
+}
+
+output "subject_index_name" {
+  description = "Name of the executions (domain, subjectId) GSI."
+  value       = try(module.state.subject_index_name, null)
+}
+
+output "work_queue_name" {
+  description = "Name of the work queue."
+  value       = try(module.messaging.work_queue_name, null)
+}
+
+output "work_queue_url" {
+  description = "URL of the work queue."
+  value       = try(module.messaging.work_queue_url, null)
+}
+
+output "work_queue_arn" {
+  description = "ARN of the work queue."
+  value       = try(module.messaging.work_queue_arn, null)
+}
+
+output "dlq_name" {
+  description = "Name of the dead-letter queue."
+  value       = try(module.messaging.dlq_name, null)
+}
+
+output "dlq_url" {
+  description = "URL of the dead-letter queue."
+  value       = try(module.messaging.dlq_url, null)
+}
+
+output "dlq_arn" {
+  description = "ARN of the dead-letter queue."
+  value       = try(module.messaging.dlq_arn, null)
+}
+
+output "event_bus_name" {
+  description = "Name of the event bus (created or existing)."
+  value       = try(module.messaging.event_bus_name, null)
+}
+
+output "event_bus_arn" {
+  description = "ARN of the event bus (created or existing)."
+  value       = try(module.messaging.event_bus_arn, null)
+}
+
+output "event_rule_name" {
+  description = "Name of the rule sending bus events to the work queue."
+  value       = try(module.messaging.event_rule_name, null)
+}
+
+output "event_rule_arn" {
+  description = "ARN of the rule sending bus events to the work queue."
+  value       = try(module.messaging.event_rule_arn, null)
+}
+
+output "schedule_group_name" {
+  description = "Name of the schedule group of the engine's schedules."
+  value       = try(module.scheduler.schedule_group_name, null)
+}
+
+output "schedule_group_arn" {
+  description = "ARN of the schedule group."
+  value       = try(module.scheduler.schedule_group_arn, null)
+}
+
+output "scheduler_role_name" {
+  description = "Name of the role schedules assume to reach the work queue and bus."
+  value       = try(module.scheduler.scheduler_role_name, null)
+}
+
+output "scheduler_role_arn" {
+  description = "ARN of the role schedules assume to reach the work queue and bus."
+  value       = try(module.scheduler.scheduler_role_arn, null)
+}
+
+output "reconcile_schedule_name" {
+  description = "Name of the recurring reconcile schedule."
+  value       = try(module.scheduler.reconcile_schedule_name, null)
+}
+
+output "reconcile_schedule_arn" {
+  description = "ARN of the recurring reconcile schedule."
+  value       = try(module.scheduler.reconcile_schedule_arn, null)
+}
+
+output "payload_bucket_name" {
+  description = "Name of the payload bucket."
+  value       = try(module.payloads.bucket_name, null)
+}
+
+output "payload_bucket_arn" {
+  description = "ARN of the payload bucket."
+  value       = try(module.payloads.bucket_arn, null)
+}
+
+output "worker_function_name" {
+  description = "Name of the worker Lambda."
+  value       = try(module.engine.function_name, null)
+}
+
+output "worker_function_arn" {
+  description = "ARN of the worker Lambda."
+  value       = try(module.engine.function_arn, null)
+}
+
+output "worker_role_name" {
+  description = "Name of the worker's IAM role."
+  value       = try(module.engine.role_name, null)
+}
+
+output "worker_role_arn" {
+  description = "ARN of the worker's IAM role."
+  value       = try(module.engine.role_arn, null)
+}
+
+output "worker_log_group_name" {
+  description = "Name of the worker's log group."
+  value       = try(module.engine.log_group_name, null)
+}
+
+output "worker_event_source_mapping_uuid" {
+  description = "UUID of the worker's SQS event source mapping."
+  value       = try(module.engine.event_source_mapping_uuid, null)
+}
+
+output "worker_package_path" {
+  description = "Path of the worker zip (built or given)."
+  value       = try(module.engine.package_path, null)
+}
+
+output "workflow_modules" {
+  description = "Modules the engine imports at start."
+  value       = try(module.engine.workflow_modules, null)
+}

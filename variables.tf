@@ -1,0 +1,407 @@
+# --- Identity ---
+
+variable "name" {
+  description = "Prefix of every resource name; one engine per name."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,30}[a-z0-9]$", var.name))
+    error_message = "name must match ^[a-z][a-z0-9-]{1,30}[a-z0-9]$ (3-32 lowercase letters, digits or hyphens, starting with a letter)."
+  }
+}
+
+variable "tags" {
+  description = "Tags applied to every resource."
+  type        = map(string)
+  default     = {}
+}
+
+variable "kms_key_arn" {
+  description = "Customer managed KMS key for the tables, queues, bucket, logs and function environment; null uses AWS managed encryption. Its key policy must let the services (events, scheduler, logs) use it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID) or null."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "IAM permissions boundary attached to the roles the module creates; null for none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.permissions_boundary_arn == null || can(regex("^arn:aws[a-z-]*:iam::([0-9]{12}|aws):policy/.+$", var.permissions_boundary_arn))
+    error_message = "permissions_boundary_arn must be an IAM policy ARN (arn:aws:iam::ACCOUNT:policy/NAME) or null."
+  }
+}
+
+variable "retention_days" {
+  description = "Days finished executions and their payloads are kept."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.retention_days >= 1 && var.retention_days <= 3650 && floor(var.retention_days) == var.retention_days
+    error_message = "retention_days must be a whole number between 1 and 3650."
+  }
+}
+
+# --- State (DynamoDB) ---
+
+variable "billing_mode" {
+  description = "DynamoDB billing mode: PAY_PER_REQUEST (on-demand) or PROVISIONED."
+  type        = string
+  default     = "PAY_PER_REQUEST"
+
+  validation {
+    condition     = contains(["PAY_PER_REQUEST", "PROVISIONED"], var.billing_mode)
+    error_message = "billing_mode must be PAY_PER_REQUEST or PROVISIONED."
+  }
+}
+
+variable "read_capacity" {
+  description = "Read capacity units of every table and index when billing_mode is PROVISIONED."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.read_capacity >= 1 && var.read_capacity <= 40000 && floor(var.read_capacity) == var.read_capacity
+    error_message = "read_capacity must be a whole number between 1 and 40000."
+  }
+}
+
+variable "write_capacity" {
+  description = "Write capacity units of every table and index when billing_mode is PROVISIONED."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.write_capacity >= 1 && var.write_capacity <= 40000 && floor(var.write_capacity) == var.write_capacity
+    error_message = "write_capacity must be a whole number between 1 and 40000."
+  }
+}
+
+variable "point_in_time_recovery" {
+  description = "Enable point-in-time recovery on every table."
+  type        = bool
+  default     = true
+}
+
+variable "deletion_protection" {
+  description = "Enable deletion protection on every table."
+  type        = bool
+  default     = false
+}
+
+variable "subject_index_name" {
+  description = "Name of the executions table GSI on (domain, subjectId)."
+  type        = string
+  default     = "domain-subjectId-index"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]{3,255}$", var.subject_index_name))
+    error_message = "subject_index_name must be 3-255 characters of letters, digits, '_', '.' or '-'."
+  }
+}
+
+# --- Messaging (SQS, EventBridge) ---
+
+variable "create_event_bus" {
+  description = "Create a custom event bus named after var.name; false uses the existing bus in event_bus_arn."
+  type        = bool
+  default     = true
+}
+
+variable "event_bus_arn" {
+  description = "ARN of an existing event bus, required when create_event_bus is false."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.event_bus_arn == null || can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]+$", var.event_bus_arn))
+    error_message = "event_bus_arn must be an event bus ARN (arn:aws:events:REGION:ACCOUNT:event-bus/NAME) or null."
+  }
+}
+
+variable "event_pattern" {
+  description = "EventBridge event pattern (JSON) of the rule sending bus events to the work queue; null matches every event on the bus."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.event_pattern == null || can(keys(jsondecode(var.event_pattern)))
+    error_message = "event_pattern must be a JSON object (an EventBridge event pattern) or null."
+  }
+}
+
+variable "queue_visibility_timeout_seconds" {
+  description = "Visibility timeout of the work queue; null sets six times the worker's timeout, the least allowed."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.queue_visibility_timeout_seconds == null || try(var.queue_visibility_timeout_seconds >= 0 && var.queue_visibility_timeout_seconds <= 43200 && floor(var.queue_visibility_timeout_seconds) == var.queue_visibility_timeout_seconds, false)
+    error_message = "queue_visibility_timeout_seconds must be a whole number between 0 and 43200, or null."
+  }
+}
+
+variable "queue_message_retention_seconds" {
+  description = "How long the work queue keeps a message."
+  type        = number
+  default     = 345600
+
+  validation {
+    condition     = var.queue_message_retention_seconds >= 60 && var.queue_message_retention_seconds <= 1209600
+    error_message = "queue_message_retention_seconds must be between 60 (1 minute) and 1209600 (14 days)."
+  }
+}
+
+variable "dlq_message_retention_seconds" {
+  description = "How long the dead-letter queue keeps a message."
+  type        = number
+  default     = 1209600
+
+  validation {
+    condition     = var.dlq_message_retention_seconds >= 60 && var.dlq_message_retention_seconds <= 1209600
+    error_message = "dlq_message_retention_seconds must be between 60 (1 minute) and 1209600 (14 days)."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Receives of a message before SQS moves it to the dead-letter queue."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000 && floor(var.max_receive_count) == var.max_receive_count
+    error_message = "max_receive_count must be a whole number between 1 and 1000."
+  }
+}
+
+# --- Scheduler ---
+
+variable "reconcile_interval_minutes" {
+  description = "Minutes between the reconciler's runs (a recurring schedule sending {\"kind\":\"reconcile\"})."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.reconcile_interval_minutes >= 1 && var.reconcile_interval_minutes <= 1440 && floor(var.reconcile_interval_minutes) == var.reconcile_interval_minutes
+    error_message = "reconcile_interval_minutes must be a whole number between 1 and 1440."
+  }
+}
+
+variable "reconcile_schedule_enabled" {
+  description = "Whether the recurring reconcile schedule is enabled."
+  type        = bool
+  default     = true
+}
+
+# --- Payloads (S3) ---
+
+variable "payload_bucket_name" {
+  description = "Name of the payload bucket; null derives `{name}-payloads-{account id}`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.payload_bucket_name == null || can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.payload_bucket_name))
+    error_message = "payload_bucket_name must be 3-63 lowercase letters, digits, '.' or '-', starting and ending with a letter or digit, or null."
+  }
+}
+
+variable "payload_bucket_force_destroy" {
+  description = "Let `terraform destroy` delete the payload bucket while it still holds objects."
+  type        = bool
+  default     = false
+}
+
+# --- Worker Lambda ---
+
+variable "runtime" {
+  description = "Lambda Python runtime of the worker."
+  type        = string
+  default     = "python3.13"
+
+  validation {
+    condition     = contains(["python3.11", "python3.12", "python3.13"], var.runtime)
+    error_message = "runtime must be one of python3.11, python3.12, python3.13."
+  }
+}
+
+variable "architecture" {
+  description = "Lambda instruction set architecture: arm64 or x86_64."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+variable "memory_size" {
+  description = "Memory of the worker in MB."
+  type        = number
+  default     = 512
+
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240 && floor(var.memory_size) == var.memory_size
+    error_message = "memory_size must be a whole number of MB between 128 and 10240."
+  }
+}
+
+variable "timeout" {
+  description = "Timeout of one worker invocation in seconds."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.timeout >= 1 && var.timeout <= 900 && floor(var.timeout) == var.timeout
+    error_message = "timeout must be a whole number of seconds between 1 and 900."
+  }
+}
+
+variable "reserved_concurrent_executions" {
+  description = "Concurrency reserved for the worker; null leaves it unreserved."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrent_executions == null || try(var.reserved_concurrent_executions >= 0 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions, false)
+    error_message = "reserved_concurrent_executions must be a whole number >= 0, or null."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the worker's log group in days."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of CloudWatch's values: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653."
+  }
+}
+
+variable "log_level" {
+  description = "Log level of the engine."
+  type        = string
+  default     = "INFO"
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.log_level)
+    error_message = "log_level must be one of DEBUG, INFO, WARNING, ERROR."
+  }
+}
+
+variable "event_extractor" {
+  description = "Paths mapping a bus event to the engine's (domain, subject, name, data); empty uses the engine's defaults."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for key in keys(var.event_extractor) : contains(["domain", "subject", "name", "data"], key)])
+    error_message = "event_extractor keys must be among domain, subject, name, data."
+  }
+}
+
+variable "subnet_ids" {
+  description = "Subnets for a worker inside a VPC (with security_group_ids); empty: no VPC."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.subnet_ids : can(regex("^subnet-[0-9a-f]+$", id))])
+    error_message = "subnet_ids must hold subnet ids (subnet-0123abcd)."
+  }
+}
+
+variable "security_group_ids" {
+  description = "Security groups for a worker inside a VPC (with subnet_ids); empty: no VPC."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for id in var.security_group_ids : can(regex("^sg-[0-9a-f]+$", id))])
+    error_message = "security_group_ids must hold security group ids (sg-0123abcd)."
+  }
+}
+
+variable "batch_size" {
+  description = "Work queue messages per worker invocation."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
+    error_message = "batch_size must be a whole number between 1 and 10000."
+  }
+}
+
+variable "maximum_batching_window_seconds" {
+  description = "Seconds Lambda gathers messages before invoking the worker (must be > 0 when batch_size > 10)."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.maximum_batching_window_seconds >= 0 && var.maximum_batching_window_seconds <= 300 && floor(var.maximum_batching_window_seconds) == var.maximum_batching_window_seconds
+    error_message = "maximum_batching_window_seconds must be a whole number between 0 and 300."
+  }
+}
+
+variable "maximum_concurrency" {
+  description = "Most concurrent worker invocations the SQS mapping starts; null: no limit beyond the function's."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.maximum_concurrency == null || try(var.maximum_concurrency >= 2 && var.maximum_concurrency <= 1000, false)
+    error_message = "maximum_concurrency must be between 2 and 1000, or null."
+  }
+}
+
+# --- Package ---
+
+variable "lambda_package_path" {
+  description = "Path of a prebuilt worker zip; null builds one from lambda_src, its requirements and workflows_dir."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.lambda_package_path == null || can(regex("\\.zip$", var.lambda_package_path))
+    error_message = "lambda_package_path must be the path of a .zip file, or null."
+  }
+}
+
+variable "workflows_dir" {
+  description = "Directory of your workflow code, copied into the package under workflows/; null: none."
+  type        = string
+  default     = null
+}
+
+variable "workflow_modules" {
+  description = "Modules the engine imports at start; null lists each top-level module of workflows_dir as workflows.<module>."
+  type        = list(string)
+  default     = null
+
+  validation {
+    condition     = var.workflow_modules == null || alltrue([for module in coalesce(var.workflow_modules, []) : can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$", module))])
+    error_message = "workflow_modules must hold dotted Python module names (e.g. workflows.orders)."
+  }
+}
+
+variable "package_build_dir" {
+  description = "Where the built zip is written, relative to the working directory."
+  type        = string
+  default     = ".terraform/stepwell-build"
+}
+
+variable "python_executable" {
+  description = "Python (3.9+, with pip) that runs the package builder."
+  type        = string
+  default     = "python3"
+}
