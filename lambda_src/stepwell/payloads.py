@@ -45,7 +45,7 @@ class S3PayloadStore:
         self.bucket = bucket
         self.inline_limit = inline_limit
 
-    def put(self, execution_id: str, label: str, data: bytes) -> str:
+    def put_bytes(self, execution_id: str, label: str, data: bytes) -> str:
         """Store `data` and return its reference (`s3ref:<key>`)."""
         if not label or not set(label) <= _LABEL_CHARACTERS:
             raise ValueError(f"payload label {label!r} must be non-empty and use only [A-Za-z0-9-_.]")
@@ -54,7 +54,7 @@ class S3PayloadStore:
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=data)
         return REFERENCE_SCHEME + key
 
-    def get(self, reference: str) -> bytes:
+    def get_bytes(self, reference: str) -> bytes:
         """Read back the bytes a reference names."""
         key = reference_key(reference)
         try:
@@ -64,6 +64,13 @@ class S3PayloadStore:
         body: bytes = response["Body"].read()
         return body
 
+    def put(self, execution_id: str, label: str, data: str) -> str:
+        """Store text (the engine's PayloadStore port) and return its reference."""
+        return self.put_bytes(execution_id, label, data.encode("utf-8"))
+
+    def get(self, reference: str) -> str:
+        return self.get_bytes(reference).decode("utf-8")
+
     def offload_text(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, str | None]:
         """Keep small text inline; put large text on S3. Returns (inline text, reference): one is None."""
         if text is None:
@@ -71,12 +78,12 @@ class S3PayloadStore:
         data = text.encode("utf-8")
         if len(data) <= self.inline_limit:
             return text, None
-        return None, self.put(execution_id, label, data)
+        return None, self.put_bytes(execution_id, label, data)
 
     def load_text(self, inline: str | None, reference: str | None) -> str | None:
         """The inverse of `offload_text`."""
         if reference:
-            return self.get(reference).decode("utf-8")
+            return self.get(reference)
         return inline
 
     def delete_execution(self, execution_id: str) -> int:

@@ -53,6 +53,10 @@ class SqsWorkQueue:
         )
         return response["MessageId"]
 
+    def enqueue(self, body: Mapping[str, Any], delay_seconds: int = 0) -> None:
+        """The engine's WorkQueue port."""
+        self.send(body, delay_seconds)
+
     def send_many(self, messages: Sequence[Mapping[str, Any]], delay_seconds: int = 0) -> int:
         """Send messages in batches of ten; raises QueueError if any entry is refused."""
         check_delay(delay_seconds)

@@ -38,12 +38,12 @@ def test_same_payload_twice_is_one_object_and_execution_delete_removes_only_its_
     deployment: Deployment,
 ) -> None:
     store = _payloads(deployment)
-    first = store.put("exec-a", "input", b"x" * 10)
-    assert store.put("exec-a", "input", b"x" * 10) == first
-    store.put("exec-a", "result", b"y")
-    other = store.put("exec-b", "input", b"z")
+    first = store.put("exec-a", "input", "x" * 10)
+    assert store.put("exec-a", "input", "x" * 10) == first
+    store.put_bytes("exec-a", "result", b"\xff")
+    other = store.put("exec-b", "input", "z")
     assert store.delete_execution("exec-a") == 2
-    assert store.get(other) == b"z"
+    assert store.get(other) == "z"
     with pytest.raises(PayloadError, match="missing from bucket"):
         store.get(first)
 
@@ -53,7 +53,7 @@ def test_bad_references_and_labels_are_refused(deployment: Deployment) -> None:
     with pytest.raises(PayloadError, match="'plain' is not a payload reference"):
         store.get("plain")
     with pytest.raises(ValueError, match="payload label 'a/b'"):
-        store.put("exec", "a/b", b"")
+        store.put("exec", "a/b", "")
 
 
 def test_queue_sends_single_and_batched_messages(deployment: Deployment) -> None:

@@ -1,0 +1,561 @@
+"""The engine's ExecutionStore on DynamoDB (tables and indexes as docs/architecture.md describes them).
+
+Access patterns are GetItem, PutItem, UpdateItem, DeleteItem, Query and BatchWriteItem only: never a
+Scan. Listing uses the executions table's GSIs, due timers and stalled leases the coordination table's
+due-index. Exactly-once writes are conditional; a failed condition becomes the engine's own outcome
+(False, None or SequenceConflict).
+
+Item layout (bulk data under short attribute names to keep items small and cheap):
+- executions: contextKey, instanceId, domain, workflowId, subjectId, status, createdAt, updatedAt (the
+  keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
+  (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl.
+- operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
+  or "in#<input id>" for an external input (k kind, t created, op, p payload, pR, er error JSON).
+- coordination: key = "lease#<id>" (o owner, eid, dueShard lease#N, dueAt = expiry), "timer#<id>"
+  (eid, dueShard timer#N, dueAt), "cb#<callback id>" (eid, op).
+
+Safety net: a string value larger than `inline_limit` bytes that the engine did not already offload is
+put on S3 by this store (when it has a payload store) and read back transparently.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from stepwell.errors import InvalidArgument, SequenceConflict
+from stepwell.model import (
+    Batch,
+    CallbackRef,
+    DueTimer,
+    ExecutionId,
+    ExecutionQuery,
+    ExecutionRecord,
+    ExecutionStatus,
+    ExternalInput,
+    InputKind,
+    Lease,
+    Page,
+)
+from stepwell.payloads import S3PayloadStore
+from stepwell.ports import DUE_SHARDS
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Item = dict[str, Any]
+
+# Items stay under 350 KB; values over this are offloaded to S3 (when a payload store is configured).
+DEFAULT_INLINE_LIMIT = 300 * 1024
+_MAX_SEQ_KEY = "b#999999999999"
+_BATCH_WRITE_SIZE = 25
+_STATUS_INDEX = "status-index"
+_WORKFLOW_INDEX = "workflow-index"
+_DUE_INDEX = "due-index"
+_CAPACITY: Literal["TOTAL"] = "TOTAL"
+
+
+def due_shard(execution_id: str) -> int:
+    """A stable shard (0..DUE_SHARDS-1) for an execution: hash() is randomized per process, sha256 is not."""
+    return int(hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:8], 16) % DUE_SHARDS
+
+
+def batch_key(seq: int) -> str:
+    if not 0 <= seq <= 999_999_999_999:
+        raise InvalidArgument(f"batch seq must be 0..999999999999, got {seq}")
+    return f"b#{seq:012d}"
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: float) -> dict[str, str]:
+    # Whole numbers without a fraction keep items short; DynamoDB compares N numerically either way.
+    return {"N": str(int(value)) if float(value).is_integer() else repr(float(value))}
+
+
+def _str(item: Item, name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value["S"])
+
+
+def _num(item: Item, name: str) -> float | None:
+    value = item.get(name)
+    return None if value is None else float(value["N"])
+
+
+def _flag(item: Item, name: str) -> bool:
+    value = item.get(name)
+    return bool(value and value.get("BOOL"))
+
+
+def encode_page_token(last_key: Mapping[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(last_key, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> dict[str, Any]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, binascii.Error) as error:
+        raise InvalidArgument(f"page token {token!r} is not one this store returned") from error
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"page token {token!r} is not one this store returned")
+    return value
+
+
+class DynamoDbExecutionStore:
+    """ExecutionStore on the executions, operations and coordination tables."""
+
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        executions_table: str,
+        operations_table: str,
+        coordination_table: str,
+        subject_index: str,
+        payloads: S3PayloadStore | None = None,
+        retention_days: int = 30,
+        inline_limit: int = DEFAULT_INLINE_LIMIT,
+    ) -> None:
+        self._db = dynamodb
+        self.executions_table = executions_table
+        self.operations_table = operations_table
+        self.coordination_table = coordination_table
+        self.subject_index = subject_index
+        self._payloads = payloads
+        self.retention_seconds = retention_days * 86400
+        self.inline_limit = inline_limit
+
+    # --- large values ---
+
+    def _put_text(self, item: Item, name: str, text: str | None, is_ref: bool, execution_id: str) -> None:
+        """Set `name` (and `name`R when it holds a reference), offloading text too large for an item."""
+        if text is None:
+            return
+        if not is_ref and len(text.encode("utf-8")) > self.inline_limit:
+            if self._payloads is None:
+                raise InvalidArgument(
+                    f"{name!r} of {execution_id!r} is {len(text.encode('utf-8'))} bytes, over the item limit "
+                    f"{self.inline_limit}, and no payload bucket is configured"
+                )
+            text = self._payloads.put(execution_id, f"{name}-item", text)
+            is_ref = True
+        item[name] = _s(text)
+        if is_ref:
+            item[name + "R"] = {"BOOL": True}
+
+    # --- executions ---
+
+    def _execution_key(self, execution_id: str) -> Item:
+        try:
+            parts = ExecutionId.parse(execution_id)
+        except ValueError as error:
+            raise InvalidArgument(str(error)) from error
+        return {"contextKey": _s(parts.context_key), "instanceId": _s(parts.instance_id)}
+
+    def _execution_item(self, record: ExecutionRecord) -> Item:
+        item: Item = self._execution_key(record.execution_id)
+        item.update(
+            {
+                "domain": _s(record.domain),
+                "workflowId": _s(record.workflow_id),
+                "subjectId": _s(record.subject_id),
+                "status": _s(record.status.value),
+                "createdAt": _n(record.created_at),
+                "updatedAt": _n(record.updated_at),
+                "nm": _s(record.execution_name),
+            }
+        )
+        self._put_text(item, "in", record.input_payload, record.input_is_ref, record.execution_id)
+        self._put_text(item, "rs", record.result, record.result_is_ref, record.execution_id)
+        if record.error is not None:
+            self._put_text(item, "er", json.dumps(record.error), False, record.execution_id)
+        if record.ended_at is not None:
+            item["end"] = _n(record.ended_at)
+            item["ttl"] = _n(int(record.ended_at) + self.retention_seconds)
+        if record.parent_execution_id is not None:
+            item["pe"] = _s(record.parent_execution_id)
+        if record.parent_operation_id is not None:
+            item["po"] = _s(record.parent_operation_id)
+        return item
+
+    def _record(self, item: Item) -> ExecutionRecord:
+        context_key = _str(item, "contextKey") or ""
+        instance_id = _str(item, "instanceId") or ""
+        error_text = self._text(item, "er")
+        return ExecutionRecord(
+            execution_id=f"{context_key}/{instance_id}",
+            domain=_str(item, "domain") or "",
+            workflow_id=_str(item, "workflowId") or "",
+            subject_id=_str(item, "subjectId") or "",
+            instance_id=instance_id,
+            execution_name=_str(item, "nm") or "",
+            status=ExecutionStatus(_str(item, "status") or ""),
+            created_at=_num(item, "createdAt") or 0.0,
+            updated_at=_num(item, "updatedAt") or 0.0,
+            input_payload=_str(item, "in"),
+            input_is_ref=_flag(item, "inR"),
+            result=_str(item, "rs"),
+            result_is_ref=_flag(item, "rsR"),
+            error=json.loads(error_text) if error_text is not None else None,
+            ended_at=_num(item, "end"),
+            parent_execution_id=_str(item, "pe"),
+            parent_operation_id=_str(item, "po"),
+        )
+
+    def _text(self, item: Item, name: str) -> str | None:
+        """A value this store may have offloaded itself (errors): read it back."""
+        text = _str(item, name)
+        if text is not None and _flag(item, name + "R") and self._payloads is not None:
+            return self._payloads.get(text)
+        return text
+
+    def create_execution(self, record: ExecutionRecord) -> bool:
+        try:
+            self._db.put_item(
+                TableName=self.executions_table,
+                Item=self._execution_item(record),
+                ConditionExpression="attribute_not_exists(contextKey)",
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def get_execution(self, execution_id: str) -> ExecutionRecord | None:
+        response = self._db.get_item(
+            TableName=self.executions_table,
+            Key=self._execution_key(execution_id),
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        item = response.get("Item")
+        return None if item is None else self._record(item)
+
+    def complete_execution(
+        self,
+        execution_id: str,
+        status: ExecutionStatus,
+        now: float,
+        result: str | None = None,
+        result_is_ref: bool = False,
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        if not status.is_terminal:
+            raise InvalidArgument(f"complete_execution needs a terminal status, got {status.value}")
+        values: Item = {}
+        self._put_text(values, "rs", result, result_is_ref, execution_id)
+        if error is not None:
+            self._put_text(values, "er", json.dumps(dict(error)), False, execution_id)
+        values.update(
+            {
+                "status": _s(status.value),
+                "updatedAt": _n(now),
+                "end": _n(now),
+                "ttl": _n(int(now) + self.retention_seconds),
+            }
+        )
+        names = {f"#a{i}": name for i, name in enumerate(values)}
+        expression_values = {f":a{i}": value for i, value in enumerate(values.values())}
+        expression_values[":running"] = _s(ExecutionStatus.RUNNING.value)
+        names["#status"] = "status"
+        assignments = ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
+        try:
+            self._db.update_item(
+                TableName=self.executions_table,
+                Key=self._execution_key(execution_id),
+                UpdateExpression=f"SET {assignments}",
+                ConditionExpression="attribute_exists(contextKey) AND #status = :running",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=expression_values,
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def list_executions(
+        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+    ) -> Page[ExecutionRecord]:
+        if not 1 <= limit <= 1000:
+            raise InvalidArgument(f"limit must be 1..1000, got {limit}")
+        kwargs: dict[str, Any] = {"TableName": self.executions_table, "Limit": limit}
+        if query.status is not None:
+            kwargs.update(
+                IndexName=_STATUS_INDEX,
+                KeyConditionExpression="#k = :k",
+                ExpressionAttributeNames={"#k": "status"},
+                ExpressionAttributeValues={":k": _s(query.status.value)},
+                ScanIndexForward=False,
+            )
+        elif query.workflow_id is not None:
+            kwargs.update(
+                IndexName=_WORKFLOW_INDEX,
+                KeyConditionExpression="#k = :k",
+                ExpressionAttributeNames={"#k": "workflowId"},
+                ExpressionAttributeValues={":k": _s(query.workflow_id)},
+                ScanIndexForward=False,
+            )
+        else:
+            assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
+            condition = "#k = :k"
+            names = {"#k": "domain"}
+            values: Item = {":k": _s(query.domain)}
+            if query.subject_id is not None:
+                condition += " AND #s = :s"
+                names["#s"] = "subjectId"
+                values[":s"] = _s(query.subject_id)
+            kwargs.update(
+                IndexName=self.subject_index,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        if next_token:
+            kwargs["ExclusiveStartKey"] = decode_page_token(next_token)
+        response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
+        records = [self._record(item) for item in response.get("Items", [])]
+        last_key = response.get("LastEvaluatedKey")
+        return Page(items=records, next_token=encode_page_token(last_key) if last_key else None)
+
+    # --- the operation log ---
+
+    def append_batch(self, execution_id: str, batch: Batch) -> None:
+        item: Item = {
+            "executionId": _s(execution_id),
+            "sk": _s(batch_key(batch.seq)),
+            "t": _n(batch.created_at),
+        }
+        self._put_text(item, "b", batch.body, batch.body_is_ref, execution_id)
+        if batch.terminal:
+            item["x"] = {"BOOL": True}
+        try:
+            self._db.put_item(
+                TableName=self.operations_table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(sk)",
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException as error:
+            raise SequenceConflict(
+                f"batch {batch.seq} of {execution_id!r} already exists: another worker holds the execution"
+            ) from error
+
+    def load_batches(
+        self, execution_id: str, after_seq: int = -1, limit: int = 1000
+    ) -> tuple[list[Batch], int | None]:
+        if limit < 1:
+            raise InvalidArgument(f"limit must be at least 1, got {limit}")
+        response = self._db.query(
+            TableName=self.operations_table,
+            KeyConditionExpression="executionId = :e AND sk BETWEEN :lo AND :hi",
+            ExpressionAttributeValues={
+                ":e": _s(execution_id),
+                ":lo": _s(batch_key(after_seq + 1)),
+                ":hi": _s(_MAX_SEQ_KEY),
+            },
+            ConsistentRead=True,
+            Limit=limit,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        batches = [
+            Batch(
+                seq=int((_str(item, "sk") or "b#0")[2:]),
+                body=_str(item, "b") or "",
+                created_at=_num(item, "t") or 0.0,
+                body_is_ref=_flag(item, "bR"),
+                terminal=_flag(item, "x"),
+            )
+            for item in response.get("Items", [])
+        ]
+        more = "LastEvaluatedKey" in response and batches
+        return batches, batches[-1].seq if more else None
+
+    def put_external_input(self, execution_id: str, item: ExternalInput) -> None:
+        if not item.input_id:
+            raise InvalidArgument("an external input needs a non-empty input_id")
+        record: Item = {
+            "executionId": _s(execution_id),
+            "sk": _s("in#" + item.input_id),
+            "k": _s(item.kind.value),
+            "t": _n(item.created_at),
+        }
+        if item.operation_id is not None:
+            record["op"] = _s(item.operation_id)
+        self._put_text(record, "p", item.payload, False, execution_id)
+        if item.error is not None:
+            self._put_text(record, "er", json.dumps(item.error), False, execution_id)
+        self._db.put_item(TableName=self.operations_table, Item=record, ReturnConsumedCapacity=_CAPACITY)
+
+    def list_external_inputs(self, execution_id: str) -> list[ExternalInput]:
+        inputs: list[ExternalInput] = []
+        start_key: Item | None = None
+        while True:
+            kwargs: dict[str, Any] = {}
+            if start_key:
+                kwargs["ExclusiveStartKey"] = start_key
+            response = self._db.query(
+                TableName=self.operations_table,
+                KeyConditionExpression="executionId = :e AND begins_with(sk, :p)",
+                ExpressionAttributeValues={":e": _s(execution_id), ":p": _s("in#")},
+                ConsistentRead=True,
+                ReturnConsumedCapacity=_CAPACITY,
+                **kwargs,
+            )
+            for record in response.get("Items", []):
+                error_text = self._text(record, "er")
+                inputs.append(
+                    ExternalInput(
+                        input_id=(_str(record, "sk") or "in#")[3:],
+                        kind=InputKind(_str(record, "k") or ""),
+                        created_at=_num(record, "t") or 0.0,
+                        operation_id=_str(record, "op"),
+                        payload=self._text(record, "p"),
+                        error=json.loads(error_text) if error_text is not None else None,
+                    )
+                )
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key:
+                return inputs
+
+    def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
+        keys = [{"executionId": _s(execution_id), "sk": _s("in#" + input_id)} for input_id in input_ids]
+        self._batch_delete(self.operations_table, keys)
+
+    def _batch_delete(self, table: str, keys: Sequence[Item]) -> None:
+        for start in range(0, len(keys), _BATCH_WRITE_SIZE):
+            pending: list[Any] = [
+                {"DeleteRequest": {"Key": key}} for key in keys[start : start + _BATCH_WRITE_SIZE]
+            ]
+            attempt = 0
+            while pending:
+                response = self._db.batch_write_item(
+                    RequestItems={table: pending}, ReturnConsumedCapacity=_CAPACITY
+                )
+                pending = list(response.get("UnprocessedItems", {}).get(table, []))
+                if pending:
+                    # Throttled items come back unprocessed rather than as an error: back off and retry.
+                    attempt += 1
+                    time.sleep(min(0.05 * 2**attempt, 2.0))
+
+    # --- coordination ---
+
+    def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+        if duration <= 0:
+            raise InvalidArgument(f"lease duration must be positive seconds, got {duration}")
+        expires_at = now + duration
+        try:
+            self._db.put_item(
+                TableName=self.coordination_table,
+                Item={
+                    "key": _s("lease#" + execution_id),
+                    "o": _s(owner),
+                    "eid": _s(execution_id),
+                    "dueShard": _s(f"lease#{due_shard(execution_id)}"),
+                    "dueAt": _n(expires_at),
+                },
+                ConditionExpression="attribute_not_exists(#k) OR dueAt < :now OR o = :owner",
+                ExpressionAttributeNames={"#k": "key"},
+                ExpressionAttributeValues={":now": _n(now), ":owner": _s(owner)},
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return None
+        return Lease(execution_id=execution_id, owner=owner, expires_at=expires_at)
+
+    def release_lease(self, execution_id: str, owner: str) -> None:
+        # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.delete_item(
+                TableName=self.coordination_table,
+                Key={"key": _s("lease#" + execution_id)},
+                ConditionExpression="o = :owner",
+                ExpressionAttributeValues={":owner": _s(owner)},
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+
+    def put_callback(self, ref: CallbackRef) -> None:
+        self._db.put_item(
+            TableName=self.coordination_table,
+            Item={
+                "key": _s("cb#" + ref.callback_id),
+                "eid": _s(ref.execution_id),
+                "op": _s(ref.operation_id),
+            },
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+
+    def get_callback(self, callback_id: str) -> CallbackRef | None:
+        if not callback_id:
+            return None
+        response = self._db.get_item(
+            TableName=self.coordination_table,
+            Key={"key": _s("cb#" + callback_id)},
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        item = response.get("Item")
+        if item is None:
+            return None
+        return CallbackRef(
+            callback_id=callback_id, execution_id=_str(item, "eid") or "", operation_id=_str(item, "op") or ""
+        )
+
+    def record_due_timer(self, execution_id: str, due_at: float) -> None:
+        self._db.put_item(
+            TableName=self.coordination_table,
+            Item={
+                "key": _s("timer#" + execution_id),
+                "eid": _s(execution_id),
+                "dueShard": _s(f"timer#{due_shard(execution_id)}"),
+                "dueAt": _n(due_at),
+            },
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+
+    def clear_due_timer(self, execution_id: str) -> None:
+        self._db.delete_item(
+            TableName=self.coordination_table,
+            Key={"key": _s("timer#" + execution_id)},
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+
+    def _query_due_index(self, prefix: str, shard: int, now: float, limit: int) -> list[Item]:
+        if not 0 <= shard < DUE_SHARDS:
+            raise InvalidArgument(f"shard must be 0..{DUE_SHARDS - 1}, got {shard}")
+        response = self._db.query(
+            TableName=self.coordination_table,
+            IndexName=_DUE_INDEX,
+            KeyConditionExpression="dueShard = :s AND dueAt <= :now",
+            ExpressionAttributeValues={":s": _s(f"{prefix}#{shard}"), ":now": _n(now)},
+            Limit=limit,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        return list(response.get("Items", []))
+
+    def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:
+        return [
+            DueTimer(
+                execution_id=_str(item, "eid") or "",
+                due_at=_num(item, "dueAt") or 0.0,
+                shard=f"timer#{shard}",
+            )
+            for item in self._query_due_index("timer", shard, now, limit)
+        ]
+
+    def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
+        return [
+            Lease(
+                execution_id=_str(item, "eid") or "",
+                owner=_str(item, "o") or "",
+                expires_at=_num(item, "dueAt") or 0.0,
+            )
+            for item in self._query_due_index("lease", shard, now, limit)
+        ]

@@ -1,0 +1,283 @@
+"""The DynamoDB ExecutionStore against moto, with the tables exactly as docs/architecture.md has them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stepwell.dynamodb_store import DynamoDbExecutionStore, due_shard
+from stepwell.errors import InvalidArgument, SequenceConflict
+from stepwell.model import (
+    Batch,
+    CallbackRef,
+    ExecutionQuery,
+    ExecutionRecord,
+    ExecutionStatus,
+    ExternalInput,
+    InputKind,
+    make_execution_id,
+)
+from stepwell.payloads import S3PayloadStore
+
+from .deployment import Deployment
+
+T0 = 1_800_000_000.0
+
+
+def _store(deployment: Deployment, inline_limit: int = 300 * 1024) -> DynamoDbExecutionStore:
+    config = deployment.config
+    return DynamoDbExecutionStore(
+        deployment.clients.dynamodb,
+        config.executions_table,
+        config.operations_table,
+        config.coordination_table,
+        config.subject_index_name,
+        payloads=S3PayloadStore(deployment.clients.s3, config.payload_bucket),
+        inline_limit=inline_limit,
+    )
+
+
+def _record(
+    workflow: str = "orders",
+    subject: str = "o-1",
+    instance: str = "i1",
+    created: float = T0,
+    domain: str = "default",
+) -> ExecutionRecord:
+    return ExecutionRecord(
+        execution_id=make_execution_id(domain, workflow, subject, instance),
+        domain=domain,
+        workflow_id=workflow,
+        subject_id=subject,
+        instance_id=instance,
+        execution_name=subject,
+        status=ExecutionStatus.RUNNING,
+        created_at=created,
+        updated_at=created,
+        input_payload='{"amount": 3}',
+    )
+
+
+def test_create_is_idempotent_and_get_round_trips(deployment: Deployment) -> None:
+    store = _store(deployment)
+    record = _record()
+    assert store.create_execution(record) is True
+    assert store.create_execution(_record()) is False
+    assert store.get_execution(record.execution_id) == record
+    assert store.get_execution(make_execution_id("default", "orders", "o-1", "other")) is None
+    with pytest.raises(InvalidArgument, match="not an execution id: 'nope'"):
+        store.get_execution("nope")
+
+
+def test_complete_once_only(deployment: Deployment) -> None:
+    store = _store(deployment)
+    record = _record()
+    store.create_execution(record)
+    assert store.complete_execution(record.execution_id, ExecutionStatus.SUCCEEDED, T0 + 5, result='"ok"')
+    assert not store.complete_execution(
+        record.execution_id, ExecutionStatus.FAILED, T0 + 6, error={"ErrorType": "X", "ErrorMessage": "late"}
+    )
+    done = store.get_execution(record.execution_id)
+    assert done is not None
+    assert (done.status, done.result, done.error, done.ended_at) == (
+        ExecutionStatus.SUCCEEDED,
+        '"ok"',
+        None,
+        T0 + 5,
+    )
+    item = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.executions_table,
+        Key={"contextKey": {"S": "default#orders#o-1"}, "instanceId": {"S": "i1"}},
+    )["Item"]
+    assert int(item["ttl"]["N"]) == int(T0 + 5) + 30 * 86400
+    absent = make_execution_id("default", "orders", "ghost", "i1")
+    assert not store.complete_execution(absent, ExecutionStatus.STOPPED, T0)
+    with pytest.raises(InvalidArgument, match="terminal status, got RUNNING"):
+        store.complete_execution(record.execution_id, ExecutionStatus.RUNNING, T0)
+
+
+def test_failed_execution_keeps_its_error(deployment: Deployment) -> None:
+    store = _store(deployment)
+    record = _record()
+    store.create_execution(record)
+    error = {"ErrorType": "ValueError", "ErrorMessage": "bad", "StackTrace": ["a", "b"]}
+    assert store.complete_execution(record.execution_id, ExecutionStatus.FAILED, T0 + 1, error=error)
+    failed = store.get_execution(record.execution_id)
+    assert failed is not None and failed.error == error and failed.status is ExecutionStatus.FAILED
+
+
+def _collect(store: DynamoDbExecutionStore, query: ExecutionQuery, limit: int) -> list[list[str]]:
+    pages: list[list[str]] = []
+    token: str | None = None
+    while True:
+        page = store.list_executions(query, limit=limit, next_token=token)
+        pages.append([record.subject_id for record in page.items])
+        token = page.next_token
+        if token is None:
+            return pages
+
+
+def test_list_by_workflow_status_and_subject_paginates_newest_first(deployment: Deployment) -> None:
+    store = _store(deployment)
+    for index in range(5):
+        store.create_execution(_record(subject=f"o-{index}", created=T0 + index))
+    store.create_execution(_record(workflow="billing", subject="o-1", created=T0 + 10))
+    store.create_execution(_record(workflow="billing", subject="b-9", created=T0 + 11, domain="shop"))
+    store.complete_execution(
+        make_execution_id("default", "orders", "o-3", "i1"), ExecutionStatus.SUCCEEDED, T0 + 20
+    )
+
+    by_workflow = _collect(store, ExecutionQuery(workflow_id="orders"), limit=2)
+    assert [s for page in by_workflow for s in page] == ["o-4", "o-3", "o-2", "o-1", "o-0"]
+    assert all(len(page) <= 2 for page in by_workflow)
+
+    running = _collect(store, ExecutionQuery(status=ExecutionStatus.RUNNING), limit=3)
+    assert sorted(s for page in running for s in page) == ["b-9", "o-0", "o-1", "o-1", "o-2", "o-4"]
+    succeeded = store.list_executions(ExecutionQuery(status=ExecutionStatus.SUCCEEDED)).items
+    assert [r.execution_id for r in succeeded] == ["default#orders#o-3/i1"]
+
+    subject = store.list_executions(ExecutionQuery(domain="default", subject_id="o-1")).items
+    assert sorted(r.workflow_id for r in subject) == ["billing", "orders"]
+    shop = store.list_executions(ExecutionQuery(domain="shop")).items
+    assert [r.subject_id for r in shop] == ["b-9"]
+
+
+def test_bad_page_token_and_limit_are_refused(deployment: Deployment) -> None:
+    store = _store(deployment)
+    with pytest.raises(InvalidArgument, match="page token 'garbage!' is not one this store returned"):
+        store.list_executions(ExecutionQuery(workflow_id="orders"), next_token="garbage!")
+    with pytest.raises(InvalidArgument, match=r"limit must be 1\.\.1000, got 0"):
+        store.list_executions(ExecutionQuery(workflow_id="orders"), limit=0)
+
+
+def test_batches_are_fenced_and_load_in_pages(deployment: Deployment) -> None:
+    store = _store(deployment)
+    execution_id = _record().execution_id
+    for seq in range(7):
+        store.append_batch(execution_id, Batch(seq=seq, body=json.dumps({"o": [seq]}), created_at=T0 + seq))
+    with pytest.raises(SequenceConflict, match="batch 3"):
+        store.append_batch(execution_id, Batch(seq=3, body="{}", created_at=T0))
+    loaded: list[int] = []
+    after = -1
+    while True:
+        batches, last = store.load_batches(execution_id, after_seq=after, limit=3)
+        loaded.extend(batch.seq for batch in batches)
+        if last is None:
+            break
+        after = last
+    assert loaded == list(range(7))
+    assert store.load_batches(execution_id, after_seq=4)[0][0].body == '{"o": [5]}'
+    # Inputs of the same execution share the partition but never show up as batches.
+    store.put_external_input(execution_id, ExternalInput("0001", InputKind.STOP, T0))
+    assert [b.seq for b in store.load_batches(execution_id, after_seq=5)[0]] == [6]
+
+
+def test_external_inputs_in_arrival_order_and_deleted_after_absorbing(deployment: Deployment) -> None:
+    store = _store(deployment)
+    execution_id = _record().execution_id
+    store.put_external_input(
+        execution_id,
+        ExternalInput("0000000002-b", InputKind.CALLBACK_FAILED, T0 + 2, "op2", error={"ErrorType": "E"}),
+    )
+    store.put_external_input(
+        execution_id,
+        ExternalInput("0000000001-a", InputKind.CALLBACK_SUCCEEDED, T0 + 1, "op1", payload='"yes"'),
+    )
+    inputs = store.list_external_inputs(execution_id)
+    assert [i.input_id for i in inputs] == ["0000000001-a", "0000000002-b"]
+    assert inputs[0] == ExternalInput(
+        "0000000001-a", InputKind.CALLBACK_SUCCEEDED, T0 + 1, "op1", payload='"yes"'
+    )
+    assert inputs[1].error == {"ErrorType": "E"}
+    store.delete_external_inputs(execution_id, ["0000000001-a"])
+    assert [i.input_id for i in store.list_external_inputs(execution_id)] == ["0000000002-b"]
+
+
+def test_lease_is_exclusive_until_expiry_and_found_when_stalled(deployment: Deployment) -> None:
+    store = _store(deployment)
+    execution_id = _record().execution_id
+    lease = store.acquire_lease(execution_id, "worker-a", now=T0, duration=60)
+    assert lease is not None and lease.expires_at == T0 + 60
+    assert store.acquire_lease(execution_id, "worker-b", now=T0 + 30, duration=60) is None
+    assert store.acquire_lease(execution_id, "worker-a", now=T0 + 30, duration=60) is not None  # re-entrant
+    shard = due_shard(execution_id)
+    assert store.query_expired_leases(shard, now=T0 + 60) == []
+    stalled = store.query_expired_leases(shard, now=T0 + 91)
+    assert [(lease.execution_id, lease.owner) for lease in stalled] == [(execution_id, "worker-a")]
+    taken = store.acquire_lease(execution_id, "worker-b", now=T0 + 91, duration=60)
+    assert taken is not None and taken.owner == "worker-b"
+    store.release_lease(execution_id, "worker-a")  # stale owner: no effect
+    assert store.acquire_lease(execution_id, "worker-c", now=T0 + 100, duration=60) is None
+    store.release_lease(execution_id, "worker-b")
+    assert store.acquire_lease(execution_id, "worker-c", now=T0 + 100, duration=60) is not None
+
+
+def test_callbacks_and_due_timers(deployment: Deployment) -> None:
+    store = _store(deployment)
+    ref = CallbackRef("cb-secret", "default#orders#o-1/i1", "op-7")
+    store.put_callback(ref)
+    assert store.get_callback("cb-secret") == ref
+    assert store.get_callback("cb-unknown") is None
+
+    ids = [make_execution_id("default", "orders", f"o-{n}", "i") for n in range(12)]
+    for offset, execution_id in enumerate(ids):
+        store.record_due_timer(execution_id, T0 + offset)
+    store.record_due_timer(ids[0], T0 + 100)  # one entry per execution: an upsert moves it
+    store.clear_due_timer(ids[1])
+    due = [timer for shard in range(4) for timer in store.query_due(shard, now=T0 + 5)]
+    assert sorted(timer.execution_id for timer in due) == sorted(ids[2:6])
+    for timer in due:
+        assert timer.shard == f"timer#{due_shard(timer.execution_id)}"
+    with pytest.raises(InvalidArgument, match=r"shard must be 0\.\.3, got 4"):
+        store.query_due(4, now=T0)
+
+
+def test_values_too_big_for_an_item_go_to_s3_and_come_back(deployment: Deployment) -> None:
+    store = _store(deployment, inline_limit=1000)
+    record = _record()
+    record.input_payload = json.dumps("x" * 5000)
+    store.create_execution(record)
+    stored = store.get_execution(record.execution_id)
+    assert stored is not None and stored.input_is_ref and stored.input_payload is not None
+    payloads = S3PayloadStore(deployment.clients.s3, deployment.config.payload_bucket)
+    assert payloads.get(stored.input_payload) == record.input_payload
+
+    big_error = {"ErrorType": "E", "ErrorMessage": "y" * 5000}
+    store.complete_execution(record.execution_id, ExecutionStatus.FAILED, T0 + 1, error=big_error)
+    failed = store.get_execution(record.execution_id)
+    assert failed is not None and failed.error == big_error
+
+    store.append_batch(record.execution_id, Batch(seq=0, body="z" * 5000, created_at=T0))
+    batch = store.load_batches(record.execution_id)[0][0]
+    assert batch.body_is_ref and payloads.get(batch.body) == "z" * 5000
+
+    store.put_external_input(
+        record.execution_id, ExternalInput("1", InputKind.CALLBACK_SUCCEEDED, T0, "op", payload="p" * 5000)
+    )
+    assert store.list_external_inputs(record.execution_id)[0].payload == "p" * 5000
+
+
+def test_without_a_bucket_an_oversized_value_is_a_clear_error(deployment: Deployment) -> None:
+    config = deployment.config
+    store = DynamoDbExecutionStore(
+        deployment.clients.dynamodb,
+        config.executions_table,
+        config.operations_table,
+        config.coordination_table,
+        config.subject_index_name,
+        inline_limit=100,
+    )
+    with pytest.raises(InvalidArgument, match="over the item limit 100, and no payload bucket"):
+        store.append_batch("default#w#s/i", Batch(seq=0, body="z" * 101, created_at=T0))
+
+
+def test_store_never_scans_and_reports_capacity(deployment: Deployment) -> None:
+    store = _store(deployment)
+    record = _record()
+    store.create_execution(record)
+    store.append_batch(record.execution_id, Batch(seq=0, body="{}", created_at=T0))
+    store.load_batches(record.execution_id)
+    store.list_executions(ExecutionQuery(workflow_id="orders"))
+    snapshot = deployment.clients.counter.snapshot()
+    assert not any(name.endswith(".Scan") for name in snapshot["calls"])
+    assert snapshot["write_units"] > 0 and snapshot["read_units"] > 0
