@@ -130,6 +130,7 @@ class ExternalInput:
     operation_id: str | None = None
     payload: str | None = None
     error: dict[str, Any] | None = None
+    payload_is_ref: bool = False  # payload holds a PayloadStore reference
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,51 @@
+"""Execution history in the vocabulary of Lambda's GetDurableExecutionHistory.
+
+Events are stored inside the log's batches (see stepwell.journal) with epoch-millisecond times; here they
+are read back in EventId order with their timestamps as datetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+_TIMESTAMP_KEYS = frozenset({"EventTimestamp", "StartTimestamp", "EndTimestamp", "ScheduledEndTimestamp"})
+
+
+def _with_datetimes(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: (
+                datetime.fromtimestamp(item / 1000, tz=UTC)
+                if key in _TIMESTAMP_KEYS and isinstance(item, int | float)
+                else _with_datetimes(item)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_with_datetimes(item) for item in value]
+    return value
+
+
+def events_from_bodies(bodies: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for body in bodies:
+        events.extend(_with_datetimes(event) for event in body.get("e", ()))
+    return events
+
+
+def format_timeline(events: Iterable[dict[str, Any]]) -> str:
+    """A readable timeline: one line per event (time, id, type, operation name or id)."""
+    lines = []
+    first: datetime | None = None
+    for event in events:
+        stamp = event.get("EventTimestamp")
+        if isinstance(stamp, datetime):
+            first = first or stamp
+            offset = f"+{(stamp - first).total_seconds():>10.3f}s"
+        else:
+            offset = " " * 12
+        label = event.get("Name") or event.get("Id") or ""
+        lines.append(f"{offset}  #{event.get('EventId', '?'):<4} {event.get('EventType', '?'):<24} {label}")
+    return "\n".join(lines)

@@ -1,0 +1,719 @@
+"""The journal: one execution's operation state, folded from its append-only batch log.
+
+A worker loads the batches once per invocation (one paginated Query) and folds them; after that every
+checkpoint applies its updates to the journal in O(updates), records the history events they produce, and
+flushes the changes as the next batch. Nothing re-reads or re-folds the log per checkpoint.
+
+Operation states are the SDK's `Operation` objects. Besides them the journal keeps what the SDK does not
+see: callback deadlines, wait durations and a heap of timers (wait ends, retry times, callback timeouts)
+so the next wake-up and the due timers are found in O(log n).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import json
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_durable_execution_sdk_python.lambda_service import (
+    CallbackDetails,
+    ChainedInvokeDetails,
+    ContextDetails,
+    ErrorObject,
+    ExecutionDetails,
+    Operation,
+    OperationAction,
+    OperationStatus,
+    OperationType,
+    OperationUpdate,
+    StepDetails,
+    WaitDetails,
+)
+
+from stepwell.model import ExternalInput, InputKind
+
+TERMINAL_STATUSES = frozenset(
+    {
+        OperationStatus.SUCCEEDED,
+        OperationStatus.FAILED,
+        OperationStatus.CANCELLED,
+        OperationStatus.TIMED_OUT,
+        OperationStatus.STOPPED,
+    }
+)
+CALLBACK_TIMEOUT_TYPE = "Callback.Timeout"
+CALLBACK_HEARTBEAT_TYPE = "Callback.Heartbeat"
+
+_TIMER_WAIT = "wait"
+_TIMER_RETRY = "retry"
+_TIMER_CALLBACK = "callback"
+
+
+def to_datetime(epoch_seconds: float) -> datetime:
+    return datetime.fromtimestamp(epoch_seconds, tz=UTC)
+
+
+def _ms(epoch_seconds: float) -> int:
+    return round(epoch_seconds * 1000)
+
+
+def _error_dict(error: ErrorObject | None) -> dict[str, Any]:
+    return dict(error.to_dict()) if error is not None else {}
+
+
+def _operation_to_json(op: Operation) -> dict[str, Any]:
+    return dict(op.to_json_dict())
+
+
+def _operation_from_json(data: dict[str, Any]) -> Operation:
+    # The dict was just parsed from JSON and is ours: convert timestamps in place (no deep copy).
+    for key in ("StartTimestamp", "EndTimestamp"):
+        if (value := data.get(key)) is not None:
+            data[key] = datetime.fromtimestamp(value / 1000, tz=UTC)
+    if (step := data.get("StepDetails")) and (value := step.get("NextAttemptTimestamp")) is not None:
+        step["NextAttemptTimestamp"] = datetime.fromtimestamp(value / 1000, tz=UTC)
+    if (wait := data.get("WaitDetails")) and (value := wait.get("ScheduledEndTimestamp")) is not None:
+        wait["ScheduledEndTimestamp"] = datetime.fromtimestamp(value / 1000, tz=UTC)
+    return Operation.from_dict(data)
+
+
+@dataclass
+class ChildStart:
+    """A chained invoke the journal saw start: the engine starts the child execution after the flush."""
+
+    operation_id: str
+    workflow_name: str
+    payload: str | None
+
+
+@dataclass
+class FlushedBatch:
+    body: dict[str, Any]
+    operations: list[Operation]
+    absorbed_input_ids: list[str]
+    new_callbacks: list[tuple[str, str]]  # (callback id, operation id)
+    child_starts: list[ChildStart]
+
+
+@dataclass
+class Journal:
+    execution_id: str
+    operations: dict[str, Operation] = field(default_factory=dict)
+    next_seq: int = 0
+    next_event_id: int = 1
+    # Private state per operation: wait durations and callback deadlines.
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    absorbed_input_ids: set[str] = field(default_factory=set)
+    # False after an invocation ended PENDING and nothing happened since: a duplicate message is a no-op.
+    needs_invocation: bool = True
+    ended: bool = False
+    consecutive_crashes: int = 0
+    execution_result: str | None = None
+    execution_error: ErrorObject | None = None
+    _timers: list[tuple[float, int, str, str]] = field(default_factory=list)
+    _timer_counter: int = 0
+    _dirty: dict[str, Operation] = field(default_factory=dict)
+    _dirty_meta: set[str] = field(default_factory=set)
+    _events: list[dict[str, Any]] = field(default_factory=list)
+    _absorbed_now: list[str] = field(default_factory=list)
+    _new_callbacks: list[tuple[str, str]] = field(default_factory=list)
+    _child_starts: list[ChildStart] = field(default_factory=list)
+    _flags: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ loading
+
+    def fold(self, seq: int, body: dict[str, Any]) -> None:
+        """Apply one stored batch (in seq order)."""
+        for data in body.get("o", ()):
+            op = _operation_from_json(data)
+            self.operations[op.operation_id] = op
+        for op_id, meta in body.get("d", {}).items():
+            self.meta[op_id] = meta
+        self.next_event_id += len(body.get("e", ()))
+        self.absorbed_input_ids.update(body.get("i", ()))
+        self.needs_invocation = bool(body.get("w", 1))
+        if "c" in body:
+            self.consecutive_crashes = int(body["c"])
+        if body.get("z"):
+            self.ended = True
+        if "r" in body:
+            self.execution_result = body["r"]
+        if "x" in body:
+            self.execution_error = ErrorObject.from_dict(body["x"])
+        self.next_seq = seq + 1
+
+    def finish_loading(self) -> None:
+        """Rebuild the timer heap from the folded state (once per invocation)."""
+        self._timers = []
+        for op in self.operations.values():
+            self._push_timers_for(op)
+        heapq.heapify(self._timers)
+
+    def _push_timers_for(self, op: Operation) -> None:
+        if op.status in TERMINAL_STATUSES:
+            return
+        if (
+            op.operation_type is OperationType.WAIT
+            and op.wait_details
+            and op.status is OperationStatus.STARTED
+        ):
+            end = op.wait_details.scheduled_end_timestamp
+            if end is not None:
+                self._push_timer(end.timestamp(), op.operation_id, _TIMER_WAIT)
+        elif op.operation_type is OperationType.STEP and op.status is OperationStatus.PENDING:
+            next_at = op.step_details.next_attempt_timestamp if op.step_details else None
+            self._push_timer(next_at.timestamp() if next_at else 0.0, op.operation_id, _TIMER_RETRY)
+        elif op.operation_type is OperationType.CALLBACK and op.status is OperationStatus.STARTED:
+            deadline = self._callback_deadline(op.operation_id)
+            if deadline is not None:
+                self._push_timer(deadline[0], op.operation_id, _TIMER_CALLBACK)
+
+    def _push_timer(self, due_at: float, op_id: str, kind: str) -> None:
+        self._timer_counter += 1
+        heapq.heappush(self._timers, (due_at, self._timer_counter, op_id, kind))
+
+    def _callback_deadline(self, op_id: str) -> tuple[float, str] | None:
+        meta = self.meta.get(op_id, {})
+        candidates: list[tuple[float, str]] = []
+        if meta.get("timeoutAt"):
+            candidates.append((float(meta["timeoutAt"]), CALLBACK_TIMEOUT_TYPE))
+        if meta.get("heartbeatAt"):
+            candidates.append((float(meta["heartbeatAt"]), CALLBACK_HEARTBEAT_TYPE))
+        return min(candidates) if candidates else None
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.operations
+
+    @property
+    def has_unflushed(self) -> bool:
+        return bool(self._dirty or self._events or self._absorbed_now or self._dirty_meta or self._flags)
+
+    def next_wake_at(self) -> float | None:
+        while self._timers and not self._timer_is_live(self._timers[0]):
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
+    def _timer_is_live(self, entry: tuple[float, int, str, str]) -> bool:
+        due_at, _, op_id, kind = entry
+        op = self.operations.get(op_id)
+        if op is None or op.status in TERMINAL_STATUSES:
+            return False
+        if kind == _TIMER_WAIT:
+            return op.status is OperationStatus.STARTED
+        if kind == _TIMER_RETRY:
+            return op.status is OperationStatus.PENDING
+        deadline = self._callback_deadline(op_id)
+        return op.status is OperationStatus.STARTED and deadline is not None and deadline[0] == due_at
+
+    def waiting_children(self) -> list[ChildStart]:
+        """Chained invokes still waiting for their child execution (with the child's target and input)."""
+        return [
+            ChildStart(
+                op.operation_id, self.meta[op.operation_id]["target"], self.meta[op.operation_id].get("input")
+            )
+            for op in self.operations.values()
+            if op.operation_type is OperationType.CHAINED_INVOKE
+            and op.status is OperationStatus.STARTED
+            and "target" in self.meta.get(op.operation_id, {})
+        ]
+
+    # ------------------------------------------------------------------ events
+
+    def _event(self, event_type: str, now: float, op: Operation | None, details: dict[str, Any]) -> None:
+        event: dict[str, Any] = {
+            "EventType": event_type,
+            "EventId": self.next_event_id,
+            "EventTimestamp": _ms(now),
+        }
+        if op is not None:
+            if op.sub_type:
+                event["SubType"] = op.sub_type
+            event["Id"] = op.operation_id
+            if op.name:
+                event["Name"] = op.name
+            if op.parent_id:
+                event["ParentId"] = op.parent_id
+        event[f"{event_type}Details"] = details
+        self.next_event_id += 1
+        self._events.append(event)
+
+    def _set(self, op: Operation) -> None:
+        self.operations[op.operation_id] = op
+        self._dirty[op.operation_id] = op
+
+    def _set_meta(self, op_id: str, **values: Any) -> None:
+        self.meta.setdefault(op_id, {}).update(values)
+        self._dirty_meta.add(op_id)
+
+    # ------------------------------------------------------------------ engine-side transitions
+
+    @property
+    def execution_operation_id(self) -> str:
+        # The SDK finds the EXECUTION operation under the last segment of the execution id ("arn").
+        return self.execution_id.rsplit("/", 1)[-1]
+
+    def start_execution(self, input_payload: str | None, now: float, execution_name: str) -> None:
+        op = Operation(
+            operation_id=self.execution_operation_id,
+            operation_type=OperationType.EXECUTION,
+            status=OperationStatus.STARTED,
+            start_timestamp=to_datetime(now),
+            execution_details=ExecutionDetails(input_payload=input_payload),
+        )
+        self._set(op)
+        self._event(
+            "ExecutionStarted",
+            now,
+            None,
+            {"Input": {"Payload": input_payload}, "ExecutionName": execution_name},
+        )
+        self.needs_invocation = True
+        self._flags["w"] = 1
+
+    def invocation_completed(
+        self, started_at: float, now: float, request_id: str, error: dict[str, Any] | None
+    ) -> None:
+        details: dict[str, Any] = {
+            "StartTimestamp": _ms(started_at),
+            "EndTimestamp": _ms(now),
+            "RequestId": request_id,
+        }
+        if error is not None:
+            details["Error"] = {"Payload": error}
+            self.consecutive_crashes += 1
+            self.needs_invocation = True
+        else:
+            self.consecutive_crashes = 0
+            self.needs_invocation = False
+        self._flags["w"] = 1 if self.needs_invocation else 0
+        self._flags["c"] = self.consecutive_crashes
+        self._event("InvocationCompleted", now, None, details)
+
+    def execution_ended(
+        self, status: str, now: float, result: str | None, error: dict[str, Any] | None
+    ) -> None:
+        execution_op = self.operations.get(self.execution_operation_id)
+        if execution_op is not None:
+            op_status = {
+                "SUCCEEDED": OperationStatus.SUCCEEDED,
+                "FAILED": OperationStatus.FAILED,
+                "STOPPED": OperationStatus.STOPPED,
+            }.get(status, OperationStatus.FAILED)
+            self._set(dataclasses.replace(execution_op, status=op_status, end_timestamp=to_datetime(now)))
+        if status == "SUCCEEDED":
+            self._event("ExecutionSucceeded", now, None, {"Result": {"Payload": result}})
+        elif status == "STOPPED":
+            self._event("ExecutionStopped", now, None, {"Error": {"Payload": error or {}}})
+        else:
+            self._event("ExecutionFailed", now, None, {"Error": {"Payload": error or {}}})
+        self.needs_invocation = False
+        self.ended = True
+        self._flags["w"] = 0
+        self._flags["z"] = 1
+
+    def fire_due_timers(self, now: float) -> int:
+        """Complete the waits, ready the retries and time out the callbacks due at `now`."""
+        fired = 0
+        while self._timers and self._timers[0][0] <= now:
+            entry = heapq.heappop(self._timers)
+            if not self._timer_is_live(entry):
+                continue
+            _, _, op_id, kind = entry
+            op = self.operations[op_id]
+            if kind == _TIMER_WAIT:
+                done = dataclasses.replace(
+                    op, status=OperationStatus.SUCCEEDED, end_timestamp=to_datetime(now)
+                )
+                self._set(done)
+                duration = self.meta.get(op_id, {}).get("duration")
+                self._event(
+                    "WaitSucceeded", now, done, {"Duration": duration} if duration is not None else {}
+                )
+            elif kind == _TIMER_RETRY:
+                self._set(dataclasses.replace(op, status=OperationStatus.READY))
+            else:
+                deadline = self._callback_deadline(op_id)
+                error_type = deadline[1] if deadline else CALLBACK_TIMEOUT_TYPE
+                message = (
+                    "Callback timed out"
+                    if error_type == CALLBACK_TIMEOUT_TYPE
+                    else "Callback heartbeat timed out"
+                )
+                error = ErrorObject(message=message, type=error_type, data=None, stack_trace=None)
+                details = op.callback_details or CallbackDetails(callback_id="")
+                done = dataclasses.replace(
+                    op,
+                    status=OperationStatus.TIMED_OUT,
+                    end_timestamp=to_datetime(now),
+                    callback_details=dataclasses.replace(details, error=error),
+                )
+                self._set(done)
+                self._event("CallbackTimedOut", now, done, {"Error": {"Payload": _error_dict(error)}})
+            fired += 1
+        if fired:
+            self.needs_invocation = True
+            self._flags["w"] = 1
+        return fired
+
+    def absorb(self, inputs: Iterable[ExternalInput], now: float) -> int:
+        """Apply external inputs (callback results, child results). Returns how many changed state."""
+        changed = 0
+        for item in inputs:
+            if item.input_id in self.absorbed_input_ids:
+                continue
+            self.absorbed_input_ids.add(item.input_id)
+            self._absorbed_now.append(item.input_id)
+            op = self.operations.get(item.operation_id or "")
+            if op is None or op.status in TERMINAL_STATUSES:
+                continue  # a late or repeated completion is a no-op
+            if self._absorb_one(item, op, now):
+                changed += 1
+        if changed:
+            self.needs_invocation = True
+            self._flags["w"] = 1
+        return changed
+
+    def _absorb_one(self, item: ExternalInput, op: Operation, now: float) -> bool:
+        error = ErrorObject.from_dict(item.error) if item.error else None
+        end = to_datetime(now)
+        if item.kind is InputKind.CALLBACK_HEARTBEAT:
+            seconds = self.meta.get(op.operation_id, {}).get("heartbeatSeconds")
+            if seconds:
+                self._set_meta(op.operation_id, heartbeatAt=now + float(seconds))
+                self._push_timer(now + float(seconds), op.operation_id, _TIMER_CALLBACK)
+            return False
+        if item.kind in (InputKind.CALLBACK_SUCCEEDED, InputKind.CALLBACK_FAILED):
+            if op.operation_type is not OperationType.CALLBACK:
+                return False
+            details = op.callback_details or CallbackDetails(callback_id="")
+            if item.kind is InputKind.CALLBACK_SUCCEEDED:
+                done = dataclasses.replace(
+                    op,
+                    status=OperationStatus.SUCCEEDED,
+                    end_timestamp=end,
+                    callback_details=dataclasses.replace(details, result=item.payload),
+                )
+                self._set(done)
+                self._event("CallbackSucceeded", now, done, {"Result": {"Payload": item.payload}})
+            else:
+                done = dataclasses.replace(
+                    op,
+                    status=OperationStatus.FAILED,
+                    end_timestamp=end,
+                    callback_details=dataclasses.replace(details, error=error),
+                )
+                self._set(done)
+                self._event("CallbackFailed", now, done, {"Error": {"Payload": _error_dict(error)}})
+            return True
+        if op.operation_type is not OperationType.CHAINED_INVOKE:
+            return False
+        if item.kind is InputKind.CHILD_SUCCEEDED:
+            done = dataclasses.replace(
+                op,
+                status=OperationStatus.SUCCEEDED,
+                end_timestamp=end,
+                chained_invoke_details=ChainedInvokeDetails(result=item.payload),
+            )
+            self._set(done)
+            self._event("ChainedInvokeSucceeded", now, done, {"Result": {"Payload": item.payload}})
+        elif item.kind is InputKind.CHILD_FAILED:
+            done = dataclasses.replace(
+                op,
+                status=OperationStatus.FAILED,
+                end_timestamp=end,
+                chained_invoke_details=ChainedInvokeDetails(error=error),
+            )
+            self._set(done)
+            self._event("ChainedInvokeFailed", now, done, {"Error": {"Payload": _error_dict(error)}})
+        elif item.kind is InputKind.CHILD_STOPPED:
+            done = dataclasses.replace(
+                op,
+                status=OperationStatus.STOPPED,
+                end_timestamp=end,
+                chained_invoke_details=ChainedInvokeDetails(error=error),
+            )
+            self._set(done)
+            self._event("ChainedInvokeStopped", now, done, {"Error": {"Payload": _error_dict(error)}})
+        else:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ SDK checkpoints
+
+    def apply_update(self, update: OperationUpdate, now: float) -> None:
+        """Apply one OperationUpdate from the SDK; completing a finished operation again is a no-op."""
+        current = self.operations.get(update.operation_id)
+        if update.operation_type is OperationType.EXECUTION:
+            if update.action is OperationAction.SUCCEED:
+                self.execution_result = update.payload
+                self._flags["r"] = update.payload
+            elif update.action is OperationAction.FAIL:
+                self.execution_error = update.error
+                self._flags["x"] = _error_dict(update.error)
+            return
+        if current is not None and current.status in TERMINAL_STATUSES:
+            return
+        handler = _APPLIERS.get(update.operation_type)
+        if handler is None:
+            raise ValueError(f"unsupported operation type {update.operation_type.value!r}")
+        handler(self, update, current, now)
+
+    def _base(
+        self, update: OperationUpdate, current: Operation | None, status: OperationStatus, now: float
+    ) -> Operation:
+        return Operation(
+            operation_id=update.operation_id,
+            operation_type=update.operation_type,
+            status=status,
+            parent_id=update.parent_id
+            if update.parent_id is not None
+            else (current.parent_id if current else None),
+            name=update.name if update.name is not None else (current.name if current else None),
+            sub_type=update.sub_type
+            if update.sub_type is not None
+            else (current.sub_type if current else None),
+            start_timestamp=current.start_timestamp
+            if current and current.start_timestamp
+            else to_datetime(now),
+            end_timestamp=to_datetime(now) if status in TERMINAL_STATUSES else None,
+        )
+
+    def _apply_step(self, update: OperationUpdate, current: Operation | None, now: float) -> None:
+        attempt = current.step_details.attempt if current and current.step_details else 0
+        action = update.action
+        if action is OperationAction.START:
+            if current is not None and current.status is OperationStatus.STARTED:
+                return
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.STARTED, now),
+                step_details=StepDetails(attempt=attempt),
+            )
+            self._set(op)
+            self._event("StepStarted", now, op, {})
+        elif action is OperationAction.RETRY:
+            delay = update.step_options.next_attempt_delay_seconds if update.step_options else 0
+            next_at = now + delay
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.PENDING, now),
+                step_details=StepDetails(
+                    attempt=attempt + 1,
+                    next_attempt_timestamp=to_datetime(next_at),
+                    result=update.payload,
+                    error=update.error,
+                ),
+            )
+            self._set(op)
+            self._push_timer(next_at, op.operation_id, _TIMER_RETRY)
+            details: dict[str, Any] = {
+                "RetryDetails": {"CurrentAttempt": attempt + 1, "NextAttemptDelaySeconds": delay}
+            }
+            if update.error is not None:
+                details["Error"] = {"Payload": _error_dict(update.error)}
+            if update.payload is not None:
+                details["Result"] = {"Payload": update.payload, "Truncated": False}
+            self._event("StepFailed", now, op, details)
+        elif action is OperationAction.SUCCEED:
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.SUCCEEDED, now),
+                step_details=StepDetails(attempt=attempt + 1, result=update.payload),
+            )
+            self._set(op)
+            self._event(
+                "StepSucceeded",
+                now,
+                op,
+                {
+                    "Result": {"Payload": update.payload, "Truncated": False},
+                    "RetryDetails": {"CurrentAttempt": attempt + 1},
+                },
+            )
+        elif action is OperationAction.FAIL:
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.FAILED, now),
+                step_details=StepDetails(attempt=attempt + 1, error=update.error),
+            )
+            self._set(op)
+            self._event(
+                "StepFailed",
+                now,
+                op,
+                {
+                    "Error": {"Payload": _error_dict(update.error)},
+                    "RetryDetails": {"CurrentAttempt": attempt + 1},
+                },
+            )
+        else:
+            raise ValueError(
+                f"invalid action {action.value!r} for a STEP; allowed: START, RETRY, SUCCEED, FAIL"
+            )
+
+    def _apply_wait(self, update: OperationUpdate, current: Operation | None, now: float) -> None:
+        if update.action is OperationAction.START:
+            if current is not None:
+                return
+            seconds = update.wait_options.wait_seconds if update.wait_options else 0
+            end_at = now + seconds
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.STARTED, now),
+                wait_details=WaitDetails(scheduled_end_timestamp=to_datetime(end_at)),
+            )
+            self._set(op)
+            self._set_meta(op.operation_id, duration=seconds)
+            self._push_timer(end_at, op.operation_id, _TIMER_WAIT)
+            self._event("WaitStarted", now, op, {"Duration": seconds, "ScheduledEndTimestamp": _ms(end_at)})
+        elif update.action is OperationAction.CANCEL:
+            if current is None:
+                return
+            op = dataclasses.replace(
+                current, status=OperationStatus.CANCELLED, end_timestamp=to_datetime(now)
+            )
+            self._set(op)
+            self._event("WaitCancelled", now, op, {})
+        else:
+            raise ValueError(f"invalid action {update.action.value!r} for a WAIT; allowed: START, CANCEL")
+
+    def _apply_callback(self, update: OperationUpdate, current: Operation | None, now: float) -> None:
+        if update.action is not OperationAction.START:
+            raise ValueError(f"invalid action {update.action.value!r} for a CALLBACK; allowed: START")
+        if current is not None:
+            return
+        callback_id = secrets.token_urlsafe(24)  # 192 random bits: an unguessable capability
+        op = dataclasses.replace(
+            self._base(update, current, OperationStatus.STARTED, now),
+            callback_details=CallbackDetails(callback_id=callback_id),
+        )
+        self._set(op)
+        options = update.callback_options
+        timeout = options.timeout_seconds if options else 0
+        heartbeat = options.heartbeat_timeout_seconds if options else 0
+        meta: dict[str, Any] = {}
+        if timeout:
+            meta["timeoutAt"] = now + timeout
+        if heartbeat:
+            meta["heartbeatSeconds"] = heartbeat
+            meta["heartbeatAt"] = now + heartbeat
+        if meta:
+            self._set_meta(op.operation_id, **meta)
+            deadline = self._callback_deadline(op.operation_id)
+            if deadline is not None:
+                self._push_timer(deadline[0], op.operation_id, _TIMER_CALLBACK)
+        self._new_callbacks.append((callback_id, op.operation_id))
+        details: dict[str, Any] = {"CallbackId": callback_id}
+        if timeout:
+            details["Timeout"] = timeout
+        if heartbeat:
+            details["HeartbeatTimeout"] = heartbeat
+        self._event("CallbackStarted", now, op, details)
+
+    def _apply_context(self, update: OperationUpdate, current: Operation | None, now: float) -> None:
+        action = update.action
+        if action is OperationAction.START:
+            if current is not None:
+                return
+            op = self._base(update, current, OperationStatus.STARTED, now)
+            self._set(op)
+            self._event("ContextStarted", now, op, {})
+            return
+        replay_children = bool(update.context_options and update.context_options.replay_children)
+        if action is OperationAction.SUCCEED:
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.SUCCEEDED, now),
+                context_details=ContextDetails(replay_children=replay_children, result=update.payload),
+            )
+            self._set(op)
+            self._event("ContextSucceeded", now, op, {"Result": {"Payload": update.payload}})
+        elif action is OperationAction.FAIL:
+            op = dataclasses.replace(
+                self._base(update, current, OperationStatus.FAILED, now),
+                context_details=ContextDetails(replay_children=replay_children, error=update.error),
+            )
+            self._set(op)
+            self._event("ContextFailed", now, op, {"Error": {"Payload": _error_dict(update.error)}})
+        else:
+            raise ValueError(f"invalid action {action.value!r} for a CONTEXT; allowed: START, SUCCEED, FAIL")
+
+    def _apply_chained_invoke(self, update: OperationUpdate, current: Operation | None, now: float) -> None:
+        if update.action is not OperationAction.START:
+            raise ValueError(f"invalid action {update.action.value!r} for a CHAINED_INVOKE; allowed: START")
+        if current is not None:
+            return
+        options = update.chained_invoke_options
+        if options is None:
+            raise ValueError(
+                f"CHAINED_INVOKE {update.operation_id!r} has no ChainedInvokeOptions (FunctionName)"
+            )
+        op = dataclasses.replace(
+            self._base(update, current, OperationStatus.STARTED, now),
+            chained_invoke_details=ChainedInvokeDetails(),
+        )
+        self._set(op)
+        self._set_meta(op.operation_id, target=options.function_name, input=update.payload)
+        self._child_starts.append(ChildStart(op.operation_id, options.function_name, update.payload))
+        self._event(
+            "ChainedInvokeStarted",
+            now,
+            op,
+            {"FunctionName": options.function_name, "Input": {"Payload": update.payload}},
+        )
+
+    # ------------------------------------------------------------------ flushing
+
+    def flush(self) -> FlushedBatch:
+        """Take the unflushed changes as the next batch's body (the caller appends it at next_seq)."""
+        body: dict[str, Any] = {}
+        operations = list(self._dirty.values())
+        if operations:
+            body["o"] = [_operation_to_json(op) for op in operations]
+        if self._events:
+            body["e"] = self._events
+        if self._absorbed_now:
+            body["i"] = self._absorbed_now
+        if self._dirty_meta:
+            body["d"] = {op_id: self.meta[op_id] for op_id in self._dirty_meta}
+        body.update(self._flags)
+        flushed = FlushedBatch(
+            body=body,
+            operations=operations,
+            absorbed_input_ids=self._absorbed_now,
+            new_callbacks=self._new_callbacks,
+            child_starts=self._child_starts,
+        )
+        self._dirty = {}
+        self._dirty_meta = set()
+        self._events = []
+        self._absorbed_now = []
+        self._new_callbacks = []
+        self._child_starts = []
+        self._flags = {}
+        return flushed
+
+    def pending_new_callbacks(self) -> list[tuple[str, str]]:
+        return list(self._new_callbacks)
+
+
+_APPLIERS = {
+    OperationType.STEP: Journal._apply_step,
+    OperationType.WAIT: Journal._apply_wait,
+    OperationType.CALLBACK: Journal._apply_callback,
+    OperationType.CONTEXT: Journal._apply_context,
+    OperationType.CHAINED_INVOKE: Journal._apply_chained_invoke,
+}
+
+
+def encode_body(body: dict[str, Any]) -> str:
+    return json.dumps(body, separators=(",", ":"))
+
+
+def decode_body(text: str) -> dict[str, Any]:
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"a batch body must be a JSON object, got {type(data).__name__}")
+    return data

@@ -1,0 +1,246 @@
+"""The in-memory backend of the store ports: the same semantics as the DynamoDB adapter (conditional
+puts, leases with expiry, ordered logs, due-timer shards), held in dicts behind one lock."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from stepwell.errors import SequenceConflict
+from stepwell.model import (
+    Batch,
+    CallbackRef,
+    DueTimer,
+    ExecutionQuery,
+    ExecutionRecord,
+    ExecutionStatus,
+    ExternalInput,
+    Lease,
+    Page,
+)
+from stepwell.ports import DUE_SHARDS
+
+
+def due_shard(execution_id: str) -> int:
+    """Which due-index shard an execution's timer and lease records live in."""
+    return hashlib.sha256(execution_id.encode("utf-8")).digest()[0] % DUE_SHARDS
+
+
+class MemoryExecutionStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._executions: dict[str, ExecutionRecord] = {}
+        self._batches: dict[str, list[Batch]] = {}
+        self._inputs: dict[str, dict[str, ExternalInput]] = {}
+        self._leases: dict[str, Lease] = {}
+        self._callbacks: dict[str, CallbackRef] = {}
+        self._due: dict[str, float] = {}
+        # Request counters, for tests and benchmarks of the access pattern.
+        self.counters: dict[str, int] = {}
+
+    def _count(self, name: str) -> None:
+        self.counters[name] = self.counters.get(name, 0) + 1
+
+    # --- executions ---
+    def create_execution(self, record: ExecutionRecord) -> bool:
+        with self._lock:
+            self._count("create_execution")
+            if record.execution_id in self._executions:
+                return False
+            self._executions[record.execution_id] = replace(record)
+            return True
+
+    def get_execution(self, execution_id: str) -> ExecutionRecord | None:
+        with self._lock:
+            self._count("get_execution")
+            record = self._executions.get(execution_id)
+            return replace(record) if record is not None else None
+
+    def complete_execution(
+        self,
+        execution_id: str,
+        status: ExecutionStatus,
+        now: float,
+        result: str | None = None,
+        result_is_ref: bool = False,
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        with self._lock:
+            self._count("complete_execution")
+            record = self._executions.get(execution_id)
+            if record is None or record.status is not ExecutionStatus.RUNNING:
+                return False
+            record.status = status
+            record.result = result
+            record.result_is_ref = result_is_ref
+            record.error = dict(error) if error is not None else None
+            record.ended_at = now
+            record.updated_at = now
+            return True
+
+    def list_executions(
+        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+    ) -> Page[ExecutionRecord]:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        with self._lock:
+            self._count("list_executions")
+            records = list(self._executions.values())
+        if query.status is not None:
+            chosen = sorted(
+                (r for r in records if r.status is query.status),
+                key=lambda r: (-r.updated_at, r.execution_id),
+            )
+        elif query.workflow_id is not None:
+            chosen = sorted(
+                (r for r in records if r.workflow_id == query.workflow_id),
+                key=lambda r: (-r.created_at, r.execution_id),
+            )
+        else:
+            chosen = sorted(
+                (
+                    r
+                    for r in records
+                    if r.domain == query.domain
+                    and (query.subject_id is None or r.subject_id == query.subject_id)
+                ),
+                key=lambda r: (r.subject_id, r.execution_id),
+            )
+        start = int(next_token) if next_token else 0
+        page = [replace(r) for r in chosen[start : start + limit]]
+        more = start + limit < len(chosen)
+        return Page(items=page, next_token=str(start + limit) if more else None)
+
+    # --- the operation log ---
+    def append_batch(self, execution_id: str, batch: Batch) -> None:
+        with self._lock:
+            self._count("append_batch")
+            log = self._batches.setdefault(execution_id, [])
+            if batch.seq < len(log):
+                raise SequenceConflict(f"execution {execution_id!r}: batch seq {batch.seq} already exists")
+            if batch.seq != len(log):
+                raise SequenceConflict(
+                    f"execution {execution_id!r}: batch seq {batch.seq} skips past the log's end {len(log)}"
+                )
+            log.append(batch)
+
+    def load_batches(
+        self, execution_id: str, after_seq: int = -1, limit: int = 1000
+    ) -> tuple[list[Batch], int | None]:
+        with self._lock:
+            self._count("load_batches")
+            log = self._batches.get(execution_id, [])
+            start = after_seq + 1
+            page = log[start : start + limit]
+            more = start + limit < len(log)
+        return page, (page[-1].seq if more and page else None)
+
+    def put_external_input(self, execution_id: str, item: ExternalInput) -> None:
+        with self._lock:
+            self._count("put_external_input")
+            self._inputs.setdefault(execution_id, {})[item.input_id] = item
+
+    def list_external_inputs(self, execution_id: str) -> list[ExternalInput]:
+        with self._lock:
+            self._count("list_external_inputs")
+            pending = self._inputs.get(execution_id, {})
+            return [pending[key] for key in sorted(pending)]
+
+    def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
+        with self._lock:
+            self._count("delete_external_inputs")
+            pending = self._inputs.get(execution_id, {})
+            for input_id in input_ids:
+                pending.pop(input_id, None)
+
+    # --- coordination ---
+    def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+        with self._lock:
+            self._count("acquire_lease")
+            held = self._leases.get(execution_id)
+            if held is not None and held.owner != owner and held.expires_at > now:
+                return None
+            lease = Lease(execution_id=execution_id, owner=owner, expires_at=now + duration)
+            self._leases[execution_id] = lease
+            return lease
+
+    def release_lease(self, execution_id: str, owner: str) -> None:
+        with self._lock:
+            self._count("release_lease")
+            held = self._leases.get(execution_id)
+            if held is not None and held.owner == owner:
+                del self._leases[execution_id]
+
+    def put_callback(self, ref: CallbackRef) -> None:
+        with self._lock:
+            self._count("put_callback")
+            self._callbacks[ref.callback_id] = ref
+
+    def get_callback(self, callback_id: str) -> CallbackRef | None:
+        with self._lock:
+            self._count("get_callback")
+            return self._callbacks.get(callback_id)
+
+    def record_due_timer(self, execution_id: str, due_at: float) -> None:
+        with self._lock:
+            self._count("record_due_timer")
+            self._due[execution_id] = due_at
+
+    def clear_due_timer(self, execution_id: str) -> None:
+        with self._lock:
+            self._count("clear_due_timer")
+            self._due.pop(execution_id, None)
+
+    def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:
+        _check_shard(shard)
+        with self._lock:
+            self._count("query_due")
+            due = sorted((at, eid) for eid, at in self._due.items() if at <= now and due_shard(eid) == shard)
+        return [DueTimer(execution_id=eid, due_at=at, shard=f"timer#{shard}") for at, eid in due[:limit]]
+
+    def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
+        _check_shard(shard)
+        with self._lock:
+            self._count("query_expired_leases")
+            expired = sorted(
+                (lease for lease in self._leases.values() if lease.expires_at <= now),
+                key=lambda lease: lease.expires_at,
+            )
+        return list(itertools.islice((x for x in expired if due_shard(x.execution_id) == shard), limit))
+
+    # --- test helpers (not part of the port) ---
+    def batch_count(self, execution_id: str) -> int:
+        with self._lock:
+            return len(self._batches.get(execution_id, []))
+
+
+def _check_shard(shard: int) -> None:
+    if not 0 <= shard < DUE_SHARDS:
+        raise ValueError(f"shard must be 0..{DUE_SHARDS - 1}, got {shard}")
+
+
+class MemoryPayloadStore:
+    """PayloadStore in a dict: references look like the S3 adapter's (`mem:<execution hash>/<label>`)."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def put(self, execution_id: str, label: str, data: str) -> str:
+        folder = hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:16]
+        digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
+        reference = f"mem:{folder}/{label}-{digest}"
+        with self._lock:
+            self._objects[reference] = data
+        return reference
+
+    def get(self, reference: str) -> str:
+        with self._lock:
+            data = self._objects.get(reference)
+        if data is None:
+            raise KeyError(f"no payload stored under reference {reference!r}")
+        return data

@@ -1,0 +1,114 @@
+"""The SDK's DurableServiceClient over Stepwell's store: what Lambda's checkpoint and get-state APIs are
+on the managed service.
+
+One client serves one invocation. It holds the journal the worker loaded; each checkpoint applies the
+updates to it (O(updates)), appends the changes as the next batch (a conditional put: the fence), and
+answers with only the operations that changed. The checkpoint token is `<lease owner>:<next seq>`; when
+another worker took the seq, the token is revoked (no token in the answer) and the SDK ends the
+invocation with PENDING.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from aws_durable_execution_sdk_python.exceptions import CheckpointError
+from aws_durable_execution_sdk_python.lambda_service import (
+    CheckpointOutput,
+    CheckpointUpdatedExecutionState,
+    Operation,
+    OperationType,
+    OperationUpdate,
+    StateOutput,
+)
+
+from stepwell.errors import SequenceConflict, StaleCheckpointToken
+from stepwell.journal import Journal
+
+if TYPE_CHECKING:
+    from stepwell.engine import Engine
+    from stepwell.model import ExecutionRecord
+
+
+class StoreServiceClient:
+    def __init__(self, engine: Engine, record: ExecutionRecord, journal: Journal, owner: str) -> None:
+        self._engine = engine
+        self._record = record
+        self._journal = journal
+        self._owner = owner
+        self._lock = threading.Lock()
+        self.fenced = False
+        self.checkpoints = 0
+
+    @property
+    def token(self) -> str:
+        return f"{self._owner}:{self._journal.next_seq}"
+
+    def initial_operations(self) -> list[Operation]:
+        return list(self._journal.operations.values())
+
+    def checkpoint(
+        self,
+        durable_execution_arn: str,
+        checkpoint_token: str,
+        updates: list[OperationUpdate],
+        client_token: str | None,
+    ) -> CheckpointOutput:
+        with self._lock:
+            self._check_arn(durable_execution_arn)
+            if self.fenced:
+                return self._revoked(updates)
+            if checkpoint_token != self.token:
+                raise StaleCheckpointToken(
+                    f"checkpoint token {checkpoint_token!r} is not the current one {self.token!r}"
+                )
+            now = self._engine.clock.now()
+            journal = self._journal
+            # Timers due by now complete here too: a refresh inside parallel branches sees its wait end.
+            journal.fire_due_timers(now)
+            for update in updates:
+                journal.apply_update(update, now)
+            if not journal.has_unflushed:
+                return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state([]))
+            try:
+                flushed = self._engine.append_journal(self._record, journal)
+            except SequenceConflict:
+                self.fenced = True
+                return self._revoked(updates)
+            self.checkpoints += 1
+            return CheckpointOutput(
+                checkpoint_token=self.token, new_execution_state=_state(flushed.operations)
+            )
+
+    def _revoked(self, updates: list[OperationUpdate]) -> CheckpointOutput:
+        if any(update.operation_type is OperationType.EXECUTION for update in updates):
+            # Without a token the SDK would take this for completion: refuse instead.
+            raise CheckpointError(f"execution {self._record.execution_id!r} is held by a newer invocation")
+        return CheckpointOutput(checkpoint_token=None, new_execution_state=_state([]))
+
+    def get_execution_state(
+        self,
+        durable_execution_arn: str,
+        checkpoint_token: str,
+        next_marker: str,
+        max_items: int = 1000,
+    ) -> StateOutput:
+        with self._lock:
+            self._check_arn(durable_execution_arn)
+            operations = list(self._journal.operations.values())
+        try:
+            start = int(next_marker) if next_marker else 0
+        except ValueError:
+            raise ValueError(f"invalid state marker {next_marker!r}: expected an offset") from None
+        page = operations[start : start + max_items]
+        more = start + max_items < len(operations)
+        return StateOutput(operations=page, next_marker=str(start + max_items) if more else None)
+
+    def _check_arn(self, arn: str) -> None:
+        if arn != self._record.execution_id:
+            raise ValueError(f"this client serves execution {self._record.execution_id!r}, not {arn!r}")
+
+
+def _state(operations: list[Operation]) -> CheckpointUpdatedExecutionState:
+    return CheckpointUpdatedExecutionState(operations=operations, next_marker=None)

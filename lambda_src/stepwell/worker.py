@@ -1,0 +1,275 @@
+"""The worker: one invoke message runs (or resumes) one execution.
+
+Per message: take the execution's lease, fold its log, absorb external inputs and due timers, run the
+user's handler with the store-backed service client, then act on the handler's output: SUCCEEDED or
+FAILED ends the execution (a waiting parent is resumed), PENDING schedules the next wake-up. A message
+that finds nothing new to do (a duplicate, an early timer) changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from aws_durable_execution_sdk_python.execution import (
+    DurableExecutionInvocationInputWithClient,
+    InitialExecutionState,
+)
+from aws_durable_execution_sdk_python.lambda_service import ErrorObject
+
+from stepwell.engine import Engine
+from stepwell.errors import InvalidMessage, SequenceConflict, WorkflowNotFound
+from stepwell.journal import Journal
+from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InvokeMessage, WorkOutcome
+from stepwell.service import StoreServiceClient
+
+logger = logging.getLogger(__name__)
+
+# After this many invocations in a row that crashed (the handler process died), the execution fails.
+MAX_CONSECUTIVE_CRASHES = 5
+CRASH_RETRY_BASE_SECONDS = 1
+
+
+class InvocationContext:
+    """The Lambda context the SDK reads when the worker runs outside Lambda (tests, local runner)."""
+
+    def __init__(self, request_id: str, remaining_millis: int = 900_000) -> None:
+        self.aws_request_id = request_id
+        self.log_group_name: str | None = None
+        self.log_stream_name: str | None = None
+        self.function_name: str | None = "stepwell-worker"
+        self.memory_limit_in_mb: str | None = None
+        self.function_version: str | None = "$LATEST"
+        self.invoked_function_arn: str | None = None
+        self.tenant_id: str | None = None
+        self.client_context: Any | None = None
+        self.identity: Any | None = None
+        self._remaining_millis = remaining_millis
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self._remaining_millis
+
+    def log(self, msg: str) -> None:
+        logger.info("%s", msg)
+
+
+def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
+    """An invoke message, or InvalidMessage naming what is wrong."""
+    if not isinstance(body, Mapping) or body.get("kind") != "invoke":
+        kind = body.get("kind") if isinstance(body, Mapping) else type(body).__name__
+        raise InvalidMessage(f"not an invoke message (kind {kind!r}); expected {{'kind': 'invoke', ...}}")
+    execution_id = body.get("executionId")
+    if not isinstance(execution_id, str) or "/" not in execution_id:
+        raise InvalidMessage(f"invoke message has no valid executionId: {execution_id!r}")
+    due_at = body.get("dueAt")
+    if due_at is not None and not isinstance(due_at, int | float):
+        raise InvalidMessage(f"invoke message has a non-numeric dueAt: {due_at!r}")
+    return InvokeMessage(execution_id=execution_id, due_at=float(due_at) if due_at is not None else None)
+
+
+class Worker:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def handle_message(self, body: Mapping[str, Any], lambda_context: Any | None = None) -> WorkOutcome:
+        message = parse_invoke_message(body)
+        return self.run(message.execution_id, lambda_context)
+
+    def run(self, execution_id: str, lambda_context: Any | None = None) -> WorkOutcome:
+        engine = self.engine
+        record = engine.store.get_execution(execution_id)
+        if record is None:
+            return WorkOutcome(execution_id, "ignored", details={"reason": "no such execution"})
+        owner = uuid.uuid4().hex
+        lease = engine.store.acquire_lease(execution_id, owner, engine.clock.now(), engine.lease_seconds)
+        if lease is None:
+            return WorkOutcome(execution_id, "busy", status=record.status)
+        try:
+            return self._run_leased(record, owner, lambda_context)
+        except SequenceConflict:
+            return WorkOutcome(execution_id, "fenced", status=record.status)
+        finally:
+            engine.store.release_lease(execution_id, owner)
+
+    # ------------------------------------------------------------------
+
+    def _inputs(self, execution_id: str) -> list[ExternalInput]:
+        engine = self.engine
+        return [
+            dataclasses.replace(item, payload=engine.resolve(item.payload, True), payload_is_ref=False)
+            if item.payload_is_ref
+            else item
+            for item in engine.store.list_external_inputs(execution_id)
+        ]
+
+    def _run_leased(self, record: ExecutionRecord, owner: str, lambda_context: Any | None) -> WorkOutcome:
+        engine = self.engine
+        execution_id = record.execution_id
+        journal = engine.load_journal(execution_id)
+        now = engine.clock.now()
+        inputs = self._inputs(execution_id)
+        if record.status.is_terminal:
+            return self._settle_ended(record, journal, inputs, now)
+        if journal.is_empty:
+            journal.start_execution(
+                engine.resolve(record.input_payload, record.input_is_ref), now, record.execution_name
+            )
+        journal.absorb(inputs, now)
+        journal.fire_due_timers(now)
+        if not journal.needs_invocation:
+            if journal.has_unflushed:  # repeated inputs: record them as absorbed so they are dropped
+                engine.append_journal(record, journal)
+            return WorkOutcome(
+                execution_id, "idle", status=record.status, next_wake_at=journal.next_wake_at()
+            )
+        for child in journal.waiting_children():
+            # Idempotent: recovers a child whose start was lost between its batch and its start.
+            engine.start_child(record, child.operation_id, child.workflow_name, child.payload)
+
+        try:
+            handler = engine.registry.get(record.workflow_id)
+        except WorkflowNotFound as error:
+            return self._end(record, journal, now, now, "", ExecutionStatus.FAILED, None, _error(error))
+
+        client = StoreServiceClient(engine, record, journal, owner)
+        request_id = uuid.uuid4().hex
+        invocation_input = DurableExecutionInvocationInputWithClient(
+            durable_execution_arn=execution_id,
+            checkpoint_token=client.token,
+            initial_execution_state=InitialExecutionState(
+                operations=client.initial_operations(), next_marker=""
+            ),
+            service_client=client,
+        )
+        started_at = now
+        try:
+            output = handler(invocation_input, lambda_context or InvocationContext(request_id))
+        except BaseException as crash:
+            if isinstance(crash, KeyboardInterrupt):
+                raise
+            return self._crashed(record, journal, client, started_at, request_id, crash)
+        if client.fenced:
+            return WorkOutcome(execution_id, "fenced", status=record.status)
+        end = engine.clock.now()
+        status = output.get("Status") if isinstance(output, Mapping) else None
+        if status == "SUCCEEDED":
+            result = output.get("Result")
+            if not result and journal.execution_result is not None:
+                result = journal.execution_result
+            return self._end(
+                record, journal, started_at, end, request_id, ExecutionStatus.SUCCEEDED, result, None
+            )
+        if status == "FAILED":
+            failure = output.get("Error")
+            if not failure and journal.execution_error is not None:
+                failure = dict(journal.execution_error.to_dict())
+            return self._end(
+                record,
+                journal,
+                started_at,
+                end,
+                request_id,
+                ExecutionStatus.FAILED,
+                None,
+                dict(failure or {}),
+            )
+        if status != "PENDING":
+            crash_error = InvalidMessage(
+                f"handler of {record.workflow_id!r} returned an unknown output {output!r}"
+            )
+            return self._crashed(record, journal, client, started_at, request_id, crash_error)
+        journal.invocation_completed(started_at, end, request_id, None)
+        engine.append_journal(record, journal)
+        return self._schedule_next(record, journal, end)
+
+    def _schedule_next(self, record: ExecutionRecord, journal: Journal, now: float) -> WorkOutcome:
+        engine = self.engine
+        wake_at = journal.next_wake_at()
+        if journal.needs_invocation:
+            wake_at = now
+        if wake_at is None:
+            engine.store.clear_due_timer(record.execution_id)
+        else:
+            engine.store.record_due_timer(record.execution_id, wake_at)
+            engine.timers.schedule(record.execution_id, wake_at)
+        return WorkOutcome(record.execution_id, "ran", status=ExecutionStatus.RUNNING, next_wake_at=wake_at)
+
+    def _crashed(
+        self,
+        record: ExecutionRecord,
+        journal: Journal,
+        client: StoreServiceClient,
+        started_at: float,
+        request_id: str,
+        crash: BaseException,
+    ) -> WorkOutcome:
+        engine = self.engine
+        if client.fenced:
+            return WorkOutcome(record.execution_id, "fenced", status=record.status)
+        now = engine.clock.now()
+        error_type = (
+            "Runtime.ExitError" if isinstance(crash, SystemExit) else f"Runtime.{type(crash).__name__}"
+        )
+        error = {"ErrorType": error_type, "ErrorMessage": str(crash) or type(crash).__name__}
+        logger.warning("invocation of %s crashed: %s", record.execution_id, error)
+        journal.invocation_completed(started_at, now, request_id, error)
+        if journal.consecutive_crashes >= MAX_CONSECUTIVE_CRASHES:
+            return self._end(record, journal, None, now, request_id, ExecutionStatus.FAILED, None, error)
+        engine.append_journal(record, journal)
+        delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
+        engine.store.record_due_timer(record.execution_id, now + delay)
+        engine.timers.schedule(record.execution_id, now + delay)
+        return WorkOutcome(
+            record.execution_id, "crashed", status=ExecutionStatus.RUNNING, next_wake_at=now + delay
+        )
+
+    def _end(
+        self,
+        record: ExecutionRecord,
+        journal: Journal,
+        started_at: float | None,
+        now: float,
+        request_id: str,
+        status: ExecutionStatus,
+        result: str | None,
+        error: dict[str, Any] | None,
+    ) -> WorkOutcome:
+        engine = self.engine
+        if started_at is not None:
+            journal.invocation_completed(started_at, now, request_id, None)
+        stored_result, result_is_ref = engine.offload(record.execution_id, "result", result)
+        won = engine.store.complete_execution(
+            record.execution_id, status, now, result=stored_result, result_is_ref=result_is_ref, error=error
+        )
+        if not won:
+            # Stopped meanwhile: the log records the stop, not this invocation's outcome.
+            current = engine.store.get_execution(record.execution_id) or record
+            status, result, error = current.status, None, current.error
+        journal.execution_ended(status.value, now, result, error)
+        engine.append_journal(record, journal, terminal=True)
+        engine.store.clear_due_timer(record.execution_id)
+        if won:
+            engine.notify_parent(record, status, result, error)
+        return WorkOutcome(record.execution_id, "finished", status=status)
+
+    def _settle_ended(
+        self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float
+    ) -> WorkOutcome:
+        """A message for an ended execution: record its end in the log once (e.g. after a stop)."""
+        engine = self.engine
+        if not journal.ended:
+            journal.absorbed_input_ids.update(item.input_id for item in inputs)
+            journal.execution_ended(
+                record.status.value, now, engine.resolve(record.result, record.result_is_ref), record.error
+            )
+            engine.append_journal(record, journal, terminal=True)
+        if inputs:
+            engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
+        return WorkOutcome(record.execution_id, "ignored", status=record.status, details={"reason": "ended"})
+
+
+def _error(error: BaseException) -> dict[str, Any]:
+    return dict(ErrorObject.from_exception(error).to_dict())
