@@ -32,6 +32,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -612,3 +613,51 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class BackendLambdaDriver:
+    """The same surface as ``LambdaRuntime`` for a backend that runs Lambda code itself (LocalStack with
+    Stepwell's runtime-executor plugin): its own event source mappings poll, so ``drain()`` only waits
+    for the mapped queues to settle, and ``invoke()`` calls the Lambda API."""
+
+    def __init__(self, client_factory: ClientFactory, function_names: list[str] | None = None) -> None:
+        self._client_factory = client_factory
+        self.function_names = function_names
+        self.invocations: list[InvocationResult] = []
+        self._mapping_reader = LambdaRuntime(
+            client_factory, lambda name: b"", {}, Path(tempfile.gettempdir()), function_names=function_names
+        )
+
+    def invoke(self, function_name: str, payload: Any) -> InvocationResult:
+        body = payload if isinstance(payload, bytes | bytearray) else json.dumps(payload).encode()
+        response = self._client_factory("lambda").invoke(FunctionName=function_name, Payload=bytes(body))
+        raw = response["Payload"].read()
+        decoded = json.loads(raw) if raw else None
+        error = decoded if response.get("FunctionError") else None
+        result = InvocationResult(function_name, None if error else decoded, error)
+        self.invocations.append(result)
+        return result
+
+    def event_source_mappings(self) -> list[EventSourceMapping]:
+        return self._mapping_reader.event_source_mappings()
+
+    def poll_once(self) -> DrainResult:
+        return DrainResult(settled=self._mapping_reader._queues_settled())
+
+    def drain(self, max_batches: int = 200, timeout_seconds: float = 120.0) -> DrainResult:
+        """Wait (up to ``timeout_seconds``) until the backend's mappings have emptied their queues."""
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            if self._mapping_reader._queues_settled():
+                return DrainResult(settled=True)
+            time.sleep(IDLE_POLL_SECONDS)
+        return DrainResult(settled=False)
+
+    def start(self) -> None:
+        """The backend polls by itself."""
+
+    def stop(self) -> None:
+        """The backend polls by itself."""
+
+    def close(self) -> None:
+        self._mapping_reader.close()
