@@ -1,0 +1,50 @@
+"""Conformance cases as pytest tests, with a per-suite pass summary at the end of the run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runner import SHARED_CONFORMANCE_DIR, discover_cases  # noqa: E402
+
+_passed: Counter[str] = Counter()
+_total: Counter[str] = Counter()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "conformance_case" not in metafunc.fixturenames:
+        return
+    cases = discover_cases()
+    if not cases:
+        message = f"no conformance cases: {SHARED_CONFORMANCE_DIR} is absent and CONFORMANCE_DIRS is empty"
+        marks = [pytest.mark.skip(reason=message)] if os.environ.get("CI", "").lower() != "true" else []
+        metafunc.parametrize("conformance_case", [pytest.param(None, marks=marks, id="no-cases")])
+        return
+    metafunc.parametrize("conformance_case", cases, ids=[case.test_id for case in cases])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    case = getattr(item, "callspec", None) and item.callspec.params.get("conformance_case")
+    if report.when == "call" and case is not None:
+        _total[case.suite] += 1
+        if report.passed:
+            _passed[case.suite] += 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _total:
+        return
+    terminalreporter.section("conformance (local backend)")
+    for suite in sorted(_total):
+        terminalreporter.write_line(f"{suite:<20} {_passed[suite]:>3}/{_total[suite]}")
+    terminalreporter.write_line(f"{'total':<20} {sum(_passed.values()):>3}/{sum(_total.values())}")
