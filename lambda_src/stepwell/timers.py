@@ -85,7 +85,11 @@ class WakeScheduler:
         self.work_queue_arn = work_queue_arn
         self._clock = clock
 
-    def schedule(
+    def schedule(self, execution_id: str, due_at: float) -> None:
+        """The engine's Timers port: an invoke of the execution at `due_at` or later."""
+        self.schedule_wake(execution_id, due_at)
+
+    def schedule_wake(
         self, execution_id: str, due_at: float, message: Mapping[str, Any] | None = None
     ) -> ScheduledWake:
         """Deliver `message` (default: an invoke of the execution) to the work queue at `due_at` or later."""
@@ -124,8 +128,13 @@ class WakeScheduler:
             )
         return ScheduledWake(via="scheduler", due_at=due_at, schedule_name=name)
 
-    def cancel_all(self, execution_id: str) -> int:
-        """Delete the execution's pending schedules (SQS-delayed messages find it stopped and do nothing)."""
+    def cancel_all(self, execution_id: str) -> None:
+        """The engine's Timers port: delete the execution's pending schedules."""
+        self.cancel_schedules(execution_id)
+
+    def cancel_schedules(self, execution_id: str) -> int:
+        """Delete the execution's pending schedules (SQS-delayed messages find it stopped and do nothing);
+        returns how many were deleted."""
         if self._scheduler is None or not self.schedule_group:
             return 0
         deleted = 0

@@ -92,14 +92,14 @@ def _wakes(deployment: Deployment) -> WakeScheduler:
 
 
 def test_short_wake_goes_to_sqs_with_delay(deployment: Deployment) -> None:
-    wake = _wakes(deployment).schedule("exec-1", NOW + 899.2)
+    wake = _wakes(deployment).schedule_wake("exec-1", NOW + 899.2)
     assert (wake.via, wake.delay_seconds) == ("sqs", 900)
-    assert _wakes(deployment).schedule("exec-1", NOW - 5).delay_seconds == 0
+    assert _wakes(deployment).schedule_wake("exec-1", NOW - 5).delay_seconds == 0
 
 
 def test_long_wake_is_a_self_deleting_schedule_rounded_up_to_the_minute(deployment: Deployment) -> None:
     due = NOW + 3 * 86400 + 17.5
-    wake = _wakes(deployment).schedule("default#orders#o-1/abc", due)
+    wake = _wakes(deployment).schedule_wake("default#orders#o-1/abc", due)
     assert wake.via == "scheduler"
     schedule = deployment.clients.scheduler.get_schedule(
         Name=wake.schedule_name, GroupName=deployment.config.schedule_group_name
@@ -113,7 +113,7 @@ def test_long_wake_is_a_self_deleting_schedule_rounded_up_to_the_minute(deployme
     body = json.loads(schedule["Target"]["Input"])
     assert body == {"kind": "invoke", "executionId": "default#orders#o-1/abc", "dueAt": round(due, 3)}
     # The same wake-up again is not an error and not a second schedule.
-    assert _wakes(deployment).schedule("default#orders#o-1/abc", due).schedule_name == wake.schedule_name
+    assert _wakes(deployment).schedule_wake("default#orders#o-1/abc", due).schedule_name == wake.schedule_name
 
 
 def test_at_expression_never_fires_before_due() -> None:
@@ -130,10 +130,10 @@ def test_early_arrival_is_detected() -> None:
 
 def test_cancel_all_deletes_only_that_executions_schedules(deployment: Deployment) -> None:
     wakes = _wakes(deployment)
-    wakes.schedule("exec-stop", NOW + 7200)
-    wakes.schedule("exec-stop", NOW + 86400)
-    wakes.schedule("exec-keep", NOW + 7200)
-    assert wakes.cancel_all("exec-stop") == 2
+    wakes.schedule_wake("exec-stop", NOW + 7200)
+    wakes.schedule_wake("exec-stop", NOW + 86400)
+    wakes.schedule_wake("exec-keep", NOW + 7200)
+    assert wakes.cancel_schedules("exec-stop") == 2
     names = [
         item["Name"]
         for item in deployment.clients.scheduler.list_schedules(

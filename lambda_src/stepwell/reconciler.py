@@ -1,0 +1,63 @@
+"""The reconciler: re-enqueues wake-ups that were lost and executions whose worker died.
+
+The module's recurring schedule sends `{"kind": "reconcile"}` to the work queue every few minutes. Each
+run queries the coordination table's due-index (one Query per shard and record type, never a Scan) for
+- due timers overdue by more than a grace period (their SQS message or schedule should have fired:
+  EventBridge Scheduler may be a minute late, so the grace period covers that), and
+- leases that expired (the worker holding them died mid-invocation),
+and sends an invoke message for each execution. A duplicate invoke is harmless: the worker takes the
+lease, finds nothing to do or resumes, and the due timer is re-recorded or cleared by that worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stepwell.model import InvokeMessage
+from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, WorkQueue
+
+# Scheduler's one-minute granularity plus delivery latency: later than this, a wake-up was lost.
+DEFAULT_GRACE_SECONDS = 120.0
+DEFAULT_LIMIT_PER_SHARD = 100
+
+
+@dataclass
+class ReconcileReport:
+    overdue_timers: list[str] = field(default_factory=list)
+    stalled_executions: list[str] = field(default_factory=list)
+
+    @property
+    def enqueued(self) -> int:
+        return len(set(self.overdue_timers) | set(self.stalled_executions))
+
+
+class Reconciler:
+    def __init__(
+        self,
+        store: ExecutionStore,
+        queue: WorkQueue,
+        clock: Clock,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        limit_per_shard: int = DEFAULT_LIMIT_PER_SHARD,
+    ) -> None:
+        if grace_seconds < 0:
+            raise ValueError(f"grace_seconds must be zero or more, got {grace_seconds}")
+        if limit_per_shard < 1:
+            raise ValueError(f"limit_per_shard must be at least 1, got {limit_per_shard}")
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+        self.grace_seconds = grace_seconds
+        self.limit_per_shard = limit_per_shard
+
+    def run(self) -> ReconcileReport:
+        now = self._clock.now()
+        report = ReconcileReport()
+        for shard in range(DUE_SHARDS):
+            for timer in self._store.query_due(shard, now - self.grace_seconds, self.limit_per_shard):
+                report.overdue_timers.append(timer.execution_id)
+            for lease in self._store.query_expired_leases(shard, now, self.limit_per_shard):
+                report.stalled_executions.append(lease.execution_id)
+        for execution_id in sorted(set(report.overdue_timers) | set(report.stalled_executions)):
+            self._queue.enqueue(InvokeMessage(execution_id).to_body())
+        return report
