@@ -10,7 +10,7 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
   (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
-  or "in#<input id>" for an external input (k kind, t created, op, p payload, pR, er error JSON).
+  or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>" (o owner, eid, dueShard lease#N, dueAt = expiry), "timer#<id>"
   (eid, dueShard timer#N, dueAt), "cb#<callback id>" (eid, op).
 
@@ -390,7 +390,7 @@ class DynamoDbExecutionStore:
         }
         if item.operation_id is not None:
             record["op"] = _s(item.operation_id)
-        self._put_text(record, "p", item.payload, False, execution_id)
+        self._put_text(record, "p", item.payload, item.payload_is_ref, execution_id)
         if item.error is not None:
             self._put_text(record, "er", json.dumps(item.error), False, execution_id)
         self._db.put_item(TableName=self.operations_table, Item=record, ReturnConsumedCapacity=_CAPACITY)
@@ -418,7 +418,8 @@ class DynamoDbExecutionStore:
                         kind=InputKind(_str(record, "k") or ""),
                         created_at=_num(record, "t") or 0.0,
                         operation_id=_str(record, "op"),
-                        payload=self._text(record, "p"),
+                        payload=_str(record, "p"),
+                        payload_is_ref=_flag(record, "pR"),
                         error=json.loads(error_text) if error_text is not None else None,
                     )
                 )

@@ -1,0 +1,286 @@
+"""The Python client for operators and users of a deployed Stepwell.
+
+Built from the module's `client_config` output (a dict, or the JSON file `terraform output -json
+client_config` writes) or from the worker's environment variables. It runs the engine's API (start,
+describe, list, history, callbacks, stop) directly on the deployment's tables and queue, and redrives the
+dead-letter queue.
+
+    client = StepwellClient.from_config_file("client_config.json")
+    execution_id = client.start_execution("orders", {"order": 7}, execution_name="order-7")
+    print(client.describe_execution(execution_id)["Status"])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from stepwell.aws import AwsClients
+from stepwell.clock import SystemClock
+from stepwell.config import StepwellConfig
+from stepwell.dynamodb_store import DynamoDbExecutionStore
+from stepwell.engine import Engine
+from stepwell.model import ExecutionRecord, ExecutionStatus, Page
+from stepwell.payloads import S3PayloadStore
+from stepwell.ports import Clock
+from stepwell.registry import Registry, validate_workflow_name
+from stepwell.timers import WakeScheduler
+from stepwell.work_queue import SqsWorkQueue
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import (
+        DeleteMessageBatchRequestEntryTypeDef,
+        SendMessageBatchRequestEntryTypeDef,
+    )
+
+# Error codes with which an SQS backend says it lacks StartMessageMoveTask.
+_UNSUPPORTED_CODES = frozenset(
+    {"InvalidAction", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "NotImplemented"}
+)
+
+
+class AnyWorkflowRegistry(Registry):
+    """The client does not import the workflow code: every valid name may be started, and the worker
+    (which has the code) fails an execution whose workflow it does not know."""
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            validate_workflow_name(name)
+        except ValueError:
+            return False
+        return True
+
+
+def build_engine(
+    config: StepwellConfig,
+    clients: AwsClients,
+    registry: Registry,
+    clock: Clock | None = None,
+) -> Engine:
+    """The engine on a deployment's AWS resources."""
+    payloads = S3PayloadStore(clients.s3, config.payload_bucket) if config.payload_bucket else None
+    store = DynamoDbExecutionStore(
+        clients.dynamodb,
+        config.executions_table,
+        config.operations_table,
+        config.coordination_table,
+        config.subject_index_name,
+        payloads=payloads,
+        retention_days=config.retention_days,
+    )
+    queue = SqsWorkQueue(clients.sqs, config.work_queue_url)
+    timers = WakeScheduler(
+        queue,
+        clients.scheduler if config.schedule_group_name else None,
+        config.schedule_group_name,
+        config.scheduler_role_arn,
+        config.work_queue_arn,
+    )
+    return Engine(
+        store=store,
+        queue=queue,
+        timers=timers,
+        payloads=payloads if payloads is not None else _NoPayloadBucket(config.name),
+        clock=clock or SystemClock(),
+        registry=registry,
+    )
+
+
+class _NoPayloadBucket:
+    """Stands in for S3 when the deployment has no payload bucket: large values are a clear error."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def put(self, execution_id: str, label: str, data: str) -> str:
+        raise ValueError(
+            f"{label} of {execution_id!r} is {len(data.encode('utf-8'))} bytes, too large to keep inline, "
+            f"and deployment {self._name!r} has no payload bucket configured"
+        )
+
+    def get(self, reference: str) -> str:
+        raise ValueError(
+            f"payload {reference!r} cannot be read: deployment {self._name!r} has no payload bucket"
+        )
+
+
+@dataclass(frozen=True)
+class RedriveResult:
+    """How the DLQ was redriven: "move-task" (SQS moves asynchronously) or "receive-send" (done here)."""
+
+    method: str
+    moved: int = 0
+    task_handle: str = ""
+
+
+class StepwellClient:
+    def __init__(
+        self,
+        config: StepwellConfig,
+        clients: AwsClients | None = None,
+        registry: Registry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.clients = clients or AwsClients(region=config.region or None)
+        self.engine = build_engine(config, self.clients, registry or AnyWorkflowRegistry(), clock)
+
+    @classmethod
+    def from_client_config(cls, data: Mapping[str, Any], clients: AwsClients | None = None) -> StepwellClient:
+        return cls(StepwellConfig.from_client_config(data), clients)
+
+    @classmethod
+    def from_config_file(cls, path: str | Path, clients: AwsClients | None = None) -> StepwellClient:
+        return cls(StepwellConfig.from_file(path), clients)
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, clients: AwsClients | None = None
+    ) -> StepwellClient:
+        return cls(StepwellConfig.from_env(environ), clients)
+
+    # --- executions ---
+
+    def start_execution(
+        self,
+        name: str,
+        input: Any = None,
+        execution_name: str | None = None,
+        domain: str = "default",
+        subject_id: str | None = None,
+    ) -> str:
+        """Start workflow `name`; idempotent on `execution_name`. Returns the execution id."""
+        return self.engine.start_execution(name, input, execution_name, domain, subject_id)
+
+    def describe_execution(self, execution_id: str) -> dict[str, Any]:
+        return self.engine.describe_execution(execution_id)
+
+    def list_executions(
+        self,
+        status: ExecutionStatus | str | None = None,
+        workflow: str | None = None,
+        domain: str | None = None,
+        subject_id: str | None = None,
+        limit: int = 100,
+        next_token: str | None = None,
+    ) -> Page[ExecutionRecord]:
+        """One page of executions: by status, by workflow, or by domain (and subject). Pass the page's
+        `next_token` back for the next one."""
+        return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token)
+
+    def get_execution_history(self, execution_id: str) -> list[dict[str, Any]]:
+        return self.engine.get_execution_history(execution_id)
+
+    def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
+        """Stop a running execution; False if it had already ended."""
+        return self.engine.stop_execution(execution_id, error)
+
+    # --- callbacks ---
+
+    def send_callback_success(self, callback_id: str, result: Any = None, raw: bool = False) -> None:
+        """Complete a callback. `result` is JSON-encoded unless `raw` (then it must already be a string)."""
+        self.engine.send_callback_success(callback_id, _result_text(result, raw))
+
+    def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:
+        self.engine.send_callback_failure(callback_id, error)
+
+    def send_callback_heartbeat(self, callback_id: str) -> None:
+        self.engine.send_callback_heartbeat(callback_id)
+
+    # --- dead-letter queue ---
+
+    def redrive_dlq(self, max_messages: int | None = None) -> RedriveResult:
+        """Move the DLQ's messages back to the work queue: SQS StartMessageMoveTask when the backend has
+        it (and no limit is asked), else receive, send and delete in batches here."""
+        if not self.config.dlq_url:
+            raise ValueError(f"deployment {self.config.name!r} has no dead-letter queue configured (dlq_url)")
+        if max_messages is not None and max_messages < 1:
+            raise ValueError(f"max_messages must be at least 1, got {max_messages}")
+        if max_messages is None:
+            handle = self._start_move_task()
+            if handle is not None:
+                return RedriveResult(method="move-task", task_handle=handle)
+        return RedriveResult(method="receive-send", moved=self._move_by_hand(max_messages))
+
+    def _queue_arn(self, url: str) -> str:
+        attributes = self.clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+        return attributes["Attributes"]["QueueArn"]
+
+    def _start_move_task(self) -> str | None:
+        try:
+            response = self.clients.sqs.start_message_move_task(
+                SourceArn=self._queue_arn(self.config.dlq_url),
+                DestinationArn=self.config.work_queue_arn or self._queue_arn(self.config.work_queue_url),
+            )
+        except NotImplementedError:
+            return None  # moto in-process
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            message = str(error.response.get("Error", {}).get("Message", "")).lower()
+            if (
+                code in _UNSUPPORTED_CODES
+                or "not been implemented" in message
+                or "not implemented" in message
+            ):
+                return None
+            raise
+        return response["TaskHandle"]
+
+    def _move_by_hand(self, max_messages: int | None) -> int:
+        sqs = self.clients.sqs
+        moved = 0
+        while max_messages is None or moved < max_messages:
+            batch_size = 10 if max_messages is None else min(10, max_messages - moved)
+            response = sqs.receive_message(
+                QueueUrl=self.config.dlq_url,
+                MaxNumberOfMessages=batch_size,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=60,
+                MessageAttributeNames=["All"],
+            )
+            messages = response.get("Messages", [])
+            if not messages:
+                return moved
+            entries: list[SendMessageBatchRequestEntryTypeDef] = []
+            for index, message in enumerate(messages):
+                entry: SendMessageBatchRequestEntryTypeDef = {
+                    "Id": str(index),
+                    "MessageBody": message["Body"],
+                }
+                if message.get("MessageAttributes"):
+                    entry["MessageAttributes"] = message["MessageAttributes"]
+                entries.append(entry)
+            sent = sqs.send_message_batch(QueueUrl=self.config.work_queue_url, Entries=entries)
+            # Only messages that reached the work queue leave the DLQ; the rest stay for a later redrive.
+            delivered = {entry["Id"] for entry in sent.get("Successful", [])}
+            deletions: list[DeleteMessageBatchRequestEntryTypeDef] = [
+                {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
+                for index, message in enumerate(messages)
+                if str(index) in delivered
+            ]
+            if deletions:
+                sqs.delete_message_batch(QueueUrl=self.config.dlq_url, Entries=deletions)
+            moved += len(deletions)
+            if len(deletions) < len(messages):
+                failed = sent.get("Failed", [])
+                reasons = "; ".join(f"{item['Id']}: {item.get('Message', item['Code'])}" for item in failed)
+                raise RuntimeError(
+                    f"redrive stopped after {moved} messages; the work queue refused: {reasons}"
+                )
+        return moved
+
+
+def _result_text(result: Any, raw: bool) -> str | None:
+    if raw:
+        if result is not None and not isinstance(result, str):
+            raise ValueError(f"a raw callback result must be a string, got {type(result).__name__}")
+        return result
+    try:
+        return json.dumps(result)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"callback result is not JSON-serializable: {error}") from error
