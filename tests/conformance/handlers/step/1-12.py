@@ -1,0 +1,19 @@
+from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration, JitterStrategy, StepConfig
+from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create_retry_strategy
+
+
+def always_fail(step_context: StepContext) -> str:
+    raise RuntimeError(f"attempt {step_context.attempt} failed")
+
+
+RETRY = create_retry_strategy(
+    RetryStrategyConfig(
+        max_attempts=4, initial_delay=Duration.from_seconds(1), backoff_rate=1, jitter_strategy=JitterStrategy.NONE
+    )
+)
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> str:
+    return context.step(always_fail, config=StepConfig(retry_strategy=RETRY))

@@ -1,0 +1,16 @@
+from aws_durable_execution_sdk_python import DurableContext, StepContext, StepError, durable_execution
+from aws_durable_execution_sdk_python.config import StepConfig
+from aws_durable_execution_sdk_python.retries import RetryPresets
+
+
+def failing(_: StepContext) -> str:
+    raise RuntimeError("this step always fails")
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> str:
+    try:
+        value = context.step(failing, config=StepConfig(retry_strategy=RetryPresets.none()))
+    except StepError:
+        value = "fallback"
+    return context.step(lambda _: f"{value}_result")

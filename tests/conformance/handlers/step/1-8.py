@@ -1,0 +1,9 @@
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> str:
+    result = context.step(lambda _: "computed")
+    context.wait(Duration.from_seconds(2))
+    return result
