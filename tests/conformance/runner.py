@@ -256,7 +256,8 @@ class CallbackDriver:
             if delay > 0:
                 self.backend.advance(delay)
             self.backend.send_callback(callback_id, operation, self.names.substitute(action.get("Payload")))
-            acted = True
+            # One action per round: the execution reacts before the next one, as with a real sender.
+            return True
         return acted
 
     def _match(self, event_name: str) -> tuple[int, dict[str, Any] | None]:

@@ -1,0 +1,13 @@
+from aws_durable_execution_sdk_python import CallbackError, DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> object:
+    callback = context.create_callback(name=event["Input"])
+    try:
+        outcome = callback.result()
+    except CallbackError as error:
+        outcome = f"callback failed: {error}"
+    context.wait(Duration.from_seconds(2))
+    return outcome
