@@ -1,0 +1,23 @@
+from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution, durable_with_child_context
+from aws_durable_execution_sdk_python.config import Duration, JitterStrategy, StepConfig
+from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create_retry_strategy
+
+RETRY = create_retry_strategy(
+    RetryStrategyConfig(
+        max_attempts=2, initial_delay=Duration.from_seconds(1), backoff_rate=1, jitter_strategy=JitterStrategy.NONE
+    )
+)
+
+
+def always_fail(step_context: StepContext) -> str:
+    raise RuntimeError(f"attempt {step_context.attempt} failed")
+
+
+@durable_with_child_context
+def exhausted_child(child: DurableContext) -> str:
+    return child.step(always_fail, config=StepConfig(retry_strategy=RETRY))
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> str:
+    return context.run_in_child_context(exhausted_child())
