@@ -38,7 +38,9 @@ class LocalBackend:
         elif operation == "heartbeat":
             engine.send_callback_heartbeat(callback_id)
         else:
-            raise ValueError(f"unknown CallbackAction Operation {operation!r}; allowed: success, failure, heartbeat")
+            raise ValueError(
+                f"unknown CallbackAction Operation {operation!r}; allowed: success, failure, heartbeat"
+            )
 
     def run(self, execution_id: str, on_idle: Callable[[], bool]) -> None:
         self.stepwell.run_to_completion(execution_id, on_idle=lambda _: on_idle())

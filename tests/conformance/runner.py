@@ -145,7 +145,9 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def match_history(expected: list[dict[str, Any]], actual: list[dict[str, Any]], names: Placeholders) -> list[str]:
+def match_history(
+    expected: list[dict[str, Any]], actual: list[dict[str, Any]], names: Placeholders
+) -> list[str]:
     errors: list[str] = []
     by_id = {event.get("EventId"): _json_ready(event) for event in actual}
     for expected_event in expected:
@@ -154,7 +156,9 @@ def match_history(expected: list[dict[str, Any]], actual: list[dict[str, Any]], 
             errors.append(f"expected event without EventId: {expected_event}")
             continue
         if event_id not in by_id:
-            errors.append(f"no actual event with EventId={event_id} (expected {expected_event.get('EventType')})")
+            errors.append(
+                f"no actual event with EventId={event_id} (expected {expected_event.get('EventType')})"
+            )
             continue
         _match(expected_event, by_id[event_id], f"Event[{event_id}]", names, errors)
     return errors
@@ -362,7 +366,9 @@ def run_case(case: Case, backend: ConformanceBackend) -> CaseResult:
     return CaseResult(case, errors, history)
 
 
-def check_result(expected: dict[str, Any] | None, description: dict[str, Any], names: Placeholders) -> list[str]:
+def check_result(
+    expected: dict[str, Any] | None, description: dict[str, Any], names: Placeholders
+) -> list[str]:
     if not expected:
         return []
     status = description.get("Status")

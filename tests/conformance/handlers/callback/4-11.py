@@ -4,6 +4,8 @@ from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 
 @durable_execution
 def handler(event: dict, context: DurableContext) -> object:
-    callback = context.create_callback(name=event["Input"], config=CallbackConfig(timeout=Duration.from_seconds(3)))
+    callback = context.create_callback(
+        name=event["Input"], config=CallbackConfig(timeout=Duration.from_seconds(3))
+    )
     context.wait(Duration.from_seconds(6))
     return callback.result()

@@ -4,5 +4,7 @@ from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 
 @durable_execution
 def handler(event: dict, context: DurableContext) -> object:
-    callback = context.create_callback(name=event["Input"], config=CallbackConfig(timeout=Duration.from_seconds(5)))
+    callback = context.create_callback(
+        name=event["Input"], config=CallbackConfig(timeout=Duration.from_seconds(5))
+    )
     return callback.result()

@@ -22,4 +22,6 @@ def echo(child: DurableContext, value: str) -> str:
 
 @durable_execution
 def handler(event: dict, context: DurableContext) -> str:
-    return context.run_in_child_context(echo(event["Input"]), config=ChildConfig(serdes=UppercaseTextSerDes()))
+    return context.run_in_child_context(
+        echo(event["Input"]), config=ChildConfig(serdes=UppercaseTextSerDes())
+    )

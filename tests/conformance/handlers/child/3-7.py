@@ -1,10 +1,18 @@
-from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution, durable_with_child_context
+from aws_durable_execution_sdk_python import (
+    DurableContext,
+    StepContext,
+    durable_execution,
+    durable_with_child_context,
+)
 from aws_durable_execution_sdk_python.config import Duration, JitterStrategy, StepConfig
 from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create_retry_strategy
 
 RETRY = create_retry_strategy(
     RetryStrategyConfig(
-        max_attempts=3, initial_delay=Duration.from_seconds(1), backoff_rate=1, jitter_strategy=JitterStrategy.NONE
+        max_attempts=3,
+        initial_delay=Duration.from_seconds(1),
+        backoff_rate=1,
+        jitter_strategy=JitterStrategy.NONE,
     )
 )
 

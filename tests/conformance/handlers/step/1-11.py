@@ -11,7 +11,10 @@ def unreliable(step_context: StepContext) -> str:
 
 RETRY = create_retry_strategy(
     RetryStrategyConfig(
-        max_attempts=3, initial_delay=Duration.from_seconds(1), backoff_rate=1, jitter_strategy=JitterStrategy.NONE
+        max_attempts=3,
+        initial_delay=Duration.from_seconds(1),
+        backoff_rate=1,
+        jitter_strategy=JitterStrategy.NONE,
     )
 )
 

@@ -9,7 +9,10 @@ def always_fail(step_context: StepContext) -> str:
 
 RETRY = create_retry_strategy(
     RetryStrategyConfig(
-        max_attempts=4, initial_delay=Duration.from_seconds(1), backoff_rate=1, jitter_strategy=JitterStrategy.NONE
+        max_attempts=4,
+        initial_delay=Duration.from_seconds(1),
+        backoff_rate=1,
+        jitter_strategy=JitterStrategy.NONE,
     )
 )
 

@@ -16,5 +16,7 @@ def handler(event: dict, context: DurableContext) -> str:
     return context.step(
         at_most_once_flaky_step,
         name="at_most_once_flaky_step",
-        config=StepConfig(retry_strategy=RetryPresets.none(), step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY),
+        config=StepConfig(
+            retry_strategy=RetryPresets.none(), step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY
+        ),
     )

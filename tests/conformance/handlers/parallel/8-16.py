@@ -1,0 +1,26 @@
+from aws_durable_execution_sdk_python import BatchResult, DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import CompletionConfig, ParallelConfig
+
+
+def projection(batch: BatchResult) -> dict:
+    return {
+        "completionReason": batch.completion_reason.value,
+        "status": batch.status.value,
+        "successCount": batch.success_count,
+        "failureCount": batch.failure_count,
+        "totalCount": batch.total_count,
+    }
+
+
+def ok(_: DurableContext) -> str:
+    return "ok"
+
+
+def fail(_: DurableContext) -> str:
+    raise RuntimeError("branch failed")
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> dict:
+    config = ParallelConfig(max_concurrency=1, completion_config=CompletionConfig(tolerated_failure_count=3))
+    return projection(context.parallel([fail, fail, fail], name="all-fail", config=config))

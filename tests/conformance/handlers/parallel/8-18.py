@@ -1,0 +1,28 @@
+from aws_durable_execution_sdk_python import BatchResult, DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import CompletionConfig, ParallelConfig
+
+
+def projection(batch: BatchResult) -> dict:
+    return {
+        "completionReason": batch.completion_reason.value,
+        "status": batch.status.value,
+        "successCount": batch.success_count,
+        "failureCount": batch.failure_count,
+        "totalCount": batch.total_count,
+    }
+
+
+def ok(_: DurableContext) -> str:
+    return "ok"
+
+
+def fail(_: DurableContext) -> str:
+    raise RuntimeError("branch failed")
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> dict:
+    completion = CompletionConfig(min_successful=3, tolerated_failure_count=1)
+    config = ParallelConfig(max_concurrency=1, completion_config=completion)
+    summary = projection(context.parallel([fail, fail, ok, ok], name="both-limits", config=config))
+    return {key: summary[key] for key in ("completionReason", "successCount", "failureCount", "totalCount")}
