@@ -16,7 +16,6 @@ the handlers through Stepwell's runtime-executor plugin. Schedules fire through
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections.abc import Iterator
@@ -31,7 +30,6 @@ from stepwell.testing.moto_server import DEFAULT_ACCOUNT_ID, MotoServer, moto_se
 
 BACKEND_ENV = "STEPWELL_BACKEND"
 DEPLOYED_BACKENDS_ENV = "STEPWELL_DEPLOYED_BACKENDS"
-LOCALSTACK_ENDPOINT_ENV = "LOCALSTACK_ENDPOINT"
 DEPLOYED_BACKEND_NAMES = ("moto", "localstack")
 ALL_BACKEND_NAMES = ("memory", *DEPLOYED_BACKEND_NAMES)
 DEFAULT_DEPLOYED_BACKENDS = "moto localstack"
@@ -150,24 +148,17 @@ class Backend:
 
 @contextmanager
 def _localstack_backend(region: str) -> Iterator[Backend]:
-    endpoint = os.environ.get(LOCALSTACK_ENDPOINT_ENV, "").strip()
-    if endpoint:
-        yield Backend("localstack", endpoint.rstrip("/"), region, LOCALSTACK_ACCOUNT_ID)
-        return
+    # stepwell.testing.localstack uses LOCALSTACK_ENDPOINT when set, else starts LocalStack on the host.
+    from stepwell.testing.localstack import LocalStackUnavailable, start_localstack
+
     try:
-        # Imported by name: the LocalStack launcher is optional (and built separately).
-        launcher: Any = importlib.import_module("stepwell.testing.localstack")
-    except ImportError as error:
-        raise BackendUnavailable(f"stepwell.testing.localstack is not importable: {error}") from error
-    try:
-        manager = launcher.localstack()
-        started_endpoint: str = manager.__enter__()
-    except Exception as error:
+        handle = start_localstack()
+    except LocalStackUnavailable as error:
         raise BackendUnavailable(f"LocalStack could not start on this host: {error}") from error
     try:
-        yield Backend("localstack", started_endpoint.rstrip("/"), region, LOCALSTACK_ACCOUNT_ID)
+        yield Backend("localstack", handle.endpoint.rstrip("/"), region, LOCALSTACK_ACCOUNT_ID)
     finally:
-        manager.__exit__(None, None, None)
+        handle.stop()
 
 
 @contextmanager

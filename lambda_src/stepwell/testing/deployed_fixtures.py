@@ -1,0 +1,232 @@
+"""pytest fixtures for tests against a deployed Stepwell stack on a local AWS (moto or LocalStack).
+
+Registered by ``stepwell.testing.pytest_plugin``. All are session-scoped, so users' own tests of
+their workflows share one apply per backend:
+
+- ``stepwell_backend``: a running backend (``stepwell.testing.backends.Backend``); tests that use it
+  run once per backend in ``--stepwell-deployed-backends`` / ``STEPWELL_DEPLOYED_BACKENDS``
+  (default ``moto localstack``), or only on ``--stepwell-backend`` / ``STEPWELL_BACKEND`` when that is
+  set alone. A backend that cannot start skips its tests, and fails them when ``CI=true``.
+- ``deployed_stack``: ``examples/complete`` (or ``STEPWELL_STACK_MODULE``, a root module path relative
+  to the repository) applied there; ``.outputs`` and ``.client_config``. Destroyed at the end of the
+  session, and the teardown fails when anything it created is left.
+- ``lambda_runtime``: on moto, the harness's ``LambdaRuntime`` (runs the deployed handlers on their
+  queues' messages); on LocalStack, a driver with the same methods (LocalStack's own mappings run them).
+- ``scheduler_firer``: a ``SchedulerFirer`` over every schedule group, with a virtual clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepwell.testing.backends import (
+    BACKEND_ENV,
+    DEFAULT_DEPLOYED_BACKENDS,
+    DEPLOYED_BACKENDS_ENV,
+    Backend,
+    BackendUnavailable,
+    deployed_backend_names,
+    in_ci,
+    selected_backend_name,
+    start_backend,
+)
+from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
+from stepwell.testing.scheduler import SchedulerFirer
+from stepwell.testing.terraform import TerraformStack
+
+STACK_MODULE_ENV = "STEPWELL_STACK_MODULE"
+DEFAULT_STACK_MODULE = "examples/complete"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stepwell", "Stepwell local AWS backends")
+    group.addoption(
+        "--stepwell-backend",
+        default=None,
+        help="backend for this run: moto (default) or localstack; overrides STEPWELL_BACKEND",
+    )
+    group.addoption(
+        "--stepwell-deployed-backends",
+        default=None,
+        help="backends the deployed tests run on (space or comma separated); "
+        f"overrides STEPWELL_DEPLOYED_BACKENDS (default {DEFAULT_DEPLOYED_BACKENDS!r})",
+    )
+
+
+def deployed_backends_for(config: pytest.Config) -> list[str]:
+    """The backends deployed tests run on, from the options and environment (see module docstring)."""
+    listed = config.getoption("stepwell_deployed_backends", None) or os.environ.get(DEPLOYED_BACKENDS_ENV)
+    if listed:
+        return deployed_backend_names(listed)
+    single = config.getoption("stepwell_backend", None) or os.environ.get(BACKEND_ENV)
+    if single and single.strip().lower() != "memory":
+        return [selected_backend_name(single)]
+    return deployed_backend_names(DEFAULT_DEPLOYED_BACKENDS)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "stepwell_backend" in metafunc.fixturenames:
+        names = deployed_backends_for(metafunc.config)
+        metafunc.parametrize("stepwell_backend", names, indirect=True, scope="session", ids=names)
+
+
+@pytest.fixture(scope="session")
+def stepwell_backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Backend]:
+    name = getattr(request, "param", None) or selected_backend_name(
+        request.config.getoption("stepwell_backend")
+    )
+    log_dir = tmp_path_factory.mktemp(f"backend-{name}")
+    manager = start_backend(name, log_dir=str(log_dir))
+    try:
+        backend = manager.__enter__()
+    except BackendUnavailable as error:
+        if in_ci():
+            pytest.fail(f"backend {name} is required in CI but could not start: {error}", pytrace=False)
+        pytest.skip(f"backend {name} is not available here: {error}")
+    try:
+        yield backend
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@dataclass
+class DeployedStack:
+    """An applied root module: its outputs, its ``client_config``, and the Terraform runner."""
+
+    backend: Backend
+    terraform: TerraformStack
+    outputs: dict[str, Any]
+
+    @property
+    def client_config(self) -> dict[str, Any]:
+        config = self.outputs.get("client_config")
+        if not isinstance(config, dict):
+            raise KeyError(f"the stack has no client_config output; outputs are {sorted(self.outputs)}")
+        return config
+
+    def leftovers(self) -> list[str]:
+        """What of the stack still exists in the backend (after destroy this must be empty)."""
+        return find_leftovers(self.backend, self.client_config)
+
+    def destroy(self) -> list[str]:
+        """``terraform destroy``; returns the leftovers (empty when everything is gone)."""
+        config = self.client_config
+        self.terraform.destroy()
+        return find_leftovers(self.backend, config)
+
+
+def _exists(call: Any, **kwargs: Any) -> bool:
+    try:
+        call(**kwargs)
+    except Exception as error:  # botocore's ClientError: any not-found code means gone
+        code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+        if code:
+            return False
+        raise
+    return True
+
+
+def find_leftovers(backend: Backend, config: dict[str, Any]) -> list[str]:
+    """Names from ``client_config`` whose resources still exist."""
+    dynamodb = backend.client("dynamodb")
+    sqs = backend.client("sqs")
+    leftovers: list[str] = []
+    tables = set(dynamodb.list_tables().get("TableNames", []))
+    for key in ("definitions_table", "executions_table", "operations_table", "coordination_table"):
+        if config.get(key) in tables:
+            leftovers.append(f"table {config[key]}")
+    queues = set(sqs.list_queues().get("QueueUrls", []))
+    for key in ("work_queue_url", "dlq_url"):
+        name = str(config.get(key, "")).rsplit("/", 1)[-1]
+        if any(url.rsplit("/", 1)[-1] == name for url in queues):
+            leftovers.append(f"queue {name}")
+    checks = [
+        (
+            "function",
+            backend.client("lambda").get_function,
+            {"FunctionName": config.get("worker_function_name")},
+        ),
+        ("bus", backend.client("events").describe_event_bus, {"Name": config.get("event_bus_name")}),
+        (
+            "schedule group",
+            backend.client("scheduler").get_schedule_group,
+            {"Name": config.get("schedule_group_name")},
+        ),
+        ("bucket", backend.client("s3").head_bucket, {"Bucket": config.get("payload_bucket")}),
+    ]
+    for label, call, kwargs in checks:
+        value = next(iter(kwargs.values()))
+        if value and value != "default" and _exists(call, **kwargs):
+            leftovers.append(f"{label} {value}")
+    return leftovers
+
+
+def _module_variables(module_dir: Path, backend: Backend) -> dict[str, Any]:
+    declared = "\n".join(path.read_text() for path in module_dir.glob("*.tf"))
+    return {"region": backend.region} if re.search(r'variable\s+"region"', declared) else {}
+
+
+@pytest.fixture(scope="session")
+def deployed_stack(
+    stepwell_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DeployedStack]:
+    module_dir = os.environ.get(STACK_MODULE_ENV, DEFAULT_STACK_MODULE)
+    work_root = tmp_path_factory.mktemp(f"stack-{stepwell_backend.name}")
+    stack = TerraformStack(stepwell_backend, module_dir=module_dir, work_root=work_root)
+    stack.variables.update(_module_variables(stack.working_dir, stepwell_backend))
+    try:
+        outputs = stack.apply()
+    except Exception:
+        # Remove whatever was created before the failure; the apply error is the one to report.
+        with contextlib.suppress(Exception):
+            stack.destroy()
+        raise
+    deployed = DeployedStack(stepwell_backend, stack, outputs)
+    try:
+        yield deployed
+    finally:
+        if stack.applied:
+            leftovers = deployed.destroy()
+            assert not leftovers, (
+                f"terraform destroy left these behind on {stepwell_backend.name}: {leftovers}"
+            )
+            stack.cleanup()
+
+
+@pytest.fixture(scope="session")
+def lambda_runtime(
+    stepwell_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LambdaRuntime | BackendLambdaDriver]:
+    runtime: LambdaRuntime | BackendLambdaDriver
+    if stepwell_backend.runs_lambda_code:
+        runtime = BackendLambdaDriver(stepwell_backend.client)
+    else:
+        runtime = LambdaRuntime(
+            stepwell_backend.client,
+            stepwell_backend.lambda_code,
+            stepwell_backend.environment(),
+            tmp_path_factory.mktemp(f"lambda-{stepwell_backend.name}"),
+            region=stepwell_backend.region,
+        )
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+@pytest.fixture(scope="session")
+def scheduler_firer(
+    stepwell_backend: Backend, lambda_runtime: LambdaRuntime | BackendLambdaDriver
+) -> SchedulerFirer:
+    invoker = None if stepwell_backend.runs_lambda_code else lambda_runtime.invoke
+    return SchedulerFirer(stepwell_backend.client, lambda_invoker=invoker)

@@ -1,0 +1,59 @@
+"""Suite-wide rules. Stepwell's fixtures come from the installed plugin (stepwell.testing.pytest_plugin).
+
+- Tests that use a deployed backend get the ``deployed`` marker, so ``-m "not deployed"`` is the fast path.
+- ``localstack``-marked tests run only on the LocalStack backend: deselected for other backends.
+- In CI (``CI=true``) a skipped test fails: a suite skipped because a tool or backend is missing must
+  not pass silently.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+
+import pytest
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def _backend_param(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    value = callspec.params.get("stepwell_backend")
+    return str(value) if value is not None else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    selected: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    for item in items:
+        fixture_names = getattr(item, "fixturenames", ())
+        if "stepwell_backend" in fixture_names:
+            item.add_marker(pytest.mark.deployed)
+        if item.get_closest_marker("localstack") and _backend_param(item) not in (None, "localstack"):
+            deselected.append(item)
+        else:
+            selected.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, object, object]:
+    report = yield
+    if (
+        _in_ci()
+        and isinstance(report, pytest.TestReport)
+        and report.skipped
+        and not hasattr(report, "wasxfail")
+    ):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where every suite must run: {reason}"
+    return report
