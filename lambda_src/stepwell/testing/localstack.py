@@ -51,7 +51,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 SETUP_SCRIPT = REPO_ROOT / "tools" / "localstack" / "setup.sh"
 LOCALSTACK_HOME = Path(os.environ.get("STEPWELL_LOCALSTACK_HOME", REPO_ROOT / ".cache" / "localstack"))
 DEFAULT_READY_TIMEOUT_SECONDS = 120.0
-STOP_GRACE_SECONDS = 5.0
+STOP_GRACE_SECONDS = 2.0
 KEPT_LOGS = 10
 READY_POLL_SECONDS = 0.2
 
