@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runner import SHARED_CONFORMANCE_DIR, discover_cases  # noqa: E402
+from runner import SHARED_CONFORMANCE_DIR, discover_cases
 
 _passed: Counter[str] = Counter()
 _total: Counter[str] = Counter()

@@ -8,7 +8,6 @@ from types import ModuleType
 from typing import Any
 
 from runner import Case
-
 from stepwell.testing.local import LocalStepwell
 
 

@@ -299,7 +299,7 @@ class _LogCapture(logging.Handler):
             return
         try:
             self.messages.append(record.getMessage())
-        except Exception:  # noqa: BLE001 - a malformed user log record must not break the run
+        except Exception:
             self.messages.append(str(record.msg))
 
 
@@ -324,10 +324,7 @@ def check_logs(expected: list[dict[str, Any]] | None, messages: list[str], names
     errors = []
     for rule in expected or []:
         pattern = str(names.substitute(rule.get("match", {}).get("message", "")))
-        if pattern.startswith("/") and pattern.endswith("/"):
-            pattern = pattern[1:-1]
-        else:
-            pattern = re.escape(pattern)
+        pattern = pattern[1:-1] if pattern.startswith("/") and pattern.endswith("/") else re.escape(pattern)
         count = sum(1 for message in messages if re.search(pattern, message))
         wanted = rule.get("count")
         if wanted is not None and count != int(wanted):

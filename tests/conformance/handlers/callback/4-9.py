@@ -1,5 +1,5 @@
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
+from aws_durable_execution_sdk_python.config import Duration
 
 
 @durable_execution

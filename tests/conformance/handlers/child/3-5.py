@@ -1,3 +1,5 @@
+import contextlib
+
 from aws_durable_execution_sdk_python import ChildContextError, DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import StepConfig
 from aws_durable_execution_sdk_python.retries import RetryPresets
@@ -10,10 +12,8 @@ def fail(_: object) -> str:
 @durable_execution
 def handler(event: dict, context: DurableContext) -> str:
     value = event["Input"]
-    try:
+    with contextlib.suppress(ChildContextError):
         context.run_in_child_context(
             lambda child: child.step(fail, config=StepConfig(retry_strategy=RetryPresets.none()))
         )
-    except ChildContextError:
-        pass
     return context.step(lambda _: value)

@@ -1,4 +1,4 @@
-from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
 
 @durable_execution

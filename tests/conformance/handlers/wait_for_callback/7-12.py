@@ -1,0 +1,12 @@
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
+
+
+def submit(callback_id: str, _: object) -> None:
+    """Hands the callback id to the external system (the test harness finds it in the history)."""
+
+
+@durable_execution
+def handler(event: dict, context: DurableContext) -> object:
+    config = WaitForCallbackConfig(heartbeat_timeout=Duration.from_seconds(5))
+    return context.wait_for_callback(submit, name=event["Input"], config=config)
