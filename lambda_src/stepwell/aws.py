@@ -30,13 +30,15 @@ DEFAULT_MAX_ATTEMPTS = 8
 
 @dataclass
 class RequestCounter:
-    """Counts AWS API calls (one per logical call, after retries), HTTP attempts and DynamoDB capacity.
+    """Counts AWS API calls (one per logical call), HTTP attempts, retries (throttling and transient
+    errors botocore retried) and DynamoDB consumed capacity.
 
     Keys are "service.Operation", e.g. "dynamodb.PutItem", "sqs.SendMessage", "scheduler.CreateSchedule".
     """
 
     calls: Counter[str] = field(default_factory=Counter)
     attempts: Counter[str] = field(default_factory=Counter)
+    retries: Counter[str] = field(default_factory=Counter)
     read_units: float = 0.0
     write_units: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -45,6 +47,7 @@ class RequestCounter:
         with self._lock:
             self.calls.clear()
             self.attempts.clear()
+            self.retries.clear()
             self.read_units = 0.0
             self.write_units = 0.0
 
@@ -53,6 +56,7 @@ class RequestCounter:
             return {
                 "calls": dict(self.calls),
                 "attempts": dict(self.attempts),
+                "retries": dict(self.retries),
                 "read_units": self.read_units,
                 "write_units": self.write_units,
             }
@@ -80,8 +84,12 @@ class RequestCounter:
         service = _service_from_event(kwargs.get("event_name", ""))
         operation = getattr(model, "name", "?")
         read, write = _consumed_units(operation, parsed)
+        metadata = parsed.get("ResponseMetadata", {}) if isinstance(parsed, dict) else {}
+        retried = int(metadata.get("RetryAttempts", 0) or 0)
         with self._lock:
             self.calls[f"{service}.{operation}"] += 1
+            if retried:
+                self.retries[f"{service}.{operation}"] += retried
             self.read_units += read
             self.write_units += write
 

@@ -73,6 +73,7 @@ def build_engine(
         payloads=payloads,
         retention_days=config.retention_days,
     )
+    engine_clock = clock or SystemClock()
     queue = SqsWorkQueue(clients.sqs, config.work_queue_url)
     timers = WakeScheduler(
         queue,
@@ -80,13 +81,14 @@ def build_engine(
         config.schedule_group_name,
         config.scheduler_role_arn,
         config.work_queue_arn,
+        clock=engine_clock.now,
     )
     return Engine(
         store=store,
         queue=queue,
         timers=timers,
         payloads=payloads if payloads is not None else _NoPayloadBucket(config.name),
-        clock=clock or SystemClock(),
+        clock=engine_clock,
         registry=registry,
     )
 
@@ -182,9 +184,11 @@ class StepwellClient:
 
     # --- callbacks ---
 
-    def send_callback_success(self, callback_id: str, result: Any = None, raw: bool = False) -> None:
-        """Complete a callback. `result` is JSON-encoded unless `raw` (then it must already be a string)."""
-        self.engine.send_callback_success(callback_id, _result_text(result, raw))
+    def send_callback_success(self, callback_id: str, result: Any = None) -> None:
+        """Complete a callback. As with Lambda's SendDurableExecutionCallbackSuccess, the handler receives
+        the result as text (the SDK's default callback serdes passes it through): a str or bytes result is
+        sent as it is, any other value as its JSON text."""
+        self.engine.send_callback_success(callback_id, callback_result_text(result))
 
     def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:
         self.engine.send_callback_failure(callback_id, error)
@@ -275,11 +279,12 @@ class StepwellClient:
         return moved
 
 
-def _result_text(result: Any, raw: bool) -> str | None:
-    if raw:
-        if result is not None and not isinstance(result, str):
-            raise ValueError(f"a raw callback result must be a string, got {type(result).__name__}")
+def callback_result_text(result: Any) -> str | None:
+    """A callback result as the text the handler receives: str and bytes as they are, else JSON."""
+    if result is None or isinstance(result, str):
         return result
+    if isinstance(result, bytes):
+        return result.decode("utf-8")
     try:
         return json.dumps(result)
     except (TypeError, ValueError) as error:

@@ -1,0 +1,224 @@
+"""The worker Lambda's entry: `stepwell.entry.handler(event, context)`.
+
+An SQS batch (the work queue's event source mapping) is handled message by message and answered with
+{"batchItemFailures": [...]}: a message that is not an engine message, or whose handling failed, is
+reported alone, so SQS retries it (and in the end moves it to the DLQ) while the rest of the batch
+succeeds. Message bodies (docs/architecture.md):
+
+- {"kind": "invoke", "executionId": ..., "dueAt"?: ...}: run or resume an execution. One arriving before
+  its `dueAt` is re-scheduled, not run; one finding the execution busy is re-sent a little later.
+- {"kind": "reconcile"}: re-enqueue overdue wake-ups and stalled executions (stepwell.reconciler).
+- an EventBridge envelope from the bus rule. Callback commands are events whose `detail-type` is
+  "stepwell.callback.success" (detail {"callbackId": ..., "result": text, or any JSON value which is
+  sent as its JSON text}),
+  "stepwell.callback.failure" (detail {"callbackId": ..., "error": {"ErrorType", "ErrorMessage",
+  "ErrorData", "StackTrace"}}) or "stepwell.callback.heartbeat" (detail {"callbackId": ...}). Other
+  events are domain events; until they are routed, each is logged as rejected.
+
+A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepwell.aws import AwsClients
+from stepwell.client import build_engine, callback_result_text
+from stepwell.clock import SystemClock
+from stepwell.config import StepwellConfig
+from stepwell.engine import Engine
+from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, InvalidArgument, InvalidMessage
+from stepwell.model import InvokeMessage
+from stepwell.ports import Clock
+from stepwell.reconciler import Reconciler
+from stepwell.registry import Registry, default_registry, import_workflow_modules
+from stepwell.timers import is_early
+from stepwell.worker import Worker, parse_invoke_message
+
+logger = logging.getLogger("stepwell.entry")
+
+CALLBACK_SUCCESS = "stepwell.callback.success"
+CALLBACK_FAILURE = "stepwell.callback.failure"
+CALLBACK_HEARTBEAT = "stepwell.callback.heartbeat"
+CALLBACK_DETAIL_TYPES = (CALLBACK_SUCCESS, CALLBACK_FAILURE, CALLBACK_HEARTBEAT)
+_ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
+# A message that finds its execution leased by another worker comes back after this delay.
+BUSY_RETRY_SECONDS = 5
+
+
+@dataclass
+class MessageResult:
+    """What happened to one message (logged; tests read it)."""
+
+    kind: str
+    action: str
+    execution_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def decode_body(text: object) -> dict[str, Any]:
+    """The JSON object in a message body, or InvalidMessage saying what is wrong."""
+    if not isinstance(text, str):
+        raise InvalidMessage(f"message body must be a JSON string, got {type(text).__name__}")
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidMessage(f"message body is not JSON ({error}): {text[:200]!r}") from error
+    if not isinstance(body, dict):
+        raise InvalidMessage(f"message body must be a JSON object, got {text[:200]!r}")
+    return body
+
+
+def is_bus_envelope(body: Mapping[str, Any]) -> bool:
+    return all(key in body for key in _ENVELOPE_KEYS)
+
+
+class EntryRuntime:
+    """The worker, reconciler and engine of one Lambda container."""
+
+    def __init__(self, engine: Engine, reconciler: Reconciler | None = None) -> None:
+        self.engine = engine
+        self.worker = Worker(engine)
+        self.reconciler = reconciler or Reconciler(engine.store, engine.queue, engine.clock)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: StepwellConfig,
+        clients: AwsClients | None = None,
+        registry: Registry | None = None,
+        clock: Clock | None = None,
+    ) -> EntryRuntime:
+        aws = clients or AwsClients(region=config.region or None)
+        chosen = registry if registry is not None else default_registry
+        return cls(build_engine(config, aws, chosen, clock or SystemClock()))
+
+    # --- events ---
+
+    def handle_event(self, event: Any, context: Any = None) -> dict[str, Any]:
+        if isinstance(event, Mapping) and isinstance(event.get("Records"), list):
+            return self.handle_sqs_batch(event["Records"], context)
+        if isinstance(event, Mapping):
+            result = self.handle_body(event, context)
+            return {"kind": result.kind, "action": result.action, "executionId": result.execution_id}
+        raise InvalidMessage(f"unsupported event: expected an SQS batch or an engine message, got {event!r}")
+
+    def handle_sqs_batch(self, records: list[Any], context: Any = None) -> dict[str, Any]:
+        failures: list[dict[str, str]] = []
+        for record in records:
+            message_id = str(record.get("messageId", "")) if isinstance(record, Mapping) else ""
+            try:
+                if not isinstance(record, Mapping):
+                    raise InvalidMessage(f"SQS record must be an object, got {record!r}")
+                result = self.handle_body(decode_body(record.get("body")), context)
+                logger.info(
+                    "message %s: %s %s %s", message_id, result.kind, result.action, result.execution_id or ""
+                )
+            except InvalidMessage as error:
+                logger.error(
+                    "message %s is not an engine message, leaving it to the DLQ: %s", message_id, error
+                )
+                failures.append({"itemIdentifier": message_id})
+            except Exception:
+                # A transient failure (throttling beyond the retries, a timeout): SQS delivers it again.
+                logger.exception("message %s failed; SQS will deliver it again", message_id)
+                failures.append({"itemIdentifier": message_id})
+        return {"batchItemFailures": failures}
+
+    def handle_body(self, body: Mapping[str, Any], context: Any = None) -> MessageResult:
+        kind = body.get("kind")
+        if kind == "invoke":
+            return self._invoke(body, context)
+        if kind == "reconcile":
+            report = self.reconciler.run()
+            return MessageResult(
+                "reconcile",
+                "ran",
+                details={"overdue": report.overdue_timers, "stalled": report.stalled_executions},
+            )
+        if kind is None and is_bus_envelope(body):
+            return self._bus_event(body)
+        raise InvalidMessage(
+            f"unknown message (kind {kind!r}); expected kind 'invoke' or 'reconcile', or an EventBridge event"
+        )
+
+    def _invoke(self, body: Mapping[str, Any], context: Any) -> MessageResult:
+        message = parse_invoke_message(body)
+        now = self.engine.clock.now()
+        if message.due_at is not None and is_early(body, now):
+            # Woken before its time (a clock or scheduler quirk): wake again at the due time, run nothing.
+            self.engine.timers.schedule(message.execution_id, message.due_at)
+            return MessageResult("invoke", "rescheduled", message.execution_id, {"dueAt": message.due_at})
+        outcome = self.worker.handle_message(body, context)
+        if outcome.action == "busy":
+            self.engine.queue.enqueue(InvokeMessage(message.execution_id).to_body(), BUSY_RETRY_SECONDS)
+        details = {"status": outcome.status.value if outcome.status else None, **outcome.details}
+        return MessageResult("invoke", outcome.action, message.execution_id, details)
+
+    def _bus_event(self, envelope: Mapping[str, Any]) -> MessageResult:
+        detail_type = envelope.get("detail-type")
+        detail = envelope.get("detail")
+        if detail_type not in CALLBACK_DETAIL_TYPES:
+            logger.warning(
+                "rejected bus event %s (source %r, detail-type %r): no route for domain events",
+                envelope.get("id"),
+                envelope.get("source"),
+                detail_type,
+            )
+            return MessageResult(
+                "event",
+                "rejected",
+                details={"reason": "no route for domain events", "detail-type": detail_type},
+            )
+        if not isinstance(detail, Mapping):
+            raise InvalidMessage(f"{detail_type} event {envelope.get('id')!r} has no detail object")
+        callback_id = detail.get("callbackId")
+        if not isinstance(callback_id, str) or not callback_id:
+            raise InvalidMessage(
+                f"{detail_type} event {envelope.get('id')!r} needs a detail.callbackId string"
+            )
+        try:
+            if detail_type == CALLBACK_SUCCESS:
+                self.engine.send_callback_success(callback_id, callback_result_text(detail.get("result")))
+            elif detail_type == CALLBACK_FAILURE:
+                error = detail.get("error") or {}
+                if not isinstance(error, Mapping):
+                    raise InvalidMessage(
+                        f"{detail_type} event: detail.error must be an object, got {error!r}"
+                    )
+                self.engine.send_callback_failure(callback_id, error)
+            else:
+                self.engine.send_callback_heartbeat(callback_id)
+        except (CallbackNotFound, ExecutionAlreadyEnded) as error:
+            # Late or unknown callbacks are normal (a timeout won the race): nothing to retry.
+            logger.warning("rejected %s for callback %r: %s", detail_type, callback_id, error)
+            return MessageResult("callback", "rejected", details={"reason": str(error)})
+        except InvalidArgument as error:
+            raise InvalidMessage(f"{detail_type} event {envelope.get('id')!r}: {error}") from error
+        return MessageResult("callback", "delivered", details={"detail-type": detail_type})
+
+
+_runtime: EntryRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def load_runtime(environ: Mapping[str, str] | None = None) -> EntryRuntime:
+    """Build the container's runtime once: config from the environment, the user's workflows imported."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            config = StepwellConfig.from_env(environ)
+            logging.getLogger("stepwell").setLevel(config.log_level)
+            import_workflow_modules(config.workflow_modules)
+            _runtime = EntryRuntime.from_config(config)
+        return _runtime
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """The Lambda handler."""
+    return load_runtime().handle_event(event, context)

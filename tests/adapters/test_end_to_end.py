@@ -1,0 +1,185 @@
+"""End to end on moto in-process: the client starts an execution, the test plays SQS's event source
+mapping (and EventBridge Scheduler) and hands the messages to the Lambda entry until the execution ends."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from botocore.awsrequest import AWSResponse
+from stepwell.client import StepwellClient
+from stepwell.clock import VirtualClock
+from stepwell.entry import CALLBACK_SUCCESS, EntryRuntime
+from stepwell.registry import Registry
+
+from .deployment import Deployment
+from .driver import QueueDriver
+
+CALLBACKS: list[str] = []
+
+
+@durable_execution
+def approval_flow(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+    doubled = context.step(lambda _: event["n"] * 2, name="double")
+    context.wait(Duration.from_seconds(1), name="short-pause")
+    context.wait(Duration.from_seconds(3 * 3600), name="long-pause")
+    approval = context.wait_for_callback(
+        lambda callback_id, _: CALLBACKS.append(callback_id), name="approval"
+    )
+    tripled = context.step(lambda _: event["n"] * 3, name="triple")
+    return {"doubled": doubled, "tripled": tripled, "approval": approval}
+
+
+@durable_execution
+def two_steps(event: dict[str, Any], context: DurableContext) -> int:
+    first = context.step(lambda _: event["n"] + 1, name="first")
+    return context.step(lambda _: first * 10, name="second")
+
+
+@pytest.fixture
+def stack(deployment: Deployment) -> tuple[StepwellClient, EntryRuntime, QueueDriver]:
+    CALLBACKS.clear()
+    registry = Registry()
+    registry.register("approval-flow", approval_flow)
+    registry.register("two-steps", two_steps)
+    clock = VirtualClock()
+    client = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
+    runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
+    return client, runtime, QueueDriver(deployment, runtime, clock)
+
+
+def test_steps_waits_and_a_callback_run_to_completion(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    client, _, driver = stack
+    execution_id = client.start_execution(
+        "approval-flow", {"n": 7}, execution_name="order-7", subject_id="o-7"
+    )
+    assert client.start_execution("approval-flow", {"n": 7}, execution_name="order-7", subject_id="o-7") == (
+        execution_id
+    )
+    driver.run_until_quiet()
+    assert client.describe_execution(execution_id)["Status"] == "RUNNING"
+    assert driver.schedules_created >= 1  # the three-hour wait went through EventBridge Scheduler
+    assert len(CALLBACKS) == 1
+
+    driver.publish_bus_event(CALLBACK_SUCCESS, {"callbackId": CALLBACKS[0], "result": {"approved": True}})
+    driver.run_until_quiet()
+
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED"
+    assert json.loads(description["Result"]) == {
+        "doubled": 14,
+        "tripled": 21,
+        "approval": '{"approved": true}',
+    }
+    history = client.get_execution_history(execution_id)
+    types = [event["EventType"] for event in history]
+    assert types[0] == "ExecutionStarted" and types[-1] == "ExecutionSucceeded"
+    for expected in ("StepSucceeded", "WaitStarted", "WaitSucceeded", "CallbackStarted", "CallbackSucceeded"):
+        assert expected in types
+    assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
+    succeeded_steps = sorted(event.get("Name") for event in history if event["EventType"] == "StepSucceeded")
+    assert succeeded_steps == ["approval submitter", "double", "triple"]
+    page = client.list_executions(domain="default", subject_id="o-7")
+    assert [record.execution_id for record in page.items] == [execution_id]
+    assert driver.failed_message_ids == []
+
+
+def test_every_message_delivered_twice_changes_nothing(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver],
+) -> None:
+    client, _, driver = stack
+    driver.duplicate_every_message = True
+    execution_id = client.start_execution("two-steps", {"n": 4}, execution_name="dup")
+    driver.run_until_quiet()
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED" and json.loads(description["Result"]) == 50
+    history = client.get_execution_history(execution_id)
+    types = [event["EventType"] for event in history]
+    assert types.count("StepSucceeded") == 2
+    assert types.count("ExecutionSucceeded") == 1
+    assert driver.delivered > len(driver.distinct_delivered)  # duplicates really were delivered
+
+
+def test_malformed_message_fails_alone_and_reaches_the_dlq(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    client, _, driver = stack
+    execution_id = client.start_execution("two-steps", {"n": 1}, execution_name="ok")
+    sqs = deployment.clients.sqs
+    for body in ("not json", json.dumps({"kind": "launch"}), json.dumps({"kind": "invoke"}), json.dumps([1])):
+        sqs.send_message(QueueUrl=deployment.config.work_queue_url, MessageBody=body)
+    # Failed messages come back (here at once) until maxReceiveCount (3); then SQS moves them to the DLQ.
+    driver.run_until_quiet(redeliver_failures=True)
+    assert client.describe_execution(execution_id)["Status"] == "SUCCEEDED"
+    assert len(set(driver.failed_message_ids)) == 4
+    assert len(driver.failed_message_ids) == 4 * 3
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=deployment.config.dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )
+    assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "4"
+
+    redrive = client.redrive_dlq()
+    assert (redrive.method, redrive.moved) == ("receive-send", 4)
+    assert driver.pending_bodies() and all(
+        body in ("not json", '{"kind": "launch"}', '{"kind": "invoke"}', "[1]")
+        for body in driver.pending_bodies()
+    )
+
+
+def test_injected_throttling_is_retried(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    client, _, driver = stack
+    raised: list[str] = []
+    _fail_first_call(deployment.clients.dynamodb, "PutItem", "ProvisionedThroughputExceededException", raised)
+    _fail_first_call(deployment.clients.sqs, "SendMessage", "ThrottlingException", raised)
+    _fail_first_call(deployment.clients.dynamodb, "Query", "InternalServerError", raised, status=500)
+    execution_id = client.start_execution("two-steps", {"n": 2}, execution_name="throttled")
+    driver.run_until_quiet()
+    assert sorted(raised) == [
+        "InternalServerError",
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+    ]
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED" and json.loads(description["Result"]) == 30
+    retries = deployment.clients.counter.snapshot()["retries"]
+    assert retries == {"dynamodb.PutItem": 1, "sqs.SendMessage": 1, "dynamodb.Query": 1}
+    assert driver.failed_message_ids == []
+
+
+def _fail_first_call(
+    aws_client: Any, operation: str, code: str, raised: list[str], status: int = 400
+) -> None:
+    """Answer the client's next `operation` with an error response, below botocore's retry handler
+    (moto answers in a before-send hook, so the fault goes in where the HTTP response is produced)."""
+    endpoint = aws_client._endpoint
+    original = endpoint._do_get_response
+    armed = [True]
+
+    def failing(request: Any, operation_model: Any, context: Any) -> Any:
+        if armed[0] and operation_model.name == operation:
+            armed[0] = False
+            raised.append(code)
+            http = AWSResponse(request.url, status, {}, _RawBody(b"{}"))
+            parsed = {
+                "Error": {"Code": code, "Message": "injected fault"},
+                "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": {}},
+            }
+            return (http, parsed), None
+        return original(request, operation_model, context)
+
+    endpoint._do_get_response = failing
+
+
+class _RawBody:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
