@@ -155,6 +155,8 @@ def write_zip(entries: dict[str, Path], output: Path) -> None:
                 executable = bool(path.stat().st_mode & stat.S_IXUSR)
                 info.external_attr = ((0o100755 if executable else 0o100644) & 0xFFFF) << 16
                 archive.writestr(info, path.read_bytes(), compresslevel=9)
+        # mkstemp creates 0600; the package is not secret and other tools (and users) read it.
+        temporary.chmod(0o644)
         temporary.replace(output)
     finally:
         temporary.unlink(missing_ok=True)

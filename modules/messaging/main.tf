@@ -23,13 +23,22 @@ resource "aws_sqs_queue" "work" {
   sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
   kms_master_key_id                 = var.kms_key_arn
   kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : var.kms_data_key_reuse_period_seconds
+  tags                              = var.tags
 
+  lifecycle {
+    # Owned by aws_sqs_queue_redrive_policy.work and aws_sqs_queue_policy.work below.
+    ignore_changes = [redrive_policy, policy]
+  }
+}
+
+# A separate resource rather than the queue's redrive_policy argument: it compares the policy as JSON,
+# so an API that re-formats the document (moto does) shows no drift on the next plan.
+resource "aws_sqs_queue_redrive_policy" "work" {
+  queue_url = aws_sqs_queue.work.id
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.dlq.arn
     maxReceiveCount     = var.max_receive_count
   })
-
-  tags = var.tags
 }
 
 resource "aws_cloudwatch_event_bus" "this" {

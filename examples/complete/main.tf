@@ -1,0 +1,94 @@
+# Every knob the module has, with workflow code packaged from ./workflows.
+
+terraform {
+  required_version = ">= 1.7"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.80, < 7"
+    }
+  }
+}
+
+provider "aws" {
+  region = var.region
+}
+
+variable "region" {
+  description = "AWS region to deploy into."
+  type        = string
+  default     = "eu-west-1"
+}
+
+variable "name" {
+  description = "Name of this Stepwell deployment."
+  type        = string
+  default     = "stepwell-demo"
+}
+
+module "stepwell" {
+  source = "../.."
+
+  name = var.name
+  tags = {
+    project = "stepwell"
+    example = "complete"
+  }
+
+  # State
+  billing_mode           = "PAY_PER_REQUEST"
+  point_in_time_recovery = true
+  deletion_protection    = false
+  subject_index_name     = "domain-subjectId-index"
+  retention_days         = 30
+
+  # Messaging: the engine's own bus; the rule takes every event on it.
+  create_event_bus                = true
+  queue_message_retention_seconds = 345600
+  dlq_message_retention_seconds   = 1209600
+  max_receive_count               = 5
+
+  # Scheduler
+  reconcile_interval_minutes = 5
+
+  # Payloads: destroyable with objects in it, for a throwaway example.
+  payload_bucket_force_destroy = true
+
+  # Worker
+  runtime                          = "python3.13"
+  architecture                     = "arm64"
+  memory_size                      = 512
+  timeout                          = 60
+  queue_visibility_timeout_seconds = 360
+  log_retention_days               = 14
+  log_level                        = "INFO"
+  batch_size                       = 10
+  maximum_batching_window_seconds  = 1
+  workflows_dir                    = "${path.module}/workflows"
+}
+
+output "client_config" {
+  description = "What the Stepwell client and CLI read to reach this deployment."
+  value       = module.stepwell.client_config
+}
+
+output "worker_function_name" {
+  description = "Name of the worker Lambda."
+  value       = module.stepwell.worker_function_name
+}
+
+output "event_rule_name" {
+  description = "Name of the rule sending bus events to the work queue."
+  value       = module.stepwell.event_rule_name
+}
+
+output "reconcile_schedule_name" {
+  description = "Name of the recurring reconcile schedule."
+  value       = module.stepwell.reconcile_schedule_name
+}
+
+output "workflow_modules" {
+  description = "Modules the worker imports at start."
+  value       = module.stepwell.workflow_modules
+}
