@@ -1,0 +1,273 @@
+"""The engine's behaviour on the local backend: starting, running, waiting, callbacks, children, stop."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import workflows
+from stepwell.errors import (
+    CallbackNotFound,
+    ExecutionAlreadyEnded,
+    ExecutionNotFound,
+    InvalidArgument,
+    WorkflowNotFound,
+)
+from stepwell.model import ExecutionStatus
+from stepwell.testing.local import ExecutionStuck, LocalStepwell
+
+
+def event_types(local: LocalStepwell, execution_id: str) -> list[str]:
+    return [event["EventType"] for event in local.history(execution_id)]
+
+
+def test_a_step_workflow_succeeds_with_its_result_and_history(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    execution_id = stepwell_local.start("greet", {"name": "Ada"})
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED
+    assert json.loads(record.result or "null") == "Hello, Ada!"
+    history = stepwell_local.history(execution_id)
+    assert [event["EventType"] for event in history] == [
+        "ExecutionStarted",
+        "StepStarted",
+        "StepSucceeded",
+        "InvocationCompleted",
+        "ExecutionSucceeded",
+    ]
+    assert [event["EventId"] for event in history] == [1, 2, 3, 4, 5]
+    assert history[2]["Name"] == "greet"
+    assert history[2]["StepSucceededDetails"]["Result"]["Payload"] == '"Hello, Ada!"'
+
+
+def test_execution_id_is_context_key_and_instance(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    execution_id = stepwell_local.start("greet", {"name": "Ada"}, execution_name="run-1", subject_id="ada")
+    assert execution_id == "default#greet#ada/run-1"
+
+
+def test_start_is_idempotent_on_the_execution_name(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    first = stepwell_local.start("greet", {"name": "Ada"}, execution_name="once")
+    second = stepwell_local.start("greet", {"name": "Bob"}, execution_name="once")
+
+    assert first == second
+    assert stepwell_local.store.counters["create_execution"] == 2
+    assert len(stepwell_local.queue) == 1  # only the first start enqueued an invocation
+    record = stepwell_local.run_to_completion(first)
+    assert json.loads(record.result or "null") == "Hello, Ada!"
+
+
+def test_a_three_day_wait_is_skipped_on_the_virtual_clock(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("three_day_wait", workflows.three_day_wait)
+    execution_id = stepwell_local.start("three_day_wait", None)
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED
+    assert json.loads(record.result or "null") == "before-after"
+    assert stepwell_local.clock.skipped_seconds >= 3 * 24 * 3600 - 1
+    history = stepwell_local.history(execution_id)
+    waits = [event for event in history if event["EventType"].startswith("Wait")]
+    assert [event["EventType"] for event in waits] == ["WaitStarted", "WaitSucceeded"]
+    assert waits[0]["WaitStartedDetails"]["Duration"] == 3 * 24 * 3600
+    # The "before" step ran once: the second invocation replayed it from the log.
+    assert event_types(stepwell_local, execution_id).count("StepStarted") == 2
+
+
+def test_a_duplicate_message_changes_nothing(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("three_day_wait", workflows.three_day_wait)
+    execution_id = stepwell_local.start("three_day_wait", None)
+    stepwell_local.run_until_idle()  # first invocation: suspended on the wait
+    before = stepwell_local.history(execution_id)
+
+    outcome = stepwell_local.worker.run(execution_id)  # the same message delivered again
+
+    assert outcome.action == "idle"
+    assert stepwell_local.history(execution_id) == before
+
+
+def test_a_worker_backs_off_while_another_holds_the_lease(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    execution_id = stepwell_local.start("greet", {"name": "Ada"})
+    now = stepwell_local.clock.now()
+    assert stepwell_local.store.acquire_lease(execution_id, "other-worker", now, 60) is not None
+
+    outcome = stepwell_local.worker.run(execution_id)
+
+    assert outcome.action == "busy"
+    assert stepwell_local.store.batch_count(execution_id) == 0
+
+
+def test_a_callback_completes_and_wakes_the_execution(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("approval", workflows.approval)
+    execution_id = stepwell_local.start("approval", None)
+    stepwell_local.run_until_idle()
+    started = [e for e in stepwell_local.history(execution_id) if e["EventType"] == "CallbackStarted"]
+    callback_id = started[0]["CallbackStartedDetails"]["CallbackId"]
+    assert len(callback_id) >= 32  # at least 128 random bits, URL-safe
+
+    stepwell_local.engine.send_callback_heartbeat(callback_id)
+    stepwell_local.engine.send_callback_success(callback_id, json.dumps({"approved": True}))
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED
+    # The SDK hands a callback's result over as the raw text that was sent.
+    assert json.loads(record.result or "null") == '{"approved": true}'
+    with pytest.raises(ExecutionAlreadyEnded):
+        stepwell_local.engine.send_callback_success(callback_id, "1")
+
+
+def test_an_unknown_callback_id_is_refused(stepwell_local: LocalStepwell) -> None:
+    with pytest.raises(CallbackNotFound, match="no-such-id"):
+        stepwell_local.engine.send_callback_success("no-such-id", "1")
+
+
+def test_a_callback_without_an_answer_times_out(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("approval", workflows.approval)
+    execution_id = stepwell_local.start("approval", None)
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.FAILED
+    timed_out = [e for e in stepwell_local.history(execution_id) if e["EventType"] == "CallbackTimedOut"]
+    assert timed_out[0]["CallbackTimedOutDetails"]["Error"]["Payload"]["ErrorType"] == "Callback.Timeout"
+
+
+def test_stop_ends_the_execution_and_later_messages_do_nothing(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("three_day_wait", workflows.three_day_wait)
+    execution_id = stepwell_local.start("three_day_wait", None)
+    stepwell_local.run_until_idle()
+
+    assert stepwell_local.engine.stop_execution(execution_id) is True
+    stepwell_local.run_until_idle()
+    assert stepwell_local.engine.stop_execution(execution_id) is False
+    history_after_stop = stepwell_local.history(execution_id)
+    stepwell_local.worker.run(execution_id)
+
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.STOPPED
+    assert history_after_stop[-1]["EventType"] == "ExecutionStopped"
+    assert stepwell_local.history(execution_id) == history_after_stop
+    assert len(stepwell_local.queue) == 0  # the pending wake-up was cancelled
+
+
+def test_context_invoke_runs_a_child_and_resumes_the_parent(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("invoker", workflows.invoker)
+    stepwell_local.register("doubler", workflows.doubler)
+    parent_id = stepwell_local.start("invoker", {"target": "doubler", "value": 21})
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED, record.error
+    assert json.loads(record.result or "null") == {"doubled": 42}
+    types = event_types(stepwell_local, parent_id)
+    assert "ChainedInvokeStarted" in types and "ChainedInvokeSucceeded" in types
+    children = stepwell_local.engine.list_executions(workflow="doubler").items
+    assert len(children) == 1 and children[0].parent_execution_id == parent_id
+
+
+def test_a_failing_child_fails_the_invoke(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("invoker", workflows.invoker)
+    stepwell_local.register("failing_child", workflows.failing_child)
+    parent_id = stepwell_local.start("invoker", {"target": "failing_child", "value": 7})
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.FAILED
+    assert "ChainedInvokeFailed" in event_types(stepwell_local, parent_id)
+
+
+def test_invoking_an_unregistered_workflow_fails_the_invoke(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("invoker", workflows.invoker)
+    parent_id = stepwell_local.start("invoker", {"target": "missing", "value": 1})
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.FAILED
+    failed = [e for e in stepwell_local.history(parent_id) if e["EventType"] == "ChainedInvokeFailed"]
+    assert failed[0]["ChainedInvokeFailedDetails"]["Error"]["Payload"]["ErrorType"] == "WorkflowNotFound"
+
+
+def test_each_step_costs_one_batch_and_one_load_per_invocation(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("counted_steps", workflows.counted_steps)
+    execution_id = stepwell_local.start("counted_steps", {"steps": 50})
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert json.loads(record.result or "null") == sum(range(50))
+    # 50 steps (START and SUCCEED in one batch each) + the final batch; one log load.
+    assert stepwell_local.store.batch_count(execution_id) <= 51
+    assert stepwell_local.store.counters["load_batches"] == 1
+
+
+def test_large_payloads_go_to_the_payload_store() -> None:
+    local = LocalStepwell(inline_limit=1024)
+    local.register("big_result", workflows.big_result)
+    execution_id = local.start("big_result", {"size": 5000})
+
+    record = local.run_to_completion(execution_id)
+
+    assert record.result_is_ref
+    assert json.loads(local.describe(execution_id)["Result"]) == "x" * 5000
+    step = [e for e in local.history(execution_id) if e["EventType"] == "StepSucceeded"]
+    assert step[0]["StepSucceededDetails"]["Result"]["Payload"] == json.dumps("x" * 5000)
+
+
+def test_start_rejects_unknown_workflows_and_bad_names(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    with pytest.raises(WorkflowNotFound, match="'nope'"):
+        stepwell_local.start("nope", {})
+    with pytest.raises(InvalidArgument, match="execution name 'a/b'"):
+        stepwell_local.start("greet", {}, execution_name="a/b")
+    with pytest.raises(InvalidArgument, match="domain 'x#y'"):
+        stepwell_local.start("greet", {}, domain="x#y")
+    with pytest.raises(InvalidArgument, match="not JSON-serializable"):
+        stepwell_local.start("greet", {"when": object()})
+
+
+def test_describe_and_list_executions(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    first = stepwell_local.start("greet", {"name": "A"}, subject_id="customer-1", domain="shop")
+    stepwell_local.run_to_completion(first)
+    second = stepwell_local.start("greet", {"name": "B"}, subject_id="customer-2", domain="shop")
+
+    assert stepwell_local.describe(first)["Status"] == "SUCCEEDED"
+    assert stepwell_local.describe(second)["Status"] == "RUNNING"
+    engine = stepwell_local.engine
+    assert [r.execution_id for r in engine.list_executions(domain="shop", subject_id="customer-2").items] == [
+        second
+    ]
+    assert [r.execution_id for r in engine.list_executions(status="SUCCEEDED").items] == [first]
+    page = engine.list_executions(workflow="greet", limit=1)
+    assert len(page.items) == 1 and page.next_token is not None
+    rest = engine.list_executions(workflow="greet", limit=1, next_token=page.next_token)
+    assert {page.items[0].execution_id, rest.items[0].execution_id} == {first, second}
+    with pytest.raises(InvalidArgument, match="invalid status 'DONE'"):
+        engine.list_executions(status="DONE")
+    with pytest.raises(ExecutionNotFound):
+        stepwell_local.describe("default#greet#x/none")
+
+
+def test_a_waiting_execution_records_its_due_timer(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("three_day_wait", workflows.three_day_wait)
+    execution_id = stepwell_local.start("three_day_wait", None)
+    stepwell_local.run_until_idle()
+    later = stepwell_local.clock.now() + 4 * 24 * 3600
+
+    due = [timer for shard in range(4) for timer in stepwell_local.store.query_due(shard, later)]
+
+    assert [timer.execution_id for timer in due] == [execution_id]
+    assert not [timer for shard in range(4) for timer in stepwell_local.store.query_due(shard, 0)]
+
+
+def test_run_to_completion_reports_an_execution_nobody_will_wake(stepwell_local: LocalStepwell) -> None:
+    @workflows.durable_execution
+    def forever(event: object, context: workflows.DurableContext) -> object:
+        return context.create_callback(name="never").result()
+
+    stepwell_local.register("forever", forever)
+    execution_id = stepwell_local.start("forever", None)
+    with pytest.raises(ExecutionStuck, match="nothing is scheduled"):
+        stepwell_local.run_to_completion(execution_id)

@@ -1,0 +1,60 @@
+"""Small workflows the engine tests run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
+from aws_durable_execution_sdk_python.config import CallbackConfig, Duration, StepConfig
+from aws_durable_execution_sdk_python.retries import RetryPresets
+
+
+@durable_execution
+def greet(event: Any, context: DurableContext) -> str:
+    return context.step(lambda _: f"Hello, {event['name']}!", name="greet")
+
+
+@durable_execution
+def three_day_wait(event: Any, context: DurableContext) -> str:
+    before = context.step(lambda _: "before", name="before")
+    context.wait(Duration.from_days(3), name="three days")
+    after = context.step(lambda _: "after", name="after")
+    return f"{before}-{after}"
+
+
+@durable_execution
+def approval(event: Any, context: DurableContext) -> Any:
+    callback = context.create_callback(name="approval", config=CallbackConfig(timeout=Duration.from_hours(1)))
+    return callback.result()
+
+
+@durable_execution
+def counted_steps(event: Any, context: DurableContext) -> int:
+    total = 0
+    for index in range(event["steps"]):
+        total += context.step(lambda _, index=index: index, name=f"step-{index}")
+    return total
+
+
+@durable_execution
+def big_result(event: Any, context: DurableContext) -> str:
+    return context.step(lambda _: "x" * event["size"], name="big")
+
+
+@durable_execution
+def doubler(event: Any, context: DurableContext) -> int:
+    return context.step(lambda _: event["value"] * 2, name="double")
+
+
+@durable_execution
+def failing_child(event: Any, context: DurableContext) -> int:
+    def fail(_: StepContext) -> int:
+        raise ValueError(f"cannot handle {event['value']}")
+
+    return context.step(fail, name="fail", config=StepConfig(retry_strategy=RetryPresets.none()))
+
+
+@durable_execution
+def invoker(event: Any, context: DurableContext) -> Any:
+    doubled = context.invoke(event["target"], {"value": event["value"]}, name="call child")
+    return {"doubled": doubled}
