@@ -262,6 +262,10 @@ class Worker:
         engine = self.engine
         if not journal.ended:
             journal.absorbed_input_ids.update(item.input_id for item in inputs)
+            if journal.is_empty:  # stopped before its first invocation: the log still tells the story
+                journal.start_execution(
+                    engine.resolve(record.input_payload, record.input_is_ref), now, record.execution_name
+                )
             journal.execution_ended(
                 record.status.value, now, engine.resolve(record.result, record.result_is_ref), record.error
             )
