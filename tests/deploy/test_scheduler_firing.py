@@ -35,19 +35,24 @@ class Group:
     def queue_target(self, body: dict[str, Any]) -> dict[str, Any]:
         return {"Arn": self.queue_arn, "Input": json.dumps(body)}
 
-    def received(self, queue_url: str | None = None) -> list[dict[str, Any]]:
+    def received(self, queue_url: str | None = None, expect: int = 0) -> list[dict[str, Any]]:
+        """Bodies on the queue (deleted once read); long-polls while fewer than ``expect`` arrived, because
+        some backends deliver a rule's targets asynchronously."""
         sqs = self.backend.client("sqs")
+        url = queue_url or self.queue_url
         bodies: list[dict[str, Any]] = []
-        while True:
-            response = sqs.receive_message(QueueUrl=queue_url or self.queue_url, MaxNumberOfMessages=10)
+        empty_polls_left = 3 if expect else 1
+        while empty_polls_left:
+            wait = 5 if len(bodies) < expect else 0
+            response = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=wait)
             messages = response.get("Messages", [])
             if not messages:
-                return bodies
+                empty_polls_left = empty_polls_left - 1 if len(bodies) < expect else 0
+                continue
             for message in messages:
                 bodies.append(json.loads(message["Body"]))
-                sqs.delete_message(
-                    QueueUrl=queue_url or self.queue_url, ReceiptHandle=message["ReceiptHandle"]
-                )
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return bodies
 
     def schedule_names(self) -> list[str]:
         listed = self.backend.client("scheduler").list_schedules(GroupName=self.name)["Schedules"]
@@ -177,7 +182,7 @@ def test_a_bus_target_puts_the_event_that_a_rule_routes_to_a_queue(group: Group)
         firer = group.firer()
         firer.advance(timedelta(hours=1, seconds=1))
         assert [entry.target_arn for entry in firer.fire_due()] == [bus_arn]
-        envelopes = group.received(rule_queue_url)
+        envelopes = group.received(rule_queue_url, expect=1)
         assert len(envelopes) == 1
         assert envelopes[0]["source"] == "stepwell.test"
         assert envelopes[0]["detail-type"] == "Order Due"
