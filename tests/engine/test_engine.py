@@ -271,3 +271,24 @@ def test_run_to_completion_reports_an_execution_nobody_will_wake(stepwell_local:
     execution_id = stepwell_local.start("forever", None)
     with pytest.raises(ExecutionStuck, match="nothing is scheduled"):
         stepwell_local.run_to_completion(execution_id)
+
+
+def test_wait_for_condition_polls_on_the_virtual_clock(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("poll_until_ready", workflows.poll_until_ready)
+    execution_id = stepwell_local.start("poll_until_ready", {"ready_after": 3})
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED, record.error
+    assert json.loads(record.result or "null") == 3
+    assert stepwell_local.clock.skipped_seconds >= 2 * 600 - 1  # two 10-minute delays, skipped
+
+
+def test_map_runs_every_item(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("map_squares", workflows.map_squares)
+    execution_id = stepwell_local.start("map_squares", {"items": [1, 2, 3, 4]})
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED, record.error
+    assert json.loads(record.result or "null") == [1, 4, 9, 16]

@@ -58,3 +58,26 @@ def failing_child(event: Any, context: DurableContext) -> int:
 def invoker(event: Any, context: DurableContext) -> Any:
     doubled = context.invoke(event["target"], {"value": event["value"]}, name="call child")
     return {"doubled": doubled}
+
+
+@durable_execution
+def poll_until_ready(event: Any, context: DurableContext) -> int:
+    from aws_durable_execution_sdk_python.waits import WaitForConditionConfig, WaitForConditionDecision
+
+    def check(polls: int, _: Any) -> int:
+        return polls + 1
+
+    def strategy(polls: int, attempts: int) -> WaitForConditionDecision:
+        if polls >= event["ready_after"]:
+            return WaitForConditionDecision.stop_polling()
+        return WaitForConditionDecision.continue_waiting(Duration.from_minutes(10))
+
+    return context.wait_for_condition(check, WaitForConditionConfig(wait_strategy=strategy, initial_state=0))
+
+
+@durable_execution
+def map_squares(event: Any, context: DurableContext) -> list[int]:
+    def square(child: DurableContext, item: int, index: int, items: Any) -> int:
+        return child.step(lambda _: item * item, name=f"square-{index}")
+
+    return context.map(event["items"], square, name="squares").get_results()
