@@ -1,0 +1,256 @@
+"""`stepwell`: the command line for a deployed Stepwell.
+
+The deployment comes from `--config FILE` (the JSON of `terraform output -json client_config`), else the
+file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the worker uses.
+
+    stepwell --config client_config.json start orders --input '{"order": 7}' --name order-7
+    stepwell describe 'default#orders#order-7/order-7'
+    stepwell list --status RUNNING
+    stepwell history 'default#orders#order-7/order-7'
+    stepwell callback success CALLBACK_ID --result '{"approved": true}'
+    stepwell dlq redrive
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from stepwell.client import StepwellClient
+from stepwell.config import ConfigError, StepwellConfig
+from stepwell.errors import StepwellError
+from stepwell.history import format_timeline
+from stepwell.model import ExecutionStatus
+
+CONFIG_ENV = "STEPWELL_CONFIG"
+
+
+class CliError(Exception):
+    """A user error the CLI reports on one line (exit status 1)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stepwell", description="Operate a deployed Stepwell workflow engine."
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"client_config JSON (terraform output -json client_config); default: ${CONFIG_ENV} or the "
+        "STEPWELL_* environment",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    start = commands.add_parser("start", help="start an execution of a registered workflow")
+    start.add_argument("workflow", help="registered workflow name")
+    source = start.add_mutually_exclusive_group()
+    source.add_argument("--input", metavar="JSON", help="input as JSON text (default: null)")
+    source.add_argument("--input-file", metavar="FILE", help="read the JSON input from FILE ('-' for stdin)")
+    start.add_argument("--name", dest="execution_name", help="execution name (starting it again is a no-op)")
+    start.add_argument("--domain", default="default", help="domain (default: %(default)s)")
+    start.add_argument("--subject", dest="subject_id", help="subject id (default: the execution name)")
+
+    describe = commands.add_parser("describe", help="show an execution as JSON")
+    describe.add_argument("execution_id")
+
+    listing = commands.add_parser("list", help="list executions by status, workflow, or domain and subject")
+    which = listing.add_mutually_exclusive_group(required=True)
+    which.add_argument("--status", choices=[status.value for status in ExecutionStatus])
+    which.add_argument("--workflow", help="workflow name")
+    which.add_argument("--domain", help="domain (optionally with --subject)")
+    listing.add_argument("--subject", dest="subject_id", help="subject id within --domain")
+    listing.add_argument("--limit", type=int, default=50, help="executions per page (default: %(default)s)")
+    listing.add_argument("--next-token", help="continue from a previous page")
+    listing.add_argument("--all", action="store_true", help="follow every page")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    history = commands.add_parser("history", help="show an execution's events as a timeline")
+    history.add_argument("execution_id")
+    history.add_argument("--json", action="store_true", help="print the events as JSON")
+
+    callback = commands.add_parser("callback", help="complete, fail or extend a callback")
+    callback_commands = callback.add_subparsers(dest="callback_command", required=True, metavar="ACTION")
+    success = callback_commands.add_parser("success", help="complete the callback with a result")
+    success.add_argument("callback_id")
+    success.add_argument("--result", help="result text the workflow receives (usually JSON)")
+    fail = callback_commands.add_parser("fail", help="fail the callback")
+    fail.add_argument("callback_id")
+    _add_error_arguments(fail)
+    heartbeat = callback_commands.add_parser("heartbeat", help="send a heartbeat for the callback")
+    heartbeat.add_argument("callback_id")
+
+    stop = commands.add_parser("stop", help="stop a running execution")
+    stop.add_argument("execution_id")
+    _add_error_arguments(stop)
+
+    dlq = commands.add_parser("dlq", help="dead-letter queue")
+    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
+    redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
+    redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
+    return parser
+
+
+def _add_error_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--error-type", help="ErrorType")
+    parser.add_argument("--error-message", help="ErrorMessage")
+    parser.add_argument("--error-data", help="ErrorData")
+
+
+def _error_from(args: argparse.Namespace) -> dict[str, Any] | None:
+    error = {
+        key: value
+        for key, value in (
+            ("ErrorType", args.error_type),
+            ("ErrorMessage", args.error_message),
+            ("ErrorData", args.error_data),
+        )
+        if value is not None
+    }
+    return error or None
+
+
+def load_config(path: str | None, environ: dict[str, str] | os._Environ[str] | None = None) -> StepwellConfig:
+    env = os.environ if environ is None else environ
+    chosen = path or env.get(CONFIG_ENV)
+    if chosen:
+        return StepwellConfig.from_file(chosen)
+    try:
+        return StepwellConfig.from_env(env)
+    except ConfigError as error:
+        raise ConfigError(
+            f"no --config FILE, no ${CONFIG_ENV}, and the environment is incomplete: {error}"
+        ) from error
+
+
+def _read_input(args: argparse.Namespace, stdin: TextIO) -> Any:
+    if args.input_file is not None:
+        if args.input_file == "-":
+            text = stdin.read()
+        else:
+            try:
+                text = Path(args.input_file).read_text(encoding="utf-8")
+            except OSError as error:
+                raise CliError(f"cannot read input file {args.input_file!r}: {error}") from error
+        origin = f"input file {args.input_file!r}"
+    elif args.input is not None:
+        text, origin = args.input, "--input"
+    else:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{origin} is not valid JSON ({error}): {text[:100]!r}") from error
+
+
+def _stamp(epoch: float | None) -> str:
+    if epoch is None:
+        return "-"
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+
+
+def _print_json(value: Any, out: TextIO) -> None:
+    out.write(json.dumps(value, indent=2, default=_json_default) + "\n")
+
+
+def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: TextIO) -> int:
+    command = args.command
+    if command == "start":
+        execution_id = client.start_execution(
+            args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id
+        )
+        out.write(execution_id + "\n")
+    elif command == "describe":
+        _print_json(client.describe_execution(args.execution_id), out)
+    elif command == "list":
+        _list(args, client, out)
+    elif command == "history":
+        events = client.get_execution_history(args.execution_id)
+        if args.json:
+            _print_json(events, out)
+        else:
+            out.write(format_timeline(events) + "\n")
+    elif command == "callback":
+        if args.callback_command == "success":
+            client.send_callback_success(args.callback_id, args.result)
+        elif args.callback_command == "fail":
+            client.send_callback_failure(args.callback_id, _error_from(args))
+        else:
+            client.send_callback_heartbeat(args.callback_id)
+        out.write(f"callback {args.callback_id}: {args.callback_command} sent\n")
+    elif command == "stop":
+        stopped = client.stop_execution(args.execution_id, _error_from(args))
+        out.write(f"{args.execution_id}: {'stopped' if stopped else 'had already ended'}\n")
+    elif command == "dlq":
+        result = client.redrive_dlq(args.max_messages)
+        if result.method == "move-task":
+            out.write(f"redrive started (SQS message move task {result.task_handle})\n")
+        else:
+            out.write(f"moved {result.moved} messages from the DLQ to the work queue\n")
+    return 0
+
+
+def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    if args.subject_id is not None and args.domain is None:
+        raise CliError("--subject filters within a domain: pass --domain too")
+    if not 1 <= args.limit <= 1000:
+        raise CliError(f"--limit must be 1..1000, got {args.limit}")
+    token = args.next_token
+    rows: list[dict[str, Any]] = []
+    while True:
+        page = client.list_executions(
+            args.status, args.workflow, args.domain, args.subject_id, args.limit, token
+        )
+        rows.extend(
+            {
+                "ExecutionId": record.execution_id,
+                "Status": record.status.value,
+                "WorkflowName": record.workflow_id,
+                "StartTimestamp": _stamp(record.created_at),
+                "EndTimestamp": _stamp(record.ended_at),
+            }
+            for record in page.items
+        )
+        token = page.next_token
+        if not args.all or token is None:
+            break
+    if args.json:
+        _print_json({"Executions": rows, "NextToken": token}, out)
+        return
+    for row in rows:
+        started, ended = row["StartTimestamp"], row["EndTimestamp"]
+        out.write(f"{row['Status']:<10} {started:<19}  {ended:<19}  {row['ExecutionId']}\n")
+    if token is not None:
+        out.write(f"more: --next-token {token}\n")
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    stdout = out or sys.stdout
+    stderr = err or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        client = StepwellClient(load_config(args.config))
+        return run(args, client, stdout, sys.stdin)
+    except (CliError, ConfigError, StepwellError, ValueError) as error:
+        stderr.write(f"stepwell: error: {error}\n")
+        return 1
+    except (ClientError, BotoCoreError) as error:
+        stderr.write(f"stepwell: error: AWS request failed: {error}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
