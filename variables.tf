@@ -71,6 +71,7 @@ variable "read_capacity" {
     condition     = var.read_capacity >= 1 && var.read_capacity <= 40000 && floor(var.read_capacity) == var.read_capacity
     error_message = "read_capacity must be a whole number between 1 and 40000."
   }
+
 }
 
 variable "write_capacity" {
@@ -124,6 +125,11 @@ variable "event_bus_arn" {
     condition     = var.event_bus_arn == null || can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]+$", var.event_bus_arn))
     error_message = "event_bus_arn must be an event bus ARN (arn:aws:events:REGION:ACCOUNT:event-bus/NAME) or null."
   }
+
+  validation {
+    condition     = var.create_event_bus || var.event_bus_arn != null
+    error_message = "event_bus_arn is required when create_event_bus is false."
+  }
 }
 
 variable "event_pattern" {
@@ -145,6 +151,12 @@ variable "queue_visibility_timeout_seconds" {
   validation {
     condition     = var.queue_visibility_timeout_seconds == null || try(var.queue_visibility_timeout_seconds >= 0 && var.queue_visibility_timeout_seconds <= 43200 && floor(var.queue_visibility_timeout_seconds) == var.queue_visibility_timeout_seconds, false)
     error_message = "queue_visibility_timeout_seconds must be a whole number between 0 and 43200, or null."
+  }
+
+  # A message must stay hidden while a worker may still be processing it, retries included.
+  validation {
+    condition     = var.queue_visibility_timeout_seconds == null || try(var.queue_visibility_timeout_seconds >= 6 * var.timeout, false)
+    error_message = "queue_visibility_timeout_seconds must be at least six times timeout (6 x ${var.timeout} s = ${6 * var.timeout} s), or null for exactly that."
   }
 }
 
@@ -329,6 +341,11 @@ variable "security_group_ids" {
     condition     = alltrue([for id in var.security_group_ids : can(regex("^sg-[0-9a-f]+$", id))])
     error_message = "security_group_ids must hold security group ids (sg-0123abcd)."
   }
+
+  validation {
+    condition     = (length(var.subnet_ids) > 0) == (length(var.security_group_ids) > 0)
+    error_message = "subnet_ids and security_group_ids go together: give both for a worker in a VPC, or neither."
+  }
 }
 
 variable "batch_size" {
@@ -350,6 +367,11 @@ variable "maximum_batching_window_seconds" {
   validation {
     condition     = var.maximum_batching_window_seconds >= 0 && var.maximum_batching_window_seconds <= 300 && floor(var.maximum_batching_window_seconds) == var.maximum_batching_window_seconds
     error_message = "maximum_batching_window_seconds must be a whole number between 0 and 300."
+  }
+
+  validation {
+    condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds > 0
+    error_message = "batch_size ${var.batch_size} > 10 needs maximum_batching_window_seconds > 0 (SQS mappings allow more than 10 messages only with a batching window)."
   }
 }
 

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.7"
+  # Cross-variable validation rules need 1.9.
+  required_version = ">= 1.9"
 
   required_providers {
     aws = {

@@ -55,7 +55,7 @@ resource "terraform_data" "package" {
       STEPWELL_BUILD_OUTPUT         = local.package_path
       STEPWELL_BUILD_ENGINE_DIR     = local.engine_dir
       STEPWELL_BUILD_REQUIREMENTS   = local.requirements_file
-      STEPWELL_BUILD_WORKFLOWS_DIR  = coalesce(var.workflows_dir, "")
+      STEPWELL_BUILD_WORKFLOWS_DIR  = var.workflows_dir == null ? "" : var.workflows_dir
       STEPWELL_BUILD_PLATFORM       = local.pip_platform
       STEPWELL_BUILD_PYTHON_VERSION = local.python_version
     }

@@ -1,0 +1,433 @@
+# Every input validation of the root module rejects a bad value (one run per rule), at plan time,
+# with a mocked AWS provider. The first run proves the defaults plan cleanly.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+variables {
+  name = "unit"
+}
+
+run "defaults_plan_cleanly" {
+  command = plan
+
+  assert {
+    condition     = output.client_config.name == "unit"
+    error_message = "The defaults should plan, with client_config naming the deployment."
+  }
+}
+
+run "rejects_name_uppercase" {
+  command = plan
+
+  variables {
+    name = "Bad_Name"
+  }
+
+  expect_failures = [var.name]
+}
+
+run "rejects_name_too_short" {
+  command = plan
+
+  variables {
+    name = "ab"
+  }
+
+  expect_failures = [var.name]
+}
+
+run "rejects_name_trailing_hyphen" {
+  command = plan
+
+  variables {
+    name = "stepwell-"
+  }
+
+  expect_failures = [var.name]
+}
+
+run "rejects_kms_key_arn_not_kms" {
+  command = plan
+
+  variables {
+    kms_key_arn = "arn:aws:s3:::bucket"
+  }
+
+  expect_failures = [var.kms_key_arn]
+}
+
+run "rejects_permissions_boundary_not_policy" {
+  command = plan
+
+  variables {
+    permissions_boundary_arn = "arn:aws:iam::123456789012:role/boundary"
+  }
+
+  expect_failures = [var.permissions_boundary_arn]
+}
+
+run "rejects_retention_days_zero" {
+  command = plan
+
+  variables {
+    retention_days = 0
+  }
+
+  expect_failures = [var.retention_days]
+}
+
+run "rejects_retention_days_fraction" {
+  command = plan
+
+  variables {
+    retention_days = 1.5
+  }
+
+  expect_failures = [var.retention_days]
+}
+
+run "rejects_billing_mode_unknown" {
+  command = plan
+
+  variables {
+    billing_mode = "ON_DEMAND"
+  }
+
+  expect_failures = [var.billing_mode]
+}
+
+run "rejects_read_capacity_zero" {
+  command = plan
+
+  variables {
+    read_capacity = 0
+  }
+
+  expect_failures = [var.read_capacity]
+}
+
+run "rejects_write_capacity_too_large" {
+  command = plan
+
+  variables {
+    write_capacity = 40001
+  }
+
+  expect_failures = [var.write_capacity]
+}
+
+run "rejects_subject_index_name_bad_chars" {
+  command = plan
+
+  variables {
+    subject_index_name = "by subject!"
+  }
+
+  expect_failures = [var.subject_index_name]
+}
+
+run "rejects_event_bus_arn_not_a_bus" {
+  command = plan
+
+  variables {
+    event_bus_arn = "arn:aws:sqs:eu-west-1:123456789012:queue"
+  }
+
+  expect_failures = [var.event_bus_arn]
+}
+
+run "rejects_event_pattern_not_json_object" {
+  command = plan
+
+  variables {
+    event_pattern = "[1, 2]"
+  }
+
+  expect_failures = [var.event_pattern]
+}
+
+run "rejects_queue_visibility_timeout_too_large" {
+  command = plan
+
+  variables {
+    queue_visibility_timeout_seconds = 43201
+  }
+
+  expect_failures = [var.queue_visibility_timeout_seconds]
+}
+
+run "rejects_queue_message_retention_too_short" {
+  command = plan
+
+  variables {
+    queue_message_retention_seconds = 59
+  }
+
+  expect_failures = [var.queue_message_retention_seconds]
+}
+
+run "rejects_dlq_message_retention_too_long" {
+  command = plan
+
+  variables {
+    dlq_message_retention_seconds = 1209601
+  }
+
+  expect_failures = [var.dlq_message_retention_seconds]
+}
+
+run "rejects_max_receive_count_zero" {
+  command = plan
+
+  variables {
+    max_receive_count = 0
+  }
+
+  expect_failures = [var.max_receive_count]
+}
+
+run "rejects_reconcile_interval_zero" {
+  command = plan
+
+  variables {
+    reconcile_interval_minutes = 0
+  }
+
+  expect_failures = [var.reconcile_interval_minutes]
+}
+
+run "rejects_reconcile_interval_over_a_day" {
+  command = plan
+
+  variables {
+    reconcile_interval_minutes = 1441
+  }
+
+  expect_failures = [var.reconcile_interval_minutes]
+}
+
+run "rejects_payload_bucket_name_uppercase" {
+  command = plan
+
+  variables {
+    payload_bucket_name = "Payloads"
+  }
+
+  expect_failures = [var.payload_bucket_name]
+}
+
+run "rejects_runtime_not_python" {
+  command = plan
+
+  variables {
+    runtime = "nodejs20.x"
+  }
+
+  expect_failures = [var.runtime]
+}
+
+run "rejects_runtime_old_python" {
+  command = plan
+
+  variables {
+    runtime = "python3.9"
+  }
+
+  expect_failures = [var.runtime]
+}
+
+run "rejects_architecture_unknown" {
+  command = plan
+
+  variables {
+    architecture = "aarch64"
+  }
+
+  expect_failures = [var.architecture]
+}
+
+run "rejects_memory_size_too_small" {
+  command = plan
+
+  variables {
+    memory_size = 64
+  }
+
+  expect_failures = [var.memory_size]
+}
+
+run "rejects_timeout_over_15_minutes" {
+  command = plan
+
+  variables {
+    timeout = 901
+  }
+
+  expect_failures = [var.timeout]
+}
+
+run "rejects_timeout_zero" {
+  command = plan
+
+  variables {
+    timeout = 0
+  }
+
+  expect_failures = [var.timeout]
+}
+
+run "rejects_reserved_concurrency_negative" {
+  command = plan
+
+  variables {
+    reserved_concurrent_executions = -1
+  }
+
+  expect_failures = [var.reserved_concurrent_executions]
+}
+
+run "rejects_log_retention_not_a_cloudwatch_value" {
+  command = plan
+
+  variables {
+    log_retention_days = 10
+  }
+
+  expect_failures = [var.log_retention_days]
+}
+
+run "rejects_log_level_unknown" {
+  command = plan
+
+  variables {
+    log_level = "TRACE"
+  }
+
+  expect_failures = [var.log_level]
+}
+
+run "rejects_event_extractor_unknown_key" {
+  command = plan
+
+  variables {
+    event_extractor = { tenant = "detail.tenant" }
+  }
+
+  expect_failures = [var.event_extractor]
+}
+
+run "rejects_subnet_ids_not_subnets" {
+  command = plan
+
+  variables {
+    subnet_ids = ["vpc-123"]
+  }
+
+  expect_failures = [var.subnet_ids]
+}
+
+run "rejects_batch_size_zero" {
+  command = plan
+
+  variables {
+    batch_size = 0
+  }
+
+  expect_failures = [var.batch_size]
+}
+
+run "rejects_batching_window_too_long" {
+  command = plan
+
+  variables {
+    maximum_batching_window_seconds = 301
+  }
+
+  expect_failures = [var.maximum_batching_window_seconds]
+}
+
+run "rejects_maximum_concurrency_one" {
+  command = plan
+
+  variables {
+    maximum_concurrency = 1
+  }
+
+  expect_failures = [var.maximum_concurrency]
+}
+
+run "rejects_lambda_package_path_not_zip" {
+  command = plan
+
+  variables {
+    lambda_package_path = "worker.tar.gz"
+  }
+
+  expect_failures = [var.lambda_package_path]
+}
+
+run "rejects_workflow_modules_not_dotted_names" {
+  command = plan
+
+  variables {
+    workflow_modules = ["orders-v2"]
+  }
+
+  expect_failures = [var.workflow_modules]
+}
+
+run "rejects_visibility_timeout_below_six_times_timeout" {
+  command = plan
+
+  variables {
+    timeout                          = 60
+    queue_visibility_timeout_seconds = 300
+  }
+
+  expect_failures = [var.queue_visibility_timeout_seconds]
+}
+
+run "rejects_existing_bus_needs_arn" {
+  command = plan
+
+  variables {
+    create_event_bus = false
+  }
+
+  expect_failures = [var.event_bus_arn]
+}
+
+run "rejects_large_batch_needs_window" {
+  command = plan
+
+  variables {
+    batch_size                      = 100
+    maximum_batching_window_seconds = 0
+  }
+
+  expect_failures = [var.maximum_batching_window_seconds]
+}
+
+run "rejects_security_groups_not_security_groups" {
+  command = plan
+
+  variables {
+    subnet_ids         = ["subnet-0abc"]
+    security_group_ids = ["subnet-0abc"]
+  }
+
+  expect_failures = [var.security_group_ids]
+}
+
+run "rejects_subnets_without_security_groups" {
+  command = plan
+
+  variables {
+    subnet_ids = ["subnet-0abc"]
+  }
+
+  expect_failures = [var.security_group_ids]
+}
