@@ -1,0 +1,162 @@
+"""The Lambda entry: the module-level handler built from the environment, bus events, stop, big payloads."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from stepwell import entry
+from stepwell.client import StepwellClient
+from stepwell.clock import VirtualClock
+from stepwell.entry import CALLBACK_FAILURE, CALLBACK_HEARTBEAT, EntryRuntime
+from stepwell.registry import Registry
+from stepwell.timers import schedule_prefix
+
+from .deployment import Deployment
+from .driver import QueueDriver
+
+
+@durable_execution
+def long_sleeper(event: dict[str, Any], context: DurableContext) -> str:
+    context.wait(Duration.from_seconds(2 * 86400), name="two-days")
+    return "awake"
+
+
+@durable_execution
+def echo(event: Any, context: DurableContext) -> Any:
+    return context.step(lambda _: event, name="echo")
+
+
+@pytest.fixture
+def stack(deployment: Deployment) -> tuple[StepwellClient, QueueDriver]:
+    registry = Registry()
+    registry.register("long-sleeper", long_sleeper)
+    registry.register("echo", echo)
+    clock = VirtualClock()
+    client = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
+    runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
+    return client, QueueDriver(deployment, runtime, clock)
+
+
+def test_module_handler_builds_from_the_environment_and_imports_workflow_modules(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = deployment.config.to_env()
+    env["STEPWELL_WORKFLOW_MODULES"] = "adapters.sample_workflows"
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(entry, "_runtime", None)
+    client = StepwellClient.from_env()
+    execution_id = client.start_execution("sample-echo-length", {"text": "four"}, execution_name="env-run")
+    messages = deployment.clients.sqs.receive_message(QueueUrl=deployment.config.work_queue_url)["Messages"]
+    event = {
+        "Records": [
+            {"messageId": m["MessageId"], "body": m["Body"], "eventSource": "aws:sqs"} for m in messages
+        ]
+        + [{"messageId": "junk-1", "body": "{}", "eventSource": "aws:sqs"}]
+    }
+    assert entry.handler(event, None) == {"batchItemFailures": [{"itemIdentifier": "junk-1"}]}
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED" and json.loads(description["Result"]) == 4
+    assert entry.handler({"kind": "reconcile"}, None)["action"] == "ran"
+
+
+def test_stop_deletes_pending_schedules_and_later_messages_do_nothing(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
+) -> None:
+    client, driver = stack
+    execution_id = client.start_execution("long-sleeper", None, execution_name="sleepy")
+    driver.run_until_quiet(fire_schedules=False)
+    scheduler = deployment.clients.scheduler
+    group = deployment.config.schedule_group_name
+
+    def pending() -> list[str]:
+        names = [item["Name"] for item in scheduler.list_schedules(GroupName=group)["Schedules"]]
+        return [name for name in names if name.startswith(schedule_prefix(execution_id))]
+
+    assert len(pending()) == 1
+    assert client.stop_execution(execution_id) is True
+    assert pending() == []
+    driver.run_until_quiet()
+    # A late wake-up (as if a schedule had already fired) changes nothing.
+    deployment.clients.sqs.send_message(
+        QueueUrl=deployment.config.work_queue_url,
+        MessageBody=json.dumps({"kind": "invoke", "executionId": execution_id}),
+    )
+    driver.run_until_quiet()
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "STOPPED"
+    types = [event["EventType"] for event in client.get_execution_history(execution_id)]
+    assert types.count("ExecutionStopped") == 1 and "WaitSucceeded" not in types
+
+
+def test_bus_events_callback_commands_and_rejected_domain_events(
+    stack: tuple[StepwellClient, QueueDriver], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, driver = stack
+    runtime = driver.runtime
+    caplog.set_level(logging.WARNING, logger="stepwell.entry")
+    envelope = {
+        "version": "0",
+        "id": "e-1",
+        "source": "shop",
+        "detail-type": "OrderPlaced",
+        "detail": {"id": 3},
+    }
+    result = runtime.handle_body(envelope)
+    assert (result.kind, result.action) == ("event", "rejected")
+    assert "rejected bus event e-1" in caplog.text and "OrderPlaced" in caplog.text
+
+    unknown = {**envelope, "detail-type": CALLBACK_HEARTBEAT, "detail": {"callbackId": "nobody-knows"}}
+    assert runtime.handle_body(unknown).action == "rejected"
+
+    records = [
+        {
+            "messageId": "no-id",
+            "body": json.dumps({**envelope, "detail-type": CALLBACK_FAILURE, "detail": {}}),
+        },
+        {"messageId": "fine", "body": json.dumps(envelope)},
+        {
+            "messageId": "bad-error",
+            "body": json.dumps(
+                {**envelope, "detail-type": CALLBACK_FAILURE, "detail": {"callbackId": "x", "error": "boom"}}
+            ),
+        },
+    ]
+    response = runtime.handle_event({"Records": records})
+    assert response == {"batchItemFailures": [{"itemIdentifier": "no-id"}, {"itemIdentifier": "bad-error"}]}
+
+
+def test_early_wake_is_rescheduled_not_run(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
+) -> None:
+    client, driver = stack
+    now = driver.clock.now()
+    execution_id = client.start_execution("echo", 1, execution_name="early")
+    early = {"kind": "invoke", "executionId": execution_id, "dueAt": now + 7200}
+    result = driver.runtime.handle_body(early)
+    assert result.action == "rescheduled"
+    schedules = deployment.clients.scheduler.list_schedules(GroupName=deployment.config.schedule_group_name)
+    assert [item["Name"][: len(schedule_prefix(execution_id))] for item in schedules["Schedules"]] == [
+        schedule_prefix(execution_id)
+    ]
+
+
+def test_large_input_and_result_travel_through_s3(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
+) -> None:
+    client, driver = stack
+    big = "x" * (400 * 1024)  # bigger than a DynamoDB item
+    execution_id = client.start_execution("echo", big, execution_name="big")
+    driver.run_until_quiet()
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED"
+    assert json.loads(description["Result"]) == big and json.loads(description["InputPayload"]) == big
+    objects = deployment.clients.s3.list_objects_v2(Bucket=deployment.config.payload_bucket).get(
+        "Contents", []
+    )
+    assert len(objects) >= 2
