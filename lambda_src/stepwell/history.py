@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from stepwell.journal import operation_result
+
 _TIMESTAMP_KEYS = frozenset({"EventTimestamp", "StartTimestamp", "EndTimestamp", "ScheduledEndTimestamp"})
 
 
@@ -29,10 +31,32 @@ def _with_datetimes(value: Any) -> Any:
 
 
 def events_from_bodies(bodies: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of the log's batches (in seq order), with EventIds by position from 1."""
     events: list[dict[str, Any]] = []
     for body in bodies:
-        events.extend(_with_datetimes(event) for event in body.get("e", ()))
+        operations = body.get("o", [])
+        for stored in body.get("e", ()):
+            events.append(_with_datetimes(_restore_event(stored, operations, len(events) + 1)))
     return events
+
+
+def _restore_event(stored: dict[str, Any], operations: list[dict[str, Any]], event_id: int) -> dict[str, Any]:
+    event_type = stored["t"]
+    event: dict[str, Any] = {"EventType": event_type, "EventId": event_id, "EventTimestamp": stored["s"]}
+    identity: dict[str, Any] | None = None
+    if "o" in stored:
+        identity = operations[stored["o"]]
+    elif "id" in stored:
+        identity = stored["id"]
+    if identity is not None:
+        for key in ("SubType", "Id", "Name", "ParentId"):
+            if identity.get(key):
+                event[key] = identity[key]
+    details = dict(stored.get("d", {}))
+    if stored.get("r") and identity is not None:
+        details["Result"] = {"Payload": operation_result(identity), **details.get("Result", {})}
+    event[f"{event_type}Details"] = details
+    return event
 
 
 def format_timeline(events: Iterable[dict[str, Any]]) -> str:

@@ -119,7 +119,7 @@ class Journal:
     _timer_counter: int = 0
     _dirty: dict[str, Operation] = field(default_factory=dict)
     _dirty_meta: set[str] = field(default_factory=set)
-    _events: list[dict[str, Any]] = field(default_factory=list)
+    _events: list[tuple[str, int, str | None, dict[str, Any]]] = field(default_factory=list)
     _absorbed_now: list[str] = field(default_factory=list)
     _new_callbacks: list[tuple[str, str]] = field(default_factory=list)
     _child_starts: list[ChildStart] = field(default_factory=list)
@@ -228,22 +228,9 @@ class Journal:
     # ------------------------------------------------------------------ events
 
     def _event(self, event_type: str, now: float, op: Operation | None, details: dict[str, Any]) -> None:
-        event: dict[str, Any] = {
-            "EventType": event_type,
-            "EventId": self.next_event_id,
-            "EventTimestamp": _ms(now),
-        }
-        if op is not None:
-            if op.sub_type:
-                event["SubType"] = op.sub_type
-            event["Id"] = op.operation_id
-            if op.name:
-                event["Name"] = op.name
-            if op.parent_id:
-                event["ParentId"] = op.parent_id
-        event[f"{event_type}Details"] = details
+        # Kept compact until the flush (see _stored_event); the EventId is the position in the log.
+        self._events.append((event_type, _ms(now), op.operation_id if op is not None else None, details))
         self.next_event_id += 1
-        self._events.append(event)
 
     def _set(self, op: Operation) -> None:
         self.operations[op.operation_id] = op
@@ -666,14 +653,53 @@ class Journal:
 
     # ------------------------------------------------------------------ flushing
 
+    def _stored_event(
+        self,
+        event: tuple[str, int, str | None, dict[str, Any]],
+        positions: dict[str, int],
+        stored_operations: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """An event as stored: {"t": type, "s": epoch ms, "o": index of its operation in this batch,
+        "d": details, "r": 1 when Result.Payload is the operation's stored result}. The operation's Id,
+        Name, SubType and ParentId and a repeated result are not stored twice (stepwell.history
+        restores them), which keeps a step's batch under one DynamoDB write unit."""
+        event_type, stamp, op_id, details = event
+        stored: dict[str, Any] = {"t": event_type, "s": stamp}
+        if op_id is not None:
+            index = positions.get(op_id)
+            if index is None:  # not changed in this batch: keep its identity in the event itself
+                op = self.operations[op_id]
+                stored["id"] = {
+                    "Id": op_id,
+                    "Name": op.name,
+                    "SubType": op.sub_type,
+                    "ParentId": op.parent_id,
+                }
+            else:
+                stored["o"] = index
+                result = details.get("Result")
+                payload = result.get("Payload") if isinstance(result, dict) else None
+                if (
+                    isinstance(result, dict)
+                    and payload is not None
+                    and payload == operation_result(stored_operations[index])
+                ):
+                    details = {**details, "Result": {k: v for k, v in result.items() if k != "Payload"}}
+                    stored["r"] = 1
+        if details:
+            stored["d"] = details
+        return stored
+
     def flush(self) -> FlushedBatch:
         """Take the unflushed changes as the next batch's body (the caller appends it at next_seq)."""
         body: dict[str, Any] = {}
         operations = list(self._dirty.values())
-        if operations:
-            body["o"] = [_operation_to_json(op) for op in operations]
+        stored_operations = [_operation_to_json(op) for op in operations]
+        if stored_operations:
+            body["o"] = stored_operations
         if self._events:
-            body["e"] = self._events
+            positions = {op.operation_id: index for index, op in enumerate(operations)}
+            body["e"] = [self._stored_event(event, positions, stored_operations) for event in self._events]
         if self._absorbed_now:
             body["i"] = self._absorbed_now
         if self._dirty_meta:
@@ -706,6 +732,16 @@ _APPLIERS = {
     OperationType.CONTEXT: Journal._apply_context,
     OperationType.CHAINED_INVOKE: Journal._apply_chained_invoke,
 }
+
+
+def operation_result(stored_operation: dict[str, Any]) -> str | None:
+    """The result payload inside a stored operation (its type's details), if any."""
+    for key in ("StepDetails", "ContextDetails", "CallbackDetails", "ChainedInvokeDetails"):
+        details = stored_operation.get(key)
+        if isinstance(details, dict):
+            result = details.get("Result")
+            return result if isinstance(result, str) else None
+    return None
 
 
 def encode_body(body: dict[str, Any]) -> str:

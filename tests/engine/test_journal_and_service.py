@@ -45,7 +45,7 @@ def test_a_repeated_succeed_of_a_finished_step_is_a_no_op() -> None:
     journal.apply_update(update("a", STEP, FAIL, error=ErrorObject("late", "Late", None, None)), NOW + 2)
 
     body = journal.flush().body
-    assert [event["EventType"] for event in body["e"]] == ["StepStarted", "StepSucceeded"]
+    assert [event["t"] for event in body["e"]] == ["StepStarted", "StepSucceeded"]
     operation = journal.operations["a"]
     assert operation.status is OperationStatus.SUCCEEDED
     assert operation.step_details is not None and operation.step_details.result == '"first"'
@@ -78,8 +78,8 @@ def test_due_timers_complete_waits_and_time_out_callbacks_in_order() -> None:
     assert journal.fire_due_timers(NOW + 5) == 0
     assert journal.fire_due_timers(NOW + 10) == 1
     events = journal.flush().body["e"]
-    assert [event["EventType"] for event in events] == ["WaitSucceeded"]
-    assert events[0]["WaitSucceededDetails"] == {"Duration": 10}
+    assert [event["t"] for event in events] == ["WaitSucceeded"]
+    assert events[0]["d"] == {"Duration": 10}
     assert journal.next_wake_at() is None
 
 
@@ -94,7 +94,7 @@ def test_external_inputs_are_absorbed_once() -> None:
 
     assert journal.absorb([success, failure, success], NOW) == 1
     body = journal.flush().body
-    assert [event["EventType"] for event in body["e"]] == ["CallbackSucceeded"]
+    assert [event["t"] for event in body["e"]] == ["CallbackSucceeded"]
     assert body["i"] == ["0001#a", "0002#b"]
 
 
