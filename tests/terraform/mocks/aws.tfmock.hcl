@@ -22,6 +22,7 @@ mock_data "aws_partition" {
 mock_resource "aws_sqs_queue" {
   defaults = {
     arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    id  = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
     url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
   }
 }

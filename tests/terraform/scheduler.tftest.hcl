@@ -1,0 +1,117 @@
+# modules/scheduler: group, least-privilege role, recurring reconcile schedule.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+variables {
+  name           = "unit"
+  work_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+  event_bus_arn  = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+}
+
+run "role_and_reconcile_schedule" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  assert {
+    condition     = aws_scheduler_schedule_group.this.name == "unit" && aws_iam_role.scheduler.name == "unit-scheduler"
+    error_message = "Group and role must be named from var.name."
+  }
+
+  assert {
+    condition = jsondecode(aws_iam_role.scheduler.assume_role_policy).Statement == [{
+      Effect    = "Allow"
+      Principal = { Service = "scheduler.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+      Condition = { StringEquals = { "aws:SourceAccount" = "123456789012" } }
+    }]
+    error_message = "The role must trust only scheduler.amazonaws.com of this account."
+  }
+
+  assert {
+    condition = {
+      for statement in jsondecode(aws_iam_role_policy.scheduler.policy).Statement : statement.Sid => [statement.Action, statement.Resource]
+      } == {
+      SendToWorkQueue = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-work"]
+      PutEventsOnBus  = ["events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/unit"]
+    }
+    error_message = "Without a key the role may only send to the work queue and put events on the bus."
+  }
+
+  assert {
+    condition = (
+      aws_scheduler_schedule.reconcile.group_name == "unit" &&
+      aws_scheduler_schedule.reconcile.schedule_expression == "rate(5 minutes)" &&
+      aws_scheduler_schedule.reconcile.state == "ENABLED" &&
+      aws_scheduler_schedule.reconcile.target[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-work" &&
+      aws_scheduler_schedule.reconcile.target[0].role_arn == aws_iam_role.scheduler.arn &&
+      jsondecode(aws_scheduler_schedule.reconcile.target[0].input) == { kind = "reconcile" }
+    )
+    error_message = "The reconcile schedule must send {\"kind\":\"reconcile\"} to the work queue every 5 minutes through the role."
+  }
+}
+
+run "one_minute_and_customer_key" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    reconcile_interval_minutes = 1
+    reconcile_schedule_enabled = false
+    kms_key_arn                = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    permissions_boundary_arn   = "arn:aws:iam::123456789012:policy/boundary"
+  }
+
+  assert {
+    condition     = aws_scheduler_schedule.reconcile.schedule_expression == "rate(1 minute)" && aws_scheduler_schedule.reconcile.state == "DISABLED"
+    error_message = "One minute is written rate(1 minute); the enabled switch must reach the schedule."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_iam_role_policy.scheduler.policy).Statement : statement.Action if statement.Sid == "EncryptWithKey"
+    ] == [["kms:GenerateDataKey", "kms:Decrypt"]]
+    error_message = "With a key the role gets exactly the KMS actions sending needs."
+  }
+
+  assert {
+    condition     = aws_iam_role.scheduler.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary"
+    error_message = "The permissions boundary must be attached."
+  }
+}
+
+run "rejects_work_queue_arn_not_sqs" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    work_queue_arn = "arn:aws:sns:eu-west-1:123456789012:topic"
+  }
+
+  expect_failures = [var.work_queue_arn]
+}
+
+run "rejects_event_bus_arn_not_a_bus" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    event_bus_arn = "unit"
+  }
+
+  expect_failures = [var.event_bus_arn]
+}
