@@ -125,6 +125,18 @@ class DeployedStack:
         return find_leftovers(self.backend, config)
 
 
+def event_source_mappings_for(backend: Backend, function_name: str) -> list[dict[str, Any]]:
+    """The event source mappings of one function. Lists all and filters by FunctionArn, because moto
+    filters ListEventSourceMappings' FunctionName by the exact string the mapping was created with
+    (Terraform passes the function's ARN), so a filter by name finds nothing there."""
+    mappings: list[dict[str, Any]] = []
+    for page in backend.client("lambda").get_paginator("list_event_source_mappings").paginate():
+        for mapping in page["EventSourceMappings"]:
+            if str(mapping.get("FunctionArn", "")).split(":")[6:7] == [function_name]:
+                mappings.append(mapping)
+    return mappings
+
+
 def _exists(call: Any, **kwargs: Any) -> bool:
     try:
         call(**kwargs)

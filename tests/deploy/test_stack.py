@@ -1,0 +1,289 @@
+"""examples/complete applied to each backend: every resource checked through the AWS API, and a second
+plan with no changes. (The stack is destroyed at the end of the session; that teardown fails the run
+when anything is left.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from stepwell.testing.deployed_fixtures import DeployedStack, event_source_mappings_for
+
+# Settings examples/complete passes to the module.
+EXPECTED = {
+    "max_receive_count": 5,
+    "reconcile_interval_minutes": 5,
+    "runtime": "python3.13",
+    "architecture": "arm64",
+    "memory_size": 512,
+    "timeout": 60,
+    "visibility_timeout": 360,
+    "queue_retention": 345600,
+    "dlq_retention": 1209600,
+    "log_retention_days": 14,
+    "batch_size": 10,
+    "batching_window": 1,
+    "retention_days": 30,
+}
+
+TABLE_KEYS = {
+    "definitions_table": ([("domain", "HASH"), ("workflowId", "RANGE")], {}),
+    "executions_table": (
+        [("contextKey", "HASH"), ("instanceId", "RANGE")],
+        {
+            "domain-subjectId-index": [("domain", "HASH"), ("subjectId", "RANGE")],
+            "status-index": [("status", "HASH"), ("updatedAt", "RANGE")],
+            "workflow-index": [("workflowId", "HASH"), ("createdAt", "RANGE")],
+        },
+    ),
+    "operations_table": ([("executionId", "HASH"), ("sk", "RANGE")], {}),
+    "coordination_table": ([("key", "HASH")], {"due-index": [("dueShard", "HASH"), ("dueAt", "RANGE")]}),
+}
+NUMBER_ATTRIBUTES = {"updatedAt", "createdAt", "dueAt"}
+
+
+def _keys(schema: list[dict[str, str]]) -> list[tuple[str, str]]:
+    return [(key["AttributeName"], key["KeyType"]) for key in schema]
+
+
+def _statements(document: Any) -> list[dict[str, Any]]:
+    parsed = json.loads(document) if isinstance(document, str) else document
+    statements = parsed["Statement"]
+    return statements if isinstance(statements, list) else [statements]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _actions(statements: list[dict[str, Any]]) -> list[str]:
+    return [action for statement in statements for action in _as_list(statement.get("Action", []))]
+
+
+@pytest.fixture(scope="module")
+def config(deployed_stack: DeployedStack) -> dict[str, Any]:
+    return deployed_stack.client_config
+
+
+@pytest.mark.parametrize("table_key", sorted(TABLE_KEYS))
+def test_tables_keys_indexes_ttl_and_recovery(
+    deployed_stack: DeployedStack, config: dict[str, Any], table_key: str
+) -> None:
+    dynamodb = deployed_stack.backend.client("dynamodb")
+    table_name = config[table_key]
+    description = dynamodb.describe_table(TableName=table_name)["Table"]
+    primary, indexes = TABLE_KEYS[table_key]
+    assert _keys(description["KeySchema"]) == primary
+    assert description["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert description.get("DeletionProtectionEnabled", False) is False
+    found = {index["IndexName"]: index for index in description.get("GlobalSecondaryIndexes", [])}
+    assert set(found) == set(indexes)
+    for index_name, keys in indexes.items():
+        assert _keys(found[index_name]["KeySchema"]) == keys
+        assert found[index_name]["Projection"]["ProjectionType"] == "ALL"
+    attribute_types = {
+        item["AttributeName"]: item["AttributeType"] for item in description["AttributeDefinitions"]
+    }
+    for name, attribute_type in attribute_types.items():
+        assert attribute_type == ("N" if name in NUMBER_ATTRIBUTES else "S"), name
+    # No customer key in the example: DynamoDB's always-on encryption with an AWS-owned key, which
+    # DescribeTable reports as no SSEDescription (or ENABLED on emulators that echo it).
+    assert description.get("SSEDescription", {"Status": "ENABLED"})["Status"] in ("ENABLED", "ENABLING")
+    ttl = dynamodb.describe_time_to_live(TableName=table_name)["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] in ("ENABLED", "ENABLING")
+    assert ttl["AttributeName"] == "ttl"
+    backups = dynamodb.describe_continuous_backups(TableName=table_name)["ContinuousBackupsDescription"]
+    assert backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
+
+
+def test_queues_redrive_encryption_retention_and_visibility(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    sqs = deployed_stack.backend.client("sqs")
+    work = sqs.get_queue_attributes(QueueUrl=config["work_queue_url"], AttributeNames=["All"])["Attributes"]
+    dlq = sqs.get_queue_attributes(QueueUrl=config["dlq_url"], AttributeNames=["All"])["Attributes"]
+    assert work["QueueArn"] == config["work_queue_arn"]
+    redrive = json.loads(work["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"] == dlq["QueueArn"]
+    assert int(redrive["maxReceiveCount"]) == EXPECTED["max_receive_count"]
+    assert int(work["VisibilityTimeout"]) == EXPECTED["visibility_timeout"]
+    assert int(work["VisibilityTimeout"]) >= 6 * EXPECTED["timeout"]
+    assert int(work["MessageRetentionPeriod"]) == EXPECTED["queue_retention"]
+    assert int(dlq["MessageRetentionPeriod"]) == EXPECTED["dlq_retention"]
+    for attributes in (work, dlq):
+        assert attributes.get("SqsManagedSseEnabled") == "true" or attributes.get("KmsMasterKeyId")
+
+
+def test_queue_policy_admits_only_the_engine_rule(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    sqs = deployed_stack.backend.client("sqs")
+    events = deployed_stack.backend.client("events")
+    rule_name = deployed_stack.outputs["event_rule_name"]
+    rule_arn = events.describe_rule(Name=rule_name, EventBusName=config["event_bus_name"])["Arn"]
+    policy = sqs.get_queue_attributes(QueueUrl=config["work_queue_url"], AttributeNames=["Policy"])[
+        "Attributes"
+    ]["Policy"]
+    statements = _statements(policy)
+    assert all(statement["Effect"] == "Allow" for statement in statements)
+    assert set(_actions(statements)) == {"sqs:SendMessage"}
+    assert all(statement["Resource"] == config["work_queue_arn"] for statement in statements)
+    rule_statements = [s for s in statements if s["Principal"] == {"Service": "events.amazonaws.com"}]
+    assert len(rule_statements) == 1
+    assert rule_statements[0]["Condition"] == {"ArnEquals": {"aws:SourceArn": rule_arn}}
+
+
+def test_bus_rule_pattern_and_target(deployed_stack: DeployedStack, config: dict[str, Any]) -> None:
+    events = deployed_stack.backend.client("events")
+    bus = events.describe_event_bus(Name=config["event_bus_name"])
+    assert bus["Arn"] == config["event_bus_arn"]
+    rule_name = deployed_stack.outputs["event_rule_name"]
+    rule = events.describe_rule(Name=rule_name, EventBusName=config["event_bus_name"])
+    assert rule["State"] == "ENABLED"
+    pattern = json.loads(rule["EventPattern"])
+    assert isinstance(pattern, dict) and pattern
+    targets = events.list_targets_by_rule(Rule=rule_name, EventBusName=config["event_bus_name"])["Targets"]
+    assert [target["Arn"] for target in targets] == [config["work_queue_arn"]]
+
+
+def test_schedule_group_and_reconciler_schedule(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    scheduler = deployed_stack.backend.client("scheduler")
+    group = scheduler.get_schedule_group(Name=config["schedule_group_name"])
+    assert group["Name"] == config["schedule_group_name"]
+    schedule = scheduler.get_schedule(
+        GroupName=config["schedule_group_name"], Name=deployed_stack.outputs["reconcile_schedule_name"]
+    )
+    assert schedule["ScheduleExpression"] == f"rate({EXPECTED['reconcile_interval_minutes']} minutes)"
+    assert schedule["State"] == "ENABLED"
+    assert schedule["Target"]["Arn"] == config["work_queue_arn"]
+    assert schedule["Target"]["RoleArn"] == config["scheduler_role_arn"]
+    assert json.loads(schedule["Target"]["Input"]) == {"kind": "reconcile"}
+
+
+def test_scheduler_role_trust_and_least_privilege(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    iam = deployed_stack.backend.client("iam")
+    role_name = config["scheduler_role_arn"].rsplit("/", 1)[-1]
+    role = iam.get_role(RoleName=role_name)["Role"]
+    trust = _statements(role["AssumeRolePolicyDocument"])
+    assert [statement["Principal"] for statement in trust] == [{"Service": "scheduler.amazonaws.com"}]
+    assert "aws:SourceAccount" in trust[0]["Condition"]["StringEquals"]
+    statements = [
+        statement
+        for policy_name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+        for statement in _statements(
+            iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)["PolicyDocument"]
+        )
+    ]
+    grants = {
+        (action, statement["Resource"])
+        for statement in statements
+        for action in _as_list(statement["Action"])
+    }
+    assert grants == {
+        ("sqs:SendMessage", config["work_queue_arn"]),
+        ("events:PutEvents", config["event_bus_arn"]),
+    }
+    assert iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"] == []
+
+
+def test_worker_function_environment_and_role(deployed_stack: DeployedStack, config: dict[str, Any]) -> None:
+    lam = deployed_stack.backend.client("lambda")
+    function = lam.get_function_configuration(FunctionName=config["worker_function_name"])
+    assert function["Handler"] == "stepwell.entry.handler"
+    assert function["Runtime"] == EXPECTED["runtime"]
+    assert function["Architectures"] == [EXPECTED["architecture"]]
+    assert function["MemorySize"] == EXPECTED["memory_size"]
+    assert function["Timeout"] == EXPECTED["timeout"]
+    environment = function["Environment"]["Variables"]
+    assert all(isinstance(value, str) for value in environment.values())
+    expected_environment = {
+        "STEPWELL_NAME": config["name"],
+        "STEPWELL_DEFINITIONS_TABLE": config["definitions_table"],
+        "STEPWELL_EXECUTIONS_TABLE": config["executions_table"],
+        "STEPWELL_OPERATIONS_TABLE": config["operations_table"],
+        "STEPWELL_COORDINATION_TABLE": config["coordination_table"],
+        "STEPWELL_SUBJECT_INDEX": config["subject_index_name"],
+        "STEPWELL_WORK_QUEUE_URL": config["work_queue_url"],
+        "STEPWELL_WORK_QUEUE_ARN": config["work_queue_arn"],
+        "STEPWELL_DLQ_URL": config["dlq_url"],
+        "STEPWELL_EVENT_BUS_NAME": config["event_bus_name"],
+        "STEPWELL_EVENT_BUS_ARN": config["event_bus_arn"],
+        "STEPWELL_SCHEDULE_GROUP": config["schedule_group_name"],
+        "STEPWELL_SCHEDULER_ROLE_ARN": config["scheduler_role_arn"],
+        "STEPWELL_PAYLOAD_BUCKET": config["payload_bucket"],
+        "STEPWELL_RETENTION_DAYS": str(EXPECTED["retention_days"]),
+        "STEPWELL_WORKFLOW_MODULES": ",".join(deployed_stack.outputs["workflow_modules"]),
+    }
+    assert {key: environment.get(key) for key in expected_environment} == expected_environment
+    for key in ("STEPWELL_EVENT_EXTRACTOR", "STEPWELL_LOG_LEVEL"):
+        assert key in environment
+
+    iam = deployed_stack.backend.client("iam")
+    role_name = function["Role"].rsplit("/", 1)[-1]
+    trust = _statements(iam.get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"])
+    assert [statement["Principal"] for statement in trust] == [{"Service": "lambda.amazonaws.com"}]
+    statements = [
+        statement
+        for policy_name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+        for statement in _statements(
+            iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)["PolicyDocument"]
+        )
+    ]
+    actions = _actions(statements)
+    assert actions, "the worker role has no inline policy"
+    assert not [action for action in actions if "*" in action], "a wildcard action in the worker role"
+    resources = [str(resource) for statement in statements for resource in _as_list(statement["Resource"])]
+    for table_key in ("executions_table", "operations_table", "coordination_table", "definitions_table"):
+        assert any(resource.endswith(f":table/{config[table_key]}") for resource in resources), table_key
+    assert config["work_queue_arn"] in resources
+
+    logs = deployed_stack.backend.client("logs")
+    group_name = f"/aws/lambda/{config['worker_function_name']}"
+    groups = logs.describe_log_groups(logGroupNamePrefix=group_name)["logGroups"]
+    assert [(group["logGroupName"], group.get("retentionInDays")) for group in groups] == [
+        (group_name, EXPECTED["log_retention_days"])
+    ]
+
+
+def test_worker_event_source_mapping(deployed_stack: DeployedStack, config: dict[str, Any]) -> None:
+    mappings = event_source_mappings_for(deployed_stack.backend, config["worker_function_name"])
+    assert len(mappings) == 1
+    mapping = mappings[0]
+    assert mapping["EventSourceArn"] == config["work_queue_arn"]
+    assert mapping["BatchSize"] == EXPECTED["batch_size"]
+    assert mapping.get("MaximumBatchingWindowInSeconds", 0) == EXPECTED["batching_window"]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["State"] in ("Enabled", "Enabling", "Creating")
+
+
+def test_payload_bucket_is_private_encrypted_and_tls_only(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    s3 = deployed_stack.backend.client("s3")
+    bucket = config["payload_bucket"]
+    block = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert block == {
+        "BlockPublicAcls": True,
+        "IgnorePublicAcls": True,
+        "BlockPublicPolicy": True,
+        "RestrictPublicBuckets": True,
+    }
+    statements = _statements(s3.get_bucket_policy(Bucket=bucket)["Policy"])
+    assert [statement["Effect"] for statement in statements] == ["Deny"]
+    assert statements[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rules[0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+    ownership = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"]
+    assert ownership == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    lifecycle = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    expiring = [rule for rule in lifecycle if rule.get("Expiration", {}).get("Days")]
+    assert expiring and all(rule["Status"] == "Enabled" for rule in expiring)
+
+
+def test_a_second_plan_shows_no_changes(deployed_stack: DeployedStack) -> None:
+    assert not deployed_stack.terraform.plan_has_changes(), deployed_stack.terraform.plan_text()
