@@ -292,3 +292,36 @@ def test_map_runs_every_item(stepwell_local: LocalStepwell) -> None:
 
     assert record.status is ExecutionStatus.SUCCEEDED, record.error
     assert json.loads(record.result or "null") == [1, 4, 9, 16]
+
+
+def test_an_invocation_that_keeps_crashing_fails_the_execution(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("always_crashes", workflows.always_crashes)
+    execution_id = stepwell_local.start("always_crashes", None)
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.FAILED
+    assert record.error is not None and record.error["ErrorType"] == "Runtime.ExitError"
+    crashes = [
+        event
+        for event in stepwell_local.history(execution_id)
+        if event["EventType"] == "InvocationCompleted" and "Error" in event["InvocationCompletedDetails"]
+    ]
+    assert len(crashes) == 5
+    assert not [t for shard in range(4) for t in stepwell_local.store.query_due(shard, float("inf"))]
+
+
+def test_workflow_modules_from_the_environment_register_their_handlers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stepwell.registry import default_registry, import_workflow_modules
+
+    monkeypatch.setenv("STEPWELL_WORKFLOW_MODULES", "workflow_module_for_import, ")
+    try:
+        assert import_workflow_modules() == ["workflow_module_for_import"]
+        assert "imported-greeting" in default_registry
+    finally:
+        default_registry.unregister("imported-greeting")
+    monkeypatch.setenv("STEPWELL_WORKFLOW_MODULES", "no_such_module_here")
+    with pytest.raises(ImportError, match="'no_such_module_here'"):
+        import_workflow_modules()

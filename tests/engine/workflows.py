@@ -81,3 +81,11 @@ def map_squares(event: Any, context: DurableContext) -> list[int]:
         return child.step(lambda _: item * item, name=f"square-{index}")
 
     return context.map(event["items"], square, name="squares").get_results()
+
+
+@durable_execution
+def always_crashes(event: Any, context: DurableContext) -> str:
+    def crash(_: StepContext) -> str:
+        raise SystemExit(1)  # the Lambda process dies in every attempt
+
+    return context.step(crash, name="crash")
