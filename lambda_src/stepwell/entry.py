@@ -5,8 +5,9 @@ An SQS batch (the work queue's event source mapping) is handled message by messa
 reported alone, so SQS retries it (and in the end moves it to the DLQ) while the rest of the batch
 succeeds. Message bodies (docs/architecture.md):
 
-- {"kind": "invoke", "executionId": ..., "dueAt"?: ...}: run or resume an execution. One arriving before
-  its `dueAt` is re-scheduled, not run; one finding the execution busy is re-sent a little later.
+- {"kind": "invoke", "executionId": ..., "dueAt"?: ..., "busyRetries"?: n}: run or resume an execution.
+  One arriving before its `dueAt` is re-scheduled, not run; one finding the execution busy (leased by
+  another worker) is re-sent later with `busyRetries` counting up and the delay doubling.
 - {"kind": "reconcile"}: re-enqueue overdue wake-ups and stalled executions (stepwell.reconciler).
 - an EventBridge envelope from the bus rule. Callback commands are events whose `detail-type` is
   "stepwell.callback.success" (detail {"callbackId": ..., "result": text, or any JSON value which is
@@ -38,6 +39,7 @@ from stepwell.ports import Clock
 from stepwell.reconciler import Reconciler
 from stepwell.registry import Registry, default_registry, import_workflow_modules
 from stepwell.timers import is_early
+from stepwell.work_queue import MAX_DELAY_SECONDS
 from stepwell.worker import Worker, parse_invoke_message
 
 logger = logging.getLogger("stepwell.entry")
@@ -47,7 +49,8 @@ CALLBACK_FAILURE = "stepwell.callback.failure"
 CALLBACK_HEARTBEAT = "stepwell.callback.heartbeat"
 CALLBACK_DETAIL_TYPES = (CALLBACK_SUCCESS, CALLBACK_FAILURE, CALLBACK_HEARTBEAT)
 _ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
-# A message that finds its execution leased by another worker comes back after this delay.
+# A message that finds its execution leased by another worker comes back after this delay, doubling
+# each time it finds it busy again (up to SQS's 900 s).
 BUSY_RETRY_SECONDS = 5
 
 
@@ -156,7 +159,12 @@ class EntryRuntime:
             return MessageResult("invoke", "rescheduled", message.execution_id, {"dueAt": message.due_at})
         outcome = self.worker.handle_message(body, context)
         if outcome.action == "busy":
-            self.engine.queue.enqueue(InvokeMessage(message.execution_id).to_body(), BUSY_RETRY_SECONDS)
+            # Back off while the lease holder runs (or until its lease expires, if it died).
+            retries = body.get("busyRetries")
+            attempt = retries if isinstance(retries, int) and retries >= 0 else 0
+            delay = min(BUSY_RETRY_SECONDS * 2**attempt, MAX_DELAY_SECONDS)
+            retry = {**InvokeMessage(message.execution_id).to_body(), "busyRetries": attempt + 1}
+            self.engine.queue.enqueue(retry, delay)
         details = {"status": outcome.status.value if outcome.status else None, **outcome.details}
         return MessageResult("invoke", outcome.action, message.execution_id, details)
 

@@ -160,3 +160,28 @@ def test_large_input_and_result_travel_through_s3(
         "Contents", []
     )
     assert len(objects) >= 2
+
+
+def test_busy_execution_is_retried_later_with_backoff(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
+) -> None:
+    client, driver = stack
+    execution_id = client.start_execution("echo", 5, execution_name="busy")
+    store = driver.runtime.engine.store
+    assert store.acquire_lease(execution_id, "another-worker", driver.clock.now(), 600) is not None
+    sent_params: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent_params.append(dict(params))
+
+    deployment.clients.sqs.meta.events.register("provide-client-params.sqs.SendMessage", record)
+    first = driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id})
+    second = driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id, "busyRetries": 3})
+    assert (first.action, second.action) == ("busy", "busy")
+    sent = [(params["DelaySeconds"], json.loads(params["MessageBody"])) for params in sent_params]
+    assert sent == [
+        (5, {"kind": "invoke", "executionId": execution_id, "busyRetries": 1}),
+        (40, {"kind": "invoke", "executionId": execution_id, "busyRetries": 4}),
+    ]
+    store.release_lease(execution_id, "another-worker")
+    assert driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id}).action == "finished"
