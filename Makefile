@@ -51,8 +51,8 @@ validate: tfrc
 	done
 
 tf-test: tfrc
-	terraform init -backend=false -input=false -no-color >/dev/null
-	terraform test -no-color
+	terraform init -backend=false -input=false -no-color -test-directory=tests/terraform >/dev/null
+	terraform test -no-color -test-directory=tests/terraform
 
 ruff: venv
 	$(BIN)/ruff check .

@@ -52,3 +52,8 @@ output "environment" {
   description = "Environment of the worker Lambda."
   value       = local.environment
 }
+
+output "package_platform" {
+  description = "pip platform tag the package's dependencies are installed for."
+  value       = local.pip_platform
+}

@@ -1,0 +1,317 @@
+# modules/engine: the worker function, its environment, SQS mapping, log group and least-privilege role.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+variables {
+  name = "unit"
+  tables = {
+    definitions_name   = "unit-definitions"
+    definitions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions"
+    executions_name    = "unit-executions"
+    executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+    operations_name    = "unit-operations"
+    operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+    coordination_name  = "unit-coordination"
+    coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+    subject_index_name = "domain-subjectId-index"
+  }
+  work_queue = {
+    url                        = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+    arn                        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    visibility_timeout_seconds = 360
+  }
+  dlq = {
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
+    arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
+  }
+  event_bus = {
+    name = "unit"
+    arn  = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+  }
+  schedule_group_name = "unit"
+  scheduler_role_arn  = "arn:aws:iam::123456789012:role/unit-scheduler"
+  payload_bucket = {
+    name = "unit-payloads-123456789012"
+    arn  = "arn:aws:s3:::unit-payloads-123456789012"
+  }
+}
+
+run "function_environment_mapping_and_role" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    workflows_dir = "./examples/complete/workflows"
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.worker.function_name == "unit-worker" &&
+      aws_lambda_function.worker.handler == "stepwell.entry.handler" &&
+      aws_lambda_function.worker.runtime == "python3.13" &&
+      aws_lambda_function.worker.architectures == tolist(["arm64"]) &&
+      aws_lambda_function.worker.timeout == 60 && aws_lambda_function.worker.memory_size == 512
+    )
+    error_message = "Worker defaults: stepwell.entry.handler on python3.13/arm64, 60 s, 512 MB."
+  }
+
+  assert {
+    condition = aws_lambda_function.worker.environment[0].variables == tomap({
+      STEPWELL_NAME               = "unit"
+      STEPWELL_DEFINITIONS_TABLE  = "unit-definitions"
+      STEPWELL_EXECUTIONS_TABLE   = "unit-executions"
+      STEPWELL_OPERATIONS_TABLE   = "unit-operations"
+      STEPWELL_COORDINATION_TABLE = "unit-coordination"
+      STEPWELL_SUBJECT_INDEX      = "domain-subjectId-index"
+      STEPWELL_WORK_QUEUE_URL     = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+      STEPWELL_WORK_QUEUE_ARN     = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+      STEPWELL_DLQ_URL            = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
+      STEPWELL_EVENT_BUS_NAME     = "unit"
+      STEPWELL_EVENT_BUS_ARN      = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+      STEPWELL_SCHEDULE_GROUP     = "unit"
+      STEPWELL_SCHEDULER_ROLE_ARN = "arn:aws:iam::123456789012:role/unit-scheduler"
+      STEPWELL_PAYLOAD_BUCKET     = "unit-payloads-123456789012"
+      STEPWELL_RETENTION_DAYS     = "30"
+      STEPWELL_WORKFLOW_MODULES   = "workflows.orders"
+      STEPWELL_EVENT_EXTRACTOR    = "{}"
+      STEPWELL_LOG_LEVEL          = "INFO"
+    })
+    error_message = "The worker environment must be exactly the variables of docs/architecture.md."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_event_source_mapping.work_queue.event_source_arn == "arn:aws:sqs:eu-west-1:123456789012:unit-work" &&
+      aws_lambda_event_source_mapping.work_queue.function_response_types == toset(["ReportBatchItemFailures"]) &&
+      aws_lambda_event_source_mapping.work_queue.batch_size == 10 &&
+      aws_lambda_event_source_mapping.work_queue.maximum_batching_window_in_seconds == 0
+    )
+    error_message = "The SQS mapping must consume the work queue with ReportBatchItemFailures."
+  }
+
+  assert {
+    condition     = aws_cloudwatch_log_group.worker.name == "/aws/lambda/unit-worker" && aws_cloudwatch_log_group.worker.retention_in_days == 30
+    error_message = "The worker's log group must be /aws/lambda/{name}-worker with the retention variable."
+  }
+
+  assert {
+    condition = alltrue([
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement :
+      alltrue([for action in flatten([statement.Action]) : !strcontains(action, "*")])
+    ])
+    error_message = "No action in the worker policy may contain a wildcard."
+  }
+
+  assert {
+    condition = alltrue([
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : !contains(flatten([statement.Resource]), "*")
+    ])
+    error_message = "Without a VPC no statement of the worker policy has a \"*\" resource."
+  }
+
+  assert {
+    condition = toset(flatten([
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Resource if statement.Sid == "Tables"
+      ])) == toset([
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions/index/*",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions/index/*",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations/index/*",
+      "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination/index/*",
+    ])
+    error_message = "DynamoDB access must be scoped to the four tables and their indexes."
+  }
+
+  assert {
+    condition = {
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid => statement.Resource
+      if contains(["TimerSchedules", "PassSchedulerRole", "PutEvents", "Payloads", "WorkQueue", "DeadLetterQueue"], statement.Sid)
+      } == {
+      TimerSchedules    = "arn:aws:scheduler:eu-west-1:123456789012:schedule/unit/*"
+      PassSchedulerRole = "arn:aws:iam::123456789012:role/unit-scheduler"
+      PutEvents         = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+      Payloads          = "arn:aws:s3:::unit-payloads-123456789012/*"
+      WorkQueue         = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+      DeadLetterQueue   = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
+    }
+    error_message = "Schedules, PassRole, PutEvents, S3 and SQS access must be scoped to this deployment's resources."
+  }
+
+  assert {
+    condition = one([
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Condition if statement.Sid == "PassSchedulerRole"
+    ]) == { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
+    error_message = "The scheduler role may only be passed to EventBridge Scheduler."
+  }
+
+  assert {
+    condition     = length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if startswith(statement.Sid, "Vpc") || statement.Sid == "CustomerKey"]) == 0
+    error_message = "No EC2 or KMS permissions without a VPC or a key."
+  }
+
+  assert {
+    condition     = length(terraform_data.package) == 1 && aws_lambda_function.worker.filename == ".terraform/stepwell-build/unit-worker.zip"
+    error_message = "Without a prebuilt package the module builds one into the build directory."
+  }
+
+  assert {
+    condition     = aws_lambda_function.worker.source_code_hash == base64encode(terraform_data.package[0].triggers_replace)
+    error_message = "source_code_hash must be the source hash that also triggers the build."
+  }
+}
+
+run "vpc_key_and_tuning" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    subnet_ids                      = ["subnet-0abc", "subnet-0def"]
+    security_group_ids              = ["sg-0123"]
+    kms_key_arn                     = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    permissions_boundary_arn        = "arn:aws:iam::123456789012:policy/boundary"
+    architecture                    = "x86_64"
+    runtime                         = "python3.12"
+    reserved_concurrent_executions  = 4
+    batch_size                      = 50
+    maximum_batching_window_seconds = 5
+    maximum_concurrency             = 3
+    workflow_modules                = ["my_team.flows"]
+    event_extractor                 = { domain = "source", subject = "detail.orderId" }
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.worker.vpc_config[0].subnet_ids == toset(["subnet-0abc", "subnet-0def"]) &&
+      aws_lambda_function.worker.vpc_config[0].security_group_ids == toset(["sg-0123"])
+    )
+    error_message = "The VPC settings must reach the function."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid if contains(flatten([statement.Resource]), "*")
+    ] == ["VpcNetworkInterfaces"]
+    error_message = "Only the EC2 network interface statement may use a \"*\" resource."
+  }
+
+  assert {
+    condition = one([
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Resource if statement.Sid == "CustomerKey"
+    ]) == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    error_message = "With a key the worker may use exactly that key."
+  }
+
+  assert {
+    condition = (
+      aws_iam_role.worker.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary" &&
+      aws_lambda_function.worker.kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab" &&
+      aws_cloudwatch_log_group.worker.kms_key_id == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    )
+    error_message = "Boundary and key must reach the role, function environment and log group."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.worker.architectures == tolist(["x86_64"]) && aws_lambda_function.worker.runtime == "python3.12" &&
+      aws_lambda_function.worker.reserved_concurrent_executions == 4 &&
+      aws_lambda_event_source_mapping.work_queue.batch_size == 50 &&
+      aws_lambda_event_source_mapping.work_queue.maximum_batching_window_in_seconds == 5 &&
+      aws_lambda_event_source_mapping.work_queue.scaling_config[0].maximum_concurrency == 3
+    )
+    error_message = "Runtime, architecture, concurrency and batching variables must reach the function and mapping."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.worker.environment[0].variables.STEPWELL_WORKFLOW_MODULES == "my_team.flows" &&
+      jsondecode(aws_lambda_function.worker.environment[0].variables.STEPWELL_EVENT_EXTRACTOR) == { domain = "source", subject = "detail.orderId" }
+    )
+    error_message = "workflow_modules and event_extractor must reach the environment."
+  }
+
+  assert {
+    condition     = output.package_platform == "manylinux2014_x86_64"
+    error_message = "Dependencies must be installed for the function's architecture."
+  }
+}
+
+run "default_platform_is_arm64" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  assert {
+    condition     = output.package_platform == "manylinux2014_aarch64" && length(output.workflow_modules) == 0
+    error_message = "arm64 installs manylinux2014_aarch64 wheels; without workflows_dir no module is listed."
+  }
+}
+
+run "visibility_timeout_below_six_times_timeout" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    timeout = 120
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.work_queue]
+}
+
+run "large_batch_without_window" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    batch_size = 11
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.work_queue]
+}
+
+run "subnets_without_security_groups" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    subnet_ids = ["subnet-0abc"]
+  }
+
+  expect_failures = [aws_lambda_function.worker]
+}
+
+run "rejects_scheduler_role_arn_not_a_role" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    scheduler_role_arn = "arn:aws:iam::123456789012:policy/unit"
+  }
+
+  expect_failures = [var.scheduler_role_arn]
+}

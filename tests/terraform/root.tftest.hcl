@@ -1,0 +1,68 @@
+# The root module: wiring of the submodules and the client_config contract of docs/architecture.md.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+variables {
+  name = "unit"
+}
+
+run "client_config_has_the_contract_keys" {
+  command = plan
+
+  assert {
+    condition = toset(keys(output.client_config)) == toset([
+      "region", "name", "definitions_table", "executions_table", "operations_table", "coordination_table",
+      "subject_index_name", "work_queue_url", "work_queue_arn", "dlq_url", "event_bus_name", "event_bus_arn",
+      "schedule_group_name", "scheduler_role_arn", "payload_bucket", "worker_function_name",
+    ])
+    error_message = "client_config must hold exactly the keys of docs/architecture.md."
+  }
+
+  assert {
+    condition = (
+      output.client_config.region == "eu-west-1" &&
+      output.client_config.name == "unit" &&
+      output.client_config.definitions_table == "unit-definitions" &&
+      output.client_config.executions_table == "unit-executions" &&
+      output.client_config.operations_table == "unit-operations" &&
+      output.client_config.coordination_table == "unit-coordination" &&
+      output.client_config.subject_index_name == "domain-subjectId-index" &&
+      output.client_config.event_bus_name == "unit" &&
+      output.client_config.schedule_group_name == "unit" &&
+      output.client_config.worker_function_name == "unit-worker" &&
+      output.client_config.payload_bucket == "unit-payloads-123456789012"
+    )
+    error_message = "client_config must name this deployment's resources."
+  }
+
+  assert {
+    condition     = output.worker_package_path == ".terraform/stepwell-build/unit-worker.zip" && length(output.workflow_modules) == 0
+    error_message = "The package is built into the build directory; without workflows_dir no module is imported."
+  }
+}
+
+run "existing_bus_and_workflows" {
+  command = plan
+
+  variables {
+    create_event_bus = false
+    event_bus_arn    = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
+    workflows_dir    = "./examples/complete/workflows"
+  }
+
+  assert {
+    condition = (
+      output.client_config.event_bus_name == "platform-events" &&
+      output.client_config.event_bus_arn == "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
+    )
+    error_message = "An existing bus must be used by name and ARN."
+  }
+
+  assert {
+    condition     = output.workflow_modules == tolist(["workflows.orders"])
+    error_message = "Each top-level module of workflows_dir is imported as workflows.<module>."
+  }
+}
