@@ -44,7 +44,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not _total:
         return
-    terminalreporter.section("conformance (local backend)")
+    backend = os.environ.get("STEPWELL_CONFORMANCE_BACKEND", "local") or "local"
+    terminalreporter.section(f"conformance ({backend} backend)")
     for suite in sorted(_total):
         terminalreporter.write_line(f"{suite:<20} {_passed[suite]:>3}/{_total[suite]}")
     terminalreporter.write_line(f"{'total':<20} {sum(_passed.values()):>3}/{sum(_total.values())}")

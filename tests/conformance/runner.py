@@ -28,7 +28,10 @@ from typing import Any, Protocol
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_CONFORMANCE_DIR = (REPO_ROOT / ".." / "shared" / "conformance").resolve()
+# ../shared/conformance beside the repository; STEPWELL_SHARED_CONFORMANCE_DIR points elsewhere.
+SHARED_CONFORMANCE_DIR = Path(
+    os.environ.get("STEPWELL_SHARED_CONFORMANCE_DIR") or (REPO_ROOT / ".." / "shared" / "conformance")
+).resolve()
 OWN_HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
 SUITES = ("step", "wait", "callback", "child", "parallel", "wait_for_callback")
 

@@ -1,12 +1,30 @@
-"""Every conformance case on the local backend (see README.md for the contract)."""
+"""Every conformance case on a backend (see README.md for the contract).
+
+STEPWELL_CONFORMANCE_BACKEND picks the backend: "local" (default: the in-process engine on a virtual
+clock) or "module:Class" naming any class with the ConformanceBackend methods (e.g. a deployed stack).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import pytest
 from local_backend import LocalBackend
-from runner import SHARED_CONFORMANCE_DIR, Case, run_case
+from runner import SHARED_CONFORMANCE_DIR, Case, ConformanceBackend, run_case
+
+BACKEND_ENV = "STEPWELL_CONFORMANCE_BACKEND"
+
+
+def make_backend() -> ConformanceBackend:
+    choice = os.environ.get(BACKEND_ENV, "local").strip() or "local"
+    if choice == "local":
+        return LocalBackend()
+    module_name, sep, class_name = choice.partition(":")
+    if not sep or not module_name or not class_name:
+        raise ValueError(f"{BACKEND_ENV}={choice!r}: expected 'local' or 'module:Class'")
+    backend: ConformanceBackend = getattr(importlib.import_module(module_name), class_name)()
+    return backend
 
 
 def test_case(conformance_case: Case | None) -> None:
@@ -15,7 +33,7 @@ def test_case(conformance_case: Case | None) -> None:
             f"CI=true but no conformance cases were found: {SHARED_CONFORMANCE_DIR} is absent"
         )
         pytest.skip("no conformance cases")
-    result = run_case(conformance_case, LocalBackend())
+    result = run_case(conformance_case, make_backend())
     assert result.passed, "\n".join(
         [*result.errors, "actual history:", *(str(event) for event in result.history)]
     )
