@@ -500,6 +500,8 @@ class DynamoDbExecutionStore:
         response = self._db.get_item(
             TableName=self.coordination_table,
             Key={"key": _s("cb#" + callback_id)},
+            # The SDK hands the id to user code right after it is written: a sender may ask at once.
+            ConsistentRead=True,
             ReturnConsumedCapacity=_CAPACITY,
         )
         item = response.get("Item")

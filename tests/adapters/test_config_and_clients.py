@@ -99,6 +99,13 @@ def test_endpoint_url_is_used_by_every_client() -> None:
     assert clients.dynamodb is clients.dynamodb
 
 
+def test_aws_endpoint_url_from_the_environment_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+    clients = AwsClients(region="us-east-1")
+    assert clients.scheduler.meta.endpoint_url == "http://127.0.0.1:5000"
+    assert clients.s3.meta.endpoint_url == "http://127.0.0.1:5000"
+
+
 def test_counter_counts_calls_and_consumed_capacity(aws_credentials: None) -> None:
     counter = RequestCounter()
     clients = AwsClients(region="us-east-1", counter=counter)
