@@ -105,9 +105,10 @@ def test_a_callback_completes_and_wakes_the_execution(stepwell_local: LocalStepw
     stepwell_local.register("approval", workflows.approval)
     execution_id = stepwell_local.start("approval", None)
     stepwell_local.run_until_idle()
-    started = [e for e in stepwell_local.history(execution_id) if e["EventType"] == "CallbackStarted"]
-    callback_id = started[0]["CallbackStartedDetails"]["CallbackId"]
+    callback_id = stepwell_local.callback_id(execution_id, "approval")
     assert len(callback_id) >= 32  # at least 128 random bits, URL-safe
+    with pytest.raises(LookupError, match="no open callback named 'other'"):
+        stepwell_local.callback_id(execution_id, "other")
 
     stepwell_local.engine.send_callback_heartbeat(callback_id)
     stepwell_local.engine.send_callback_success(callback_id, json.dumps({"approved": True}))

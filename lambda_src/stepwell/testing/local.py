@@ -113,6 +113,26 @@ class LocalStepwell:
             raise KeyError(f"no execution {execution_id!r}")
         return record
 
+    def callback_id(self, execution_id: str, name: str | None = None) -> str:
+        """The id of the execution's latest callback that is still open (named `name`, if given)."""
+        events = self.history(execution_id)
+        closed = {
+            event.get("Id")
+            for event in events
+            if event["EventType"] in ("CallbackSucceeded", "CallbackFailed", "CallbackTimedOut")
+        }
+        names = {event.get("Id"): event.get("Name") for event in events if event.get("Id")}
+        for event in reversed(events):
+            if event["EventType"] != "CallbackStarted" or event.get("Id") in closed:
+                continue
+            # A wait_for_callback's callback is named after its parent operation.
+            labels = {event.get("Name"), names.get(event.get("ParentId"))}
+            if name is None or name in labels:
+                callback_id: str = event["CallbackStartedDetails"]["CallbackId"]
+                return callback_id
+        wanted = f" named {name!r}" if name is not None else ""
+        raise LookupError(f"execution {execution_id!r} has no open callback{wanted}")
+
     # --- driving ---
     def process_one(self, body: Mapping[str, Any]) -> WorkOutcome:
         message = parse_invoke_message(body)
