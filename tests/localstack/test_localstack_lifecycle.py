@@ -36,7 +36,7 @@ def started() -> Iterator[LocalStackProcess]:
     try:
         handle = start_localstack()
     except LocalStackUnavailable as error:
-        if os.environ.get("CI", "").lower() == "true":
+        if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
             pytest.fail(f"LocalStack must run in CI but could not start: {error}")
         pytest.skip(f"LocalStack could not start on this host: {error}")
     try:
@@ -132,7 +132,7 @@ def test_localstack_dies_with_the_process_that_started_it() -> None:
         line = owner.stdout.readline().split()
         if not line:
             owner.wait()
-            if os.environ.get("CI", "").lower() == "true":
+            if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
                 pytest.fail("LocalStack must run in CI but the child could not start it")
             pytest.skip("LocalStack could not start on this host")
         localstack_pid, endpoint = int(line[0]), line[1]

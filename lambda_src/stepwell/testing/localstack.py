@@ -15,8 +15,8 @@ If LOCALSTACK_ENDPOINT is set, that LocalStack is used (after a readiness check)
 is started or stopped. Otherwise `tools/localstack/setup.sh` is run first (fast when already
 done), then LocalStack's runtime is started from `.cache/localstack/venv` with:
 
-- the gateway on 127.0.0.1 and a free port, no DNS server, no downloads, path-style SQS
-  queue URLs (`http://127.0.0.1:<port>/queue/<region>/<account>/<name>`);
+- the gateway on 127.0.0.1 and a free port, no DNS server, no downloads, SQS queue URLs on
+  the gateway (`http://127.0.0.1:<port>/<account>/<name>`, a shape the AWS provider accepts);
 - DynamoDB Local in memory;
 - LAMBDA_RUNTIME_EXECUTOR=stepwell-local (plugins/localstack): Python functions run in local
   processes under `.cache/localstack/lambda-python` (Python 3.13 with only boto3, like AWS's
@@ -184,8 +184,10 @@ def localstack_environment(port: int, filesystem_root: Path) -> dict[str, str]:
             # No internet: skip the certificate download and the analytics events.
             "SKIP_SSL_CERT_DOWNLOAD": "1",
             "DISABLE_EVENTS": "1",
-            # The default host-style queue URLs (sqs.<region>.localhost.localstack.cloud) need DNS.
-            "SQS_ENDPOINT_STRATEGY": "path",
+            # Queue URLs on the gateway itself, http://127.0.0.1:<port>/<account>/<name>: the default
+            # host-style ones (sqs.<region>.localhost.localstack.cloud) need DNS, and the AWS
+            # provider rejects the "path" strategy's /queue/<region>/... URLs as malformed.
+            "SQS_ENDPOINT_STRATEGY": "off",
             "DYNAMODB_IN_MEMORY": "1",
             "LAMBDA_RUNTIME_EXECUTOR": EXECUTOR_NAME,
             "STEPWELL_LAMBDA_PYTHON": str(LOCALSTACK_HOME / "lambda-python" / "bin" / "python"),

@@ -119,7 +119,9 @@ class Environment:
         self.timeout_seconds = float(args.timeout)
         self.worker: Worker | None = Worker(args)
         self.invocations: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.lock = threading.Lock()
+        # Each invocation's logs run from where the previous one's ended, so the first also
+        # carries the init output (as on AWS) and nothing printed between invocations is lost.
+        self.log_offset = file_size(args.function_log)
 
     def serve_invocations(self) -> None:
         while True:
@@ -132,7 +134,6 @@ class Environment:
 
     def run(self, invocation: dict[str, Any]) -> None:
         request_id = invocation["invoke-id"]
-        log_offset = file_size(self.args.function_log)
         version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         append_log(self.args.function_log, f"START RequestId: {request_id} Version: {version}\n")
         started = time.monotonic()
@@ -148,7 +149,8 @@ class Environment:
             f"Memory Size: {os.environ.get('AWS_LAMBDA_FUNCTION_MEMORY_SIZE', '128')} MB\t"
             f"Max Memory Used: {memory_mb} MB\t\n",
         )
-        self.report(request_id, outcome, body, read_from(self.args.function_log, log_offset))
+        logs, self.log_offset = read_from(self.args.function_log, self.log_offset)
+        self.report(request_id, outcome, body, logs)
 
     def call_worker(self, invocation: dict[str, Any], started: float, deadline_ms: int) -> tuple[str, bytes]:
         request_id = invocation["invoke-id"]
@@ -224,10 +226,12 @@ def append_log(path: str, text: str) -> None:
         log_file.write(text)
 
 
-def read_from(path: str, offset: int) -> str:
+def read_from(path: str, offset: int) -> tuple[str, int]:
+    """The text from offset to the end, and the new end."""
     with open(path, "rb") as log_file:
         log_file.seek(offset)
-        return log_file.read().decode(errors="replace")
+        data = log_file.read()
+    return data.decode(errors="replace"), offset + len(data)
 
 
 def make_handler(environment: Environment) -> type[BaseHTTPRequestHandler]:
