@@ -266,8 +266,14 @@ class Journal:
         self._flags["w"] = 1
 
     def invocation_completed(
-        self, started_at: float, now: float, request_id: str, error: dict[str, Any] | None
+        self,
+        started_at: float,
+        now: float,
+        request_id: str,
+        error: dict[str, Any] | None,
+        run_again: bool = False,
     ) -> None:
+        """Record the end of an invocation. `run_again`: something became ready while it ran."""
         details: dict[str, Any] = {
             "StartTimestamp": _ms(started_at),
             "EndTimestamp": _ms(now),
@@ -279,7 +285,7 @@ class Journal:
             self.needs_invocation = True
         else:
             self.consecutive_crashes = 0
-            self.needs_invocation = False
+            self.needs_invocation = run_again
         self._flags["w"] = 1 if self.needs_invocation else 0
         self._flags["c"] = self.consecutive_crashes
         self._event("InvocationCompleted", now, None, details)

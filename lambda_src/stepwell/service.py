@@ -40,6 +40,9 @@ class StoreServiceClient:
         self._lock = threading.Lock()
         self.fenced = False
         self.checkpoints = 0
+        # Timers that came due during this invocation: the handler may have suspended without seeing
+        # them, so the worker runs the execution again rather than waiting for a timer that has fired.
+        self.timers_fired = 0
 
     @property
     def token(self) -> str:
@@ -66,7 +69,7 @@ class StoreServiceClient:
             now = self._engine.clock.now()
             journal = self._journal
             # Timers due by now complete here too: a refresh inside parallel branches sees its wait end.
-            journal.fire_due_timers(now)
+            self.timers_fired += journal.fire_due_timers(now)
             for update in updates:
                 journal.apply_update(update, now)
             if not journal.has_unflushed:

@@ -181,7 +181,7 @@ class Worker:
                 f"handler of {record.workflow_id!r} returned an unknown output {output!r}"
             )
             return self._crashed(record, journal, client, started_at, request_id, crash_error)
-        journal.invocation_completed(started_at, end, request_id, None)
+        journal.invocation_completed(started_at, end, request_id, None, run_again=client.timers_fired > 0)
         engine.append_journal(record, journal)
         return self._schedule_next(record, journal, end)
 

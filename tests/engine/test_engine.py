@@ -326,3 +326,32 @@ def test_workflow_modules_from_the_environment_register_their_handlers(
     monkeypatch.setenv("STEPWELL_WORKFLOW_MODULES", "no_such_module_here")
     with pytest.raises(ImportError, match="'no_such_module_here'"):
         import_workflow_modules()
+
+
+def test_a_timer_that_comes_due_during_an_invocation_runs_the_execution_again(
+    stepwell_local: LocalStepwell,
+) -> None:
+    from aws_durable_execution_sdk_python.config import Duration, ParallelConfig
+
+    clock = stepwell_local.clock
+
+    def waits(context: workflows.DurableContext) -> str:
+        context.wait(Duration.from_seconds(1))
+        return "waited"
+
+    def slow(context: workflows.DurableContext) -> str:
+        context.step(lambda _: "started", name="start")  # synchronous: the wait's START is durable now
+        # Time passes while this branch works: the other branch's wait ends during the invocation.
+        return context.step(lambda _: clock.advance(5) or "worked", name="work")
+
+    @workflows.durable_execution
+    def branches(event: object, context: workflows.DurableContext) -> list[str]:
+        return context.parallel([waits, slow], config=ParallelConfig(max_concurrency=2)).get_results()
+
+    stepwell_local.register("branches", branches)
+    execution_id = stepwell_local.start("branches", None)
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED, record.error
+    assert json.loads(record.result or "null") == ["waited", "worked"]
