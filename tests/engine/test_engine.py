@@ -355,3 +355,37 @@ def test_a_timer_that_comes_due_during_an_invocation_runs_the_execution_again(
 
     assert record.status is ExecutionStatus.SUCCEEDED, record.error
     assert json.loads(record.result or "null") == ["waited", "worked"]
+
+
+def test_two_workers_racing_one_runs_the_other_backs_off(stepwell_local: LocalStepwell) -> None:
+    import threading
+
+    inside_step = threading.Event()
+    release = threading.Event()
+    runs: list[int] = []
+
+    def guarded(_: object) -> str:
+        runs.append(1)
+        inside_step.set()
+        assert release.wait(timeout=30), "the test never released the step"
+        return "done"
+
+    @workflows.durable_execution
+    def single_step(event: object, context: workflows.DurableContext) -> str:
+        return context.step(guarded, name="guarded")
+
+    stepwell_local.register("single_step", single_step)
+    execution_id = stepwell_local.start("single_step", None)
+    outcomes = []
+    first = threading.Thread(target=lambda: outcomes.append(stepwell_local.worker.run(execution_id)))
+    first.start()
+    assert inside_step.wait(timeout=30)
+
+    second = stepwell_local.worker.run(execution_id)  # the same message, delivered to a second worker
+    release.set()
+    first.join(timeout=30)
+
+    assert second.action == "busy"
+    assert [outcome.action for outcome in outcomes] == ["finished"]
+    assert runs == [1]
+    assert event_types(stepwell_local, execution_id).count("StepSucceeded") == 1
