@@ -389,3 +389,37 @@ def test_two_workers_racing_one_runs_the_other_backs_off(stepwell_local: LocalSt
     assert [outcome.action for outcome in outcomes] == ["finished"]
     assert runs == [1]
     assert event_types(stepwell_local, execution_id).count("StepSucceeded") == 1
+
+
+def test_a_worker_killed_mid_invocation_resumes_with_each_step_recorded_once(
+    stepwell_local: LocalStepwell,
+) -> None:
+    crashed: list[bool] = []
+
+    def third(_: object) -> int:
+        if not crashed:
+            crashed.append(True)
+            raise SystemExit(1)  # the process dies after two steps were checkpointed
+        return 3
+
+    @workflows.durable_execution
+    def four_steps(event: object, context: workflows.DurableContext) -> int:
+        one = context.step(lambda _: 1, name="one")
+        two = context.step(lambda _: 2, name="two")
+        three = context.step(third, name="three")
+        return one + two + three + context.step(lambda _: 4, name="four")
+
+    stepwell_local.register("four_steps", four_steps)
+    execution_id = stepwell_local.start("four_steps", None)
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED and json.loads(record.result or "null") == 10
+    succeeded = [e["Name"] for e in stepwell_local.history(execution_id) if e["EventType"] == "StepSucceeded"]
+    assert succeeded == ["one", "two", "three", "four"]
+    crashes = [
+        e
+        for e in stepwell_local.history(execution_id)
+        if e["EventType"] == "InvocationCompleted" and "Error" in e["InvocationCompletedDetails"]
+    ]
+    assert len(crashes) == 1
