@@ -263,7 +263,6 @@ class Journal:
             {"Input": {"Payload": input_payload}, "ExecutionName": execution_name},
         )
         self.needs_invocation = True
-        self._flags["w"] = 1
 
     def invocation_completed(
         self,
@@ -286,7 +285,6 @@ class Journal:
         else:
             self.consecutive_crashes = 0
             self.needs_invocation = run_again
-        self._flags["w"] = 1 if self.needs_invocation else 0
         self._flags["c"] = self.consecutive_crashes
         self._event("InvocationCompleted", now, None, details)
 
@@ -309,7 +307,6 @@ class Journal:
             self._event("ExecutionFailed", now, None, {"Error": {"Payload": error or {}}})
         self.needs_invocation = False
         self.ended = True
-        self._flags["w"] = 0
         self._flags["z"] = 1
 
     def fire_due_timers(self, now: float) -> int:
@@ -353,7 +350,6 @@ class Journal:
             fired += 1
         if fired:
             self.needs_invocation = True
-            self._flags["w"] = 1
         return fired
 
     def absorb(self, inputs: Iterable[ExternalInput], now: float) -> int:
@@ -371,7 +367,6 @@ class Journal:
                 changed += 1
         if changed:
             self.needs_invocation = True
-            self._flags["w"] = 1
         return changed
 
     def _absorb_one(self, item: ExternalInput, op: Operation, now: float) -> bool:
@@ -711,6 +706,9 @@ class Journal:
         if self._dirty_meta:
             body["d"] = {op_id: self.meta[op_id] for op_id in self._dirty_meta}
         body.update(self._flags)
+        # Whether the execution still needs an invocation after this batch (a duplicate message finds
+        # "no" and does nothing).
+        body["w"] = 1 if self.needs_invocation else 0
         flushed = FlushedBatch(
             body=body,
             operations=operations,
@@ -726,9 +724,6 @@ class Journal:
         self._child_starts = []
         self._flags = {}
         return flushed
-
-    def pending_new_callbacks(self) -> list[tuple[str, str]]:
-        return list(self._new_callbacks)
 
 
 _APPLIERS = {

@@ -423,3 +423,18 @@ def test_a_worker_killed_mid_invocation_resumes_with_each_step_recorded_once(
         if e["EventType"] == "InvocationCompleted" and "Error" in e["InvocationCompletedDetails"]
     ]
     assert len(crashes) == 1
+
+
+def test_a_heartbeat_while_waiting_does_not_rerun_the_handler(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("approval", workflows.approval)
+    execution_id = stepwell_local.start("approval", None)
+    stepwell_local.run_until_idle()
+    stepwell_local.engine.send_callback_heartbeat(stepwell_local.callback_id(execution_id, "approval"))
+    stepwell_local.run_until_idle()  # the heartbeat is absorbed; nothing for the handler to do
+    history = stepwell_local.history(execution_id)
+
+    again = stepwell_local.worker.run(execution_id)  # a duplicate message afterwards
+
+    assert again.action == "idle"
+    assert stepwell_local.history(execution_id) == history
+    assert [e["EventType"] for e in history].count("InvocationCompleted") == 1
