@@ -67,36 +67,30 @@ class RequestCounter:
             return sum(count for key, count in self.calls.items() if key.startswith(prefix))
 
     def attach(self, client: Any) -> None:
-        """Register the hooks on one boto3 client."""
+        """Register the hooks on one boto3 client (events are named by the hyphenized service id)."""
         service = client.meta.service_model.service_name
+        event_service = client.meta.service_model.service_id.hyphenize()
         events = client.meta.events
-        events.register(f"before-send.{service}", self._on_attempt)
-        events.register(f"after-call.{service}", self._on_call)
 
-    def _on_attempt(self, request: Any = None, **kwargs: Any) -> None:
-        context = getattr(request, "context", None) or {}
-        operation = str(context.get("operation_name") or _operation_from_event(kwargs.get("event_name", "")))
-        service = _service_from_event(kwargs.get("event_name", ""))
-        with self._lock:
-            self.attempts[f"{service}.{operation}"] += 1
+        def on_attempt(**kwargs: Any) -> None:
+            operation = _operation_from_event(kwargs.get("event_name", ""))
+            with self._lock:
+                self.attempts[f"{service}.{operation}"] += 1
 
-    def _on_call(self, parsed: Any = None, model: Any = None, **kwargs: Any) -> None:
-        service = _service_from_event(kwargs.get("event_name", ""))
-        operation = getattr(model, "name", "?")
-        read, write = _consumed_units(operation, parsed)
-        metadata = parsed.get("ResponseMetadata", {}) if isinstance(parsed, dict) else {}
-        retried = int(metadata.get("RetryAttempts", 0) or 0)
-        with self._lock:
-            self.calls[f"{service}.{operation}"] += 1
-            if retried:
-                self.retries[f"{service}.{operation}"] += retried
-            self.read_units += read
-            self.write_units += write
+        def on_call(parsed: Any = None, model: Any = None, **_: Any) -> None:
+            operation = getattr(model, "name", "?")
+            read, write = _consumed_units(operation, parsed)
+            metadata = parsed.get("ResponseMetadata", {}) if isinstance(parsed, dict) else {}
+            retried = int(metadata.get("RetryAttempts", 0) or 0)
+            with self._lock:
+                self.calls[f"{service}.{operation}"] += 1
+                if retried:
+                    self.retries[f"{service}.{operation}"] += retried
+                self.read_units += read
+                self.write_units += write
 
-
-def _service_from_event(event_name: str) -> str:
-    parts = event_name.split(".")
-    return parts[1] if len(parts) > 1 else "?"
+        events.register(f"before-send.{event_service}", on_attempt)
+        events.register(f"after-call.{event_service}", on_call)
 
 
 def _operation_from_event(event_name: str) -> str:

@@ -121,3 +121,13 @@ def test_counter_counts_calls_and_consumed_capacity(aws_credentials: None) -> No
     assert counter.total("dynamodb") == 2
     counter.reset()
     assert counter.total("dynamodb") == 0
+
+
+def test_counter_names_calls_by_service(aws_credentials: None) -> None:
+    clients = AwsClients(region="us-east-1")
+    with Stubber(clients.events) as events, Stubber(clients.scheduler) as scheduler:
+        events.add_response("put_events", {"FailedEntryCount": 0, "Entries": []})
+        scheduler.add_response("list_schedules", {"Schedules": []})
+        clients.events.put_events(Entries=[{"Source": "s", "DetailType": "d", "Detail": "{}"}])
+        clients.scheduler.list_schedules()
+    assert clients.counter.snapshot()["calls"] == {"events.PutEvents": 1, "scheduler.ListSchedules": 1}
