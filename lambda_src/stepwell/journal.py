@@ -196,6 +196,10 @@ class Journal:
     def has_unflushed(self) -> bool:
         return bool(self._dirty or self._events or self._absorbed_now or self._dirty_meta or self._flags)
 
+    def unflushed_operation_ids(self) -> list[str]:
+        """Operations changed since the last batch (at invocation start: what changed while it slept)."""
+        return list(self._dirty)
+
     def next_wake_at(self) -> float | None:
         while self._timers and not self._timer_is_live(self._timers[0]):
             heapq.heappop(self._timers)

@@ -143,6 +143,7 @@ class Worker:
                 operations=client.initial_operations(), next_marker=""
             ),
             service_client=client,
+            updated_operation_ids=journal.unflushed_operation_ids(),
         )
         started_at = now
         try:
