@@ -51,8 +51,9 @@ if TYPE_CHECKING:
 
 Item = dict[str, Any]
 
-# Items stay under 350 KB; values over this are offloaded to S3 (when a payload store is configured).
-DEFAULT_INLINE_LIMIT = 300 * 1024
+# Items stay under 350 KB. An item holds at most two large values (an execution's input and its result
+# or error), so each value over this size is offloaded to S3 (when a payload store is configured).
+DEFAULT_INLINE_LIMIT = 160 * 1024
 _MAX_SEQ_KEY = "b#999999999999"
 _BATCH_WRITE_SIZE = 25
 _STATUS_INDEX = "status-index"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from stepwell.dynamodb_store import DynamoDbExecutionStore, due_shard
+from stepwell.dynamodb_store import DEFAULT_INLINE_LIMIT, DynamoDbExecutionStore, due_shard
 from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.model import (
     Batch,
@@ -24,7 +24,7 @@ from .deployment import Deployment
 T0 = 1_800_000_000.0
 
 
-def _store(deployment: Deployment, inline_limit: int = 300 * 1024) -> DynamoDbExecutionStore:
+def _store(deployment: Deployment, inline_limit: int = DEFAULT_INLINE_LIMIT) -> DynamoDbExecutionStore:
     config = deployment.config
     return DynamoDbExecutionStore(
         deployment.clients.dynamodb,
@@ -283,3 +283,23 @@ def test_store_never_scans_and_reports_capacity(deployment: Deployment) -> None:
     snapshot = deployment.clients.counter.snapshot()
     assert not any(name.endswith(".Scan") for name in snapshot["calls"])
     assert snapshot["write_units"] > 0 and snapshot["read_units"] > 0
+
+
+def test_input_and_result_near_the_engine_limit_still_fit_one_item(deployment: Deployment) -> None:
+    store = _store(deployment)  # the default per-value limit
+    record = _record()
+    record.input_payload = json.dumps("i" * (199 * 1024))
+    store.create_execution(record)
+    result = json.dumps("r" * (199 * 1024))
+    assert store.complete_execution(record.execution_id, ExecutionStatus.SUCCEEDED, T0 + 1, result=result)
+    done = store.get_execution(record.execution_id)
+    assert done is not None and done.status is ExecutionStatus.SUCCEEDED
+    payloads = S3PayloadStore(deployment.clients.s3, deployment.config.payload_bucket)
+    stored_result = payloads.get(done.result) if done.result_is_ref and done.result else done.result
+    assert stored_result == result
+    item = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.executions_table,
+        Key={"contextKey": {"S": "default#orders#o-1"}, "instanceId": {"S": "i1"}},
+    )["Item"]
+    size = sum(len(name) + len(str(next(iter(value.values())))) for name, value in item.items())
+    assert size < 350 * 1024
