@@ -122,7 +122,7 @@ class EntryRuntime:
                 logger.info(
                     "message %s: %s %s %s", message_id, result.kind, result.action, result.execution_id or ""
                 )
-            except InvalidMessage as error:
+            except (InvalidMessage, InvalidArgument) as error:
                 logger.error(
                     "message %s is not an engine message, leaving it to the DLQ: %s", message_id, error
                 )
@@ -161,7 +161,7 @@ class EntryRuntime:
         if outcome.action == "busy":
             # Back off while the lease holder runs (or until its lease expires, if it died).
             retries = body.get("busyRetries")
-            attempt = retries if isinstance(retries, int) and retries >= 0 else 0
+            attempt = min(retries, 10) if isinstance(retries, int) and retries >= 0 else 0
             delay = min(BUSY_RETRY_SECONDS * 2**attempt, MAX_DELAY_SECONDS)
             retry = {**InvokeMessage(message.execution_id).to_body(), "busyRetries": attempt + 1}
             self.engine.queue.enqueue(retry, delay)

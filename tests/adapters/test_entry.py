@@ -127,8 +127,15 @@ def test_bus_events_callback_commands_and_rejected_domain_events(
             ),
         },
     ]
+    records.append({"messageId": "bad-id", "body": json.dumps({"kind": "invoke", "executionId": "a/b"})})
     response = runtime.handle_event({"Records": records})
-    assert response == {"batchItemFailures": [{"itemIdentifier": "no-id"}, {"itemIdentifier": "bad-error"}]}
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": "no-id"},
+            {"itemIdentifier": "bad-error"},
+            {"itemIdentifier": "bad-id"},
+        ]
+    }
 
 
 def test_early_wake_is_rescheduled_not_run(
