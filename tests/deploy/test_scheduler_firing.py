@@ -202,3 +202,16 @@ def test_the_session_firer_fires_every_group(group: Group, scheduler_firer: Sche
     scheduler_firer.advance(timedelta(minutes=11))
     assert ("session", group.name) in [(entry.name, entry.group_name) for entry in scheduler_firer.fire_due()]
     assert group.received() == [{"via": "fixture"}]
+
+
+def test_background_firing_delivers_a_due_schedule(group: Group) -> None:
+    firer = group.firer()
+    due = firer.now().strftime("%Y-%m-%dT%H:%M:%S")
+    group.create("now", f"at({due})", group.queue_target({"n": "background"}), ActionAfterCompletion="DELETE")
+    firer.start(interval_seconds=0.2)
+    try:
+        assert group.received(expect=1) == [{"n": "background"}]
+    finally:
+        firer.stop()
+    assert not firer.background_errors
+    assert group.schedule_names() == []

@@ -6,6 +6,7 @@ the group's schedules through the scheduler API, fires each due one to its targe
 runs recurring ``rate(...)``/``cron(...)`` schedules when their next occurrence has come.
 
 Time is virtual: ``advance(timedelta(days=3))`` moves the firer's clock, so a three-day timer fires now.
+``start()``/``stop()`` fire due schedules from a background thread (for demos and long-running tests).
 
 Deliberate simplifications, all in the direction of firing at the earliest allowed moment:
 ``FlexibleTimeWindow`` is ignored (fired at the scheduled time); a recurring schedule that missed
@@ -255,6 +256,9 @@ class SchedulerFirer:
         self._last_fired: dict[tuple[str, str], datetime] = {}
         self._lock = threading.Lock()
         self.fired: list[FiredSchedule] = []
+        self.background_errors: list[BaseException] = []
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def advance(self, delta: timedelta) -> None:
         """Move the virtual clock forward (fire with ``fire_due()``)."""
@@ -336,6 +340,31 @@ class SchedulerFirer:
                 fired.append(FiredSchedule(group, schedule["Name"], target_arn, scheduled_time, deleted))
             self.fired.extend(fired)
             return fired
+
+    def start(self, interval_seconds: float = 1.0) -> None:
+        """Fire due schedules every ``interval_seconds`` in a background thread until ``stop()``."""
+        if interval_seconds <= 0:
+            raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(interval_seconds,), name="stepwell-scheduler-firer", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, interval_seconds: float) -> None:
+        while not self._stopping.wait(interval_seconds):
+            try:
+                self.fire_due()
+            except Exception as error:  # keep firing; the test reads the errors
+                self.background_errors.append(error)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stopping.set()
+            self._thread.join()
+            self._thread = None
 
     def advance_and_fire(self, delta: timedelta) -> list[FiredSchedule]:
         self.advance(delta)
