@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -93,6 +94,11 @@ class Backend:
     access_key_id: str = DUMMY_ACCESS_KEY
     secret_access_key: str = DUMMY_SECRET_KEY
     moto: MotoServer | None = field(default=None, repr=False)
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _client_lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+    _session: boto3.Session | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def runs_lambda_code(self) -> bool:
@@ -105,7 +111,16 @@ class Backend:
         return {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
 
     def client(self, service_name: str) -> Any:
-        """A boto3 client for this backend (LocalStack's through the ``localstack-client`` package)."""
+        """A boto3 client for this backend (LocalStack's through the ``localstack-client`` package).
+        Clients are cached per service (boto3 clients are thread-safe; creating one costs tens of ms)."""
+        with self._client_lock:
+            cached = self._clients.get(service_name)
+            if cached is None:
+                cached = self._new_client(service_name)
+                self._clients[service_name] = cached
+            return cached
+
+    def _new_client(self, service_name: str) -> Any:
         if self.name == "localstack":
             from localstack_client.session import Session
 
@@ -115,13 +130,20 @@ class Backend:
                 region_name=self.region,
                 localstack_host=self.endpoint_url.split("://", 1)[-1].rstrip("/"),
             )
-            return session.client(service_name, config=_CLIENT_CONFIG)
-        return boto3.client(
+            client = session.client(service_name, config=_CLIENT_CONFIG)
+            # localstack-client prefers AWS_ENDPOINT_URL from the environment over the host it is given.
+            if client.meta.endpoint_url.rstrip("/") == self.endpoint_url:
+                return client
+        if self._session is None:
+            self._session = boto3.Session(
+                aws_access_key_id=self.access_key_id,
+                aws_secret_access_key=self.secret_access_key,
+                region_name=self.region,
+            )
+        return self._session.client(
             service_name,  # type: ignore[call-overload]
             endpoint_url=self.endpoint_url,
-            region_name=self.region,
             config=_CLIENT_CONFIG,
-            **self.credentials,
         )
 
     def environment(self) -> dict[str, str]:
