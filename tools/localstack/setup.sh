@@ -79,6 +79,9 @@ hash_tree() {
 }
 
 mkdir -p "$LS_HOME" "$LIBS" "$DOWNLOADS"
+# Parallel runs (two test sessions on one checkout) take turns instead of installing over each other.
+exec 9>"$LS_HOME/.setup.lock"
+flock 9
 PYTHON313="$(find_python313)"
 
 # 1. LocalStack's own venv.
