@@ -87,8 +87,8 @@ class StepwellConfig:
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in data.items():
-            if key not in known:
-                # Newer module versions may add outputs; older clients ignore them.
+            if key not in known or value is None:
+                # Newer module versions may add outputs (older clients ignore them); null means unset.
                 continue
             values[key] = value
         if "workflow_modules" in values:

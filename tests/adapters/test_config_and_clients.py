@@ -39,6 +39,11 @@ def test_client_config_dict_and_terraform_output_file_give_the_same_config(tmp_p
     assert from_dict.region == "eu-west-1"
 
 
+def test_null_outputs_mean_unset_and_unknown_outputs_are_ignored() -> None:
+    config = StepwellConfig.from_client_config({**CLIENT_CONFIG, "dlq_url": None, "future_output": "x"})
+    assert config.dlq_url == ""
+
+
 def test_environment_round_trip() -> None:
     config = StepwellConfig.from_client_config(
         {**CLIENT_CONFIG, "workflow_modules": ["orders", "billing.flows"]}
