@@ -79,10 +79,13 @@ class StepwellConfig:
 
     @classmethod
     def from_client_config(cls, data: Mapping[str, Any]) -> StepwellConfig:
-        """Build from the `client_config` output (a dict, or `terraform output -json`'s {"value": {...}})."""
+        """Build from the `client_config` output: the object itself, {"value": {...}}, or all outputs."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"client_config must be a JSON object, got {type(data).__name__}")
-        if "value" in data and isinstance(data["value"], Mapping) and "name" not in data:
+        # Accept `terraform output -json` of all outputs too: {"client_config": {"value": {...}}}.
+        if "name" not in data and isinstance(data.get("client_config"), Mapping):
+            data = data["client_config"]
+        if "name" not in data and isinstance(data.get("value"), Mapping):
             data = data["value"]
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}

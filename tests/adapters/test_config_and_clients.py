@@ -35,6 +35,10 @@ def test_client_config_dict_and_terraform_output_file_give_the_same_config(tmp_p
     output_file = tmp_path / "client_config.json"
     output_file.write_text(json.dumps({"sensitive": False, "type": "object", "value": CLIENT_CONFIG}))
     assert StepwellConfig.from_file(output_file) == from_dict
+    all_outputs = {"client_config": {"sensitive": False, "value": CLIENT_CONFIG}, "other": {"value": 1}}
+    assert StepwellConfig.from_client_config(all_outputs) == from_dict
+    with pytest.raises(ConfigError, match="client_config must be a JSON object, got NoneType"):
+        StepwellConfig.from_client_config(None)  # type: ignore[arg-type]
     assert from_dict.subject_index_name == "by-subject"
     assert from_dict.region == "eu-west-1"
 
