@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.errors import StepwellError
@@ -46,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"client_config JSON (terraform output -json client_config); default: ${CONFIG_ENV} or the "
         "STEPWELL_* environment",
+    )
+    parser.add_argument("--region", help="AWS region (default: the config's, else the AWS environment)")
+    parser.add_argument(
+        "--endpoint-url", metavar="URL", help="AWS endpoint, e.g. a local AWS (default: $AWS_ENDPOINT_URL)"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -242,7 +247,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     stderr = err or sys.stderr
     args = build_parser().parse_args(argv)
     try:
-        client = StepwellClient(load_config(args.config))
+        config = load_config(args.config)
+        clients = AwsClients(region=args.region or config.region or None, endpoint_url=args.endpoint_url)
+        client = StepwellClient(config, clients)
         return run(args, client, stdout, sys.stdin)
     except (CliError, ConfigError, StepwellError, ValueError) as error:
         stderr.write(f"stepwell: error: {error}\n")

@@ -131,6 +131,8 @@ def test_user_errors_are_one_clear_line(cli_env: tuple[Path, QueueDriver], tmp_p
     missing = tmp_path / "missing.json"
     code, _, err = _cli(missing, "list", "--status", "RUNNING")
     assert code == 1 and "cannot read the Stepwell config file" in err
+    code, _, err = _cli(config_file, "--endpoint-url", "http://127.0.0.1:9", "list", "--status", "RUNNING")
+    assert code == 1 and err.startswith("stepwell: error: AWS request failed")
     with pytest.raises(SystemExit) as usage:
         main(["list"], out=io.StringIO(), err=io.StringIO())
     assert usage.value.code == 2
