@@ -1,0 +1,16 @@
+"""Event-driven workflow definitions per tenant (domain) and subject, run on the durable execution engine.
+
+- `validation.parse_definition`: JSON definition (schema.json) -> `model.Definition`, or errors naming
+  the node or edge.
+- `store`: definitions (versions kept), contexts and event records; memory and DynamoDB.
+- `interpreter`: the built-in workflow `stepwell.definition` that runs one context.
+- `router.Router.process_event`: events start and resume contexts.
+- `actions`: the action registry (`register_action`, `@action`) and the built-in actions.
+- `mermaid.to_mermaid`: a definition as a Mermaid flowchart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")

@@ -1,0 +1,263 @@
+"""Actions: Python callables that definitions call by name from `action` nodes.
+
+An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register your own with
+`register_action(name, fn)` or `@action(name)` in the workflow code; the built-ins are:
+
+- `stepwell.put_event`: put an event on the bus (inputs: detailType, detail, source = "stepwell.definitions",
+  eventBusName = STEPWELL_EVENT_BUS_NAME).
+- `stepwell.http`: an HTTP request with urllib (inputs: url (http or https), method = GET, headers, body
+  (sent as JSON unless a string), timeoutSeconds = 10). A 5xx or 429 answer raises a retryable error, any
+  other 4xx a permanent one; the result is {status, headers, body} (body parsed as JSON when it is JSON).
+- `stepwell.invoke_lambda`: invoke a Lambda function (inputs: functionName, payload,
+  invocationType = RequestResponse); a function error raises a retryable error.
+
+An action raising `PermanentActionError` is not retried; any other exception goes to the node's retry
+policy (mapped to the SDK's step retry strategy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_durable_execution_sdk_python.config import Duration, JitterStrategy
+from aws_durable_execution_sdk_python.retries import (
+    RetryDecision,
+    RetryStrategyConfig,
+    create_retry_strategy,
+)
+
+from stepwell.definitions.model import RetryPolicy
+
+ActionFn = Callable[[dict[str, Any], "ActionContext"], Any]
+ClientFactory = Callable[[str], Any]
+
+PUT_EVENT = "stepwell.put_event"
+HTTP = "stepwell.http"
+INVOKE_LAMBDA = "stepwell.invoke_lambda"
+
+
+class ActionError(Exception):
+    """An action failed; retried by the node's retry policy."""
+
+
+class PermanentActionError(ActionError):
+    """An action failed in a way a retry cannot fix (bad input, a 4xx answer): not retried."""
+
+
+class UnknownAction(LookupError):
+    pass
+
+
+@dataclass
+class ActionContext:
+    """What an action knows about the context calling it."""
+
+    domain: str
+    workflow_id: str
+    subject_id: str
+    instance_id: str
+    node_id: str
+    attempt: int
+    clients: ClientFactory
+    event_bus_name: str | None = None
+
+
+def default_client_factory(service: str) -> Any:
+    import boto3
+
+    return boto3.client(service)  # type: ignore[call-overload]
+
+
+class ActionRegistry:
+    def __init__(self, builtins: bool = True) -> None:
+        self._actions: dict[str, ActionFn] = {}
+        self._lock = threading.Lock()
+        if builtins:
+            for name, fn in _builtins().items():
+                self.register(name, fn)
+
+    def register(self, name: str, fn: ActionFn) -> ActionFn:
+        if not isinstance(name, str) or not name or len(name) > 128:
+            raise ValueError(f"invalid action name {name!r}: 1-128 characters")
+        if not callable(fn):
+            raise TypeError(f"action {name!r}: must be callable, got {type(fn).__name__}")
+        with self._lock:
+            self._actions[name] = fn
+        return fn
+
+    def action(self, name: str) -> Callable[[ActionFn], ActionFn]:
+        def decorate(fn: ActionFn) -> ActionFn:
+            return self.register(name, fn)
+
+        return decorate
+
+    def get(self, name: str) -> ActionFn:
+        fn = self._actions.get(name)
+        if fn is None:
+            raise UnknownAction(f"unknown action {name!r} (registered: {', '.join(self.names()) or 'none'})")
+        return fn
+
+    def names(self) -> list[str]:
+        return sorted(self._actions)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._actions
+
+
+def retry_strategy(policy: RetryPolicy) -> Callable[[Exception, int], RetryDecision]:
+    """The SDK step retry strategy for a node's retry policy; PermanentActionError is never retried."""
+    delegate = create_retry_strategy(
+        RetryStrategyConfig(
+            max_attempts=policy.max_attempts,
+            initial_delay=Duration.from_seconds(max(1, round(policy.initial_delay))),
+            max_delay=Duration.from_seconds(max(1, round(policy.max_delay))),
+            backoff_rate=policy.backoff_rate,
+            jitter_strategy=JitterStrategy.FULL if policy.jitter == "full" else JitterStrategy.NONE,
+        )
+    )
+
+    def strategy(error: Exception, attempts_made: int) -> RetryDecision:
+        if _is_permanent(error):
+            return RetryDecision.no_retry()
+        return delegate(error, attempts_made)
+
+    return strategy
+
+
+def _is_permanent(error: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, PermanentActionError):
+            return True
+        if type(current).__name__ == "PermanentActionError":
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    error_type = getattr(error, "error_type", None)
+    return error_type == "PermanentActionError"
+
+
+# --- built-ins ------------------------------------------------------------------------------------
+
+
+def _require_str(inputs: Mapping[str, Any], key: str, action_name: str) -> str:
+    value = inputs.get(key)
+    if not isinstance(value, str) or not value:
+        raise PermanentActionError(
+            f"action {action_name!r}: input {key!r} must be a non-empty string, got {value!r}"
+        )
+    return value
+
+
+def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
+    detail_type = _require_str(inputs, "detailType", PUT_EVENT)
+    detail = inputs.get("detail", {})
+    source = inputs.get("source", "stepwell.definitions")
+    bus = inputs.get("eventBusName") or context.event_bus_name or os.environ.get("STEPWELL_EVENT_BUS_NAME")
+    if not isinstance(bus, str) or not bus:
+        raise PermanentActionError(
+            f"action {PUT_EVENT!r}: no event bus: give input 'eventBusName' or set STEPWELL_EVENT_BUS_NAME"
+        )
+    response = context.clients("events").put_events(
+        Entries=[
+            {
+                "Source": str(source),
+                "DetailType": detail_type,
+                "Detail": detail if isinstance(detail, str) else json.dumps(detail),
+                "EventBusName": bus,
+            }
+        ]
+    )
+    if response.get("FailedEntryCount", 0):
+        entry = response.get("Entries", [{}])[0]
+        raise ActionError(f"put_events failed: {entry.get('ErrorCode')}: {entry.get('ErrorMessage')}")
+    return {"eventId": response.get("Entries", [{}])[0].get("EventId")}
+
+
+def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
+    url = _require_str(inputs, "url", HTTP)
+    if not url.startswith(("http://", "https://")):
+        raise PermanentActionError(f"action {HTTP!r}: url {url!r} must start with http:// or https://")
+    method = str(inputs.get("method", "GET")).upper()
+    if method not in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"):
+        raise PermanentActionError(
+            f"action {HTTP!r}: method {method!r} is not one of GET, POST, PUT, PATCH, DELETE, HEAD"
+        )
+    headers = inputs.get("headers") or {}
+    if not isinstance(headers, Mapping):
+        raise PermanentActionError(f"action {HTTP!r}: headers must be an object, got {headers!r}")
+    body = inputs.get("body")
+    data: bytes | None = None
+    request_headers = {str(k): str(v) for k, v in headers.items()}
+    if body is not None:
+        if isinstance(body, str):
+            data = body.encode("utf-8")
+        else:
+            data = json.dumps(body).encode("utf-8")
+            request_headers.setdefault("Content-Type", "application/json")
+    timeout = inputs.get("timeoutSeconds", 10)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 300:
+        raise PermanentActionError(
+            f"action {HTTP!r}: timeoutSeconds must be a number 0..300, got {timeout!r}"
+        )
+    request = urllib.request.Request(url, data=data, headers=request_headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = response.status
+            raw = response.read()
+            response_headers = dict(response.headers.items())
+    except urllib.error.HTTPError as error:
+        status = error.code
+        text = error.read().decode("utf-8", "replace")[:500]
+        if status >= 500 or status == 429:
+            raise ActionError(f"{method} {url}: HTTP {status}: {text}") from None
+        raise PermanentActionError(f"{method} {url}: HTTP {status}: {text}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        raise ActionError(f"{method} {url}: {error}") from None
+    text = raw.decode("utf-8", "replace")
+    try:
+        parsed: Any = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        parsed = text
+    return {"status": status, "headers": response_headers, "body": parsed}
+
+
+def invoke_lambda(inputs: dict[str, Any], context: ActionContext) -> Any:
+    function_name = _require_str(inputs, "functionName", INVOKE_LAMBDA)
+    invocation_type = inputs.get("invocationType", "RequestResponse")
+    if invocation_type not in ("RequestResponse", "Event"):
+        raise PermanentActionError(
+            f"action {INVOKE_LAMBDA!r}: invocationType {invocation_type!r} is not RequestResponse or Event"
+        )
+    payload = inputs.get("payload", {})
+    response = context.clients("lambda").invoke(
+        FunctionName=function_name,
+        InvocationType=invocation_type,
+        Payload=json.dumps(payload).encode("utf-8"),
+    )
+    body = response.get("Payload")
+    text = body.read().decode("utf-8") if body is not None and hasattr(body, "read") else ""
+    if response.get("FunctionError"):
+        raise ActionError(f"function {function_name!r} failed: {response['FunctionError']}: {text[:500]}")
+    try:
+        result: Any = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        result = text
+    return {"statusCode": response.get("StatusCode"), "payload": result}
+
+
+def _builtins() -> dict[str, ActionFn]:
+    return {PUT_EVENT: put_event, HTTP: http_request, INVOKE_LAMBDA: invoke_lambda}
+
+
+default_actions = ActionRegistry()
+register_action = default_actions.register
+action = default_actions.action

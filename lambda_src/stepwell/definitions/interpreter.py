@@ -1,0 +1,389 @@
+"""The built-in workflow that runs a definition: every context is one durable execution of it.
+
+Registered as `stepwell.definition` (INTERPRETER_NAME). Its input (written by the router):
+{"domain", "workflowId", "subjectId", "instanceId", "version", "definition": {...}, "trigger": node id,
+ "event": {"id", "name", "data"}}. The definition travels in the input, so a context keeps the version it
+started with whatever happens to the stored definition later.
+
+Node by node (each is an SDK operation, so durability, retries and history come from the engine):
+- trigger: the start; the context's data starts as a copy of the event's data (when an object).
+- action: `context.step` calling the registered action, with the node's retry policy as the step's
+  retry strategy; the result goes to data[output] when the node names an output.
+- wait: `context.wait` for a duration, or until a time from an expression (epoch seconds or ISO 8601);
+  the current time is read in a step so replays agree.
+- trigger_or_timeout: `context.create_callback` with the timeout; a step records on the context item
+  that it waits for the event (node id -> event name, callback id) so the router can find it with a
+  Query; the router completes the callback with the event. Branch "event" or "timeout".
+- condition: the expression's truth picks branch "true" or "false".
+- parallel/join: `context.parallel` with one branch per outgoing edge, each walking to the join; the
+  join's mode (all, any, n of m) is the completion config; data written by succeeded branches is merged
+  in branch order.
+- end: the context succeeds; its item gets status SUCCEEDED (FAILED with the error when a node fails).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
+from aws_durable_execution_sdk_python.config import (
+    CallbackConfig,
+    CompletionConfig,
+    Duration,
+    ParallelConfig,
+    StepConfig,
+)
+from aws_durable_execution_sdk_python.exceptions import CallbackTimeoutError, UnrecoverableError
+
+from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
+from stepwell.definitions.expressions import Expression, ExpressionError
+from stepwell.definitions.model import Definition, DefinitionError, Node
+from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
+from stepwell.definitions.store import ContextRecord
+from stepwell.definitions.validation import parse_definition
+from stepwell.registry import Handler, Registry
+
+INTERPRETER_NAME = "stepwell.definition"
+MAX_NODE_VISITS = 10_000
+
+
+class DefinitionRuntimeError(DefinitionError):
+    """A definition failed while running (an expression error, a join short of branches, ...)."""
+
+
+@dataclass
+class RunState:
+    data: dict[str, Any]
+    event: dict[str, Any]
+    visits: dict[str, int] = field(default_factory=dict)
+
+    def env(self, start: StartInput) -> dict[str, Any]:
+        return {"data": self.data, "event": self.event, "subject": start.subject_id, "domain": start.domain}
+
+    def fork(self) -> RunState:
+        return RunState(copy.deepcopy(self.data), copy.deepcopy(self.event), self.visits)
+
+
+@dataclass(frozen=True)
+class StartInput:
+    domain: str
+    workflow_id: str
+    subject_id: str
+    instance_id: str
+    version: int
+    definition: dict[str, Any]
+    trigger: str
+    event: dict[str, Any]
+    execution_id: str
+
+    @classmethod
+    def parse(cls, payload: Any, execution_id: str) -> StartInput:
+        if not isinstance(payload, Mapping):
+            raise DefinitionRuntimeError(f"interpreter input must be an object, got {payload!r}")
+        missing = [
+            key
+            for key in (
+                "domain",
+                "workflowId",
+                "subjectId",
+                "instanceId",
+                "version",
+                "definition",
+                "trigger",
+                "event",
+            )
+            if key not in payload
+        ]
+        if missing:
+            raise DefinitionRuntimeError(f"interpreter input misses {missing}")
+        event = payload["event"]
+        return cls(
+            domain=str(payload["domain"]),
+            workflow_id=str(payload["workflowId"]),
+            subject_id=str(payload["subjectId"]),
+            instance_id=str(payload["instanceId"]),
+            version=int(payload["version"]),
+            definition=dict(payload["definition"]),
+            trigger=str(payload["trigger"]),
+            event=dict(event) if isinstance(event, Mapping) else {"data": event},
+            execution_id=execution_id,
+        )
+
+    def record(self) -> ContextRecord:
+        """The context item's keys (the store updates only the attributes it is asked to)."""
+        return ContextRecord(
+            domain=self.domain,
+            workflow_id=self.workflow_id,
+            subject_id=self.subject_id,
+            instance_id=self.instance_id,
+            version=self.version,
+            execution_id=self.execution_id,
+        )
+
+
+def _error_dict(error: BaseException) -> dict[str, Any]:
+    return {"ErrorType": type(error).__name__, "ErrorMessage": str(error)[:2000]}
+
+
+def _execution_id(context: DurableContext) -> str:
+    state = getattr(context, "state", None)
+    arn = getattr(state, "durable_execution_arn", None)
+    return str(arn) if arn else ""
+
+
+class Walker:
+    def __init__(self, runtime: DefinitionsRuntime, definition: Definition, start: StartInput) -> None:
+        self.runtime = runtime
+        self.definition = definition
+        self.start = start
+
+    def evaluate(self, expression: Expression, state: RunState, node: Node) -> Any:
+        try:
+            return expression.evaluate(state.env(self.start))
+        except ExpressionError as error:
+            raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {error}") from None
+
+    def run_path(self, context: DurableContext, state: RunState, node_id: str, stop_at: str | None) -> None:
+        """Walk from `node_id` until an end node (or the join `stop_at`, inside a parallel branch)."""
+        while True:
+            if node_id == stop_at:
+                return
+            node = self.definition.nodes[node_id]
+            count = state.visits.get(node_id, 0) + 1
+            state.visits[node_id] = count
+            if count > MAX_NODE_VISITS:
+                raise DefinitionRuntimeError(f"node {node_id!r} visited more than {MAX_NODE_VISITS} times")
+            name = node_id if count == 1 else f"{node_id}#{count}"
+            if node.type == "end":
+                return
+            if node.type == "trigger":
+                node_id = self.definition.next_node(node_id)
+            elif node.type == "action":
+                self.action(context, state, node, name)
+                node_id = self.definition.next_node(node_id)
+            elif node.type == "wait":
+                self.wait(context, state, node, name)
+                node_id = self.definition.next_node(node_id)
+            elif node.type == "trigger_or_timeout":
+                branch = self.trigger_or_timeout(context, state, node, name)
+                node_id = self.definition.next_node(node_id, branch)
+            elif node.type == "condition":
+                assert node.expression is not None
+                branch = "true" if self.evaluate(node.expression, state, node) else "false"
+                node_id = self.definition.next_node(node_id, branch)
+            elif node.type == "parallel":
+                join_id = self.parallel(context, state, node, name)
+                node_id = self.definition.next_node(join_id)
+            elif node.type == "join":
+                raise DefinitionRuntimeError(f"node {node_id!r} (join) reached outside its parallel branches")
+            else:  # validation rules this out
+                raise DefinitionRuntimeError(f"node {node_id!r}: unknown type {node.type!r}")
+
+    def action(self, context: DurableContext, state: RunState, node: Node, name: str) -> None:
+        assert node.action is not None
+        inputs = {
+            key: self.evaluate(value, state, node) if isinstance(value, Expression) else copy.deepcopy(value)
+            for key, value in node.inputs.items()
+        }
+        runtime, start = self.runtime, self.start
+        action_name = node.action
+
+        def call(step: StepContext) -> Any:
+            try:
+                fn = runtime.actions.get(action_name)
+            except UnknownAction as error:
+                raise PermanentActionError(f"node {node.id!r}: {error}") from None
+            return fn(
+                copy.deepcopy(inputs),
+                ActionContext(
+                    domain=start.domain,
+                    workflow_id=start.workflow_id,
+                    subject_id=start.subject_id,
+                    instance_id=start.instance_id,
+                    node_id=node.id,
+                    attempt=step.attempt,
+                    clients=runtime.clients,
+                    event_bus_name=runtime.event_bus_name,
+                ),
+            )
+
+        result = context.step(call, name=name, config=StepConfig(retry_strategy=retry_strategy(node.retry)))
+        if node.output:
+            state.data[node.output] = result
+
+    def now(self, context: DurableContext, name: str) -> float:
+        clock = self.runtime.clock
+        value: float = context.step(lambda _: clock.now(), name=f"{name}:now")
+        return value
+
+    def wait(self, context: DurableContext, state: RunState, node: Node, name: str) -> None:
+        if node.duration is not None:
+            seconds = node.duration
+        else:
+            assert node.until is not None
+            target = _instant(self.evaluate(node.until, state, node), node)
+            seconds = target - self.now(context, name)
+        if seconds >= 1:
+            context.wait(Duration.from_seconds(math.ceil(seconds)), name=name)
+
+    def trigger_or_timeout(self, context: DurableContext, state: RunState, node: Node, name: str) -> str:
+        assert node.event is not None and node.timeout is not None
+        callback = context.create_callback(
+            name=name, config=CallbackConfig(timeout=Duration.from_seconds(max(1, math.ceil(node.timeout))))
+        )
+        contexts, record, event_name = self.runtime.contexts, self.start.record(), node.event
+        callback_id = callback.callback_id
+        snapshot = copy.deepcopy(state.data)
+        context.step(
+            lambda _: contexts.set_waiting(record, node.id, event_name, callback_id, snapshot),
+            name=f"{name}:listen",
+        )
+        branch = "event"
+        try:
+            payload = callback.result()
+            received = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+            state.event = dict(received) if isinstance(received, Mapping) else {"data": received}
+            if node.output:
+                state.data[node.output] = state.event.get("data")
+        except CallbackTimeoutError:
+            branch = "timeout"
+        snapshot = copy.deepcopy(state.data)
+        context.step(lambda _: contexts.clear_waiting(record, node.id, snapshot), name=f"{name}:done")
+        return branch
+
+    def parallel(self, context: DurableContext, state: RunState, node: Node, name: str) -> str:
+        join_id = self.definition.joins[node.id]
+        join = self.definition.nodes[join_id]
+        targets = [edge.target for edge in self.definition.outgoing[node.id]]
+
+        def branch(target: str) -> Callable[[DurableContext], dict[str, Any]]:
+            def run(child: DurableContext) -> dict[str, Any]:
+                forked = state.fork()
+                self.run_path(child, forked, target, stop_at=join_id)
+                return {"data": forked.data, "event": forked.event}
+
+            return run
+
+        if join.mode == "all":
+            completion = CompletionConfig(tolerated_failure_count=0, tolerated_failure_percentage=0)
+            required = len(targets)
+        else:
+            required = 1 if join.mode == "any" else int(join.n or 1)
+            completion = CompletionConfig(min_successful=required)
+        result = context.parallel(
+            [branch(target) for target in targets],
+            name=name,
+            config=ParallelConfig(completion_config=completion),
+        )
+        succeeded = sorted(result.succeeded(), key=lambda item: item.index)
+        if len(succeeded) < required:
+            errors = [str(error) for error in result.get_errors() if error is not None]
+            raise DefinitionRuntimeError(
+                f"join {join_id!r} ({join.mode}): {len(succeeded)} of {len(targets)} branches succeeded, "
+                f"{required} needed; errors: {errors}"
+            )
+        base = state.data
+        for item in succeeded:
+            branch_data = item.result.get("data", {}) if isinstance(item.result, Mapping) else {}
+            for key, value in branch_data.items():
+                if key not in base or base[key] != value:
+                    state.data[key] = value
+        # Waits left open by branches that did not need to finish (any, n of m) are no longer listened to.
+        record, contexts = self.start.record(), self.runtime.contexts
+        region = self.region(node.id, join_id)
+        if join.mode != "all" and region:
+            snapshot = copy.deepcopy(state.data)
+
+            def close(_: StepContext) -> None:
+                for node_id in region:
+                    contexts.clear_waiting(record, node_id, snapshot)
+
+            context.step(close, name=f"{name}:close")
+        return join_id
+
+    def region(self, parallel_id: str, join_id: str) -> list[str]:
+        """The trigger_or_timeout nodes between a parallel node and its join."""
+        seen: set[str] = set()
+        stack = [edge.target for edge in self.definition.outgoing[parallel_id]]
+        while stack:
+            node_id = stack.pop()
+            if node_id in seen or node_id == join_id:
+                continue
+            seen.add(node_id)
+            stack.extend(edge.target for edge in self.definition.outgoing[node_id])
+        return sorted(n for n in seen if self.definition.nodes[n].type == "trigger_or_timeout")
+
+
+def _instant(value: Any, node: Node) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                raise DefinitionRuntimeError(
+                    f"node {node.id!r} (wait): 'until' gave {value!r}, a time without a time zone"
+                )
+            return parsed.timestamp()
+    raise DefinitionRuntimeError(
+        f"node {node.id!r} (wait): 'until' must give epoch seconds or an ISO 8601 time with a zone, "
+        f"got {value!r}"
+    )
+
+
+def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRuntime = get_runtime) -> Handler:
+    """The interpreter handler, on a runtime (or a function returning it, called per invocation)."""
+
+    def current() -> DefinitionsRuntime:
+        return runtime if isinstance(runtime, DefinitionsRuntime) else runtime()
+
+    @durable_execution
+    def interpret(event: Any, context: DurableContext) -> Any:
+        chosen = current()
+        start = StartInput.parse(event, _execution_id(context))
+        definition = parse_definition(start.definition)
+        if start.trigger not in definition.nodes:
+            raise DefinitionRuntimeError(
+                f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
+            )
+        trigger_event = start.event
+        initial = trigger_event.get("data")
+        state = RunState(
+            data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {}, event=trigger_event
+        )
+        walker = Walker(chosen, definition, start)
+        record, contexts = start.record(), chosen.contexts
+        try:
+            walker.run_path(context, state, start.trigger, stop_at=None)
+        except UnrecoverableError:
+            raise
+        except Exception as error:
+            failure = _error_dict(error)
+            snapshot = copy.deepcopy(state.data)
+            context.step(
+                lambda _: contexts.finish(record, "FAILED", snapshot, failure), name="context:failed"
+            )
+            raise
+        snapshot = copy.deepcopy(state.data)
+        context.step(lambda _: contexts.finish(record, "SUCCEEDED", snapshot), name="context:succeeded")
+        return {"data": state.data}
+
+    return interpret
+
+
+# The process-wide handler on the runtime from the environment (configure() replaces it).
+handler = make_interpreter()
+
+
+def register_interpreter(registry: Registry, runtime: DefinitionsRuntime | None = None) -> Handler:
+    """Register the interpreter in `registry` (on `runtime`, or the process-wide one)."""
+    return registry.register(INTERPRETER_NAME, make_interpreter(runtime) if runtime is not None else handler)

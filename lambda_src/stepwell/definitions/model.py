@@ -1,0 +1,143 @@
+"""The parsed form of a workflow definition (schema version 1: see schema.json) and its errors.
+
+`stepwell.definitions.validation.parse_definition` turns the JSON document into a `Definition` (or raises
+`DefinitionInvalid` listing every problem, each naming its node or edge).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepwell.definitions.expressions import Expression
+
+SCHEMA_VERSION = 1
+NODE_TYPES = ("trigger", "action", "wait", "trigger_or_timeout", "condition", "parallel", "join", "end")
+# Nodes in which a context stops and waits: a cycle needs at least one of them.
+WAITING_TYPES = ("wait", "trigger_or_timeout")
+JOIN_MODES = ("all", "any", "n")
+CONCURRENCY_POLICIES = ("single", "multiple")
+MAX_NODES = 500
+
+
+class DefinitionError(ValueError):
+    """Base of the definitions package's errors."""
+
+
+class DefinitionInvalid(DefinitionError):
+    """A definition that does not validate; `errors` lists each problem."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("invalid definition: " + "; ".join(self.errors))
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_ISO_DURATION = re.compile(
+    r"^P(?!$)(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
+)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+DURATION_RULE = (
+    "a number of seconds, a string such as '30s', '15m', '1h30m', '3d', '2w', or ISO 8601 such as 'P3D', "
+    "'PT1H30M'"
+)
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in a duration (see DURATION_RULE). Raises ValueError naming the value."""
+    seconds: float
+    if isinstance(value, bool):
+        raise ValueError(f"bad duration {value!r}: {DURATION_RULE}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        iso = _ISO_DURATION.match(text)
+        if iso:
+            seconds = sum(
+                float(iso.group(unit) or 0) * _UNIT_SECONDS[unit] for unit in ("w", "d", "h", "m", "s")
+            )
+        elif text and _DURATION_PART.sub("", text) == "" and _DURATION_PART.match(text):
+            seconds = sum(
+                float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text)
+            )
+        else:
+            raise ValueError(f"bad duration {value!r}: {DURATION_RULE}")
+    else:
+        raise ValueError(f"bad duration {value!r}: {DURATION_RULE}")
+    if seconds <= 0 or seconds != seconds or seconds > 366 * 86400:
+        raise ValueError(f"bad duration {value!r}: must be more than 0 and at most 366 days")
+    return seconds
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 3
+    initial_delay: float = 5.0
+    max_delay: float = 300.0
+    backoff_rate: float = 2.0
+    jitter: str = "full"  # full | none
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    branch: str | None
+    index: int
+
+    def label(self) -> str:
+        branch = f" [{self.branch}]" if self.branch else ""
+        return f"edge #{self.index} ({self.source} -> {self.target}{branch})"
+
+
+@dataclass
+class Node:
+    id: str
+    type: str
+    raw: dict[str, Any]
+    # trigger / trigger_or_timeout
+    event: str | None = None
+    filter: Expression | None = None
+    # action
+    action: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)  # key -> Expression or literal
+    output: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # wait / trigger_or_timeout
+    duration: float | None = None
+    until: Expression | None = None
+    timeout: float | None = None
+    # condition
+    expression: Expression | None = None
+    # join
+    mode: str = "all"
+    n: int | None = None
+
+
+@dataclass
+class Definition:
+    """A validated definition. `outgoing[node]` lists the node's edges in document order."""
+
+    raw: dict[str, Any]
+    id: str | None
+    name: str | None
+    concurrency: str
+    nodes: dict[str, Node]
+    edges: list[Edge]
+    outgoing: dict[str, list[Edge]]
+    # parallel node id -> its join node id
+    joins: dict[str, str]
+
+    def triggers(self) -> list[Node]:
+        return [node for node in self.nodes.values() if node.type == "trigger"]
+
+    def next_node(self, node_id: str, branch: str | None = None) -> str:
+        for edge in self.outgoing.get(node_id, []):
+            if edge.branch == branch or branch is None:
+                return edge.target
+        raise DefinitionError(f"node {node_id!r} has no outgoing edge for branch {branch!r}")
+
+    def event_names(self) -> set[str]:
+        return {node.event for node in self.nodes.values() if node.event}

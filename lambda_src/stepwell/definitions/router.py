@@ -1,0 +1,425 @@
+"""Domain events to contexts: start contexts whose trigger matches, resume contexts waiting for the event.
+
+An extractor maps an event to (domain, subject id, event name, data, event id). It is either configured by
+paths (JSON in STEPWELL_EVENT_EXTRACTOR, e.g. {"domain": "detail.domain", "subject": "detail.subjectId",
+"name": "detail-type", "data": "detail.data", "id": "id"}; a path is dot-separated keys, a number indexes a
+list, a leading "$." is allowed, {"const": value} gives a fixed value) or a Python callable registered with
+`register_extractor` in the user's workflow code (it returns an `ExtractedEvent`, a dict with those keys,
+or None to reject the event).
+
+For each event (`Router.process_event`):
+1. extract; an event that fails the extractor or maps to no domain, subject or name is recorded as
+   rejected with the reason (EventLog.record_rejected) and the call returns; nothing is raised.
+2. an event whose id was fully processed before (a `evt#<domain>#<id>#done` record) is a duplicate.
+3. starts: the domain's definitions (one Query) whose trigger node has this event name and whose filter
+   holds. The context's instance id derives from (definition, event id), so a start is at most once per
+   event id: the context item and the engine execution are both conditional creates. Policy "single"
+   skips the start while the subject has a running context of that definition.
+4. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
+   get their callback completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>#<node>`
+   record (conditional put) makes each resume at most once per event id.
+5. the done record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepwell.definitions.expressions import ExpressionError
+from stepwell.definitions.interpreter import INTERPRETER_NAME
+from stepwell.definitions.model import DefinitionError, DefinitionInvalid
+from stepwell.definitions.runtime import DefinitionsRuntime
+from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow, check_id
+from stepwell.definitions.validation import parse_definition
+from stepwell.engine import Engine
+from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded
+from stepwell.model import make_execution_id
+
+logger = logging.getLogger("stepwell.definitions.router")
+
+EXTRACTOR_ENV = "STEPWELL_EVENT_EXTRACTOR"
+DEFAULT_PATHS: dict[str, Any] = {
+    "domain": "detail.domain",
+    "subject": "detail.subjectId",
+    "name": "detail-type",
+    "data": "detail.data",
+    "id": "id",
+}
+_FIELDS = ("domain", "subject", "name", "data", "id")
+
+
+class ExtractorError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ExtractedEvent:
+    domain: str
+    subject_id: str
+    name: str
+    data: Any
+    event_id: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"id": self.event_id, "name": self.name, "data": self.data}
+
+
+Extractor = Callable[[Mapping[str, Any]], "ExtractedEvent | Mapping[str, Any] | None"]
+
+
+def _walk(event: Any, path: str) -> Any:
+    text = path[2:] if path.startswith("$.") else path
+    if text in ("", "$"):
+        return event
+    value = event
+    for part in text.split("."):
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+class PathExtractor:
+    """Extraction by paths into the event (defaults: EventBridge's envelope with the ids in `detail`)."""
+
+    def __init__(self, paths: Mapping[str, Any] | None = None) -> None:
+        merged = dict(DEFAULT_PATHS)
+        for key, value in (paths or {}).items():
+            if key not in _FIELDS:
+                raise ExtractorError(f"unknown extractor field {key!r} (allowed: {', '.join(_FIELDS)})")
+            if not (isinstance(value, str) or (isinstance(value, Mapping) and set(value) == {"const"})):
+                raise ExtractorError(
+                    f"extractor field {key!r}: {value!r} is neither a path string nor {{'const': value}}"
+                )
+            merged[key] = value
+        self.paths = merged
+
+    @classmethod
+    def from_env(cls) -> PathExtractor:
+        text = os.environ.get(EXTRACTOR_ENV, "").strip()
+        if not text:
+            return cls()
+        try:
+            paths = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ExtractorError(f"{EXTRACTOR_ENV} is not JSON ({error}): {text[:200]!r}") from error
+        if not isinstance(paths, Mapping):
+            raise ExtractorError(f"{EXTRACTOR_ENV} must be a JSON object, got {text[:200]!r}")
+        return cls(paths)
+
+    def _value(self, event: Mapping[str, Any], key: str) -> Any:
+        spec = self.paths[key]
+        if isinstance(spec, Mapping):
+            return spec["const"]
+        return _walk(event, spec)
+
+    def __call__(self, event: Mapping[str, Any]) -> ExtractedEvent | Mapping[str, Any] | None:
+        return {key: self._value(event, key) for key in _FIELDS}
+
+
+_extractor_lock = threading.Lock()
+_registered_extractor: Extractor | None = None
+
+
+def register_extractor(fn: Extractor) -> Extractor:
+    """Use `fn` instead of the path extractor (call from the user's workflow code)."""
+    global _registered_extractor
+    if not callable(fn):
+        raise TypeError(f"an extractor must be callable, got {type(fn).__name__}")
+    with _extractor_lock:
+        _registered_extractor = fn
+    return fn
+
+
+def unregister_extractor() -> None:
+    global _registered_extractor
+    with _extractor_lock:
+        _registered_extractor = None
+
+
+def default_extractor() -> Extractor:
+    with _extractor_lock:
+        registered = _registered_extractor
+    return registered if registered is not None else PathExtractor.from_env()
+
+
+def _normalize(raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str) -> ExtractedEvent:
+    if raw is None:
+        raise ExtractorError("the extractor returned nothing for this event")
+    if isinstance(raw, ExtractedEvent):
+        values: dict[str, Any] = {
+            "domain": raw.domain,
+            "subject": raw.subject_id,
+            "name": raw.name,
+            "data": raw.data,
+            "id": raw.event_id,
+        }
+    elif isinstance(raw, Mapping):
+        values = dict(raw)
+        if "subjectId" in values and "subject" not in values:
+            values["subject"] = values["subjectId"]
+    else:
+        raise ExtractorError(
+            f"the extractor returned {type(raw).__name__}; expected ExtractedEvent, a dict or None"
+        )
+    for key in ("domain", "subject", "name"):
+        value = values.get(key)
+        if value is None or value == "":
+            raise ExtractorError(f"the event maps to no {key}")
+        if not isinstance(value, str):
+            raise ExtractorError(f"the event's {key} must be a string, got {value!r}")
+    try:
+        check_id("domain", values["domain"])
+        check_id("subject id", values["subject"])
+    except InvalidId as error:
+        raise ExtractorError(str(error)) from None
+    event_id = values.get("id")
+    if event_id is None or event_id == "":
+        event_id = fallback_id
+    return ExtractedEvent(
+        domain=values["domain"],
+        subject_id=values["subject"],
+        name=values["name"],
+        data=values.get("data"),
+        event_id=str(event_id),
+    )
+
+
+@dataclass
+class EventOutcome:
+    """What one event did."""
+
+    event_id: str
+    status: str  # processed | duplicate | rejected
+    reason: str | None = None
+    domain: str | None = None
+    subject_id: str | None = None
+    name: str | None = None
+    started: list[str] = field(default_factory=list)  # engine execution ids
+    resumed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eventId": self.event_id,
+            "status": self.status,
+            "reason": self.reason,
+            "domain": self.domain,
+            "subjectId": self.subject_id,
+            "name": self.name,
+            "started": self.started,
+            "resumed": self.resumed,
+            "skipped": self.skipped,
+        }
+
+
+def instance_id_for(domain: str, workflow_id: str, subject_id: str, event_id: str) -> str:
+    digest = hashlib.sha256(f"{domain}|{workflow_id}|{subject_id}|{event_id}".encode()).hexdigest()
+    return "e" + digest[:31]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class Router:
+    def __init__(
+        self, engine: Engine, runtime: DefinitionsRuntime, extractor: Extractor | None = None
+    ) -> None:
+        self.engine = engine
+        self.runtime = runtime
+        self._extractor = extractor
+
+    def extractor(self) -> Extractor:
+        return self._extractor if self._extractor is not None else default_extractor()
+
+    def _reject(self, event_id: str, reason: str, event: Mapping[str, Any] | None) -> EventOutcome:
+        logger.warning("event %s rejected: %s", event_id, reason)
+        self.runtime.events.record_rejected(event_id, reason, event, self.runtime.clock.now())
+        return EventOutcome(event_id=event_id, status="rejected", reason=reason)
+
+    def process_event(self, event: Mapping[str, Any]) -> EventOutcome:
+        raw_id = event.get("id") if isinstance(event, Mapping) else None
+        fallback_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else uuid.uuid4().hex
+        if not isinstance(event, Mapping):
+            return self._reject(
+                fallback_id, f"an event must be a JSON object, got {type(event).__name__}", None
+            )
+        try:
+            extracted = _normalize(self.extractor()(event), fallback_id)
+        except Exception as error:  # the user's extractor may raise anything: record it, block nothing
+            return self._reject(fallback_id, f"extractor failed: {error}", event)
+        outcome = EventOutcome(
+            event_id=extracted.event_id,
+            status="processed",
+            domain=extracted.domain,
+            subject_id=extracted.subject_id,
+            name=extracted.name,
+        )
+        events = self.runtime.events
+        done_key = f"evt#{extracted.domain}#{_digest(extracted.event_id)}#done"
+        if events.exists(done_key):
+            outcome.status = "duplicate"
+            return outcome
+        self._start_contexts(extracted, outcome)
+        self._resume_contexts(extracted, outcome)
+        events.claim(done_key, self.runtime.clock.now())
+        return outcome
+
+    # --- starting ---
+
+    def _start_contexts(self, event: ExtractedEvent, outcome: EventOutcome) -> None:
+        for stored in self.runtime.definitions.list_workflows(event.domain):
+            try:
+                definition = parse_definition(stored.definition)
+            except DefinitionInvalid as invalid:
+                outcome.skipped.append(f"{stored.workflow_id}: stored definition is invalid: {invalid}")
+                continue
+            env = {
+                "data": event.data,
+                "event": event.payload(),
+                "subject": event.subject_id,
+                "domain": event.domain,
+            }
+            for trigger in definition.triggers():
+                if trigger.event != event.name:
+                    continue
+                if trigger.filter is not None:
+                    try:
+                        if not trigger.filter.evaluate(env):
+                            outcome.skipped.append(f"{stored.workflow_id}: filter of {trigger.id!r} is false")
+                            continue
+                    except ExpressionError as error:
+                        outcome.skipped.append(
+                            f"{stored.workflow_id}: filter of {trigger.id!r} failed: {error}"
+                        )
+                        continue
+                self._start(stored, definition.concurrency, trigger.id, event, outcome)
+                break  # one context per definition and event
+
+    def _start(
+        self,
+        stored: StoredWorkflow,
+        concurrency: str,
+        trigger_id: str,
+        event: ExtractedEvent,
+        outcome: EventOutcome,
+    ) -> None:
+        contexts = self.runtime.contexts
+        instance_id = instance_id_for(event.domain, stored.workflow_id, event.subject_id, event.event_id)
+        execution_id = make_execution_id(event.domain, INTERPRETER_NAME, event.subject_id, instance_id)
+        if concurrency == "single":
+            for other in contexts.get_contexts(event.domain, stored.workflow_id, event.subject_id):
+                if (
+                    other.instance_id != instance_id
+                    and other.status == "RUNNING"
+                    and self._still_running(other)
+                ):
+                    outcome.skipped.append(
+                        f"{stored.workflow_id}: subject {event.subject_id!r} already has running context "
+                        f"{other.instance_id!r} (policy single)"
+                    )
+                    return
+        record = ContextRecord(
+            domain=event.domain,
+            workflow_id=stored.workflow_id,
+            subject_id=event.subject_id,
+            instance_id=instance_id,
+            version=stored.version,
+            execution_id=execution_id,
+            trigger_event_id=event.event_id,
+            data=dict(event.data) if isinstance(event.data, Mapping) else {},
+        )
+        contexts.create_context(record)  # False on a redelivery: the start below is idempotent too
+        started = self.engine.start_execution(
+            INTERPRETER_NAME,
+            {
+                "domain": event.domain,
+                "workflowId": stored.workflow_id,
+                "subjectId": event.subject_id,
+                "instanceId": instance_id,
+                "version": stored.version,
+                "definition": stored.definition,
+                "trigger": trigger_id,
+                "event": event.payload(),
+            },
+            execution_name=instance_id,
+            domain=event.domain,
+            subject_id=event.subject_id,
+        )
+        outcome.started.append(started)
+
+    def _still_running(self, context: ContextRecord) -> bool:
+        """A context whose execution ended without updating its item (stopped from outside) is synced."""
+        record = self.engine.store.get_execution(context.execution_id)
+        if record is None or not record.status.is_terminal:
+            return True
+        self.runtime.contexts.finish(context, record.status.value, context.data, record.error)
+        return False
+
+    # --- resuming ---
+
+    def _resume_contexts(self, event: ExtractedEvent, outcome: EventOutcome) -> None:
+        contexts = self.runtime.contexts
+        events = self.runtime.events
+        token: str | None = None
+        while True:
+            page = contexts.get_all_contexts_for_subject(
+                event.domain, event.subject_id, limit=100, next_token=token
+            )
+            for context in page.items:
+                if context.status != "RUNNING":
+                    continue
+                for node_id, callback_id in context.waits_for(event.name):
+                    key = (
+                        f"evt#{event.domain}#{_digest(event.event_id)}#"
+                        f"{_digest(context.context_key + '/' + context.instance_id)}#{node_id}"
+                    )
+                    if not events.claim(key, self.runtime.clock.now()):
+                        outcome.skipped.append(
+                            f"{context.workflow_id}/{context.instance_id}: already resumed"
+                        )
+                        continue
+                    try:
+                        self.engine.send_callback_success(callback_id, json.dumps(event.payload()))
+                    except (CallbackNotFound, ExecutionAlreadyEnded) as error:
+                        outcome.skipped.append(f"{context.workflow_id}/{context.instance_id}: {error}")
+                        continue
+                    except Exception:
+                        events.release(key)  # let the redelivery try again
+                        raise
+                    outcome.resumed.append(context.execution_id)
+            token = page.next_token
+            if not token:
+                return
+
+
+def handles(body: Mapping[str, Any]) -> bool:
+    """True for a bus envelope the router should take (not a stepwell.* command)."""
+    detail_type = body.get("detail-type")
+    return isinstance(detail_type, str) and not detail_type.startswith("stepwell.")
+
+
+__all__ = [
+    "DEFAULT_PATHS",
+    "DefinitionError",
+    "EventOutcome",
+    "ExtractedEvent",
+    "ExtractorError",
+    "PathExtractor",
+    "Router",
+    "handles",
+    "instance_id_for",
+    "register_extractor",
+]

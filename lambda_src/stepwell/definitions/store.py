@@ -1,0 +1,1039 @@
+"""Where definitions, contexts and event records live: one Protocol each, a memory and a DynamoDB
+implementation of each (the DynamoDB ones take a boto3 client; Queries, Gets, conditional writes only).
+
+Definitions (the definitions table, PK `domain`, SK `workflowId`), the semantics of omega-flow's store:
+- the latest version of a definition is the item (domain, workflowId): `definition` (JSON text),
+  `version` (N), `createdAt` (N, epoch ms, first write) and `updatedAt` (N, epoch ms, every write);
+- every version is also kept as (domain + "#versions", workflowId + "#" + zero-padded version): a running
+  context reads the version it started with. `delete_workflow` removes the latest item only, so contexts
+  still running on a deleted definition keep working; setting the id again continues the numbering.
+
+Contexts (the executions table, PK `contextKey` = domain#workflowId#subjectId, SK `instanceId`), the
+semantics of omega-flow's workflow memory. A context item carries recordType = "context", domain,
+subjectId, workflowId (the definition id), status, createdAt/updatedAt (N, epoch seconds like the
+engine's items on this table), nm (= instanceId), ver (definition version), eid (the id of the engine
+execution that runs it), dt (context data, JSON), wt (a map: node id -> {e: event name, cb: callback id}
+for every event the context waits for), tev (the id of the event that started it), er (error JSON).
+Listing by subject or by domain uses the (domain, subjectId) GSI, filtered to recordType = "context".
+
+Event records (the coordination table, PK `key`): `evt#...` de-duplication records (conditional puts,
+expiring through `ttl`), and rejected events `rejected#<event id>` with dueShard = "rejected" and
+dueAt = when, so `list_rejected` is a Query on the due-index.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from stepwell.dynamodb_store import decode_page_token, encode_page_token
+from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, Page
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Item = dict[str, Any]
+MAX_ID_LENGTH = 128
+VERSIONS_SUFFIX = "#versions"
+CONTEXT_RECORD = "context"
+REJECTED_SHARD = "rejected"
+DEDUP_TTL_SECONDS = 7 * 86400
+REJECTED_TTL_SECONDS = 14 * 86400
+
+
+class StoreError(ValueError):
+    pass
+
+
+class InvalidId(StoreError):
+    """An id that is empty, too long, contains '#', or has characters the keys do not allow."""
+
+
+class WorkflowAlreadyExistsError(StoreError):
+    pass
+
+
+class ConcurrentUpdate(StoreError):
+    """Another writer changed the definition at the same time; try again."""
+
+
+def check_id(label: str, value: object) -> str:
+    """Refuse ids that cannot be key parts, with a message naming the value and the rule."""
+    if not isinstance(value, str):
+        raise InvalidId(f"invalid {label} {value!r}: must be a string")
+    if not value:
+        raise InvalidId(f"invalid {label}: empty; {KEY_PART_RULE}")
+    if "#" in value:
+        raise InvalidId(f"invalid {label} {value!r}: must not contain '#' (it separates key parts)")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidId(
+            f"invalid {label} {value[:40]!r}...: {len(value)} characters; at most {MAX_ID_LENGTH}"
+        )
+    if not KEY_PART_PATTERN.match(value):
+        raise InvalidId(f"invalid {label} {value!r}: {KEY_PART_RULE}")
+    return value
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# ================================================================== definitions
+
+
+@dataclass(frozen=True)
+class StoredWorkflow:
+    domain: str
+    workflow_id: str
+    version: int
+    created_at: int  # epoch ms
+    updated_at: int  # epoch ms
+    definition: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain,
+            "workflowId": self.workflow_id,
+            "version": self.version,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "definition": self.definition,
+        }
+
+
+Validator = Callable[[Mapping[str, Any]], object]
+
+
+def _default_validator(document: Mapping[str, Any]) -> object:
+    from stepwell.definitions.validation import parse_definition
+
+    return parse_definition(document)
+
+
+class DefinitionStore(Protocol):
+    def set_workflow(self, domain: str, workflow: Mapping[str, Any]) -> StoredWorkflow:
+        """Create or update (a new version) the definition `workflow["id"]`."""
+        ...
+
+    def create_workflow(self, domain: str, data: Mapping[str, Any]) -> StoredWorkflow:
+        """Create a definition under `data["id"]` or a generated id; WorkflowAlreadyExistsError if taken."""
+        ...
+
+    def get_workflow(
+        self, domain: str, workflow_id: str, version: int | None = None
+    ) -> StoredWorkflow | None: ...
+
+    def list_workflows(self, domain: str) -> list[StoredWorkflow]: ...
+
+    def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]: ...
+
+    def delete_workflow(self, domain: str, workflow_id: str) -> bool: ...
+
+
+def _prepare(
+    domain: str, workflow: Mapping[str, Any], validator: Validator, generate: bool
+) -> tuple[str, dict[str, Any]]:
+    check_id("domain", domain)
+    if not isinstance(workflow, Mapping):
+        raise StoreError(f"a definition must be a JSON object, got {type(workflow).__name__}")
+    document = copy.deepcopy(dict(workflow))
+    workflow_id = document.get("id")
+    if workflow_id is None and generate:
+        workflow_id = "wf-" + uuid.uuid4().hex[:20]
+        document["id"] = workflow_id
+    check_id("workflow id", workflow_id)
+    assert isinstance(workflow_id, str)
+    validator(document)
+    try:
+        json.dumps(document)
+    except (TypeError, ValueError) as error:
+        raise StoreError(f"definition {workflow_id!r} is not JSON-serializable: {error}") from error
+    return workflow_id, document
+
+
+class MemoryDefinitionStore:
+    def __init__(
+        self, validator: Validator = _default_validator, now_ms: Callable[[], int] = _now_ms
+    ) -> None:
+        self._latest: dict[tuple[str, str], StoredWorkflow] = {}
+        self._versions: dict[tuple[str, str], dict[int, StoredWorkflow]] = {}
+        self._lock = threading.Lock()
+        self._validator = validator
+        self._now_ms = now_ms
+
+    def _put(self, domain: str, workflow: Mapping[str, Any], create: bool) -> StoredWorkflow:
+        workflow_id, document = _prepare(domain, workflow, self._validator, generate=create)
+        with self._lock:
+            current = self._latest.get((domain, workflow_id))
+            if create and current is not None:
+                raise WorkflowAlreadyExistsError(
+                    f"workflow {workflow_id!r} already exists in domain {domain!r}"
+                )
+            versions = self._versions.setdefault((domain, workflow_id), {})
+            now = self._now_ms()
+            stored = StoredWorkflow(
+                domain=domain,
+                workflow_id=workflow_id,
+                version=max(versions, default=0) + 1,
+                created_at=current.created_at if current else now,
+                updated_at=now,
+                definition=document,
+            )
+            versions[stored.version] = stored
+            self._latest[(domain, workflow_id)] = stored
+            return copy.deepcopy(stored)
+
+    def set_workflow(self, domain: str, workflow: Mapping[str, Any]) -> StoredWorkflow:
+        return self._put(domain, workflow, create=False)
+
+    def create_workflow(self, domain: str, data: Mapping[str, Any]) -> StoredWorkflow:
+        return self._put(domain, data, create=True)
+
+    def get_workflow(
+        self, domain: str, workflow_id: str, version: int | None = None
+    ) -> StoredWorkflow | None:
+        check_id("domain", domain)
+        check_id("workflow id", workflow_id)
+        with self._lock:
+            if version is None:
+                found = self._latest.get((domain, workflow_id))
+            else:
+                found = self._versions.get((domain, workflow_id), {}).get(version)
+            return copy.deepcopy(found)
+
+    def list_workflows(self, domain: str) -> list[StoredWorkflow]:
+        check_id("domain", domain)
+        with self._lock:
+            return [copy.deepcopy(w) for (d, _), w in sorted(self._latest.items()) if d == domain]
+
+    def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]:
+        check_id("domain", domain)
+        check_id("workflow id", workflow_id)
+        with self._lock:
+            versions = self._versions.get((domain, workflow_id), {})
+            return [copy.deepcopy(versions[v]) for v in sorted(versions)]
+
+    def delete_workflow(self, domain: str, workflow_id: str) -> bool:
+        check_id("domain", domain)
+        check_id("workflow id", workflow_id)
+        with self._lock:
+            return self._latest.pop((domain, workflow_id), None) is not None
+
+
+def _version_key(workflow_id: str, version: int) -> str:
+    return f"{workflow_id}#{version:06d}"
+
+
+class DynamoDbDefinitionStore:
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table: str,
+        validator: Validator = _default_validator,
+        now_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        self._db = dynamodb
+        self.table = table
+        self._validator = validator
+        self._now_ms = now_ms
+
+    def _item(self, pk: str, sk: str, stored: StoredWorkflow) -> Item:
+        return {
+            "domain": {"S": pk},
+            "workflowId": {"S": sk},
+            "wid": {"S": stored.workflow_id},
+            "version": {"N": str(stored.version)},
+            "createdAt": {"N": str(stored.created_at)},
+            "updatedAt": {"N": str(stored.updated_at)},
+            "definition": {"S": json.dumps(stored.definition, separators=(",", ":"))},
+        }
+
+    def _stored(self, domain: str, item: Item) -> StoredWorkflow:
+        return StoredWorkflow(
+            domain=domain,
+            workflow_id=(item["wid"] if "wid" in item else item["workflowId"])["S"],
+            version=int(item["version"]["N"]),
+            created_at=int(item["createdAt"]["N"]),
+            updated_at=int(item["updatedAt"]["N"]),
+            definition=json.loads(item["definition"]["S"]),
+        )
+
+    def _last_version(self, domain: str, workflow_id: str) -> int:
+        response = self._db.query(
+            TableName=self.table,
+            KeyConditionExpression="#d = :d AND begins_with(#w, :p)",
+            ExpressionAttributeNames={"#d": "domain", "#w": "workflowId"},
+            ExpressionAttributeValues={":d": {"S": domain + VERSIONS_SUFFIX}, ":p": {"S": workflow_id + "#"}},
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = response.get("Items", [])
+        return int(items[0]["version"]["N"]) if items else 0
+
+    def _put(self, domain: str, workflow: Mapping[str, Any], create: bool) -> StoredWorkflow:
+        workflow_id, document = _prepare(domain, workflow, self._validator, generate=create)
+        for _ in range(5):
+            current = self._get_item(domain, workflow_id)
+            if create and current is not None:
+                raise WorkflowAlreadyExistsError(
+                    f"workflow {workflow_id!r} already exists in domain {domain!r}"
+                )
+            previous = current.version if current else self._last_version(domain, workflow_id)
+            now = self._now_ms()
+            stored = StoredWorkflow(
+                domain=domain,
+                workflow_id=workflow_id,
+                version=previous + 1,
+                created_at=current.created_at if current else now,
+                updated_at=now,
+                definition=document,
+            )
+            latest: dict[str, Any] = {
+                "TableName": self.table,
+                "Item": self._item(domain, workflow_id, stored),
+            }
+            if current is None:
+                latest["ConditionExpression"] = "attribute_not_exists(workflowId)"
+            else:
+                latest["ConditionExpression"] = "version = :v"
+                latest["ExpressionAttributeValues"] = {":v": {"N": str(current.version)}}
+            try:
+                self._db.transact_write_items(
+                    TransactItems=[
+                        {"Put": latest},  # type: ignore[typeddict-item]
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": self._item(
+                                    domain + VERSIONS_SUFFIX,
+                                    _version_key(workflow_id, stored.version),
+                                    stored,
+                                ),
+                                "ConditionExpression": "attribute_not_exists(workflowId)",
+                            }
+                        },
+                    ]
+                )
+            except self._db.exceptions.TransactionCanceledException:
+                if create and self._get_item(domain, workflow_id) is not None:
+                    raise WorkflowAlreadyExistsError(
+                        f"workflow {workflow_id!r} already exists in domain {domain!r}"
+                    ) from None
+                continue  # someone else wrote a version meanwhile: read again
+            return stored
+        raise ConcurrentUpdate(f"workflow {workflow_id!r} in domain {domain!r} kept changing; try again")
+
+    def set_workflow(self, domain: str, workflow: Mapping[str, Any]) -> StoredWorkflow:
+        return self._put(domain, workflow, create=False)
+
+    def create_workflow(self, domain: str, data: Mapping[str, Any]) -> StoredWorkflow:
+        return self._put(domain, data, create=True)
+
+    def _get_item(self, domain: str, workflow_id: str) -> StoredWorkflow | None:
+        response = self._db.get_item(
+            TableName=self.table,
+            Key={"domain": {"S": domain}, "workflowId": {"S": workflow_id}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return None if item is None else self._stored(domain, item)
+
+    def get_workflow(
+        self, domain: str, workflow_id: str, version: int | None = None
+    ) -> StoredWorkflow | None:
+        check_id("domain", domain)
+        check_id("workflow id", workflow_id)
+        if version is None:
+            return self._get_item(domain, workflow_id)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise StoreError(f"invalid version {version!r}: a whole number from 1")
+        response = self._db.get_item(
+            TableName=self.table,
+            Key={
+                "domain": {"S": domain + VERSIONS_SUFFIX},
+                "workflowId": {"S": _version_key(workflow_id, version)},
+            },
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return None if item is None else self._stored(domain, item)
+
+    def _query_all(self, **kwargs: Any) -> list[Item]:
+        items: list[Item] = []
+        while True:
+            response = self._db.query(TableName=self.table, **kwargs)
+            items.extend(response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return items
+            kwargs["ExclusiveStartKey"] = last
+
+    def list_workflows(self, domain: str) -> list[StoredWorkflow]:
+        check_id("domain", domain)
+        items = self._query_all(
+            KeyConditionExpression="#d = :d",
+            ExpressionAttributeNames={"#d": "domain"},
+            ExpressionAttributeValues={":d": {"S": domain}},
+        )
+        return [self._stored(domain, item) for item in items]
+
+    def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]:
+        check_id("domain", domain)
+        check_id("workflow id", workflow_id)
+        items = self._query_all(
+            KeyConditionExpression="#d = :d AND begins_with(#w, :p)",
+            ExpressionAttributeNames={"#d": "domain", "#w": "workflowId"},
+            ExpressionAttributeValues={":d": {"S": domain + VERSIONS_SUFFIX}, ":p": {"S": workflow_id + "#"}},
+        )
+        return [self._stored(domain, item) for item in items]
+
+    def delete_workflow(self, domain: str, workflow_id: str) -> bool:
+        check_id("domain", domain)
+        check_id("workflow id", workflow_id)
+        response = self._db.delete_item(
+            TableName=self.table,
+            Key={"domain": {"S": domain}, "workflowId": {"S": workflow_id}},
+            ReturnValues="ALL_OLD",
+        )
+        return bool(response.get("Attributes"))
+
+
+# ================================================================== contexts
+
+CONTEXT_STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT")
+
+
+@dataclass
+class ContextRecord:
+    domain: str
+    workflow_id: str
+    subject_id: str
+    instance_id: str
+    version: int
+    execution_id: str
+    status: str = "RUNNING"
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+    # node id -> {"event": name, "callbackId": id}
+    waiting: dict[str, dict[str, str]] = field(default_factory=dict)
+    trigger_event_id: str | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def context_key(self) -> str:
+        return f"{self.domain}#{self.workflow_id}#{self.subject_id}"
+
+    def waits_for(self, event_name: str) -> list[tuple[str, str]]:
+        """(node id, callback id) of every wait on `event_name`."""
+        return [
+            (node_id, wait["callbackId"])
+            for node_id, wait in sorted(self.waiting.items())
+            if wait.get("event") == event_name
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain,
+            "workflowId": self.workflow_id,
+            "subjectId": self.subject_id,
+            "instanceId": self.instance_id,
+            "contextKey": self.context_key,
+            "version": self.version,
+            "executionId": self.execution_id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "data": self.data,
+            "waiting": self.waiting,
+            "triggerEventId": self.trigger_event_id,
+            "error": self.error,
+        }
+
+
+def _check_context_ids(
+    domain: str, workflow_id: str, subject_id: str, instance_id: str | None = None
+) -> None:
+    check_id("domain", domain)
+    check_id("workflow id", workflow_id)
+    check_id("subject id", subject_id)
+    if instance_id is not None:
+        check_id("instance id", instance_id)
+
+
+def _check_status(status: str) -> None:
+    if status not in CONTEXT_STATUSES:
+        raise StoreError(f"invalid context status {status!r}; allowed: {', '.join(CONTEXT_STATUSES)}")
+
+
+class ContextStore(Protocol):
+    def create_context(self, record: ContextRecord) -> bool:
+        """Put the context unless it exists (conditional). True if created."""
+        ...
+
+    def save_context(self, record: ContextRecord) -> None:
+        """Put the context (updatedAt set now; createdAt kept from the record)."""
+        ...
+
+    def get_context(
+        self, domain: str, workflow_id: str, subject_id: str, instance_id: str
+    ) -> ContextRecord | None: ...
+
+    def get_contexts(self, domain: str, workflow_id: str, subject_id: str) -> list[ContextRecord]:
+        """All contexts of one (domain, definition, subject): one partition Query."""
+        ...
+
+    def delete_context(self, domain: str, workflow_id: str, subject_id: str, instance_id: str) -> bool: ...
+
+    def get_all_contexts_for_subject(
+        self, domain: str, subject_id: str, limit: int = 100, next_token: str | None = None
+    ) -> Page[ContextRecord]: ...
+
+    def get_all_contexts(
+        self, domain: str, limit: int = 100, next_token: str | None = None
+    ) -> Page[ContextRecord]: ...
+
+    def set_waiting(
+        self, record: ContextRecord, node_id: str, event_name: str, callback_id: str, data: Mapping[str, Any]
+    ) -> bool:
+        """Record that the context waits for `event_name` at `node_id` (and its data). False if gone."""
+        ...
+
+    def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool: ...
+
+    def finish(
+        self,
+        record: ContextRecord,
+        status: str,
+        data: Mapping[str, Any],
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set a final status (only while RUNNING); clears every wait. False if gone or already final."""
+        ...
+
+
+def _check_limit(limit: int) -> None:
+    if not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise StoreError(f"limit must be 1..1000, got {limit!r}")
+
+
+class MemoryContextStore:
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        self._items: dict[tuple[str, str], ContextRecord] = {}
+        self._lock = threading.Lock()
+        self._now = now
+
+    @staticmethod
+    def _key(record: ContextRecord) -> tuple[str, str]:
+        return record.context_key, record.instance_id
+
+    def create_context(self, record: ContextRecord) -> bool:
+        _check_context_ids(record.domain, record.workflow_id, record.subject_id, record.instance_id)
+        _check_status(record.status)
+        with self._lock:
+            if self._key(record) in self._items:
+                return False
+            now = self._now()
+            self._items[self._key(record)] = replace(copy.deepcopy(record), created_at=now, updated_at=now)
+            return True
+
+    def save_context(self, record: ContextRecord) -> None:
+        _check_context_ids(record.domain, record.workflow_id, record.subject_id, record.instance_id)
+        _check_status(record.status)
+        with self._lock:
+            now = self._now()
+            self._items[self._key(record)] = replace(
+                copy.deepcopy(record), created_at=record.created_at or now, updated_at=now
+            )
+
+    def get_context(
+        self, domain: str, workflow_id: str, subject_id: str, instance_id: str
+    ) -> ContextRecord | None:
+        _check_context_ids(domain, workflow_id, subject_id, instance_id)
+        with self._lock:
+            return copy.deepcopy(self._items.get((f"{domain}#{workflow_id}#{subject_id}", instance_id)))
+
+    def get_contexts(self, domain: str, workflow_id: str, subject_id: str) -> list[ContextRecord]:
+        _check_context_ids(domain, workflow_id, subject_id)
+        key = f"{domain}#{workflow_id}#{subject_id}"
+        with self._lock:
+            return [copy.deepcopy(r) for (k, _), r in sorted(self._items.items()) if k == key]
+
+    def delete_context(self, domain: str, workflow_id: str, subject_id: str, instance_id: str) -> bool:
+        _check_context_ids(domain, workflow_id, subject_id, instance_id)
+        with self._lock:
+            return self._items.pop((f"{domain}#{workflow_id}#{subject_id}", instance_id), None) is not None
+
+    def _page(self, records: list[ContextRecord], limit: int, next_token: str | None) -> Page[ContextRecord]:
+        _check_limit(limit)
+        start = 0
+        if next_token:
+            if not next_token.isdigit():
+                raise StoreError(f"page token {next_token!r} is not one this store returned")
+            start = int(next_token)
+        chunk = records[start : start + limit]
+        more = start + limit < len(records)
+        return Page(items=[copy.deepcopy(r) for r in chunk], next_token=str(start + limit) if more else None)
+
+    def get_all_contexts_for_subject(
+        self, domain: str, subject_id: str, limit: int = 100, next_token: str | None = None
+    ) -> Page[ContextRecord]:
+        check_id("domain", domain)
+        check_id("subject id", subject_id)
+        with self._lock:
+            records = [
+                r for _, r in sorted(self._items.items()) if r.domain == domain and r.subject_id == subject_id
+            ]
+        return self._page(records, limit, next_token)
+
+    def get_all_contexts(
+        self, domain: str, limit: int = 100, next_token: str | None = None
+    ) -> Page[ContextRecord]:
+        check_id("domain", domain)
+        with self._lock:
+            records = sorted(
+                (r for r in self._items.values() if r.domain == domain),
+                key=lambda r: (r.subject_id, r.context_key, r.instance_id),
+            )
+        return self._page(records, limit, next_token)
+
+    def _update(self, record: ContextRecord, change: Callable[[ContextRecord], bool]) -> bool:
+        with self._lock:
+            current = self._items.get(self._key(record))
+            if current is None:
+                return False
+            if not change(current):
+                return False
+            current.updated_at = self._now()
+            return True
+
+    def set_waiting(
+        self, record: ContextRecord, node_id: str, event_name: str, callback_id: str, data: Mapping[str, Any]
+    ) -> bool:
+        def change(current: ContextRecord) -> bool:
+            current.waiting[node_id] = {"event": event_name, "callbackId": callback_id}
+            current.data = copy.deepcopy(dict(data))
+            return True
+
+        return self._update(record, change)
+
+    def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool:
+        def change(current: ContextRecord) -> bool:
+            current.waiting.pop(node_id, None)
+            current.data = copy.deepcopy(dict(data))
+            return True
+
+        return self._update(record, change)
+
+    def finish(
+        self,
+        record: ContextRecord,
+        status: str,
+        data: Mapping[str, Any],
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        _check_status(status)
+
+        def change(current: ContextRecord) -> bool:
+            if current.status != "RUNNING":
+                return False
+            current.status = status
+            current.data = copy.deepcopy(dict(data))
+            current.waiting = {}
+            current.error = dict(error) if error is not None else None
+            return True
+
+        return self._update(record, change)
+
+
+def _json(value: Any) -> dict[str, str]:
+    return {"S": json.dumps(value, separators=(",", ":"), default=str)}
+
+
+class DynamoDbContextStore:
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table: str,
+        subject_index: str,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = dynamodb
+        self.table = table
+        self.subject_index = subject_index
+        self._now = now
+
+    def _key(self, domain: str, workflow_id: str, subject_id: str, instance_id: str) -> Item:
+        return {"contextKey": {"S": f"{domain}#{workflow_id}#{subject_id}"}, "instanceId": {"S": instance_id}}
+
+    def _item(self, record: ContextRecord) -> Item:
+        item = self._key(record.domain, record.workflow_id, record.subject_id, record.instance_id)
+        item.update(
+            {
+                "recordType": {"S": CONTEXT_RECORD},
+                "domain": {"S": record.domain},
+                "workflowId": {"S": record.workflow_id},
+                "subjectId": {"S": record.subject_id},
+                "status": {"S": record.status},
+                "createdAt": {"N": repr(float(record.created_at))},
+                "updatedAt": {"N": repr(float(record.updated_at))},
+                "nm": {"S": record.instance_id},
+                "ver": {"N": str(record.version)},
+                "eid": {"S": record.execution_id},
+                "dt": _json(record.data),
+                "wt": {
+                    "M": {
+                        node_id: {"M": {"e": {"S": wait["event"]}, "cb": {"S": wait["callbackId"]}}}
+                        for node_id, wait in record.waiting.items()
+                    }
+                },
+            }
+        )
+        if record.trigger_event_id is not None:
+            item["tev"] = {"S": record.trigger_event_id}
+        if record.error is not None:
+            item["er"] = _json(record.error)
+        return item
+
+    @staticmethod
+    def _record(item: Item) -> ContextRecord:
+        waits = item.get("wt", {}).get("M", {})
+        error = item.get("er")
+        return ContextRecord(
+            domain=item["domain"]["S"],
+            workflow_id=item["workflowId"]["S"],
+            subject_id=item["subjectId"]["S"],
+            instance_id=item["instanceId"]["S"],
+            version=int(item["ver"]["N"]),
+            execution_id=item["eid"]["S"],
+            status=item["status"]["S"],
+            created_at=float(item["createdAt"]["N"]),
+            updated_at=float(item["updatedAt"]["N"]),
+            data=json.loads(item["dt"]["S"]) if "dt" in item else {},
+            waiting={
+                node_id: {"event": wait["M"]["e"]["S"], "callbackId": wait["M"]["cb"]["S"]}
+                for node_id, wait in waits.items()
+            },
+            trigger_event_id=item["tev"]["S"] if "tev" in item else None,
+            error=json.loads(error["S"]) if error else None,
+        )
+
+    def create_context(self, record: ContextRecord) -> bool:
+        _check_context_ids(record.domain, record.workflow_id, record.subject_id, record.instance_id)
+        _check_status(record.status)
+        now = self._now()
+        try:
+            self._db.put_item(
+                TableName=self.table,
+                Item=self._item(replace(record, created_at=now, updated_at=now)),
+                ConditionExpression="attribute_not_exists(contextKey)",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def save_context(self, record: ContextRecord) -> None:
+        _check_context_ids(record.domain, record.workflow_id, record.subject_id, record.instance_id)
+        _check_status(record.status)
+        now = self._now()
+        self._db.put_item(
+            TableName=self.table,
+            Item=self._item(replace(record, created_at=record.created_at or now, updated_at=now)),
+        )
+
+    def get_context(
+        self, domain: str, workflow_id: str, subject_id: str, instance_id: str
+    ) -> ContextRecord | None:
+        _check_context_ids(domain, workflow_id, subject_id, instance_id)
+        response = self._db.get_item(
+            TableName=self.table,
+            Key=self._key(domain, workflow_id, subject_id, instance_id),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        if item is None or item.get("recordType", {}).get("S") != CONTEXT_RECORD:
+            return None
+        return self._record(item)
+
+    def get_contexts(self, domain: str, workflow_id: str, subject_id: str) -> list[ContextRecord]:
+        _check_context_ids(domain, workflow_id, subject_id)
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "contextKey = :k",
+            "FilterExpression": "recordType = :r",
+            "ExpressionAttributeValues": {
+                ":k": {"S": f"{domain}#{workflow_id}#{subject_id}"},
+                ":r": {"S": CONTEXT_RECORD},
+            },
+            "ConsistentRead": True,
+        }
+        records: list[ContextRecord] = []
+        while True:
+            response = self._db.query(**kwargs)
+            records.extend(self._record(item) for item in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return records
+            kwargs["ExclusiveStartKey"] = last
+
+    def delete_context(self, domain: str, workflow_id: str, subject_id: str, instance_id: str) -> bool:
+        _check_context_ids(domain, workflow_id, subject_id, instance_id)
+        try:
+            self._db.delete_item(
+                TableName=self.table,
+                Key=self._key(domain, workflow_id, subject_id, instance_id),
+                ConditionExpression="recordType = :r",
+                ExpressionAttributeValues={":r": {"S": CONTEXT_RECORD}},
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def _index_page(
+        self, condition: str, values: Item, limit: int, next_token: str | None
+    ) -> Page[ContextRecord]:
+        _check_limit(limit)
+        values = {**values, ":r": {"S": CONTEXT_RECORD}}
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": self.subject_index,
+            "KeyConditionExpression": condition,
+            "FilterExpression": "recordType = :r",
+            "ExpressionAttributeNames": {"#d": "domain", **({"#s": "subjectId"} if ":s" in values else {})},
+            "ExpressionAttributeValues": values,
+            "Limit": limit,
+        }
+        if next_token:
+            try:
+                kwargs["ExclusiveStartKey"] = decode_page_token(next_token)
+            except ValueError as error:
+                raise StoreError(str(error)) from error
+        records: list[ContextRecord] = []
+        # The filter can leave a page short: read on until `limit` contexts or the end.
+        while True:
+            response = self._db.query(**kwargs)
+            records.extend(self._record(item) for item in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last or len(records) >= limit:
+                break
+            kwargs["ExclusiveStartKey"] = last
+            kwargs["Limit"] = limit - len(records)
+        return Page(items=records, next_token=encode_page_token(last) if last else None)
+
+    def get_all_contexts_for_subject(
+        self, domain: str, subject_id: str, limit: int = 100, next_token: str | None = None
+    ) -> Page[ContextRecord]:
+        check_id("domain", domain)
+        check_id("subject id", subject_id)
+        return self._index_page(
+            "#d = :d AND #s = :s", {":d": {"S": domain}, ":s": {"S": subject_id}}, limit, next_token
+        )
+
+    def get_all_contexts(
+        self, domain: str, limit: int = 100, next_token: str | None = None
+    ) -> Page[ContextRecord]:
+        check_id("domain", domain)
+        return self._index_page("#d = :d", {":d": {"S": domain}}, limit, next_token)
+
+    def _update(
+        self, record: ContextRecord, expression: str, names: dict[str, str], values: Item, condition: str
+    ) -> bool:
+        values = {**values, ":u": {"N": repr(float(self._now()))}, ":r": {"S": CONTEXT_RECORD}}
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key=self._key(record.domain, record.workflow_id, record.subject_id, record.instance_id),
+                UpdateExpression=expression + ", updatedAt = :u",
+                ConditionExpression="recordType = :r" + (f" AND {condition}" if condition else ""),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def set_waiting(
+        self, record: ContextRecord, node_id: str, event_name: str, callback_id: str, data: Mapping[str, Any]
+    ) -> bool:
+        return self._update(
+            record,
+            "SET wt.#n = :w, dt = :dt",
+            {"#n": node_id},
+            {":w": {"M": {"e": {"S": event_name}, "cb": {"S": callback_id}}}, ":dt": _json(dict(data))},
+            "",
+        )
+
+    def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool:
+        return self._update(
+            record, "REMOVE wt.#n SET dt = :dt", {"#n": node_id}, {":dt": _json(dict(data))}, ""
+        )
+
+    def finish(
+        self,
+        record: ContextRecord,
+        status: str,
+        data: Mapping[str, Any],
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        _check_status(status)
+        values: Item = {
+            ":st": {"S": status},
+            ":dt": _json(dict(data)),
+            ":empty": {"M": {}},
+            ":running": {"S": "RUNNING"},
+        }
+        expression = "SET #st = :st, dt = :dt, wt = :empty"
+        if error is not None:
+            expression += ", er = :er"
+            values[":er"] = _json(dict(error))
+        return self._update(record, expression, {"#st": "status"}, values, "#st = :running")
+
+
+# ================================================================== event records
+
+
+class EventLog(Protocol):
+    def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
+        """Conditional put of a de-duplication record. True if this call made it (first time)."""
+        ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def release(self, key: str) -> None: ...
+
+    def record_rejected(
+        self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
+    ) -> None: ...
+
+    def list_rejected(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Rejected events, newest first."""
+        ...
+
+
+_KEY_TEXT = re.compile(r"^[^\x00-\x1f]{1,1024}$")
+
+
+def _check_record_key(key: str) -> None:
+    if not isinstance(key, str) or not _KEY_TEXT.match(key):
+        raise StoreError(f"invalid record key {key!r}: 1-1024 printable characters")
+
+
+def _event_excerpt(event: Mapping[str, Any] | None) -> str:
+    if event is None:
+        return ""
+    text = json.dumps(event, default=str)
+    return text if len(text) <= 4000 else text[:4000] + "..."
+
+
+class MemoryEventLog:
+    def __init__(self) -> None:
+        self._claims: dict[str, float] = {}
+        self._rejected: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
+        _check_record_key(key)
+        with self._lock:
+            expires = self._claims.get(key)
+            if expires is not None and expires > now:
+                return False
+            self._claims[key] = now + ttl_seconds
+            return True
+
+    def exists(self, key: str) -> bool:
+        with self._lock:
+            return key in self._claims
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            self._claims.pop(key, None)
+
+    def record_rejected(
+        self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
+    ) -> None:
+        with self._lock:
+            self._rejected.append(
+                {"eventId": event_id, "reason": reason, "at": now, "event": _event_excerpt(event)}
+            )
+
+    def list_rejected(self, limit: int = 100) -> list[dict[str, Any]]:
+        with self._lock:
+            return sorted(self._rejected, key=lambda r: -float(r["at"]))[:limit]
+
+
+class DynamoDbEventLog:
+    def __init__(self, dynamodb: DynamoDBClient, table: str) -> None:
+        self._db = dynamodb
+        self.table = table
+
+    def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
+        _check_record_key(key)
+        try:
+            self._db.put_item(
+                TableName=self.table,
+                Item={
+                    "key": {"S": key},
+                    "at": {"N": repr(float(now))},
+                    "ttl": {"N": str(int(now) + ttl_seconds)},
+                },
+                # An expired record (TTL deletion is lazy) counts as absent.
+                ConditionExpression="attribute_not_exists(#k) OR #t < :now",
+                ExpressionAttributeNames={"#k": "key", "#t": "ttl"},
+                ExpressionAttributeValues={":now": {"N": str(int(now))}},
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def exists(self, key: str) -> bool:
+        _check_record_key(key)
+        response = self._db.get_item(TableName=self.table, Key={"key": {"S": key}}, ConsistentRead=True)
+        return "Item" in response
+
+    def release(self, key: str) -> None:
+        _check_record_key(key)
+        self._db.delete_item(TableName=self.table, Key={"key": {"S": key}})
+
+    def record_rejected(
+        self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
+    ) -> None:
+        self._db.put_item(
+            TableName=self.table,
+            Item={
+                "key": {"S": f"rejected#{event_id}"[:1024]},
+                "dueShard": {"S": REJECTED_SHARD},
+                "dueAt": {"N": repr(float(now))},
+                "eventId": {"S": event_id or "-"},
+                "reason": {"S": reason[:2000] or "-"},
+                "event": {"S": _event_excerpt(event) or "-"},
+                "ttl": {"N": str(int(now) + REJECTED_TTL_SECONDS)},
+            },
+        )
+
+    def list_rejected(self, limit: int = 100) -> list[dict[str, Any]]:
+        _check_limit(limit)
+        response = self._db.query(
+            TableName=self.table,
+            IndexName="due-index",
+            KeyConditionExpression="dueShard = :s",
+            ExpressionAttributeValues={":s": {"S": REJECTED_SHARD}},
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        return [
+            {
+                "eventId": item["eventId"]["S"],
+                "reason": item["reason"]["S"],
+                "at": float(item["dueAt"]["N"]),
+                "event": item["event"]["S"],
+            }
+            for item in response.get("Items", [])
+        ]

@@ -1,0 +1,509 @@
+"""Validation of definition documents: every problem is reported with the node or edge it concerns.
+
+`parse_definition(document, actions=None)` returns a `Definition` or raises `DefinitionInvalid` with the
+list of errors. Checks: the document's shape (schema version 1), unknown node types, duplicate ids,
+per-type fields (bad durations, bad expressions, unknown actions when the action names are given),
+dangling edges, outgoing edges per type (missing or unknown branches), triggers without incoming edges,
+unreachable nodes, cycles with no wait in them, and parallel/join pairing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from stepwell.definitions.expressions import ExpressionError, compile_expression
+from stepwell.definitions.model import (
+    CONCURRENCY_POLICIES,
+    JOIN_MODES,
+    MAX_NODES,
+    NODE_TYPES,
+    SCHEMA_VERSION,
+    WAITING_TYPES,
+    Definition,
+    DefinitionInvalid,
+    Edge,
+    Node,
+    RetryPolicy,
+    parse_duration,
+)
+
+NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+NODE_ID_RULE = "1-64 characters: letters, digits, '_', '.', '-' (not starting with '.' or '-')"
+EVENT_NAME_PATTERN = re.compile(r"^[^\s#][^#]{0,127}$")
+_TOP_KEYS = {"schemaVersion", "id", "name", "description", "policy", "nodes", "edges", "metadata"}
+# Branch labels each type's outgoing edges must carry (None: one unlabelled edge).
+BRANCHES: dict[str, tuple[str, ...]] = {
+    "trigger_or_timeout": ("event", "timeout"),
+    "condition": ("true", "false"),
+}
+_SINGLE_SUCCESSOR = ("trigger", "action", "wait", "join")
+_NODE_KEYS: dict[str, set[str]] = {
+    "trigger": {"event", "filter"},
+    "action": {"action", "input", "output", "retry"},
+    "wait": {"duration", "until"},
+    "trigger_or_timeout": {"event", "timeout", "output"},
+    "condition": {"expression"},
+    "parallel": set(),
+    "join": {"mode", "n"},
+    "end": set(),
+}
+_COMMON_KEYS = {"id", "type", "label", "description"}
+
+
+def parse_definition(document: object, actions: Collection[str] | None = None) -> Definition:
+    """Validate `document` (a parsed JSON object). `actions`: the registered action names (None: do not
+    check action names, e.g. when the user's actions are not importable where the check runs)."""
+    errors: list[str] = []
+    if not isinstance(document, Mapping):
+        raise DefinitionInvalid([f"a definition must be a JSON object, got {type(document).__name__}"])
+    doc: dict[str, Any] = dict(document)
+    unknown_top = sorted(set(doc) - _TOP_KEYS)
+    if unknown_top:
+        errors.append(f"unknown top-level keys {unknown_top} (allowed: {sorted(_TOP_KEYS)})")
+    if doc.get("schemaVersion") != SCHEMA_VERSION:
+        errors.append(f"schemaVersion must be {SCHEMA_VERSION}, got {doc.get('schemaVersion')!r}")
+    def_id = doc.get("id")
+    if def_id is not None and not isinstance(def_id, str):
+        errors.append(f"id must be a string, got {def_id!r}")
+    name = doc.get("name")
+    if name is not None and not isinstance(name, str):
+        errors.append(f"name must be a string, got {name!r}")
+    concurrency = "single"
+    policy = doc.get("policy", {})
+    if not isinstance(policy, Mapping):
+        errors.append(f"policy must be an object, got {policy!r}")
+    else:
+        concurrency = policy.get("concurrency", "single")
+        if concurrency not in CONCURRENCY_POLICIES:
+            errors.append(f"policy.concurrency {concurrency!r} is not one of {list(CONCURRENCY_POLICIES)}")
+        extra = sorted(set(policy) - {"concurrency"})
+        if extra:
+            errors.append(f"unknown policy keys {extra} (allowed: ['concurrency'])")
+
+    raw_nodes = doc.get("nodes")
+    raw_edges = doc.get("edges", [])
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        errors.append("nodes must be a non-empty list")
+        raise DefinitionInvalid(errors)
+    if len(raw_nodes) > MAX_NODES:
+        errors.append(f"{len(raw_nodes)} nodes; at most {MAX_NODES} allowed")
+    if not isinstance(raw_edges, list):
+        errors.append("edges must be a list")
+        raw_edges = []
+
+    nodes: dict[str, Node] = {}
+    for index, raw in enumerate(raw_nodes):
+        node = _parse_node(index, raw, actions, errors)
+        if node is None:
+            continue
+        if node.id in nodes:
+            errors.append(f"node {node.id!r}: duplicate node id")
+            continue
+        nodes[node.id] = node
+
+    edges: list[Edge] = []
+    for index, raw in enumerate(raw_edges):
+        edge = _parse_edge(index, raw, nodes, errors)
+        if edge is not None:
+            edges.append(edge)
+
+    outgoing: dict[str, list[Edge]] = {node_id: [] for node_id in nodes}
+    incoming: dict[str, list[Edge]] = {node_id: [] for node_id in nodes}
+    for edge in edges:
+        outgoing[edge.source].append(edge)
+        incoming[edge.target].append(edge)
+
+    for node in nodes.values():
+        _check_outgoing(node, outgoing[node.id], errors)
+        if node.type == "trigger" and incoming[node.id]:
+            errors.append(
+                f"node {node.id!r} (trigger): a trigger starts a context and cannot have incoming edges "
+                f"(from {sorted({e.source for e in incoming[node.id]})})"
+            )
+
+    triggers = [node_id for node_id, node in nodes.items() if node.type == "trigger"]
+    if nodes and not triggers:
+        errors.append("the definition has no trigger node: nothing can start a context")
+    reachable = _reachable(triggers, outgoing)
+    for node_id in nodes:
+        if node_id not in reachable and nodes[node_id].type != "trigger":
+            errors.append(f"node {node_id!r}: unreachable from any trigger")
+
+    for cycle in _cycles_without_wait(nodes, outgoing):
+        errors.append(f"cycle with no wait in it: {' -> '.join([*cycle, cycle[0]])}")
+
+    joins = _pair_joins(nodes, outgoing, errors)
+
+    if errors:
+        raise DefinitionInvalid(errors)
+    return Definition(
+        raw=doc,
+        id=def_id if isinstance(def_id, str) else None,
+        name=name if isinstance(name, str) else None,
+        concurrency=str(concurrency),
+        nodes=nodes,
+        edges=edges,
+        outgoing=outgoing,
+        joins=joins,
+    )
+
+
+def validate_definition(document: object, actions: Collection[str] | None = None) -> list[str]:
+    """The list of problems (empty when the definition is valid)."""
+    try:
+        parse_definition(document, actions)
+    except DefinitionInvalid as invalid:
+        return invalid.errors
+    return []
+
+
+# --- nodes and edges ------------------------------------------------------------------------------
+
+
+def _expression(node_label: str, key: str, value: object, errors: list[str]) -> Any:
+    try:
+        return compile_expression(value)
+    except ExpressionError as error:
+        errors.append(f"{node_label}: bad expression in {key!r}: {error}")
+        return None
+
+
+def _duration(node_label: str, key: str, value: object, errors: list[str]) -> float | None:
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        errors.append(f"{node_label}: {key}: {error}")
+        return None
+
+
+def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors: list[str]) -> Node | None:
+    if not isinstance(raw, Mapping):
+        errors.append(f"node #{index}: must be an object, got {raw!r}")
+        return None
+    node_id = raw.get("id")
+    if not isinstance(node_id, str) or not NODE_ID_PATTERN.match(node_id):
+        errors.append(f"node #{index}: invalid id {node_id!r}: {NODE_ID_RULE}")
+        return None
+    node_type = raw.get("type")
+    label = f"node {node_id!r}"
+    if node_type not in NODE_TYPES:
+        errors.append(f"{label}: unknown type {node_type!r} (allowed: {', '.join(NODE_TYPES)})")
+        return None
+    assert isinstance(node_type, str)
+    label = f"node {node_id!r} ({node_type})"
+    node = Node(id=node_id, type=node_type, raw=dict(raw))
+    unknown = sorted(set(raw) - _COMMON_KEYS - _NODE_KEYS[node_type])
+    if unknown:
+        allowed = sorted(_COMMON_KEYS | _NODE_KEYS[node_type])
+        errors.append(f"{label}: unknown keys {unknown} (allowed: {allowed})")
+
+    if node_type in ("trigger", "trigger_or_timeout"):
+        event = raw.get("event")
+        if not isinstance(event, str) or not EVENT_NAME_PATTERN.match(event):
+            errors.append(f"{label}: 'event' must be an event name (1-128 characters, no '#'), got {event!r}")
+        else:
+            node.event = event
+        if "filter" in raw:
+            node.filter = _expression(label, "filter", raw["filter"], errors)
+    if node_type == "trigger_or_timeout":
+        if "timeout" not in raw:
+            errors.append(f"{label}: missing 'timeout' (a duration)")
+        else:
+            node.timeout = _duration(label, "timeout", raw["timeout"], errors)
+    if node_type in ("action", "trigger_or_timeout") and "output" in raw:
+        output = raw["output"]
+        if not isinstance(output, str) or not NODE_ID_PATTERN.match(output):
+            errors.append(f"{label}: 'output' must be a data key ({NODE_ID_RULE}), got {output!r}")
+        else:
+            node.output = output
+    if node_type == "action":
+        action = raw.get("action")
+        if not isinstance(action, str) or not action:
+            errors.append(f"{label}: 'action' must name a registered action, got {action!r}")
+        elif actions is not None and action not in actions:
+            errors.append(
+                f"{label}: unknown action {action!r} (registered: {', '.join(sorted(actions)) or 'none'})"
+            )
+        else:
+            node.action = action
+        inputs = raw.get("input", {})
+        if not isinstance(inputs, Mapping):
+            errors.append(f"{label}: 'input' must be an object mapping names to expressions, got {inputs!r}")
+        else:
+            for key, value in inputs.items():
+                node.inputs[str(key)] = (
+                    _expression(label, f"input.{key}", value, errors) if isinstance(value, str) else value
+                )
+        if "retry" in raw:
+            retry = _parse_retry(label, raw["retry"], errors)
+            if retry is not None:
+                node.retry = retry
+    if node_type == "wait":
+        has_duration, has_until = "duration" in raw, "until" in raw
+        if has_duration == has_until:
+            errors.append(f"{label}: give exactly one of 'duration' (a duration) or 'until' (an expression)")
+        elif has_duration:
+            node.duration = _duration(label, "duration", raw["duration"], errors)
+        else:
+            node.until = _expression(label, "until", raw["until"], errors)
+    if node_type == "condition":
+        if "expression" not in raw:
+            errors.append(f"{label}: missing 'expression'")
+        else:
+            node.expression = _expression(label, "expression", raw["expression"], errors)
+    if node_type == "join":
+        mode = raw.get("mode", "all")
+        if mode not in JOIN_MODES:
+            errors.append(f"{label}: mode {mode!r} is not one of {list(JOIN_MODES)}")
+        else:
+            node.mode = str(mode)
+        n = raw.get("n")
+        if mode == "n":
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                errors.append(f"{label}: mode 'n' needs 'n', a whole number of at least 1, got {n!r}")
+            else:
+                node.n = n
+        elif n is not None:
+            errors.append(f"{label}: 'n' is only allowed with mode 'n'")
+    return node
+
+
+def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | None:
+    if not isinstance(raw, Mapping):
+        errors.append(f"{label}: 'retry' must be an object, got {raw!r}")
+        return None
+    allowed = {"maxAttempts", "initialDelay", "maxDelay", "backoffRate", "jitter"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        errors.append(f"{label}: unknown retry keys {unknown} (allowed: {sorted(allowed)})")
+    defaults = RetryPolicy()
+    attempts = raw.get("maxAttempts", defaults.max_attempts)
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
+        errors.append(f"{label}: retry.maxAttempts must be a whole number 1..20, got {attempts!r}")
+        attempts = defaults.max_attempts
+    initial = _duration(label, "retry.initialDelay", raw.get("initialDelay", defaults.initial_delay), errors)
+    maximum = _duration(label, "retry.maxDelay", raw.get("maxDelay", defaults.max_delay), errors)
+    rate = raw.get("backoffRate", defaults.backoff_rate)
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 1 <= rate <= 10:
+        errors.append(f"{label}: retry.backoffRate must be a number 1..10, got {rate!r}")
+        rate = defaults.backoff_rate
+    jitter = raw.get("jitter", defaults.jitter)
+    if jitter not in ("full", "none"):
+        errors.append(f"{label}: retry.jitter must be 'full' or 'none', got {jitter!r}")
+        jitter = defaults.jitter
+    return RetryPolicy(
+        max_attempts=attempts,
+        initial_delay=initial or defaults.initial_delay,
+        max_delay=maximum or defaults.max_delay,
+        backoff_rate=float(rate),
+        jitter=str(jitter),
+    )
+
+
+def _parse_edge(index: int, raw: object, nodes: Mapping[str, Node], errors: list[str]) -> Edge | None:
+    if not isinstance(raw, Mapping):
+        errors.append(f"edge #{index}: must be an object with 'from' and 'to', got {raw!r}")
+        return None
+    source, target, branch = raw.get("from"), raw.get("to"), raw.get("branch")
+    unknown = sorted(set(raw) - {"from", "to", "branch", "label"})
+    label = f"edge #{index} ({source} -> {target})"
+    if unknown:
+        errors.append(f"{label}: unknown keys {unknown} (allowed: ['branch', 'from', 'label', 'to'])")
+    if branch is not None and not isinstance(branch, str):
+        errors.append(f"{label}: 'branch' must be a string, got {branch!r}")
+        return None
+    bad = False
+    for end, value in (("from", source), ("to", target)):
+        if not isinstance(value, str) or value not in nodes:
+            errors.append(f"{label}: dangling edge: '{end}' names no node ({value!r})")
+            bad = True
+    if bad:
+        return None
+    assert isinstance(source, str) and isinstance(target, str)
+    return Edge(source, target, branch, index)
+
+
+def _check_outgoing(node: Node, edges: list[Edge], errors: list[str]) -> None:
+    label = f"node {node.id!r} ({node.type})"
+    if node.type == "end":
+        if edges:
+            errors.append(f"{label}: an end node has no outgoing edges (found {[e.label() for e in edges]})")
+        return
+    if node.type in BRANCHES:
+        wanted = BRANCHES[node.type]
+        seen: dict[str, Edge] = {}
+        for edge in edges:
+            if edge.branch not in wanted:
+                errors.append(
+                    f"{edge.label()}: branch {edge.branch!r} is not allowed from {label} "
+                    f"(allowed: {', '.join(wanted)})"
+                )
+            elif edge.branch in seen:
+                errors.append(f"{edge.label()}: {label} already has a {edge.branch!r} branch")
+            else:
+                seen[edge.branch] = edge
+        for branch in wanted:
+            if branch not in seen:
+                errors.append(f"{label}: missing branch {branch!r}")
+        return
+    for edge in edges:
+        if edge.branch is not None:
+            errors.append(f"{edge.label()}: {label} takes no branch labels")
+    if node.type in _SINGLE_SUCCESSOR and len(edges) != 1:
+        if not edges:
+            errors.append(f"{label}: missing its outgoing edge (every node but 'end' leads somewhere)")
+        else:
+            errors.append(f"{label}: has {len(edges)} outgoing edges; exactly one allowed (use parallel)")
+    if node.type == "parallel":
+        if not edges:
+            errors.append(f"{label}: needs at least one outgoing edge (a branch)")
+        targets = [edge.target for edge in edges]
+        if len(set(targets)) != len(targets):
+            errors.append(f"{label}: two branches lead to the same node")
+
+
+# --- graph checks ---------------------------------------------------------------------------------
+
+
+def _reachable(starts: list[str], outgoing: Mapping[str, list[Edge]]) -> set[str]:
+    seen = set(starts)
+    stack = list(starts)
+    while stack:
+        for edge in outgoing.get(stack.pop(), []):
+            if edge.target not in seen:
+                seen.add(edge.target)
+                stack.append(edge.target)
+    return seen
+
+
+def _cycles_without_wait(nodes: Mapping[str, Node], outgoing: Mapping[str, list[Edge]]) -> list[list[str]]:
+    """Strongly connected components (Tarjan, iterative) of the graph without its waiting nodes."""
+    graph = {
+        node_id: [e.target for e in outgoing[node_id] if nodes[e.target].type not in WAITING_TYPES]
+        for node_id, node in nodes.items()
+        if node.type not in WAITING_TYPES
+    }
+    index_of: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index_of:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node_id, child = work.pop()
+            if child == 0:
+                index_of[node_id] = low[node_id] = counter
+                counter += 1
+                stack.append(node_id)
+                on_stack.add(node_id)
+            targets = graph[node_id]
+            if child < len(targets):
+                work.append((node_id, child + 1))
+                target = targets[child]
+                if target not in index_of:
+                    work.append((target, 0))
+                elif target in on_stack:
+                    low[node_id] = min(low[node_id], index_of[target])
+                continue
+            if low[node_id] == index_of[node_id]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node_id:
+                        break
+                if len(component) > 1 or node_id in graph[node_id]:
+                    cycles.append(sorted(component, key=list(graph).index))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node_id])
+    return cycles
+
+
+def _pair_joins(
+    nodes: Mapping[str, Node], outgoing: Mapping[str, list[Edge]], errors: list[str]
+) -> dict[str, str]:
+    """Each parallel node's branches must all reach one join (nested parallels are skipped over)."""
+    joins: dict[str, str] = {}
+    failed: set[str] = set()
+
+    def join_of(parallel_id: str, trail: tuple[str, ...]) -> str | None:
+        if parallel_id in joins:
+            return joins[parallel_id]
+        if parallel_id in failed or parallel_id in trail:
+            return None
+        found: set[str] = set()
+        problems: list[str] = []
+        for edge in outgoing[parallel_id]:
+            reached, problem = branch_joins(edge.target, (*trail, parallel_id))
+            found |= reached
+            if problem:
+                problems.append(f"branch to {edge.target!r} {problem}")
+        label = f"node {parallel_id!r} (parallel)"
+        if problems:
+            errors.extend(f"{label}: {problem}" for problem in problems)
+        if len(found) != 1:
+            if not problems:
+                errors.append(
+                    f"{label}: its branches must all reach one join node, found {sorted(found) or 'none'}"
+                )
+            failed.add(parallel_id)
+            return None
+        join_id = found.pop()
+        joins[parallel_id] = join_id
+        return join_id
+
+    def branch_joins(start: str, trail: tuple[str, ...]) -> tuple[set[str], str | None]:
+        found: set[str] = set()
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            node_id = stack.pop()
+            if node_id in seen:
+                continue
+            seen.add(node_id)
+            node = nodes[node_id]
+            if node.type == "join":
+                found.add(node_id)
+                continue
+            if node.type == "end":
+                return found, f"reaches end node {node_id!r} before a join"
+            if node.type == "parallel":
+                inner = join_of(node_id, trail)
+                if inner is None:
+                    continue
+                stack.extend(edge.target for edge in outgoing[inner])
+                continue
+            stack.extend(edge.target for edge in outgoing[node_id])
+        return found, None
+
+    for node_id, node in nodes.items():
+        if node.type == "parallel":
+            join_of(node_id, ())
+    paired: dict[str, list[str]] = {}
+    for parallel_id, join_id in joins.items():
+        paired.setdefault(join_id, []).append(parallel_id)
+    for node_id, node in nodes.items():
+        if node.type != "join":
+            continue
+        owners = paired.get(node_id, [])
+        if len(owners) > 1:
+            errors.append(
+                f"node {node_id!r} (join): joins several parallel nodes {sorted(owners)}; one allowed"
+            )
+        elif not owners and not failed:
+            errors.append(f"node {node_id!r} (join): is not the join of any parallel node")
+        if node.mode == "n" and node.n is not None and len(owners) == 1:
+            branches = len(outgoing[owners[0]])
+            if node.n > branches:
+                errors.append(
+                    f"node {node_id!r} (join): n={node.n} but parallel {owners[0]!r} has {branches} branches"
+                )
+    return joins
