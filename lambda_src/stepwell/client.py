@@ -38,6 +38,17 @@ if TYPE_CHECKING:
         SendMessageBatchRequestEntryTypeDef,
     )
 
+# Callback commands on the bus: the bus rule delivers them to the work queue (see stepwell.entry).
+CALLBACK_SUCCESS = "stepwell.callback.success"
+CALLBACK_FAILURE = "stepwell.callback.failure"
+CALLBACK_HEARTBEAT = "stepwell.callback.heartbeat"
+CALLBACK_DETAIL_TYPES = {
+    "success": CALLBACK_SUCCESS,
+    "fail": CALLBACK_FAILURE,
+    "heartbeat": CALLBACK_HEARTBEAT,
+}
+CALLBACK_EVENT_SOURCE = "stepwell.client"
+
 # Error codes with which an SQS backend says it lacks StartMessageMoveTask.
 _UNSUPPORTED_CODES = frozenset(
     {"InvalidAction", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "NotImplemented"}
@@ -195,6 +206,42 @@ class StepwellClient:
 
     def send_callback_heartbeat(self, callback_id: str) -> None:
         self.engine.send_callback_heartbeat(callback_id)
+
+    def publish_callback_event(
+        self,
+        action: str,
+        callback_id: str,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+        source: str = CALLBACK_EVENT_SOURCE,
+    ) -> str:
+        """Send a callback command as an event on the deployment's bus (action: success, fail or
+        heartbeat); the worker applies it when the bus rule delivers it. Returns the event id."""
+        detail_type = CALLBACK_DETAIL_TYPES.get(action)
+        if detail_type is None:
+            raise ValueError(f"callback action {action!r} is not one of {', '.join(CALLBACK_DETAIL_TYPES)}")
+        if not self.config.event_bus_name:
+            raise ValueError(f"deployment {self.config.name!r} has no event bus configured (event_bus_name)")
+        detail: dict[str, Any] = {"callbackId": callback_id}
+        if action == "success" and result is not None:
+            detail["result"] = callback_result_text(result)
+        if action == "fail" and error is not None:
+            detail["error"] = dict(error)
+        response = self.clients.events.put_events(
+            Entries=[
+                {
+                    "EventBusName": self.config.event_bus_name,
+                    "Source": source,
+                    "DetailType": detail_type,
+                    "Detail": json.dumps(detail),
+                }
+            ]
+        )
+        entry = response["Entries"][0]
+        if response.get("FailedEntryCount") or "EventId" not in entry:
+            reason = f"{entry.get('ErrorCode')}: {entry.get('ErrorMessage')}"
+            raise RuntimeError(f"the bus refused the {detail_type} event: {reason}")
+        return entry["EventId"]
 
     # --- dead-letter queue ---
 

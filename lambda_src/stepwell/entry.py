@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepwell.aws import AwsClients
-from stepwell.client import build_engine, callback_result_text
+from stepwell.client import (
+    CALLBACK_DETAIL_TYPES,
+    CALLBACK_FAILURE,
+    CALLBACK_SUCCESS,
+    build_engine,
+    callback_result_text,
+)
 from stepwell.clock import SystemClock
 from stepwell.config import StepwellConfig
 from stepwell.engine import Engine
@@ -44,10 +50,6 @@ from stepwell.worker import Worker, parse_invoke_message
 
 logger = logging.getLogger("stepwell.entry")
 
-CALLBACK_SUCCESS = "stepwell.callback.success"
-CALLBACK_FAILURE = "stepwell.callback.failure"
-CALLBACK_HEARTBEAT = "stepwell.callback.heartbeat"
-CALLBACK_DETAIL_TYPES = (CALLBACK_SUCCESS, CALLBACK_FAILURE, CALLBACK_HEARTBEAT)
 _ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
 # A message that finds its execution leased by another worker comes back after this delay, doubling
 # each time it finds it busy again (up to SQS's 900 s).
@@ -171,7 +173,7 @@ class EntryRuntime:
     def _bus_event(self, envelope: Mapping[str, Any]) -> MessageResult:
         detail_type = envelope.get("detail-type")
         detail = envelope.get("detail")
-        if detail_type not in CALLBACK_DETAIL_TYPES:
+        if detail_type not in CALLBACK_DETAIL_TYPES.values():
             logger.warning(
                 "rejected bus event %s (source %r, detail-type %r): no route for domain events",
                 envelope.get("id"),

@@ -84,6 +84,11 @@ def create_deployment(name: str = NAME, region: str = REGION) -> StepwellConfig:
     s3.create_bucket(Bucket=f"{name}-payloads")
     scheduler.create_schedule_group(Name=name)
     bus_arn = events.create_event_bus(Name=name)["EventBusArn"]
+    # The module's rule: every event on the bus goes to the work queue.
+    events.put_rule(Name=f"{name}-engine", EventBusName=name, EventPattern='{"source": [{"prefix": ""}]}')
+    events.put_targets(
+        Rule=f"{name}-engine", EventBusName=name, Targets=[{"Id": "work-queue", "Arn": queue_arn}]
+    )
     role_arn = iam.create_role(RoleName=f"{name}-scheduler", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
 
     return StepwellConfig(

@@ -4,9 +4,7 @@ a virtual clock to their time) and the bus rule (events put on the bus reach the
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -106,23 +104,6 @@ class QueueDriver:
         scheduler.delete_schedule(Name=earliest["Name"], GroupName=group)  # ActionAfterCompletion DELETE
         self.schedules_created += 1
         return True
-
-    def publish_bus_event(self, detail_type: str, detail: dict[str, Any], source: str = "orders.app") -> None:
-        """An event as the bus rule delivers it to the work queue: the EventBridge envelope as the body."""
-        envelope = {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": detail_type,
-            "source": source,
-            "account": "123456789012",
-            "time": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": self.deployment.config.region,
-            "resources": [],
-            "detail": detail,
-        }
-        self._sqs.send_message(
-            QueueUrl=self.deployment.config.work_queue_url, MessageBody=json.dumps(envelope)
-        )
 
     def pending_bodies(self) -> list[str]:
         response = self._sqs.receive_message(

@@ -12,7 +12,7 @@ from aws_durable_execution_sdk_python.config import Duration
 from botocore.awsrequest import AWSResponse
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import CALLBACK_SUCCESS, EntryRuntime
+from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
 
 from .deployment import Deployment
@@ -66,7 +66,8 @@ def test_steps_waits_and_a_callback_run_to_completion(
     assert driver.schedules_created >= 1  # the three-hour wait went through EventBridge Scheduler
     assert len(CALLBACKS) == 1
 
-    driver.publish_bus_event(CALLBACK_SUCCESS, {"callbackId": CALLBACKS[0], "result": {"approved": True}})
+    # Through the bus: the rule delivers the event to the work queue, the worker applies it.
+    client.publish_callback_event("success", CALLBACKS[0], result={"approved": True})
     driver.run_until_quiet()
 
     description = client.describe_execution(execution_id)

@@ -10,9 +10,9 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell import entry
-from stepwell.client import StepwellClient
+from stepwell.client import CALLBACK_FAILURE, CALLBACK_HEARTBEAT, StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import CALLBACK_FAILURE, CALLBACK_HEARTBEAT, EntryRuntime
+from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
 from stepwell.timers import schedule_prefix
 
@@ -192,3 +192,17 @@ def test_busy_execution_is_retried_later_with_backoff(
     ]
     store.release_lease(execution_id, "another-worker")
     assert driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id}).action == "finished"
+
+
+def test_callback_failure_through_the_bus_and_bad_actions(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
+) -> None:
+    client, driver = stack
+    with pytest.raises(ValueError, match="callback action 'explode' is not one of success, fail, heartbeat"):
+        client.publish_callback_event("explode", "cb")
+    event_id = client.publish_callback_event("fail", "unknown-callback", error={"ErrorType": "Nope"})
+    [message] = deployment.clients.sqs.receive_message(QueueUrl=deployment.config.work_queue_url)["Messages"]
+    envelope = json.loads(message["Body"])
+    assert envelope["id"] == event_id and envelope["detail-type"] == CALLBACK_FAILURE
+    assert envelope["detail"] == {"callbackId": "unknown-callback", "error": {"ErrorType": "Nope"}}
+    assert driver.runtime.handle_body(envelope).action == "rejected"
