@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_error_arguments(fail)
     heartbeat = callback_commands.add_parser("heartbeat", help="send a heartbeat for the callback")
     heartbeat.add_argument("callback_id")
+    for action in (success, fail, heartbeat):
+        action.add_argument(
+            "--via-bus", action="store_true", help="send it as an event on the deployment's bus instead"
+        )
 
     stop = commands.add_parser("stop", help="stop a running execution")
     stop.add_argument("execution_id")
@@ -189,6 +193,12 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
         else:
             out.write(format_timeline(events) + "\n")
     elif command == "callback":
+        if args.via_bus:
+            error = _error_from(args) if args.callback_command == "fail" else None
+            result = args.result if args.callback_command == "success" else None
+            event_id = client.publish_callback_event(args.callback_command, args.callback_id, result, error)
+            out.write(f"callback {args.callback_id}: {args.callback_command} published as event {event_id}\n")
+            return 0
         if args.callback_command == "success":
             client.send_callback_success(args.callback_id, args.result)
         elif args.callback_command == "fail":

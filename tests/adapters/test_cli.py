@@ -54,6 +54,8 @@ def test_start_callback_describe_list_and_history(cli_env: tuple[Path, QueueDriv
     driver.run_until_quiet()
     assert len(CALLBACK_IDS) == 1
 
+    code, out, _ = _cli(config_file, "callback", "heartbeat", CALLBACK_IDS[0], "--via-bus")
+    assert code == 0 and "heartbeat published as event" in out
     code, out, _ = _cli(config_file, "callback", "success", CALLBACK_IDS[0], "--result", "hi there")
     assert code == 0 and "success sent" in out
     driver.run_until_quiet()
