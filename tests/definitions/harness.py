@@ -17,7 +17,9 @@ from stepwell.testing.local import LocalStepwell
 DOMAIN = "acme"
 
 
-def envelope(name: str, subject: str, data: Any = None, domain: str = DOMAIN, event_id: str | None = None) -> dict[str, Any]:
+def envelope(
+    name: str, subject: str, data: Any = None, domain: str = DOMAIN, event_id: str | None = None
+) -> dict[str, Any]:
     detail: dict[str, Any] = {"domain": domain, "subjectId": subject}
     if data is not None:
         detail["data"] = data

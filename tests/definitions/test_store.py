@@ -1,0 +1,358 @@
+"""The definition, context and event-record stores: the same tests on memory and on DynamoDB (moto)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from stepwell.definitions.model import DefinitionInvalid
+from stepwell.definitions.store import (
+    ContextRecord,
+    ContextStore,
+    DefinitionStore,
+    DynamoDbContextStore,
+    DynamoDbDefinitionStore,
+    DynamoDbEventLog,
+    EventLog,
+    InvalidId,
+    MemoryContextStore,
+    MemoryDefinitionStore,
+    MemoryEventLog,
+    WorkflowAlreadyExistsError,
+)
+
+SUBJECT_INDEX = "domain-subjectId-index"
+REGION = "us-east-1"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_700_000_000.0
+
+    def now(self) -> float:
+        return self.t
+
+    def now_ms(self) -> int:
+        return int(self.t * 1000)
+
+
+@dataclass
+class Stores:
+    definitions: DefinitionStore
+    contexts: ContextStore
+    events: EventLog
+    clock: Clock
+    dynamodb: Any = None
+
+
+def create_tables(dynamodb: Any, name: str = "sw") -> None:
+    """The tables exactly as docs/architecture.md describes them."""
+
+    def table(
+        table_name: str,
+        keys: list[tuple[str, str]],
+        indexes: list[tuple[str, str, str]],
+        types: dict[str, str],
+    ) -> None:
+        attributes = {name: "S" for name, _ in keys}
+        for _, pk, sk in indexes:
+            attributes.setdefault(pk, "S")
+            attributes.setdefault(sk, "S")
+        attributes.update(types)
+        kwargs: dict[str, Any] = {
+            "TableName": table_name,
+            "KeySchema": [{"AttributeName": n, "KeyType": t} for n, t in keys],
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in attributes.items()],
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if indexes:
+            kwargs["GlobalSecondaryIndexes"] = [
+                {
+                    "IndexName": index,
+                    "KeySchema": [
+                        {"AttributeName": pk, "KeyType": "HASH"},
+                        {"AttributeName": sk, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+                for index, pk, sk in indexes
+            ]
+        dynamodb.create_table(**kwargs)
+
+    table(f"{name}-definitions", [("domain", "HASH"), ("workflowId", "RANGE")], [], {})
+    table(
+        f"{name}-executions",
+        [("contextKey", "HASH"), ("instanceId", "RANGE")],
+        [
+            (SUBJECT_INDEX, "domain", "subjectId"),
+            ("status-index", "status", "updatedAt"),
+            ("workflow-index", "workflowId", "createdAt"),
+        ],
+        {"updatedAt": "N", "createdAt": "N"},
+    )
+    table(f"{name}-coordination", [("key", "HASH")], [("due-index", "dueShard", "dueAt")], {"dueAt": "N"})
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def stores(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stores]:
+    clock = Clock()
+    if request.param == "memory":
+        yield Stores(
+            MemoryDefinitionStore(now_ms=clock.now_ms),
+            MemoryContextStore(now=clock.now),
+            MemoryEventLog(),
+            clock,
+        )
+        return
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name=REGION)
+        create_tables(db)
+        yield Stores(
+            DynamoDbDefinitionStore(db, "sw-definitions", now_ms=clock.now_ms),
+            DynamoDbContextStore(db, "sw-executions", SUBJECT_INDEX, now=clock.now),
+            DynamoDbEventLog(db, "sw-coordination"),
+            clock,
+            db,
+        )
+
+
+def definition(workflow_id: str | None = "onboarding", event: str = "signed_up") -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "schemaVersion": 1,
+        "nodes": [{"id": "start", "type": "trigger", "event": event}, {"id": "end", "type": "end"}],
+        "edges": [{"from": "start", "to": "end"}],
+    }
+    if workflow_id is not None:
+        document["id"] = workflow_id
+    return document
+
+
+# --- definitions ---
+
+
+def test_set_get_list_delete_with_timestamps(stores: Stores) -> None:
+    store = stores.definitions
+    first = store.set_workflow("acme", definition())
+    assert (first.version, first.created_at, first.updated_at) == (1, 1_700_000_000_000, 1_700_000_000_000)
+    stores.clock.t += 5
+    second = store.set_workflow("acme", definition(event="registered"))
+    assert second.version == 2
+    assert second.created_at == first.created_at
+    assert second.updated_at == 1_700_000_005_000
+    latest = store.get_workflow("acme", "onboarding")
+    assert latest is not None and latest.version == 2
+    assert latest.definition["nodes"][0]["event"] == "registered"
+    old = store.get_workflow("acme", "onboarding", version=1)
+    assert old is not None and old.definition["nodes"][0]["event"] == "signed_up"
+    assert [v.version for v in store.list_versions("acme", "onboarding")] == [1, 2]
+    store.set_workflow("acme", definition("orders"))
+    store.set_workflow("other", definition("billing"))
+    assert sorted(w.workflow_id for w in store.list_workflows("acme")) == ["onboarding", "orders"]
+    assert [w.workflow_id for w in store.list_workflows("other")] == ["billing"]
+    assert store.delete_workflow("acme", "onboarding") is True
+    assert store.delete_workflow("acme", "onboarding") is False
+    assert store.get_workflow("acme", "onboarding") is None
+    # Versions stay for contexts still running on them, and the numbering goes on.
+    assert store.get_workflow("acme", "onboarding", version=2) is not None
+    again = store.set_workflow("acme", definition())
+    assert again.version == 3 and again.created_at == stores.clock.now_ms()
+
+
+def test_create_workflow_generates_ids_and_refuses_collisions(stores: Stores) -> None:
+    store = stores.definitions
+    created = store.create_workflow("acme", definition(None))
+    assert created.workflow_id.startswith("wf-") and created.definition["id"] == created.workflow_id
+    other = store.create_workflow("acme", definition(None))
+    assert other.workflow_id != created.workflow_id
+    store.create_workflow("acme", definition("fixed"))
+    with pytest.raises(WorkflowAlreadyExistsError, match="'fixed' already exists in domain 'acme'"):
+        store.create_workflow("acme", definition("fixed"))
+    stored = store.get_workflow("acme", "fixed")
+    assert stored is not None and stored.version == 1
+
+
+def test_invalid_definitions_and_ids_are_refused_and_nothing_is_stored(stores: Stores) -> None:
+    store = stores.definitions
+    broken = definition()
+    broken["edges"] = [{"from": "start", "to": "nowhere"}]
+    with pytest.raises(DefinitionInvalid, match="dangling edge"):
+        store.set_workflow("acme", broken)
+    assert store.get_workflow("acme", "onboarding") is None
+    store.set_workflow("acme", definition())
+    with pytest.raises(DefinitionInvalid):
+        store.set_workflow("acme", broken)
+    kept = store.get_workflow("acme", "onboarding")
+    assert kept is not None and kept.version == 1
+    with pytest.raises(InvalidId, match="must not contain '#'"):
+        store.set_workflow("ac#me", definition())
+    with pytest.raises(InvalidId, match="empty"):
+        store.get_workflow("", "onboarding")
+    with pytest.raises(InvalidId, match="at most 128"):
+        store.set_workflow("acme", definition("x" * 129))
+    with pytest.raises(InvalidId, match="must not contain '#'"):
+        store.set_workflow("acme", definition("a#b"))
+
+
+# --- contexts ---
+
+
+def context(
+    subject: str, instance: str, workflow_id: str = "onboarding", domain: str = "acme"
+) -> ContextRecord:
+    return ContextRecord(
+        domain=domain,
+        workflow_id=workflow_id,
+        subject_id=subject,
+        instance_id=instance,
+        version=1,
+        execution_id=f"{domain}#stepwell.definition#{subject}/{instance}",
+        data={"email": f"{subject}@example.com"},
+    )
+
+
+def test_contexts_save_get_query_delete(stores: Stores) -> None:
+    store = stores.contexts
+    assert store.create_context(context("u1", "i1")) is True
+    assert store.create_context(context("u1", "i1")) is False
+    store.create_context(context("u1", "i2"))
+    store.create_context(context("u1", "i3", workflow_id="orders"))
+    store.create_context(context("u2", "i4"))
+    store.create_context(context("u1", "i5", domain="globex"))
+    found = store.get_context("acme", "onboarding", "u1", "i1")
+    assert (
+        found is not None and found.data == {"email": "u1@example.com"} and found.created_at == stores.clock.t
+    )
+    assert [c.instance_id for c in store.get_contexts("acme", "onboarding", "u1")] == ["i1", "i2"]
+    subject = store.get_all_contexts_for_subject("acme", "u1")
+    assert sorted(c.instance_id for c in subject.items) == ["i1", "i2", "i3"]
+    assert sorted(c.instance_id for c in store.get_all_contexts("acme").items) == ["i1", "i2", "i3", "i4"]
+    assert [c.instance_id for c in store.get_all_contexts("globex").items] == ["i5"]
+    stores.clock.t += 10
+    found.data["step"] = 2
+    store.save_context(found)
+    saved = store.get_context("acme", "onboarding", "u1", "i1")
+    assert saved is not None and saved.data["step"] == 2
+    assert saved.created_at == 1_700_000_000.0 and saved.updated_at == 1_700_000_010.0
+    assert store.delete_context("acme", "onboarding", "u1", "i1") is True
+    assert store.delete_context("acme", "onboarding", "u1", "i1") is False
+    assert store.get_context("acme", "onboarding", "u1", "i1") is None
+
+
+def test_context_queries_paginate(stores: Stores) -> None:
+    store = stores.contexts
+    for index in range(7):
+        store.create_context(context(f"s{index % 2}", f"i{index}"))
+    seen: list[str] = []
+    token: str | None = None
+    while True:
+        page = store.get_all_contexts("acme", limit=3, next_token=token)
+        assert len(page.items) <= 3
+        seen.extend(c.instance_id for c in page.items)
+        token = page.next_token
+        if not token:
+            break
+    assert sorted(seen) == [f"i{index}" for index in range(7)]
+    first = store.get_all_contexts_for_subject("acme", "s0", limit=2)
+    assert len(first.items) == 2 and first.next_token
+    rest = store.get_all_contexts_for_subject("acme", "s0", limit=10, next_token=first.next_token)
+    assert sorted(c.instance_id for c in first.items + rest.items) == ["i0", "i2", "i4", "i6"]
+
+
+def test_waiting_and_finish(stores: Stores) -> None:
+    store = stores.contexts
+    record = context("u1", "i1")
+    store.create_context(record)
+    assert store.set_waiting(record, "act", "activated", "cb-1", {"n": 1})
+    assert store.set_waiting(record, "paid", "paid", "cb-2", {"n": 2})
+    found = store.get_context("acme", "onboarding", "u1", "i1")
+    assert found is not None
+    assert found.waits_for("activated") == [("act", "cb-1")] and found.data == {"n": 2}
+    assert store.clear_waiting(record, "act", {"n": 3})
+    found = store.get_context("acme", "onboarding", "u1", "i1")
+    assert (
+        found is not None
+        and found.waits_for("activated") == []
+        and found.waits_for("paid") == [("paid", "cb-2")]
+    )
+    assert store.finish(record, "SUCCEEDED", {"n": 4}) is True
+    assert store.finish(record, "FAILED", {"n": 5}, {"ErrorType": "X"}) is False
+    found = store.get_context("acme", "onboarding", "u1", "i1")
+    assert (
+        found is not None and found.status == "SUCCEEDED" and found.waiting == {} and found.data == {"n": 4}
+    )
+    missing = context("u9", "gone")
+    assert store.set_waiting(missing, "act", "activated", "cb", {}) is False
+    assert store.get_context("acme", "onboarding", "u9", "gone") is None
+    with pytest.raises(ValueError, match="invalid context status 'DONE'"):
+        store.finish(record, "DONE", {})
+
+
+def test_context_ids_are_checked(stores: Stores) -> None:
+    store = stores.contexts
+    with pytest.raises(InvalidId, match="invalid subject id 'a#b': must not contain '#'"):
+        store.create_context(context("a#b", "i1"))
+    with pytest.raises(InvalidId, match="invalid subject id: empty"):
+        store.get_contexts("acme", "onboarding", "")
+    with pytest.raises(InvalidId, match="at most 128"):
+        store.get_all_contexts_for_subject("acme", "s" * 200)
+    with pytest.raises(InvalidId, match="invalid domain"):
+        store.get_all_contexts("a#")
+    assert store.get_all_contexts("acme").items == []
+
+
+@pytest.mark.parametrize("stores", ["dynamodb"], indirect=True)
+def test_contexts_share_the_executions_table_with_engine_items(stores: Stores) -> None:
+    from stepwell.dynamodb_store import DynamoDbExecutionStore
+    from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus
+
+    engine_store = DynamoDbExecutionStore(
+        stores.dynamodb, "sw-executions", "sw-operations", "sw-coordination", SUBJECT_INDEX
+    )
+    engine_store.create_execution(
+        ExecutionRecord(
+            execution_id="acme#stepwell.definition#u1/i1",
+            domain="acme",
+            workflow_id="stepwell.definition",
+            subject_id="u1",
+            instance_id="i1",
+            execution_name="i1",
+            status=ExecutionStatus.RUNNING,
+            created_at=1.0,
+            updated_at=1.0,
+        )
+    )
+    stores.contexts.create_context(context("u1", "i1"))
+    # The context store sees only contexts; the engine's listing still parses every item.
+    assert [c.instance_id for c in stores.contexts.get_all_contexts_for_subject("acme", "u1").items] == ["i1"]
+    assert stores.contexts.get_context("acme", "stepwell.definition", "u1", "i1") is None
+    listed = engine_store.list_executions(ExecutionQuery(domain="acme", subject_id="u1")).items
+    assert sorted(r.workflow_id for r in listed) == ["onboarding", "stepwell.definition"]
+
+
+# --- event records ---
+
+
+def test_event_log_claims_once_and_records_rejections(stores: Stores) -> None:
+    log = stores.events
+    assert log.claim("evt#acme#1", stores.clock.t) is True
+    assert log.claim("evt#acme#1", stores.clock.t) is False
+    assert log.exists("evt#acme#1")
+    log.release("evt#acme#1")
+    assert not log.exists("evt#acme#1")
+    assert log.claim("evt#acme#1", stores.clock.t) is True
+    log.record_rejected("e1", "the event maps to no subject", {"id": "e1"}, 10.0)
+    log.record_rejected("e2", "extractor failed: boom", None, 20.0)
+    rejected = log.list_rejected()
+    assert [(r["eventId"], r["reason"]) for r in rejected] == [
+        ("e2", "extractor failed: boom"),
+        ("e1", "the event maps to no subject"),
+    ]

@@ -1,0 +1,233 @@
+"""Every validation error names the node or edge it concerns."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stepwell.definitions import SCHEMA_PATH
+from stepwell.definitions.model import DefinitionInvalid, parse_duration
+from stepwell.definitions.validation import parse_definition, validate_definition
+
+
+def base() -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "id": "journey",
+        "nodes": [
+            {"id": "start", "type": "trigger", "event": "signed_up", "filter": "data.plan == 'pro'"},
+            {"id": "greet", "type": "action", "action": "send", "input": {"to": "data.email"}},
+            {"id": "check", "type": "condition", "expression": "data.age > 18"},
+            {"id": "pause", "type": "wait", "duration": "1d"},
+            {"id": "act", "type": "trigger_or_timeout", "event": "activated", "timeout": "3d"},
+            {"id": "fan", "type": "parallel"},
+            {"id": "a", "type": "action", "action": "send"},
+            {"id": "b", "type": "wait", "duration": 60},
+            {"id": "both", "type": "join", "mode": "all"},
+            {"id": "done", "type": "end"},
+        ],
+        "edges": [
+            {"from": "start", "to": "greet"},
+            {"from": "greet", "to": "check"},
+            {"from": "check", "to": "pause", "branch": "true"},
+            {"from": "check", "to": "done", "branch": "false"},
+            {"from": "pause", "to": "act"},
+            {"from": "act", "to": "fan", "branch": "event"},
+            {"from": "act", "to": "done", "branch": "timeout"},
+            {"from": "fan", "to": "a"},
+            {"from": "fan", "to": "b"},
+            {"from": "a", "to": "both"},
+            {"from": "b", "to": "both"},
+            {"from": "both", "to": "done"},
+        ],
+    }
+
+
+def errors_of(document: dict[str, Any], actions: list[str] | None = None) -> list[str]:
+    found = validate_definition(document, actions)
+    assert found, "expected the definition to be invalid"
+    return found
+
+
+def node(document: dict[str, Any], node_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(n for n in document["nodes"] if n["id"] == node_id)
+    return found
+
+
+def test_base_is_valid() -> None:
+    definition = parse_definition(base(), actions=["send"])
+    assert definition.joins == {"fan": "both"}
+    assert [t.id for t in definition.triggers()] == ["start"]
+
+
+def test_unknown_type() -> None:
+    document = base()
+    node(document, "pause")["type"] = "sleep"
+    assert any(
+        "node 'pause': unknown type 'sleep' (allowed: trigger, action" in e for e in errors_of(document)
+    )
+
+
+def test_dangling_edge() -> None:
+    document = base()
+    document["edges"].append({"from": "done", "to": "ghost"})
+    assert any(
+        "edge #12 (done -> ghost): dangling edge: 'to' names no node ('ghost')" in e
+        for e in errors_of(document)
+    )
+
+
+def test_unreachable_node() -> None:
+    document = base()
+    document["nodes"].append({"id": "orphan", "type": "end"})
+    assert "node 'orphan': unreachable from any trigger" in errors_of(document)
+
+
+def test_missing_branch() -> None:
+    document = base()
+    document["edges"] = [
+        e for e in document["edges"] if not (e["from"] == "act" and e["branch"] == "timeout")
+    ]
+    assert "node 'act' (trigger_or_timeout): missing branch 'timeout'" in errors_of(document)
+    document = base()
+    document["edges"] = [
+        e for e in document["edges"] if not (e["from"] == "check" and e["branch"] == "false")
+    ]
+    assert "node 'check' (condition): missing branch 'false'" in errors_of(document)
+
+
+def test_unknown_branch_label() -> None:
+    document = base()
+    for edge in document["edges"]:
+        if edge["from"] == "check" and edge["branch"] == "false":
+            edge["branch"] = "maybe"
+    found = errors_of(document)
+    assert any(
+        "branch 'maybe' is not allowed from node 'check' (condition) (allowed: true, false)" in e
+        for e in found
+    )
+
+
+def test_cycle_with_no_wait() -> None:
+    document = base()
+    # greet -> check -(false)-> greet: a loop that never waits.
+    for edge in document["edges"]:
+        if edge["from"] == "check" and edge["branch"] == "false":
+            edge["to"] = "greet"
+    assert "cycle with no wait in it: greet -> check -> greet" in errors_of(document)
+
+
+def test_cycle_through_a_wait_is_allowed() -> None:
+    document = base()
+    for edge in document["edges"]:
+        if edge["from"] == "act" and edge["branch"] == "timeout":
+            edge["to"] = "greet"  # remind again after every timeout
+    parse_definition(document)
+
+
+def test_bad_duration() -> None:
+    document = base()
+    node(document, "pause")["duration"] = "tomorrow"
+    assert any("node 'pause' (wait): duration: bad duration 'tomorrow'" in e for e in errors_of(document))
+    document = base()
+    node(document, "act")["timeout"] = -5
+    assert any("node 'act' (trigger_or_timeout): timeout: bad duration -5" in e for e in errors_of(document))
+
+
+def test_bad_expression() -> None:
+    document = base()
+    node(document, "check")["expression"] = "data.age >> 3"
+    assert any("node 'check' (condition): bad expression in 'expression'" in e for e in errors_of(document))
+    document = base()
+    node(document, "greet")["input"] = {"to": "open('/etc/passwd')"}
+    assert any("node 'greet' (action): bad expression in 'input.to'" in e for e in errors_of(document))
+    document = base()
+    node(document, "start")["filter"] = "data.plan =="
+    assert any("node 'start' (trigger): bad expression in 'filter'" in e for e in errors_of(document))
+
+
+def test_unknown_action() -> None:
+    found = errors_of(base(), actions=["other"])
+    assert "node 'greet' (action): unknown action 'send' (registered: other)" in found
+    assert "node 'a' (action): unknown action 'send' (registered: other)" in found
+
+
+def test_parallel_needs_one_join() -> None:
+    document = base()
+    document["edges"] = [e for e in document["edges"] if e != {"from": "b", "to": "both"}]
+    document["edges"].append({"from": "b", "to": "done"})
+    found = errors_of(document)
+    assert any(
+        "node 'fan' (parallel): branch to 'b' reaches end node 'done' before a join" in e for e in found
+    )
+
+
+def test_join_n_more_than_branches() -> None:
+    document = base()
+    node(document, "both").update({"mode": "n", "n": 3})
+    assert "node 'both' (join): n=3 but parallel 'fan' has 2 branches" in errors_of(document)
+
+
+def test_shape_errors() -> None:
+    document = base()
+    document["schemaVersion"] = 2
+    node(document, "pause")["until"] = "data.when"
+    document["nodes"].append({"id": "start", "type": "end"})
+    document["nodes"].append({"id": "bad id!", "type": "end"})
+    node(document, "done")["colour"] = "red"
+    found = errors_of(document)
+    assert "schemaVersion must be 1, got 2" in found
+    assert any("node 'pause' (wait): give exactly one of 'duration'" in e for e in found)
+    assert "node 'start': duplicate node id" in found
+    assert any("node #11: invalid id 'bad id!'" in e for e in found)
+    assert any("node 'done' (end): unknown keys ['colour']" in e for e in found)
+    with pytest.raises(DefinitionInvalid, match="must be a JSON object"):
+        parse_definition([1, 2])
+
+
+def test_trigger_rules() -> None:
+    document = base()
+    document["edges"].append({"from": "greet", "to": "start"})
+    found = errors_of(document)
+    assert any(
+        "node 'start' (trigger): a trigger starts a context and cannot have incoming edges" in e
+        for e in found
+    )
+    assert any("node 'greet' (action): has 2 outgoing edges" in e for e in found)
+    document = base()
+    document["nodes"][0] = {"id": "start", "type": "wait", "duration": "1h"}
+    assert "the definition has no trigger node: nothing can start a context" in errors_of(document)
+
+
+def test_durations() -> None:
+    assert parse_duration("1d12h") == 129600
+    assert parse_duration("P3D") == 259200
+    assert parse_duration("PT1H30M") == 5400
+    assert parse_duration(90) == 90
+    assert parse_duration("500ms") == 0.5
+    for bad in ("", "3 days", "P", "PT", True, None, 0, "400d"):
+        with pytest.raises(ValueError, match=r"bad duration|at most 366 days"):
+            parse_duration(bad)
+
+
+def test_published_schema_matches_the_node_types() -> None:
+    schema = json.loads(Path(SCHEMA_PATH).read_text())
+    assert schema["properties"]["schemaVersion"] == {"const": 1}
+    types = {variant["properties"]["type"]["const"] for variant in schema["$defs"]["node"]["oneOf"]}
+    from stepwell.definitions.model import NODE_TYPES
+
+    assert types == set(NODE_TYPES)
+    # The repository's examples validate against the engine's rules.
+    examples = Path(__file__).parents[2] / "examples" / "definitions"
+    for path in sorted(examples.glob("*.json")):
+        parse_definition(json.loads(path.read_text()))
+
+
+def test_validation_does_not_change_the_document() -> None:
+    document = base()
+    before = copy.deepcopy(document)
+    parse_definition(document)
+    assert document == before
