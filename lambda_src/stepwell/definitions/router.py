@@ -16,8 +16,8 @@ For each event (`Router.process_event`):
    event id: the context item and the engine execution are both conditional creates. Policy "single"
    skips the start while the subject has a running context of that definition.
 4. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
-   get their callback completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>#<node>`
-   record (conditional put) makes each resume at most once per event id.
+   get their callbacks completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>` record
+   (conditional put) makes each context's resume at most once per event id.
 5. the done record.
 """
 
@@ -233,6 +233,11 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def done_key(domain: str, event_id: str) -> str:
+    """The record that marks an event as fully processed."""
+    return f"evt#{domain}#{_digest(event_id)}#done"
+
+
 class Router:
     def __init__(
         self, engine: Engine, runtime: DefinitionsRuntime, extractor: Extractor | None = None
@@ -268,13 +273,13 @@ class Router:
             name=extracted.name,
         )
         events = self.runtime.events
-        done_key = f"evt#{extracted.domain}#{_digest(extracted.event_id)}#done"
-        if events.exists(done_key):
+        done = done_key(extracted.domain, extracted.event_id)
+        if events.exists(done):
             outcome.status = "duplicate"
             return outcome
         self._start_contexts(extracted, outcome)
         self._resume_contexts(extracted, outcome)
-        events.claim(done_key, self.runtime.clock.now())
+        events.claim(done, self.runtime.clock.now())
         return outcome
 
     # --- starting ---
@@ -381,25 +386,26 @@ class Router:
             for context in page.items:
                 if context.status != "RUNNING":
                     continue
-                for node_id, callback_id in context.waits_for(event.name):
-                    key = (
-                        f"evt#{event.domain}#{_digest(event.event_id)}#"
-                        f"{_digest(context.context_key + '/' + context.instance_id)}#{node_id}"
-                    )
-                    if not events.claim(key, self.runtime.clock.now()):
-                        outcome.skipped.append(
-                            f"{context.workflow_id}/{context.instance_id}: already resumed"
-                        )
-                        continue
-                    try:
-                        self.engine.send_callback_success(callback_id, json.dumps(event.payload()))
-                    except (CallbackNotFound, ExecutionAlreadyEnded) as error:
-                        outcome.skipped.append(f"{context.workflow_id}/{context.instance_id}: {error}")
-                        continue
-                    except Exception:
-                        events.release(key)  # let the redelivery try again
-                        raise
-                    outcome.resumed.append(context.execution_id)
+                waits = context.waits_for(event.name)
+                if not waits:
+                    continue
+                # One event resumes a context once: every wait it has open for the event (parallel
+                # branches may wait for the same name), never a wait opened after a redelivery.
+                target = _digest(f"{context.context_key}/{context.instance_id}")
+                key = f"evt#{event.domain}#{_digest(event.event_id)}#{target}"
+                if not events.claim(key, self.runtime.clock.now()):
+                    outcome.skipped.append(f"{context.workflow_id}/{context.instance_id}: already resumed")
+                    continue
+                try:
+                    for _node_id, callback_id in waits:
+                        try:
+                            self.engine.send_callback_success(callback_id, json.dumps(event.payload()))
+                        except (CallbackNotFound, ExecutionAlreadyEnded) as error:
+                            outcome.skipped.append(f"{context.workflow_id}/{context.instance_id}: {error}")
+                except Exception:
+                    events.release(key)  # let the redelivery try again
+                    raise
+                outcome.resumed.append(context.execution_id)
             token = page.next_token
             if not token:
                 return

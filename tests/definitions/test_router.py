@@ -1,0 +1,238 @@
+"""Events: starts at most once per event id, resumes, policies, rejections, tenants, versions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from stepwell.definitions.router import (
+    EXTRACTOR_ENV,
+    ExtractedEvent,
+    PathExtractor,
+    Router,
+    done_key,
+    register_extractor,
+    unregister_extractor,
+)
+
+from .harness import Harness, envelope
+
+
+def journey(
+    workflow_id: str = "onboarding", action: str = "remind", concurrency: str = "single"
+) -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "id": workflow_id,
+        "policy": {"concurrency": concurrency},
+        "nodes": [
+            {"id": "t", "type": "trigger", "event": "signed_up"},
+            {"id": "w", "type": "trigger_or_timeout", "event": "activated", "timeout": "3d"},
+            {
+                "id": "r",
+                "type": "action",
+                "action": action,
+                "input": {"subject": "subject", "domain": "domain"},
+            },
+            {"id": "e", "type": "end"},
+        ],
+        "edges": [
+            {"from": "t", "to": "w"},
+            {"from": "w", "to": "e", "branch": "event"},
+            {"from": "w", "to": "r", "branch": "timeout"},
+            {"from": "r", "to": "e"},
+        ],
+    }
+
+
+@pytest.fixture
+def h(harness: Harness) -> Harness:
+    harness.recording_action("remind")
+    harness.recording_action("remind_v2")
+    return harness
+
+
+def test_a_redelivered_event_starts_nothing_twice(h: Harness) -> None:
+    h.put(journey())
+    first = h.send("signed_up", "u1", event_id="e-1")
+    again = h.send("signed_up", "u1", event_id="e-1")
+    assert len(first.started) == 1 and again.status == "duplicate" and again.started == []
+    # Even when the first delivery died before its done record, the start is not repeated.
+    h.runtime.events.release(done_key("acme", "e-1"))
+    third = h.send("signed_up", "u1", event_id="e-1")
+    assert third.started == first.started
+    assert len(h.runtime.contexts.get_contexts("acme", "onboarding", "u1")) == 1
+    executions = h.local.engine.list_executions(domain="acme", subject_id="u1").items
+    assert len(executions) == 1
+
+
+def test_a_redelivered_event_resumes_once(h: Harness) -> None:
+    h.put(
+        {
+            "schemaVersion": 1,
+            "id": "pings",
+            "nodes": [
+                {"id": "t", "type": "trigger", "event": "start"},
+                {"id": "w1", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
+                {"id": "w2", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
+                {"id": "r", "type": "action", "action": "remind"},
+                {"id": "e", "type": "end"},
+            ],
+            "edges": [
+                {"from": "t", "to": "w1"},
+                {"from": "w1", "to": "w2", "branch": "event"},
+                {"from": "w1", "to": "e", "branch": "timeout"},
+                {"from": "w2", "to": "e", "branch": "event"},
+                {"from": "w2", "to": "r", "branch": "timeout"},
+                {"from": "r", "to": "e"},
+            ],
+        }
+    )
+    h.send("start", "u1")
+    assert len(h.send("ping", "u1", event_id="p-1").resumed) == 1
+    h.runtime.events.release(done_key("acme", "p-1"))
+    redelivered = h.send("ping", "u1", event_id="p-1")
+    assert redelivered.resumed == [] and "already resumed" in redelivered.skipped[0]
+    assert h.context("pings", "u1").waits_for("ping")  # the second wait is still open
+    h.advance(2 * 86400)
+    assert len(h.calls_of("remind")) == 1  # the redelivery did not pass the second wait
+
+
+def test_policy_single_and_multiple(h: Harness) -> None:
+    h.put(journey("solo"))
+    h.put(journey("many", concurrency="multiple"))
+    h.send("signed_up", "u1")
+    second = h.send("signed_up", "u1")
+    assert len(second.started) == 1  # only "many"
+    assert any("already has running context" in s for s in second.skipped)
+    assert len(h.runtime.contexts.get_contexts("acme", "solo", "u1")) == 1
+    assert len(h.runtime.contexts.get_contexts("acme", "many", "u1")) == 2
+    h.advance(4 * 86400)  # every context times out and ends
+    third = h.send("signed_up", "u1")
+    assert len(third.started) == 2
+    assert len(h.runtime.contexts.get_contexts("acme", "solo", "u1")) == 2
+
+
+def test_a_context_stopped_from_outside_does_not_block_policy_single(h: Harness) -> None:
+    h.put(journey())
+    started = h.send("signed_up", "u1").started[0]
+    h.local.engine.stop_execution(started)
+    h.local.run_until_idle()
+    again = h.send("signed_up", "u1")
+    assert len(again.started) == 1
+    statuses = sorted(c.status for c in h.runtime.contexts.get_contexts("acme", "onboarding", "u1"))
+    assert statuses == ["RUNNING", "STOPPED"]
+
+
+def test_rejected_events_are_recorded_and_block_nothing(h: Harness) -> None:
+    h.put(journey())
+    no_subject = envelope("signed_up", "x")
+    del no_subject["detail"]["subjectId"]
+    bad_subject = envelope("signed_up", "a#b")
+    outcomes = [
+        h.router.process_event(no_subject),
+        h.router.process_event(bad_subject),
+        h.router.process_event({"id": "odd", "detail-type": "signed_up", "detail": "text"}),
+        h.router.process_event(envelope("signed_up", "u1", event_id="good")),
+    ]
+    assert [o.status for o in outcomes] == ["rejected", "rejected", "rejected", "processed"]
+    assert outcomes[0].reason == "extractor failed: the event maps to no subject"
+    assert "must not contain '#'" in (outcomes[1].reason or "")
+    assert len(outcomes[3].started) == 1
+    reasons = {r["eventId"]: r["reason"] for r in h.runtime.events.list_rejected()}
+    assert set(reasons) == {no_subject["id"], bad_subject["id"], "odd"}
+
+
+def test_an_extractor_that_raises_is_recorded(h: Harness) -> None:
+    def broken(event: Any) -> Any:
+        raise KeyError("tenant")
+
+    router = Router(h.local.engine, h.runtime, extractor=broken)
+    outcome = router.process_event(envelope("signed_up", "u1", event_id="e-9"))
+    assert outcome.status == "rejected" and outcome.reason == "extractor failed: 'tenant'"
+    assert h.runtime.events.list_rejected()[0]["eventId"] == "e-9"
+
+
+def test_two_tenants_with_the_same_subject_id_are_kept_apart(h: Harness) -> None:
+    h.put(journey(), domain="acme")
+    h.put(journey(), domain="globex")
+    h.send("signed_up", "u1", domain="acme")
+    h.send("signed_up", "u1", domain="globex")
+    resumed = h.send("activated", "u1", domain="acme").resumed
+    assert len(resumed) == 1 and resumed[0].startswith("acme#")
+    h.advance(4 * 86400)
+    assert h.context("onboarding", "u1", domain="acme").status == "SUCCEEDED"
+    assert h.context("onboarding", "u1", domain="globex").status == "SUCCEEDED"
+    assert h.calls_of("remind") == [{"subject": "u1", "domain": "globex"}]
+
+
+def test_running_contexts_keep_their_version(h: Harness) -> None:
+    h.put(journey(action="remind"))
+    h.send("signed_up", "old")
+    h.put(journey(action="remind_v2"))
+    assert h.runtime.definitions.get_workflow("acme", "onboarding") is not None
+    h.send("signed_up", "new")
+    assert h.context("onboarding", "old").version == 1 and h.context("onboarding", "new").version == 2
+    h.advance(4 * 86400)
+    assert h.calls_of("remind") == [{"subject": "old", "domain": "acme"}]
+    assert h.calls_of("remind_v2") == [{"subject": "new", "domain": "acme"}]
+
+
+def test_deleting_a_definition_stops_new_starts_only(h: Harness) -> None:
+    h.put(journey())
+    h.send("signed_up", "u1")
+    assert h.runtime.definitions.delete_workflow("acme", "onboarding")
+    assert h.send("signed_up", "u2").started == []
+    assert len(h.send("activated", "u1").resumed) == 1
+    assert h.context("onboarding", "u1").status == "SUCCEEDED"
+
+
+@pytest.fixture
+def clean_extractor() -> Iterator[None]:
+    yield
+    unregister_extractor()
+
+
+def test_registered_callable_extractor(h: Harness, clean_extractor: None) -> None:
+    h.put(journey())
+
+    @register_extractor
+    def from_custom(event: Any) -> ExtractedEvent:
+        return ExtractedEvent(
+            domain=event["tenant"],
+            subject_id=event["user"],
+            name=event["type"],
+            data=event.get("body"),
+            event_id=event["eid"],
+        )
+
+    router = Router(h.local.engine, h.runtime)
+    outcome = router.process_event({"tenant": "acme", "user": "u7", "type": "signed_up", "eid": "c-1"})
+    assert outcome.status == "processed" and len(outcome.started) == 1 and outcome.event_id == "c-1"
+
+
+def test_path_extractor_from_env(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    h.put(journey())
+    monkeypatch.setenv(
+        EXTRACTOR_ENV,
+        json.dumps(
+            {
+                "domain": {"const": "acme"},
+                "subject": "$.detail.user.id",
+                "name": "detail.kind",
+                "data": "detail",
+            }
+        ),
+    )
+    router = Router(h.local.engine, h.runtime)
+    outcome = router.process_event(
+        {"id": "x-1", "detail-type": "ignored", "detail": {"kind": "signed_up", "user": {"id": "u5"}}}
+    )
+    assert outcome.status == "processed" and outcome.subject_id == "u5" and len(outcome.started) == 1
+    with pytest.raises(ValueError, match="unknown extractor field 'tenant'"):
+        PathExtractor({"tenant": "detail.t"})
+    monkeypatch.setenv(EXTRACTOR_ENV, "{not json")
+    rejected = Router(h.local.engine, h.runtime).process_event(envelope("signed_up", "u1"))
+    assert rejected.status == "rejected" and "STEPWELL_EVENT_EXTRACTOR is not JSON" in (rejected.reason or "")
