@@ -63,8 +63,9 @@ _CAPACITY: Literal["TOTAL"] = "TOTAL"
 
 
 def due_shard(execution_id: str) -> int:
-    """A stable shard (0..DUE_SHARDS-1) for an execution: hash() is randomized per process, sha256 is not."""
-    return int(hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:8], 16) % DUE_SHARDS
+    """A stable shard (0..DUE_SHARDS-1) for an execution, the same as the memory store's (hash() is
+    randomized per process, sha256 is not)."""
+    return hashlib.sha256(execution_id.encode("utf-8")).digest()[0] % DUE_SHARDS
 
 
 def batch_key(seq: int) -> str:

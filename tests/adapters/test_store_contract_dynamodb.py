@@ -1,0 +1,58 @@
+"""The engine's ExecutionStore contract (tests/engine/test_store_contract.py) on the DynamoDB store."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from moto import mock_aws
+from stepwell.aws import AwsClients
+from stepwell.dynamodb_store import DynamoDbExecutionStore
+from stepwell.dynamodb_store import due_shard as dynamodb_due_shard
+from stepwell.memory_store import due_shard as memory_due_shard
+from stepwell.payloads import S3PayloadStore
+
+from .deployment import REGION, create_deployment
+
+# The engine's tests are not a package: load the contract module from its file.
+_CONTRACT_PATH = Path(__file__).resolve().parents[1] / "engine" / "test_store_contract.py"
+_spec = importlib.util.spec_from_file_location("stepwell_store_contract", _CONTRACT_PATH)
+assert _spec is not None and _spec.loader is not None
+_contract = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_contract)
+
+# The contract's tests, run here with the DynamoDB store as `execution_store`.
+test_create_is_conditional_and_complete_happens_once = (
+    _contract.test_create_is_conditional_and_complete_happens_once
+)
+test_append_is_fenced_by_seq_and_loads_in_pages = _contract.test_append_is_fenced_by_seq_and_loads_in_pages
+test_external_inputs_list_in_arrival_order_until_deleted = (
+    _contract.test_external_inputs_list_in_arrival_order_until_deleted
+)
+test_a_lease_is_exclusive_until_it_expires_or_is_released = (
+    _contract.test_a_lease_is_exclusive_until_it_expires_or_is_released
+)
+test_callbacks_and_due_timers = _contract.test_callbacks_and_due_timers
+test_list_by_workflow_is_newest_first_and_paged = _contract.test_list_by_workflow_is_newest_first_and_paged
+
+
+@pytest.fixture
+def execution_store(aws_credentials: None) -> Iterator[DynamoDbExecutionStore]:
+    with mock_aws():
+        config = create_deployment()
+        clients = AwsClients(region=REGION)
+        yield DynamoDbExecutionStore(
+            clients.dynamodb,
+            config.executions_table,
+            config.operations_table,
+            config.coordination_table,
+            config.subject_index_name,
+            payloads=S3PayloadStore(clients.s3, config.payload_bucket),
+        )
+
+
+@pytest.mark.parametrize("execution_id", ["default#wf#s/a", "d#orders#o-1/x", "x#y#z/" + "q" * 100])
+def test_due_shards_agree_with_the_memory_store(execution_id: str) -> None:
+    assert dynamodb_due_shard(execution_id) == memory_due_shard(execution_id)
