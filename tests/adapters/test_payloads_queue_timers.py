@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
 from stepwell.payloads import PayloadError, S3PayloadStore, is_reference
 from stepwell.timers import WakeScheduler, at_expression, invoke_message, is_early, schedule_prefix
 from stepwell.work_queue import SqsWorkQueue
@@ -154,3 +156,16 @@ def test_long_wake_without_scheduler_settings_is_a_clear_error(deployment: Deplo
     )
     with pytest.raises(ValueError, match="more than 900 s ahead needs EventBridge Scheduler"):
         wakes.schedule("e", NOW + 901)
+
+
+def test_cancel_without_list_permission_is_logged_not_raised(
+    deployment: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    wakes = _wakes(deployment)
+    with Stubber(deployment.clients.scheduler) as stub:
+        stub.add_client_error("list_schedules", "AccessDeniedException", "not authorized", 400)
+        wakes.cancel_all("exec-stop")
+        stub.add_client_error("list_schedules", "ValidationException", "bad group", 400)
+        with pytest.raises(ClientError, match="bad group"):
+            wakes.cancel_all("exec-stop")
+    assert "cannot delete the pending schedules of exec-stop (AccessDeniedException" in caplog.text
