@@ -29,6 +29,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from botocore.exceptions import ClientError, ParamValidationError
+
 from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.model import (
     Batch,
@@ -98,19 +100,26 @@ def _flag(item: Item, name: str) -> bool:
     return bool(value and value.get("BOOL"))
 
 
-def encode_page_token(last_key: Mapping[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(last_key, separators=(",", ":")).encode()).decode().rstrip("=")
+def encode_page_token(listing: str, last_key: Mapping[str, Any]) -> str:
+    """An opaque token: which listing it continues and DynamoDB's LastEvaluatedKey."""
+    data = json.dumps({"l": listing, "k": last_key}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-def decode_page_token(token: str) -> dict[str, Any]:
+def decode_page_token(listing: str, token: str) -> dict[str, Any]:
     try:
         padded = token + "=" * (-len(token) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, binascii.Error) as error:
         raise InvalidArgument(f"page token {token!r} is not one this store returned") from error
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or not isinstance(value.get("k"), dict):
         raise InvalidArgument(f"page token {token!r} is not one this store returned")
-    return value
+    if value.get("l") != listing:
+        raise InvalidArgument(
+            f"page token {token!r} does not belong to this listing (pass the token the same query returned)"
+        )
+    start_key: dict[str, Any] = value["k"]
+    return start_key
 
 
 class DynamoDbExecutionStore:
@@ -321,12 +330,19 @@ class DynamoDbExecutionStore:
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
+        listing = f"{kwargs['IndexName']}|{json.dumps(kwargs['ExpressionAttributeValues'], sort_keys=True)}"
         if next_token:
-            kwargs["ExclusiveStartKey"] = decode_page_token(next_token)
-        response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
+            kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
+        try:
+            response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
+        except (ClientError, ParamValidationError) as error:
+            code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else "Param"
+            if next_token and code in ("ValidationException", "Param"):
+                raise InvalidArgument(f"page token {next_token!r} is not one this store returned") from error
+            raise
         records = [self._record(item) for item in response.get("Items", [])]
         last_key = response.get("LastEvaluatedKey")
-        return Page(items=records, next_token=encode_page_token(last_key) if last_key else None)
+        return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
 
     # --- the operation log ---
 

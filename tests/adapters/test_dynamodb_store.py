@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -146,6 +147,16 @@ def test_bad_page_token_and_limit_are_refused(deployment: Deployment) -> None:
     store = _store(deployment)
     with pytest.raises(InvalidArgument, match="page token 'garbage!' is not one this store returned"):
         store.list_executions(ExecutionQuery(workflow_id="orders"), next_token="garbage!")
+    for index in range(3):
+        store.create_execution(_record(subject=f"s{index}", created=T0 + index))
+    status_token = store.list_executions(ExecutionQuery(status=ExecutionStatus.RUNNING), limit=1).next_token
+    assert status_token is not None
+    with pytest.raises(InvalidArgument, match="does not belong to this listing"):
+        store.list_executions(ExecutionQuery(workflow_id="orders"), next_token=status_token)
+    listing = "workflow-index|" + json.dumps({":k": {"S": "orders"}}, sort_keys=True)
+    forged = base64.urlsafe_b64encode(json.dumps({"l": listing, "k": {"contextKey": 5}}).encode()).decode()
+    with pytest.raises(InvalidArgument, match="is not one this store returned"):
+        store.list_executions(ExecutionQuery(workflow_id="orders"), next_token=forged)
     with pytest.raises(InvalidArgument, match=r"limit must be 1\.\.1000, got 0"):
         store.list_executions(ExecutionQuery(workflow_id="orders"), limit=0)
 
