@@ -41,6 +41,7 @@ _REQUIRED = ("name", "executions_table", "operations_table", "coordination_table
 
 DEFAULT_SUBJECT_INDEX = "domain-subjectId-index"
 DEFAULT_RETENTION_DAYS = 30
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class StepwellConfig:
                 raise ConfigError(
                     f"Stepwell configuration is missing {key!r} (required: {', '.join(_REQUIRED)})"
                 )
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
         if self.retention_days < 1:
             raise ConfigError(f"retention_days must be a positive number of days, got {self.retention_days}")
 

@@ -90,6 +90,13 @@ def test_bad_config_file_is_named(tmp_path: Path) -> None:
         StepwellConfig.from_file(tmp_path / "absent.json")
 
 
+def test_bad_log_level_is_named() -> None:
+    env = StepwellConfig.from_client_config(CLIENT_CONFIG).to_env()
+    with pytest.raises(ConfigError, match="log level 'CHATTY' is not one of DEBUG, INFO"):
+        StepwellConfig.from_env({**env, "STEPWELL_LOG_LEVEL": "chatty"})
+    assert StepwellConfig.from_env({**env, "STEPWELL_LOG_LEVEL": "debug"}).log_level == "DEBUG"
+
+
 def test_event_extractor_must_be_an_object() -> None:
     env = StepwellConfig.from_client_config(CLIENT_CONFIG).to_env()
     with pytest.raises(ConfigError, match="STEPWELL_EVENT_EXTRACTOR must be a JSON object"):
