@@ -148,10 +148,13 @@ def unregister_extractor() -> None:
         _registered_extractor = None
 
 
-def default_extractor() -> Extractor:
+def default_extractor(paths: Mapping[str, Any] | None = None) -> Extractor:
+    """The registered callable, else paths (`paths` when given, else STEPWELL_EVENT_EXTRACTOR)."""
     with _extractor_lock:
         registered = _registered_extractor
-    return registered if registered is not None else PathExtractor.from_env()
+    if registered is not None:
+        return registered
+    return PathExtractor(paths) if paths else PathExtractor.from_env()
 
 
 def _normalize(raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str) -> ExtractedEvent:
@@ -240,14 +243,21 @@ def done_key(domain: str, event_id: str) -> str:
 
 class Router:
     def __init__(
-        self, engine: Engine, runtime: DefinitionsRuntime, extractor: Extractor | None = None
+        self,
+        engine: Engine,
+        runtime: DefinitionsRuntime,
+        extractor: Extractor | None = None,
+        paths: Mapping[str, Any] | None = None,
     ) -> None:
         self.engine = engine
         self.runtime = runtime
         self._extractor = extractor
+        self._paths = dict(paths) if paths else None
 
     def extractor(self) -> Extractor:
-        return self._extractor if self._extractor is not None else default_extractor()
+        """The extractor given, else the registered callable, else paths (looked up per event, so a
+        callable registered by a workflow module imported later is used)."""
+        return self._extractor if self._extractor is not None else default_extractor(self._paths)
 
     def _reject(self, event_id: str, reason: str, event: Mapping[str, Any] | None) -> EventOutcome:
         logger.warning("event %s rejected: %s", event_id, reason)

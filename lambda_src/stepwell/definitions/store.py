@@ -23,6 +23,8 @@ dueAt = when, so `list_rejected` is a Query on the due-index.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import json
 import re
@@ -33,7 +35,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from stepwell.dynamodb_store import decode_page_token, encode_page_token
 from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, Page
 
 if TYPE_CHECKING:
@@ -79,6 +80,27 @@ def check_id(label: str, value: object) -> str:
     if not KEY_PART_PATTERN.match(value):
         raise InvalidId(f"invalid {label} {value!r}: {KEY_PART_RULE}")
     return value
+
+
+def encode_token(listing: str, last_key: Mapping[str, Any]) -> str:
+    """An opaque page token: the listing it continues and DynamoDB's LastEvaluatedKey."""
+    data = json.dumps({"l": listing, "k": last_key}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def decode_token(listing: str, token: str) -> dict[str, Any]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode()))
+    except (ValueError, binascii.Error):
+        value = None
+    if not isinstance(value, dict) or not isinstance(value.get("k"), dict):
+        raise StoreError(f"page token {token!r} is not one this store returned")
+    if value.get("l") != listing:
+        raise StoreError(
+            f"page token {token!r} belongs to another listing; pass the token this query returned"
+        )
+    start_key: dict[str, Any] = value["k"]
+    return start_key
 
 
 def _now_ms() -> int:
@@ -811,11 +833,9 @@ class DynamoDbContextStore:
             "ExpressionAttributeValues": values,
             "Limit": limit,
         }
+        listing = json.dumps(values, sort_keys=True)
         if next_token:
-            try:
-                kwargs["ExclusiveStartKey"] = decode_page_token(next_token)
-            except ValueError as error:
-                raise StoreError(str(error)) from error
+            kwargs["ExclusiveStartKey"] = decode_token(listing, next_token)
         records: list[ContextRecord] = []
         # The filter can leave a page short: read on until `limit` contexts or the end.
         while True:
@@ -826,7 +846,7 @@ class DynamoDbContextStore:
                 break
             kwargs["ExclusiveStartKey"] = last
             kwargs["Limit"] = limit - len(records)
-        return Page(items=records, next_token=encode_page_token(last) if last else None)
+        return Page(items=records, next_token=encode_token(listing, last) if last else None)
 
     def get_all_contexts_for_subject(
         self, domain: str, subject_id: str, limit: int = 100, next_token: str | None = None

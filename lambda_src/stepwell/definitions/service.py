@@ -1,0 +1,219 @@
+"""The definitions API for the client, the CLI and the worker entry.
+
+- `runtime_from_config(config, clients)`: the DynamoDB stores of a deployment (client_config or the
+  worker's environment), with the endpoint and request counting of `AwsClients`.
+- `install(engine, config, clients)`: in the worker, register the interpreter and return the Router that
+  routes bus events (see the report in docs for the entry wiring).
+- `DefinitionsService`: definitions put/get/list/versions/delete/validate/graph, contexts list/show (with
+  the execution's timeline), events send (processed here) or publish (through the bus), rejected events.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from stepwell.aws import AwsClients
+from stepwell.clock import SystemClock
+from stepwell.config import StepwellConfig
+from stepwell.definitions.actions import ActionRegistry, default_actions
+from stepwell.definitions.interpreter import INTERPRETER_NAME, register_interpreter
+from stepwell.definitions.mermaid import to_mermaid
+from stepwell.definitions.router import EventOutcome, PathExtractor, Router
+from stepwell.definitions.runtime import DefinitionsRuntime, configure, get_runtime
+from stepwell.definitions.store import (
+    ContextRecord,
+    DynamoDbContextStore,
+    DynamoDbDefinitionStore,
+    DynamoDbEventLog,
+    StoredWorkflow,
+    StoreError,
+    check_id,
+)
+from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.engine import Engine
+from stepwell.errors import ExecutionNotFound
+from stepwell.history import format_timeline
+from stepwell.model import Page
+from stepwell.ports import Clock
+from stepwell.registry import Registry, default_registry
+
+
+def runtime_from_config(
+    config: StepwellConfig,
+    clients: AwsClients,
+    actions: ActionRegistry | None = None,
+    clock: Clock | None = None,
+) -> DefinitionsRuntime:
+    """The DynamoDB stores of a deployment; `clock` (default: system time) stamps items and is the
+    interpreter's "now" (pass the engine's clock)."""
+    if not config.definitions_table:
+        raise StoreError("the configuration names no definitions table (definitions_table)")
+    db = clients.dynamodb
+    chosen: Clock = clock or SystemClock()
+    return DefinitionsRuntime(
+        definitions=DynamoDbDefinitionStore(
+            db, config.definitions_table, now_ms=lambda: int(chosen.now() * 1000)
+        ),
+        contexts=DynamoDbContextStore(db, config.executions_table, config.subject_index_name, now=chosen.now),
+        events=DynamoDbEventLog(db, config.coordination_table),
+        actions=actions or default_actions,
+        clock=chosen,
+        # AwsClients' factory: the deployment's region and endpoint, and request counting.
+        clients=clients._client,
+        event_bus_name=config.event_bus_name or None,
+    )
+
+
+def install(
+    engine: Engine,
+    config: StepwellConfig,
+    clients: AwsClients,
+    registry: Registry | None = None,
+) -> Router:
+    """Worker start-up: the process-wide runtime on the deployment's tables, the interpreter registered,
+    and the Router for bus events (extractor: a registered callable, else config.event_extractor paths)."""
+    configure(runtime_from_config(config, clients, clock=engine.clock))
+    chosen = registry if registry is not None else default_registry
+    if INTERPRETER_NAME not in chosen:
+        register_interpreter(chosen)
+    return Router(engine, get_runtime(), paths=config.event_extractor or None)
+
+
+class DefinitionsService:
+    def __init__(self, engine: Engine, runtime: DefinitionsRuntime, router: Router | None = None) -> None:
+        self.engine = engine
+        self.runtime = runtime
+        self.router = router or Router(engine, runtime)
+
+    @classmethod
+    def for_client(cls, client: Any) -> DefinitionsService:
+        """For a `stepwell.client.StepwellClient` (its config, AWS clients and engine)."""
+        runtime = runtime_from_config(client.config, client.clients, clock=client.engine.clock)
+        return cls(
+            client.engine,
+            runtime,
+            Router(client.engine, runtime, paths=client.config.event_extractor or None),
+        )
+
+    # --- definitions ---
+
+    def validate(self, document: Any, check_actions: bool = False) -> list[str]:
+        return validate_definition(document, self.runtime.actions.names() if check_actions else None)
+
+    def put_definition(
+        self, domain: str, document: Mapping[str, Any], check_actions: bool = False
+    ) -> StoredWorkflow:
+        if check_actions:
+            parse_definition(document, self.runtime.actions.names())
+        if document.get("id") is None:
+            return self.runtime.definitions.create_workflow(domain, document)
+        return self.runtime.definitions.set_workflow(domain, document)
+
+    def get_definition(self, domain: str, workflow_id: str, version: int | None = None) -> StoredWorkflow:
+        stored = self.runtime.definitions.get_workflow(domain, workflow_id, version)
+        if stored is None:
+            which = f" version {version}" if version is not None else ""
+            raise LookupError(f"no definition {workflow_id!r}{which} in domain {domain!r}")
+        return stored
+
+    def list_definitions(self, domain: str) -> list[StoredWorkflow]:
+        return self.runtime.definitions.list_workflows(domain)
+
+    def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]:
+        return self.runtime.definitions.list_versions(domain, workflow_id)
+
+    def delete_definition(self, domain: str, workflow_id: str) -> bool:
+        return self.runtime.definitions.delete_workflow(domain, workflow_id)
+
+    def graph(self, document: Mapping[str, Any]) -> str:
+        return to_mermaid(parse_definition(document))
+
+    # --- contexts ---
+
+    def list_contexts(
+        self,
+        domain: str,
+        subject_id: str | None = None,
+        workflow_id: str | None = None,
+        limit: int = 100,
+        next_token: str | None = None,
+    ) -> Page[ContextRecord]:
+        contexts = self.runtime.contexts
+        if workflow_id is not None:
+            if subject_id is None:
+                raise StoreError("listing by definition needs a subject too (contexts are keyed by both)")
+            return Page(items=contexts.get_contexts(domain, workflow_id, subject_id))
+        if subject_id is not None:
+            return contexts.get_all_contexts_for_subject(domain, subject_id, limit, next_token)
+        return contexts.get_all_contexts(domain, limit, next_token)
+
+    def show_context(
+        self, domain: str, workflow_id: str, subject_id: str, instance_id: str
+    ) -> dict[str, Any]:
+        """The context item, its execution's description and its timeline."""
+        record = self.runtime.contexts.get_context(domain, workflow_id, subject_id, instance_id)
+        if record is None:
+            raise LookupError(
+                f"no context {instance_id!r} of definition {workflow_id!r} for subject {subject_id!r} "
+                f"in domain {domain!r}"
+            )
+        shown: dict[str, Any] = {"context": record.to_dict()}
+        try:
+            shown["execution"] = self.engine.describe_execution(record.execution_id)
+            events = self.engine.get_execution_history(record.execution_id)
+            shown["history"] = events
+            shown["timeline"] = format_timeline(events)
+        except ExecutionNotFound:
+            shown["execution"] = None
+        return shown
+
+    # --- events ---
+
+    def send_event(
+        self, domain: str, subject_id: str, name: str, data: Any = None, event_id: str | None = None
+    ) -> EventOutcome:
+        """Process an event here (as the worker would, through the configured extractor's defaults)."""
+        check_id("domain", domain)
+        check_id("subject id", subject_id)
+        envelope = {
+            "version": "0",
+            "id": event_id or uuid.uuid4().hex,
+            "detail-type": name,
+            "source": "stepwell.client",
+            "detail": {"domain": domain, "subjectId": subject_id, "data": data},
+        }
+        return Router(self.engine, self.runtime, extractor=PathExtractor()).process_event(envelope)
+
+    def process_event(self, event: Mapping[str, Any]) -> EventOutcome:
+        """Process a raw event (e.g. an EventBridge envelope) with the configured extractor."""
+        return self.router.process_event(event)
+
+    def publish_event(
+        self, domain: str, subject_id: str, name: str, data: Any = None, source: str = "stepwell.client"
+    ) -> str:
+        """Put the event on the bus (the default extractor's layout); the bus rule takes it to the worker."""
+        check_id("domain", domain)
+        check_id("subject id", subject_id)
+        bus = self.runtime.event_bus_name
+        if not bus:
+            raise StoreError("the configuration names no event bus (event_bus_name)")
+        response = self.runtime.clients("events").put_events(
+            Entries=[
+                {
+                    "Source": source,
+                    "DetailType": name,
+                    "Detail": json.dumps({"domain": domain, "subjectId": subject_id, "data": data}),
+                    "EventBusName": bus,
+                }
+            ]
+        )
+        entry = response.get("Entries", [{}])[0]
+        if response.get("FailedEntryCount"):
+            raise StoreError(f"put_events failed: {entry.get('ErrorCode')}: {entry.get('ErrorMessage')}")
+        return str(entry.get("EventId"))
+
+    def rejected_events(self, limit: int = 100) -> list[dict[str, Any]]:
+        return self.runtime.events.list_rejected(limit)

@@ -1,0 +1,145 @@
+"""The worker path on the AWS adapters (moto): bus envelope -> work queue -> worker entry -> router ->
+interpreter executions on the DynamoDB store, timers through EventBridge Scheduler, on a virtual clock.
+
+`RoutingEntryRuntime` is exactly the wiring the worker entry needs (see docs in the report): bus events
+that are not stepwell.* commands go to the definitions Router built by `install`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from adapters.deployment import Deployment, create_deployment
+from adapters.driver import QueueDriver
+from moto import mock_aws
+from stepwell.aws import AwsClients
+from stepwell.client import StepwellClient
+from stepwell.clock import VirtualClock
+from stepwell.definitions.actions import ActionContext, default_actions
+from stepwell.definitions.router import Router, handles
+from stepwell.definitions.runtime import configure
+from stepwell.definitions.service import DefinitionsService, install
+from stepwell.entry import EntryRuntime, MessageResult
+from stepwell.registry import Registry
+
+from .test_examples import EXAMPLES, document
+
+REGION = "us-east-1"
+DAY = 86400
+
+
+class RoutingEntryRuntime(EntryRuntime):
+    def __init__(self, base: EntryRuntime, router: Router) -> None:
+        super().__init__(base.engine, base.reconciler)
+        self.router = router
+
+    def _bus_event(self, envelope: Any) -> MessageResult:
+        if handles(envelope):
+            outcome = self.router.process_event(envelope)
+            return MessageResult("event", outcome.status, details=outcome.to_dict())
+        return super()._bus_event(envelope)
+
+
+@pytest.fixture
+def stack(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]]]:
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    sent: list[Any] = []
+
+    def send_email(inputs: dict[str, Any], context: ActionContext) -> Any:
+        sent.append((context.domain, context.subject_id, inputs["template"]))
+        return {"ok": True}
+
+    previous = (
+        default_actions.get("onboarding.send_email") if "onboarding.send_email" in default_actions else None
+    )
+    default_actions.register("onboarding.send_email", send_email)
+    with mock_aws():
+        deployment = Deployment(config=create_deployment(), clients=AwsClients(region=REGION))
+        clock = VirtualClock()
+        registry = Registry()
+        base = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
+        router = install(base.engine, deployment.config, deployment.clients, registry=registry)
+        runtime = RoutingEntryRuntime(base, router)
+        try:
+            yield deployment, runtime, QueueDriver(deployment, runtime, clock), sent
+        finally:
+            configure(None)
+            if previous is not None:
+                default_actions.register("onboarding.send_email", previous)
+
+
+def bus_event(
+    deployment: Deployment, name: str, domain: str, subject: str, event_id: str, data: Any = None
+) -> None:
+    """What the module's bus rule delivers to the work queue."""
+    body = {
+        "version": "0",
+        "id": event_id,
+        "detail-type": name,
+        "source": "app",
+        "account": "123456789012",
+        "time": "2026-01-01T00:00:00Z",
+        "region": REGION,
+        "resources": [],
+        "detail": {"domain": domain, "subjectId": subject, "data": data or {}},
+    }
+    deployment.clients.sqs.send_message(
+        QueueUrl=deployment.config.work_queue_url, MessageBody=json.dumps(body)
+    )
+
+
+def test_events_through_the_queue_start_and_resume_contexts(
+    stack: tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]],
+) -> None:
+    deployment, runtime, driver, sent = stack
+    client = StepwellClient(deployment.config, deployment.clients)
+    service = DefinitionsService.for_client(client)
+    assert service.put_definition("acme", document("onboarding.json")).version == 1
+    assert service.put_definition("globex", document("onboarding.json")).version == 1
+    for tenant in ("acme", "globex"):
+        bus_event(deployment, "user.signed_up", tenant, "u1", f"{tenant}-signup", {"email": "u1@example.com"})
+    # A redelivered event (same id) starts nothing twice.
+    bus_event(deployment, "user.signed_up", "acme", "u1", "acme-signup", {"email": "u1@example.com"})
+    bus_event(deployment, "user.signed_up", "acme", "u2", "acme-signup-2", {"email": "u2@example.com"})
+    driver.run_until_quiet(fire_schedules=False)
+    assert len(service.list_contexts("acme", "u1").items) == 1
+    assert len(service.list_contexts("globex", "u1").items) == 1
+    # The definition changes while contexts of version 1 run.
+    changed = document("onboarding.json")
+    changed["nodes"][0]["event"] = "user.registered"
+    assert service.put_definition("acme", changed).version == 2
+    bus_event(deployment, "user.activated", "acme", "u1", "acme-activated")
+    driver.run_until_quiet(fire_schedules=False)
+    acme = service.list_contexts("acme", "u1").items[0]
+    assert acme.status == "SUCCEEDED" and acme.version == 1
+    assert service.list_contexts("globex", "u1").items[0].status == "RUNNING"
+    driver.run_until_quiet()  # fires the timers: one day, then two more
+    assert sorted(sent) == [
+        ("acme", "u2", "reminder"),
+        ("acme", "u2", "tips"),
+        ("globex", "u1", "reminder"),
+        ("globex", "u1", "tips"),
+    ]
+    shown = service.show_context(
+        "globex", "onboarding", "u1", service.list_contexts("globex", "u1").items[0].instance_id
+    )
+    assert shown["context"]["status"] == "SUCCEEDED" and "CallbackTimedOut" in shown["timeline"]
+    # Version 2 starts on the new event name only.
+    bus_event(deployment, "user.signed_up", "acme", "u3", "acme-signup-3", {"email": "u3@example.com"})
+    bus_event(deployment, "user.registered", "acme", "u4", "acme-reg-4", {"email": "u4@example.com"})
+    bus_event(deployment, "user.signed_up", "acme", "a#b", "bad-subject")
+    driver.run_until_quiet(fire_schedules=False)
+    assert service.list_contexts("acme", "u3").items == []
+    assert [c.version for c in service.list_contexts("acme", "u4").items] == [2]
+    assert [r["eventId"] for r in service.rejected_events()] == ["bad-subject"]
+    assert driver.failed_message_ids == []
+    assert json.loads((EXAMPLES / "onboarding.json").read_text())["id"] == "onboarding"
