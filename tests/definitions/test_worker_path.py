@@ -100,7 +100,7 @@ def bus_event(
 def test_events_through_the_queue_start_and_resume_contexts(
     stack: tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]],
 ) -> None:
-    deployment, runtime, driver, sent = stack
+    deployment, _runtime, driver, sent = stack
     client = StepwellClient(deployment.config, deployment.clients)
     service = DefinitionsService.for_client(client)
     assert service.put_definition("acme", document("onboarding.json")).version == 1
