@@ -4,10 +4,12 @@ A child process, not moto's ``ThreadedMotoServer`` thread: moto keeps its state 
 so an in-process server would share (and lose, on every ``mock_aws`` reset) state with tests that use
 moto's decorators; a child also gets its own core for the GIL-heavy request handling.
 
-The child turns off moto's push of SQS messages to mapped functions (see ``_disable_moto_sqs_push``)
-and adds one route to moto's WSGI app, ``GET /_stepwell/lambda-code?region=..&function=..``,
-that returns a function's deployed zip: moto's GetFunction answers with an S3 location it never
-serves, and the local Lambda runtime needs the code terraform uploaded.
+The child corrects two moto behaviours that differ from AWS (``_disable_moto_sqs_push``: no push of
+SQS messages to mapped functions; ``_keep_queue_policy_on_other_updates``: SetQueueAttributes keeps
+a policy it does not name) and adds one route to moto's WSGI app,
+``GET /_stepwell/lambda-code?region=..&function=..``, that returns a function's deployed zip:
+moto's GetFunction answers with an S3 location it never serves, and the local Lambda runtime needs
+the code terraform uploaded.
 
 Run as ``python -m stepwell.testing.moto_server [--host H] [--port P]``; it prints
 ``STEPWELL_MOTO_PORT=<port>`` on stdout once it listens, and exits when its parent dies.
@@ -87,6 +89,25 @@ def _disable_moto_sqs_push() -> None:
     Queue.__init__ = init_without_push  # type: ignore[method-assign]
 
 
+def _keep_queue_policy_on_other_updates() -> None:
+    """moto's SetQueueAttributes drops a queue's Policy whenever the call does not name it, so setting
+    the redrive policy (or a visibility timeout) after the queue policy silently removes the policy;
+    SQS keeps attributes a call does not mention. Keep it here too."""
+    from moto.sqs.models import Queue
+
+    original_set_attributes = Queue._set_attributes
+
+    def set_attributes_keeping_policy(
+        self: Any, attributes: dict[str, Any], now: float | None = None
+    ) -> None:
+        previous_policy = getattr(self, "policy", None)
+        original_set_attributes(self, attributes, now)
+        if "Policy" not in attributes and previous_policy is not None:
+            self.policy = previous_policy
+
+    Queue._set_attributes = set_attributes_keeping_policy  # type: ignore[method-assign]
+
+
 def _exit_when_parent_dies(parent_pid: int) -> None:
     while True:
         if os.getppid() != parent_pid:
@@ -104,6 +125,7 @@ def serve(host: str, port: int) -> None:
     from werkzeug.serving import make_server
 
     _disable_moto_sqs_push()
+    _keep_queue_policy_on_other_updates()
     app = _with_lambda_code_route(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=_exit_when_parent_dies, args=(os.getppid(),), daemon=True).start()
