@@ -16,9 +16,6 @@ if TYPE_CHECKING:
 
 # A reference stored in place of an offloaded value starts with this scheme.
 REFERENCE_SCHEME = "s3ref:"
-# Values up to this many UTF-8 bytes stay inline; a DynamoDB item holds 400 KB, and other attributes
-# of the item need room too.
-DEFAULT_INLINE_LIMIT = 64 * 1024
 _LABEL_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
@@ -36,14 +33,11 @@ def execution_folder(execution_id: str) -> str:
 class S3PayloadStore:
     """Puts and gets payload bytes in the module's bucket."""
 
-    def __init__(self, s3: S3Client, bucket: str, inline_limit: int = DEFAULT_INLINE_LIMIT) -> None:
+    def __init__(self, s3: S3Client, bucket: str) -> None:
         if not bucket:
             raise ValueError("a payload bucket name is required to offload large payloads")
-        if inline_limit < 1:
-            raise ValueError(f"inline_limit must be a positive number of bytes, got {inline_limit}")
         self._s3 = s3
         self.bucket = bucket
-        self.inline_limit = inline_limit
 
     def put_bytes(self, execution_id: str, label: str, data: bytes) -> str:
         """Store `data` and return its reference (`s3ref:<key>`)."""
@@ -70,21 +64,6 @@ class S3PayloadStore:
 
     def get(self, reference: str) -> str:
         return self.get_bytes(reference).decode("utf-8")
-
-    def offload_text(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, str | None]:
-        """Keep small text inline; put large text on S3. Returns (inline text, reference): one is None."""
-        if text is None:
-            return None, None
-        data = text.encode("utf-8")
-        if len(data) <= self.inline_limit:
-            return text, None
-        return None, self.put_bytes(execution_id, label, data)
-
-    def load_text(self, inline: str | None, reference: str | None) -> str | None:
-        """The inverse of `offload_text`."""
-        if reference:
-            return self.get(reference)
-        return inline
 
     def delete_execution(self, execution_id: str) -> int:
         """Delete every payload of one execution; returns how many objects were deleted."""

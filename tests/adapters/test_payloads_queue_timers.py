@@ -16,8 +16,8 @@ from .deployment import Deployment
 NOW = 1_800_000_000.0  # a fixed clock: wake-up routing depends only on due_at - now
 
 
-def _payloads(deployment: Deployment, inline_limit: int = 1024) -> S3PayloadStore:
-    return S3PayloadStore(deployment.clients.s3, deployment.config.payload_bucket, inline_limit=inline_limit)
+def _payloads(deployment: Deployment) -> S3PayloadStore:
+    return S3PayloadStore(deployment.clients.s3, deployment.config.payload_bucket)
 
 
 def _receive_all(deployment: Deployment, queue_url: str) -> list[dict[str, object]]:
@@ -25,15 +25,13 @@ def _receive_all(deployment: Deployment, queue_url: str) -> list[dict[str, objec
     return [json.loads(message["Body"]) for message in response.get("Messages", [])]
 
 
-def test_small_text_stays_inline_and_large_text_round_trips_through_s3(deployment: Deployment) -> None:
+def test_text_round_trips_through_s3_as_a_reference(deployment: Deployment) -> None:
     store = _payloads(deployment)
-    inline, reference = store.offload_text("default#wf#s/1", "result", "small")
-    assert (inline, reference) == ("small", None)
-    big = "é" * 2000  # 4000 UTF-8 bytes: over the limit although 2000 characters are not
-    inline, reference = store.offload_text("default#wf#s/1", "result", big)
-    assert inline is None and reference is not None and is_reference(reference)
-    assert store.load_text(None, reference) == big
-    assert store.load_text("small", None) == "small"
+    text = "é" * 2000
+    reference = store.put("default#wf#s/1", "result", text)
+    assert is_reference(reference)
+    assert store.get(reference) == text
+    assert store.get_bytes(reference) == text.encode("utf-8")
 
 
 def test_same_payload_twice_is_one_object_and_execution_delete_removes_only_its_own(
