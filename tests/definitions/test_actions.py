@@ -1,0 +1,164 @@
+"""Built-in actions and the retry policy mapping."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from stepwell.definitions.actions import (
+    HTTP,
+    INVOKE_LAMBDA,
+    PUT_EVENT,
+    ActionContext,
+    ActionError,
+    ActionRegistry,
+    PermanentActionError,
+    UnknownAction,
+    http_request,
+    invoke_lambda,
+    put_event,
+    retry_strategy,
+)
+from stepwell.definitions.model import RetryPolicy
+
+
+def context(clients: Any = None, bus: str | None = None) -> ActionContext:
+    return ActionContext(
+        domain="acme",
+        workflow_id="wf",
+        subject_id="u1",
+        instance_id="i1",
+        node_id="n",
+        attempt=1,
+        clients=clients or (lambda service: None),
+        event_bus_name=bus,
+    )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"null")
+        status = {"/ok": 200, "/down": 503, "/missing": 404}.get(self.path, 400)
+        payload = json.dumps({"echo": body, "header": self.headers.get("X-Test")}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_http_request(server: str) -> None:
+    result = http_request(
+        {"url": f"{server}/ok", "method": "post", "body": {"a": 1}, "headers": {"X-Test": "yes"}}, context()
+    )
+    assert result["status"] == 200 and result["body"] == {"echo": {"a": 1}, "header": "yes"}
+    with pytest.raises(ActionError, match="HTTP 503") as retryable:
+        http_request({"url": f"{server}/down", "method": "POST", "body": {}}, context())
+    assert not isinstance(retryable.value, PermanentActionError)
+    with pytest.raises(PermanentActionError, match="HTTP 404"):
+        http_request({"url": f"{server}/missing", "method": "POST", "body": {}}, context())
+    with pytest.raises(PermanentActionError, match="must start with http:// or https://"):
+        http_request({"url": "file:///etc/passwd"}, context())
+    with pytest.raises(PermanentActionError, match="method 'BREW' is not one of"):
+        http_request({"url": f"{server}/ok", "method": "brew"}, context())
+    with pytest.raises(ActionError):
+        http_request({"url": "http://127.0.0.1:1/", "timeoutSeconds": 2}, context())
+
+
+def test_put_event_on_the_bus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("STEPWELL_EVENT_BUS_NAME", raising=False)
+    with mock_aws():
+        events = boto3.client("events", region_name="us-east-1")
+        events.create_event_bus(Name="bus")
+        result = put_event(
+            {"detailType": "email.requested", "detail": {"to": "a@x"}}, context(lambda s: events, bus="bus")
+        )
+        assert isinstance(result["eventId"], str) and result["eventId"]
+        with pytest.raises(PermanentActionError, match="no event bus"):
+            put_event({"detailType": "x"}, context(lambda s: events))
+        with pytest.raises(PermanentActionError, match="input 'detailType' must be a non-empty string"):
+            put_event({}, context(lambda s: events, bus="bus"))
+
+
+class FakeLambda:
+    def __init__(self, error: str | None = None) -> None:
+        self.error = error
+        self.calls: list[dict[str, Any]] = []
+
+    def invoke(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        response: dict[str, Any] = {"StatusCode": 200, "Payload": io.BytesIO(b'{"done": true}')}
+        if self.error:
+            response["FunctionError"] = self.error
+        return response
+
+
+def test_invoke_lambda() -> None:
+    fake = FakeLambda()
+    result = invoke_lambda({"functionName": "fn", "payload": {"x": 1}}, context(lambda s: fake))
+    assert result == {"statusCode": 200, "payload": {"done": True}}
+    assert (
+        json.loads(fake.calls[0]["Payload"]) == {"x": 1}
+        and fake.calls[0]["InvocationType"] == "RequestResponse"
+    )
+    with pytest.raises(ActionError, match="function 'fn' failed: Unhandled"):
+        invoke_lambda({"functionName": "fn"}, context(lambda s: FakeLambda("Unhandled")))
+    with pytest.raises(PermanentActionError, match="invocationType 'Later'"):
+        invoke_lambda({"functionName": "fn", "invocationType": "Later"}, context(lambda s: fake))
+
+
+def test_registry() -> None:
+    registry = ActionRegistry()
+    assert {PUT_EVENT, HTTP, INVOKE_LAMBDA} <= set(registry.names())
+    assert ActionRegistry(builtins=False).names() == []
+
+    @registry.action("mine")
+    def mine(inputs: dict[str, Any], ctx: ActionContext) -> Any:
+        return inputs
+
+    assert registry.get("mine") is mine
+    with pytest.raises(UnknownAction, match="unknown action 'nope'"):
+        registry.get("nope")
+    with pytest.raises(ValueError, match="invalid action name ''"):
+        registry.register("", mine)
+
+
+def test_retry_policy_maps_to_the_step_retry_strategy() -> None:
+    strategy = retry_strategy(
+        RetryPolicy(max_attempts=3, initial_delay=10, max_delay=15, backoff_rate=2, jitter="none")
+    )
+    first = strategy(RuntimeError("x"), 1)
+    second = strategy(RuntimeError("x"), 2)
+    assert first.should_retry and first.delay.to_seconds() == 10
+    assert second.should_retry and second.delay.to_seconds() == 15  # capped by maxDelay
+    assert not strategy(RuntimeError("x"), 3).should_retry
+    assert not strategy(PermanentActionError("bad"), 1).should_retry
+    wrapped = RuntimeError("wrapper")
+    wrapped.__cause__ = PermanentActionError("inner")
+    assert not strategy(wrapped, 1).should_retry
