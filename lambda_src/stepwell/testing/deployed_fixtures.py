@@ -8,8 +8,9 @@ their workflows share one apply per backend:
   (default ``moto localstack``), or only on ``--stepwell-backend`` / ``STEPWELL_BACKEND`` when that is
   set alone. A backend that cannot start skips its tests, and fails them when ``CI=true``.
 - ``deployed_stack``: ``examples/complete`` (or ``STEPWELL_STACK_MODULE``, a root module path relative
-  to the repository) applied there; ``.outputs`` and ``.client_config``. Destroyed at the end of the
-  session, and the teardown fails when anything it created is left.
+  to ``STEPWELL_STACK_ROOT``, default pytest's rootdir: the tree copied for the run) applied there;
+  ``.outputs`` and ``.client_config``. Destroyed at the end of the session, and the teardown fails
+  when anything it created is left.
 - ``lambda_runtime``: on moto, the harness's ``LambdaRuntime`` (runs the deployed handlers on their
   queues' messages); on LocalStack, a driver with the same methods (LocalStack's own mappings run them).
 - ``scheduler_firer``: a ``SchedulerFirer`` over every schedule group, with a virtual clock.
@@ -43,6 +44,7 @@ from stepwell.testing.scheduler import SchedulerFirer
 from stepwell.testing.terraform import TerraformStack
 
 STACK_MODULE_ENV = "STEPWELL_STACK_MODULE"
+STACK_ROOT_ENV = "STEPWELL_STACK_ROOT"
 DEFAULT_STACK_MODULE = "examples/complete"
 
 
@@ -190,11 +192,14 @@ def _module_variables(module_dir: Path, backend: Backend) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def deployed_stack(
-    stepwell_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, stepwell_backend: Backend, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DeployedStack]:
     module_dir = os.environ.get(STACK_MODULE_ENV, DEFAULT_STACK_MODULE)
+    source_root = Path(os.environ.get(STACK_ROOT_ENV) or request.config.rootpath)
     work_root = tmp_path_factory.mktemp(f"stack-{stepwell_backend.name}")
-    stack = TerraformStack(stepwell_backend, module_dir=module_dir, work_root=work_root)
+    stack = TerraformStack(
+        stepwell_backend, module_dir=module_dir, work_root=work_root, source_root=source_root
+    )
     stack.variables.update(_module_variables(stack.working_dir, stepwell_backend))
     try:
         outputs = stack.apply()
