@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from stepwell.definitions.router import (
     EXTRACTOR_ENV,
+    ORPHAN_AFTER_SECONDS,
     ExtractedEvent,
     PathExtractor,
     Router,
@@ -16,6 +17,7 @@ from stepwell.definitions.router import (
     register_extractor,
     unregister_extractor,
 )
+from stepwell.definitions.store import ContextRecord
 
 from .harness import Harness, envelope
 
@@ -236,3 +238,23 @@ def test_path_extractor_from_env(h: Harness, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv(EXTRACTOR_ENV, "{not json")
     rejected = Router(h.local.engine, h.runtime).process_event(envelope("signed_up", "u1"))
     assert rejected.status == "rejected" and "STEPWELL_EVENT_EXTRACTOR is not JSON" in (rejected.reason or "")
+
+
+def test_an_orphaned_context_stops_blocking_policy_single(h: Harness) -> None:
+    h.put(journey())
+    # A context item whose execution was never created (its start failed, the event went to the DLQ).
+    orphan = ContextRecord(
+        domain="acme",
+        workflow_id="onboarding",
+        subject_id="u1",
+        instance_id="orphan",
+        version=1,
+        execution_id="acme#stepwell.definition#u1/orphan",
+    )
+    h.runtime.contexts.create_context(orphan)
+    blocked = h.send("signed_up", "u1")
+    assert blocked.started == [] and "already has running context 'orphan'" in blocked.skipped[0]
+    h.local.clock.advance(ORPHAN_AFTER_SECONDS + 1)
+    assert len(h.send("signed_up", "u1").started) == 1
+    kept = h.runtime.contexts.get_context("acme", "onboarding", "u1", "orphan")
+    assert kept is not None and kept.status == "FAILED" and kept.error is not None

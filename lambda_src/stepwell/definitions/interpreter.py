@@ -67,7 +67,9 @@ class RunState:
         return {"data": self.data, "event": self.event, "subject": start.subject_id, "domain": start.domain}
 
     def fork(self) -> RunState:
-        return RunState(copy.deepcopy(self.data), copy.deepcopy(self.event), self.visits)
+        # Each branch counts its own visits: branches run on threads, and operation names must not
+        # depend on their interleaving (a replay has to name every operation the same way).
+        return RunState(copy.deepcopy(self.data), copy.deepcopy(self.event), dict(self.visits))
 
 
 @dataclass(frozen=True)

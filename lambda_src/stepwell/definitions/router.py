@@ -54,6 +54,8 @@ DEFAULT_PATHS: dict[str, Any] = {
     "id": "id",
 }
 _FIELDS = ("domain", "subject", "name", "data", "id")
+# A context item whose execution does not exist this long after it was written is an orphan.
+ORPHAN_AFTER_SECONDS = 900.0
 
 
 class ExtractorError(ValueError):
@@ -378,7 +380,15 @@ class Router:
     def _still_running(self, context: ContextRecord) -> bool:
         """A context whose execution ended without updating its item (stopped from outside) is synced."""
         record = self.engine.store.get_execution(context.execution_id)
-        if record is None or not record.status.is_terminal:
+        if record is None:
+            # Its start is in flight (the item is written just before the execution), or the start
+            # failed and its event was never redelivered: after a while the context stops blocking.
+            if self.runtime.clock.now() - context.created_at < ORPHAN_AFTER_SECONDS:
+                return True
+            error = {"ErrorType": "ExecutionNotCreated", "ErrorMessage": "its execution was never created"}
+            self.runtime.contexts.finish(context, "FAILED", context.data, error)
+            return False
+        if not record.status.is_terminal:
             return True
         self.runtime.contexts.finish(context, record.status.value, context.data, record.error)
         return False
