@@ -378,3 +378,40 @@ def test_loop_with_a_wait(harness: Harness) -> None:
     assert harness.context("wf", "u1").status == "SUCCEEDED"
     harness.advance(5 * 86400)
     assert len(harness.calls_of("remind")) == 3
+
+
+def test_an_invalid_definition_in_the_input_fails_its_context(harness: Harness) -> None:
+    from stepwell.definitions.interpreter import INTERPRETER_NAME
+    from stepwell.definitions.store import ContextRecord
+
+    record = ContextRecord(
+        domain="acme",
+        workflow_id="wf",
+        subject_id="s1",
+        instance_id="i1",
+        version=1,
+        execution_id=f"acme#{INTERPRETER_NAME}#s1/i1",
+    )
+    harness.runtime.contexts.create_context(record)
+    bad = graph([{"id": "t", "type": "trigger", "event": "go"}], [("t", "ghost")])
+    execution_id = harness.local.start(
+        INTERPRETER_NAME,
+        {
+            "domain": "acme",
+            "workflowId": "wf",
+            "subjectId": "s1",
+            "instanceId": "i1",
+            "version": 1,
+            "definition": bad,
+            "trigger": "t",
+            "event": {"id": "e", "name": "go", "data": {}},
+        },
+        execution_name="i1",
+        domain="acme",
+        subject_id="s1",
+    )
+    harness.run_all()
+    assert execution_id == record.execution_id and harness.status(record) == "FAILED"
+    context = harness.context("wf", "s1")
+    assert context.status == "FAILED" and context.error is not None
+    assert "dangling edge" in context.error["ErrorMessage"]

@@ -352,20 +352,19 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
     def interpret(event: Any, context: DurableContext) -> Any:
         chosen = current()
         start = StartInput.parse(event, _execution_id(context))
-        definition = parse_definition(start.definition)
-        if start.trigger not in definition.nodes:
-            raise DefinitionRuntimeError(
-                f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
-            )
         trigger_event = start.event
         initial = trigger_event.get("data")
         state = RunState(
             data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {}, event=trigger_event
         )
-        walker = Walker(chosen, definition, start)
         record, contexts = start.record(), chosen.contexts
         try:
-            walker.run_path(context, state, start.trigger, stop_at=None)
+            definition = parse_definition(start.definition)
+            if start.trigger not in definition.nodes:
+                raise DefinitionRuntimeError(
+                    f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
+                )
+            Walker(chosen, definition, start).run_path(context, state, start.trigger, stop_at=None)
         except UnrecoverableError:
             raise
         except Exception as error:

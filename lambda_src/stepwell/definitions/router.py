@@ -35,7 +35,7 @@ from typing import Any
 
 from stepwell.definitions.expressions import ExpressionError
 from stepwell.definitions.interpreter import INTERPRETER_NAME
-from stepwell.definitions.model import DefinitionError, DefinitionInvalid
+from stepwell.definitions.model import Definition, DefinitionError, DefinitionInvalid
 from stepwell.definitions.runtime import DefinitionsRuntime
 from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow, check_id
 from stepwell.definitions.validation import parse_definition
@@ -56,6 +56,7 @@ DEFAULT_PATHS: dict[str, Any] = {
 _FIELDS = ("domain", "subject", "name", "data", "id")
 # A context item whose execution does not exist this long after it was written is an orphan.
 ORPHAN_AFTER_SECONDS = 900.0
+PARSED_CACHE_SIZE = 1000
 
 
 class ExtractorError(ValueError):
@@ -255,6 +256,17 @@ class Router:
         self.runtime = runtime
         self._extractor = extractor
         self._paths = dict(paths) if paths else None
+        self._parsed_cache: dict[tuple[str, str, int, int], Definition] = {}
+
+    def _parsed(self, stored: StoredWorkflow) -> Definition:
+        """Parse a stored definition once per version (a warm worker parses nothing per event)."""
+        key = (stored.domain, stored.workflow_id, stored.version, stored.updated_at)
+        found = self._parsed_cache.get(key)
+        if found is None:
+            if len(self._parsed_cache) >= PARSED_CACHE_SIZE:
+                self._parsed_cache.clear()
+            found = self._parsed_cache[key] = parse_definition(stored.definition)
+        return found
 
     def extractor(self) -> Extractor:
         """The extractor given, else the registered callable, else paths (looked up per event, so a
@@ -299,7 +311,7 @@ class Router:
     def _start_contexts(self, event: ExtractedEvent, outcome: EventOutcome) -> None:
         for stored in self.runtime.definitions.list_workflows(event.domain):
             try:
-                definition = parse_definition(stored.definition)
+                definition = self._parsed(stored)
             except DefinitionInvalid as invalid:
                 outcome.skipped.append(f"{stored.workflow_id}: stored definition is invalid: {invalid}")
                 continue
