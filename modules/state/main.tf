@@ -8,6 +8,7 @@ locals {
 }
 
 resource "aws_dynamodb_table" "definitions" {
+  #checkov:skip=CKV_AWS_119:A customer managed key is optional (kms_key_arn); without one the AWS owned key encrypts the table.
   name                        = "${var.name}-definitions"
   billing_mode                = var.billing_mode
   read_capacity               = local.provisioned ? var.read_capacity : null
@@ -44,6 +45,7 @@ resource "aws_dynamodb_table" "definitions" {
 }
 
 resource "aws_dynamodb_table" "executions" {
+  #checkov:skip=CKV_AWS_119:A customer managed key is optional (kms_key_arn); without one the AWS owned key encrypts the table.
   name                        = "${var.name}-executions"
   billing_mode                = var.billing_mode
   read_capacity               = local.provisioned ? var.read_capacity : null
@@ -139,6 +141,7 @@ resource "aws_dynamodb_table" "executions" {
 }
 
 resource "aws_dynamodb_table" "operations" {
+  #checkov:skip=CKV_AWS_119:A customer managed key is optional (kms_key_arn); without one the AWS owned key encrypts the table.
   name                        = "${var.name}-operations"
   billing_mode                = var.billing_mode
   read_capacity               = local.provisioned ? var.read_capacity : null
@@ -175,6 +178,7 @@ resource "aws_dynamodb_table" "operations" {
 }
 
 resource "aws_dynamodb_table" "coordination" {
+  #checkov:skip=CKV_AWS_119:A customer managed key is optional (kms_key_arn); without one the AWS owned key encrypts the table.
   name                        = "${var.name}-coordination"
   billing_mode                = var.billing_mode
   read_capacity               = local.provisioned ? var.read_capacity : null

@@ -86,6 +86,11 @@ run "one_minute_and_customer_key" {
     condition     = aws_iam_role.scheduler.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary"
     error_message = "The permissions boundary must be attached."
   }
+
+  assert {
+    condition     = aws_scheduler_schedule.reconcile.kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    error_message = "The customer key must encrypt the reconcile schedule."
+  }
 }
 
 run "rejects_work_queue_arn_not_sqs" {
