@@ -113,6 +113,10 @@ def test_stop_ends_localstack_and_every_process_it_started(started: LocalStackPr
     assert wait_until_gone(tree) == []
     assert started.filesystem_root is not None and not started.filesystem_root.exists()
     assert started.log_path is not None and "Ready." in started.log_path.read_text()
+    # The handler's logs outlive the run, for diagnosing a failed test.
+    assert started.lambda_log_dir is not None
+    [function_log] = started.lambda_log_dir.glob("child-*.function.log")
+    assert "REPORT RequestId:" in function_log.read_text()
 
 
 def test_localstack_dies_with_the_process_that_started_it() -> None:

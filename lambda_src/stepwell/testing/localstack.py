@@ -6,7 +6,7 @@ API (everything else here is internal):
         ...                                  # boto3 / localstack-client / terraform against it
 
     handle = start_localstack()             # the same, without a with-block
-    handle.endpoint; handle.log_path; handle.rss_bytes(); handle.stop()
+    handle.endpoint; handle.log_path; handle.lambda_log_dir; handle.rss_bytes(); handle.stop()
 
     LocalStackUnavailable                    # raised when LocalStack cannot be set up or started;
                                              # the message says why and where the log is
@@ -22,7 +22,8 @@ done), then LocalStack's runtime is started from `.cache/localstack/venv` with:
   processes under `.cache/localstack/lambda-python` (Python 3.13 with only boto3, like AWS's
   python3.13 runtime), with AWS_ENDPOINT_URL pointing at this LocalStack;
 - its own filesystem root under `.cache/localstack/runs/`, removed on stop, and its log at
-  `.cache/localstack/logs/localstack-<port>.log` (kept; the newest ten are retained).
+  `.cache/localstack/logs/localstack-<port>.log`, each Lambda execution environment's output
+  in `.cache/localstack/logs/lambda-<port>/` (kept after stop; the newest ten runs are retained).
 
 Stopping sends SIGTERM, waits briefly, then kills LocalStack and every process it started
 (DynamoDB Local runs in a session of its own, so a process-group kill would miss it). If the
@@ -68,6 +69,7 @@ class LocalStackProcess:
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = None
     filesystem_root: Path | None = None
+    lambda_log_dir: Path | None = None
     _stopped: bool = field(default=False, repr=False)
 
     def rss_bytes(self) -> int:
@@ -132,7 +134,10 @@ def start_localstack(
     log_dir.mkdir(parents=True, exist_ok=True)
     prune_logs(log_dir)
     log_path = log_dir / f"localstack-{port}.log"
+    lambda_log_dir = log_dir / f"lambda-{port}"
+    shutil.rmtree(lambda_log_dir, ignore_errors=True)
     env = localstack_environment(port, filesystem_root)
+    env["STEPWELL_LAMBDA_LOG_DIR"] = str(lambda_log_dir)
     env.update(extra_env or {})
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
@@ -145,7 +150,11 @@ def start_localstack(
             start_new_session=True,  # so a Ctrl-C meant for pytest is handled by stop() instead
         )
     handle = LocalStackProcess(
-        endpoint=endpoint, log_path=log_path, process=process, filesystem_root=filesystem_root
+        endpoint=endpoint,
+        log_path=log_path,
+        process=process,
+        filesystem_root=filesystem_root,
+        lambda_log_dir=lambda_log_dir,
     )
     try:
         wait_until_ready(endpoint, ready_timeout, process=process, log_path=log_path)
@@ -286,6 +295,8 @@ def prune_logs(log_dir: Path) -> None:
     logs = sorted(log_dir.glob("localstack-*.log"), key=lambda path: path.stat().st_mtime, reverse=True)
     for old_log in logs[KEPT_LOGS - 1 :]:
         old_log.unlink(missing_ok=True)
+        port = old_log.stem.removeprefix("localstack-")
+        shutil.rmtree(log_dir / f"lambda-{port}", ignore_errors=True)
 
 
 def tail(path: Path | None, lines: int = 40) -> str:

@@ -20,7 +20,12 @@ from pathlib import Path
 from localstack import config
 from localstack.aws.api.lambda_ import PackageType
 from localstack.services.lambda_.invocation.executor_endpoint import ExecutorEndpoint
-from localstack.services.lambda_.invocation.lambda_models import FunctionVersion, InvocationResult
+from localstack.services.lambda_.invocation.lambda_models import (
+    FunctionVersion,
+    HotReloadingCode,
+    InvocationResult,
+    S3Code,
+)
 from localstack.services.lambda_.invocation.runtime_executor import (
     LambdaRuntimeException,
     RuntimeExecutor,
@@ -33,6 +38,9 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
 # Interpreter for handlers; the harness points it at a venv holding only boto3.
 LAMBDA_PYTHON_ENV = "STEPWELL_LAMBDA_PYTHON"
+# Where each execution environment writes <function>-<id>.function.log (the handler's output)
+# and .runtime.log (the runtime's own errors); the harness keeps it after LocalStack stops.
+LAMBDA_LOG_DIR_ENV = "STEPWELL_LAMBDA_LOG_DIR"
 # Host variables a handler may see besides its Lambda environment (the rest of the host's,
 # and LocalStack's own settings, stay out, as they would on AWS).
 PASSED_HOST_VARIABLES = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
@@ -56,7 +64,7 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         super().__init__(id=id, function_version=function_version)
         self.executor_endpoint = ExecutorEndpoint(self.id)
         self.process: subprocess.Popen[bytes] | None = None
-        log_dir = Path(config.dirs.tmp) / "stepwell-lambda"
+        log_dir = Path(os.environ.get(LAMBDA_LOG_DIR_ENV) or Path(config.dirs.tmp) / "stepwell-lambda")
         log_dir.mkdir(parents=True, exist_ok=True)
         base_name = f"{function_version.id.function_name}-{self.id}"
         self.function_log = log_dir / f"{base_name}.function.log"
@@ -64,10 +72,10 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
 
     @classmethod
     def prepare_version(cls, function_version: FunctionVersion) -> None:
-        cls._require_supported(function_version)
+        code = cls._require_supported(function_version)
         # Unzips the code once per version. Never ask for the runtime-init binary (the Docker
         # executor's get_runtime_client_path()): it is a download this host cannot make.
-        function_version.config.code.prepare_for_execution()
+        code.prepare_for_execution()
 
     @classmethod
     def cleanup_version(cls, function_version: FunctionVersion) -> None:
@@ -83,9 +91,11 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         return True
 
     @staticmethod
-    def _require_supported(function_version: FunctionVersion) -> None:
+    def _require_supported(function_version: FunctionVersion) -> S3Code | HotReloadingCode:
+        """The function's code, if this executor can run the function; else a reason why not."""
         function_config = function_version.config
-        if function_config.package_type != PackageType.Zip or function_config.code is None:
+        code = function_config.code
+        if function_config.package_type != PackageType.Zip or code is None:
             raise LambdaRuntimeException(
                 f"package type {function_config.package_type!r} is not supported by the "
                 "stepwell-local executor: only Zip packages"
@@ -95,11 +105,12 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             raise LambdaRuntimeException(
                 f"runtime {runtime!r} is not supported by the stepwell-local executor: only python3.x"
             )
+        return code
 
     def start(self, env_vars: dict[str, str]) -> None:
-        self._require_supported(self.function_version)
+        code = self._require_supported(self.function_version)
         self.executor_endpoint.start()
-        code_dir = str(self.function_version.config.code.get_unzipped_code_location())
+        code_dir = str(code.get_unzipped_code_location())
         handler_env = {name: os.environ[name] for name in PASSED_HOST_VARIABLES if name in os.environ}
         # LocalStack hands over some values as ints; a process environment takes only strings.
         handler_env.update({name: str(value) for name, value in env_vars.items()})
@@ -148,7 +159,7 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         self.executor_endpoint.container_port = int(first_line.removeprefix("port "))
         # A runtime that dies before reporting ready would leave LocalStack waiting: fail fast.
         threading.Thread(target=self._fail_startup_if_runtime_dies, daemon=True).start()
-        self.executor_endpoint.wait_for_startup()
+        self.executor_endpoint.wait_for_startup()  # type: ignore[no-untyped-call]
 
     def _fail_startup_if_runtime_dies(self) -> None:
         process = self.process
@@ -187,7 +198,7 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
 
     def get_runtime_endpoint(self) -> str:
         port = config.GATEWAY_LISTEN[0].port
-        return f"http://{gateway_host()}:{port}{self.executor_endpoint.get_endpoint_prefix()}"
+        return f"http://{gateway_host()}:{port}{self.executor_endpoint.get_endpoint_prefix()}"  # type: ignore[no-untyped-call]
 
     def invoke(self, payload: dict[str, str]) -> InvocationResult:
         return self.executor_endpoint.invoke(payload)

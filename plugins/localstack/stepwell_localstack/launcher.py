@@ -13,7 +13,7 @@ import runpy
 import threading
 import time
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # no stubs in LocalStack's venv
 
 PARENT_POLL_SECONDS = 1.0
 
