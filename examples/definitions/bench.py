@@ -1,0 +1,225 @@
+"""Benchmark of the definitions path on the AWS adapters (moto in-process): N subjects each receive a
+`user.signed_up` event; one worker (the entry's SQS batch handler, batches of 10) processes the events
+and the invocations they cause until the queue is quiet (every context waits for `user.activated`).
+
+Prints a Markdown section: events per second and AWS requests per event by operation.
+
+    python examples/definitions/bench.py [--subjects 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REGION = "us-east-1"
+NAME = "sw-bench"
+SUBJECT_INDEX = "domain-subjectId-index"
+
+
+def _create_deployment() -> Any:
+    import boto3
+    from stepwell.config import StepwellConfig
+
+    db = boto3.client("dynamodb", region_name=REGION)
+    sqs = boto3.client("sqs", region_name=REGION)
+
+    def table(
+        name: str, keys: list[tuple[str, str]], indexes: list[tuple[str, str, str]], numbers: set[str]
+    ) -> None:
+        names = {n for n, _ in keys} | {a for _, pk, sk in indexes for a in (pk, sk)}
+        spec: dict[str, Any] = {
+            "TableName": name,
+            "KeySchema": [{"AttributeName": n, "KeyType": t} for n, t in keys],
+            "AttributeDefinitions": [
+                {"AttributeName": n, "AttributeType": "N" if n in numbers else "S"} for n in sorted(names)
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if indexes:
+            spec["GlobalSecondaryIndexes"] = [
+                {
+                    "IndexName": index,
+                    "KeySchema": [
+                        {"AttributeName": pk, "KeyType": "HASH"},
+                        {"AttributeName": sk, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+                for index, pk, sk in indexes
+            ]
+        db.create_table(**spec)
+
+    table(f"{NAME}-definitions", [("domain", "HASH"), ("workflowId", "RANGE")], [], set())
+    table(
+        f"{NAME}-executions",
+        [("contextKey", "HASH"), ("instanceId", "RANGE")],
+        [
+            (SUBJECT_INDEX, "domain", "subjectId"),
+            ("status-index", "status", "updatedAt"),
+            ("workflow-index", "workflowId", "createdAt"),
+        ],
+        {"updatedAt", "createdAt"},
+    )
+    table(f"{NAME}-operations", [("executionId", "HASH"), ("sk", "RANGE")], [], set())
+    table(f"{NAME}-coordination", [("key", "HASH")], [("due-index", "dueShard", "dueAt")], {"dueAt"})
+    queue_url = sqs.create_queue(QueueName=f"{NAME}-work")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket=f"{NAME}-payloads")
+    boto3.client("scheduler", region_name=REGION).create_schedule_group(Name=NAME)
+    boto3.client("events", region_name=REGION).create_event_bus(Name=NAME)
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName=f"{NAME}-scheduler", AssumeRolePolicyDocument="{}"
+    )
+    return StepwellConfig(
+        name=NAME,
+        region=REGION,
+        definitions_table=f"{NAME}-definitions",
+        executions_table=f"{NAME}-executions",
+        operations_table=f"{NAME}-operations",
+        coordination_table=f"{NAME}-coordination",
+        subject_index_name=SUBJECT_INDEX,
+        work_queue_url=queue_url,
+        work_queue_arn=queue_arn,
+        event_bus_name=NAME,
+        schedule_group_name=NAME,
+        scheduler_role_arn=role["Role"]["Arn"],
+        payload_bucket=f"{NAME}-payloads",
+    )
+
+
+def run_bench(subjects: int) -> dict[str, Any]:
+    """Run inside moto's mock (the caller sets fake credentials)."""
+    from moto import mock_aws
+    from stepwell.aws import AwsClients
+    from stepwell.clock import SystemClock
+    from stepwell.definitions.actions import default_actions
+    from stepwell.definitions.router import handles
+    from stepwell.definitions.runtime import configure
+    from stepwell.definitions.service import install
+    from stepwell.entry import EntryRuntime, MessageResult
+    from stepwell.registry import Registry
+
+    if "onboarding.send_email" not in default_actions:
+        default_actions.register("onboarding.send_email", lambda inputs, context: None)
+
+    with mock_aws():
+        config = _create_deployment()
+        clients = AwsClients(region=REGION)
+        registry = Registry()
+        base = EntryRuntime.from_config(config, clients, registry=registry, clock=SystemClock())
+        router = install(base.engine, config, clients, registry=registry)
+
+        class Routing(EntryRuntime):
+            def _bus_event(self, envelope: Any) -> MessageResult:
+                if handles(envelope):
+                    outcome = router.process_event(envelope)
+                    return MessageResult("event", outcome.status, details=outcome.to_dict())
+                return super()._bus_event(envelope)
+
+        runtime = Routing(base.engine, base.reconciler)
+        router.runtime.definitions.set_workflow("acme", json.loads((HERE / "onboarding.json").read_text()))
+        sqs = clients.sqs
+        for start in range(0, subjects, 10):
+            sqs.send_message_batch(
+                QueueUrl=config.work_queue_url,
+                Entries=[
+                    {
+                        "Id": str(index),
+                        "MessageBody": json.dumps(
+                            {
+                                "version": "0",
+                                "id": f"signup-{index}",
+                                "detail-type": "user.signed_up",
+                                "source": "bench",
+                                "detail": {
+                                    "domain": "acme",
+                                    "subjectId": f"user-{index}",
+                                    "data": {"email": f"u{index}@x.io"},
+                                },
+                            }
+                        ),
+                    }
+                    for index in range(start, min(start + 10, subjects))
+                ],
+            )
+        clients.counter.reset()
+        handled = 0
+        began = time.perf_counter()
+        while True:
+            messages = sqs.receive_message(QueueUrl=config.work_queue_url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
+            if not messages:
+                break
+            records = [
+                {"messageId": m["MessageId"], "body": m["Body"], "eventSource": "aws:sqs"} for m in messages
+            ]
+            failures = runtime.handle_event({"Records": records}, None)["batchItemFailures"]
+            if failures:
+                raise RuntimeError(f"batch failures: {failures}")
+            sqs.delete_message_batch(
+                QueueUrl=config.work_queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+            )
+            handled += len(messages)
+        elapsed = time.perf_counter() - began
+        calls = clients.counter.snapshot()["calls"]
+        waiting = sum(
+            1 for c in router.runtime.contexts.get_all_contexts("acme", limit=1000).items if c.waiting
+        )
+        configure(None)
+    # The driver's own SQS calls (receive, delete) are what Lambda's event source mapping does: not counted.
+    for key in ("sqs.ReceiveMessage", "sqs.DeleteMessageBatch"):
+        calls.pop(key, None)
+    return {
+        "subjects": subjects,
+        "messages": handled,
+        "seconds": elapsed,
+        "calls": calls,
+        "waiting_sample": waiting,
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    subjects = result["subjects"]
+    calls: dict[str, int] = result["calls"]
+    lines = [
+        f"## Definitions: {subjects} subjects each receiving an event (moto in-process, one worker)",
+        "",
+        f"- messages handled (the events and the invocations they caused): {result['messages']}",
+        f"- events per second (each context then waits): {subjects / result['seconds']:.1f}",
+        f"- AWS requests per event: {sum(calls.values()) / subjects:.2f}",
+        "",
+        "| request | per event |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {key} | {count / subjects:.2f} |" for key, count in sorted(calls.items())]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subjects", type=int, default=1000)
+    args = parser.parse_args(argv)
+    if args.subjects < 1:
+        parser.error(f"--subjects must be at least 1, got {args.subjects}")
+    # moto only: never a real account.
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        os.environ.pop(variable, None)
+    os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+    os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+    sys.stdout.write(markdown(run_bench(args.subjects)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from .test_examples import EXAMPLES
+
+
+def test_bench_runs_and_counts_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    spec = importlib.util.spec_from_file_location("stepwell_example_bench", EXAMPLES / "bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    result = bench.run_bench(3)
+    # Each event: the event message, then the invocation that runs its context to its first wait.
+    assert result["messages"] == 6 and result["waiting_sample"] == 3
+    calls = result["calls"]
+    assert calls["dynamodb.Query"] >= 3 * 2  # definitions of the domain, contexts of the subject
+    assert calls["scheduler.CreateSchedule"] == 3  # each context's timeout
+    text = bench.markdown(result)
+    assert "AWS requests per event" in text and "| dynamodb.PutItem |" in text
