@@ -14,7 +14,8 @@ succeeds. Message bodies (docs/architecture.md):
   sent as its JSON text}),
   "stepwell.callback.failure" (detail {"callbackId": ..., "error": {"ErrorType", "ErrorMessage",
   "ErrorData", "StackTrace"}}) or "stepwell.callback.heartbeat" (detail {"callbackId": ...}). Other
-  events are domain events; until they are routed, each is logged as rejected.
+  events are domain events: the definitions router (stepwell.definitions) takes them when the deployment
+  has a definitions table; without one, each is logged as rejected.
 
 A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way.
 """
@@ -38,6 +39,8 @@ from stepwell.client import (
 )
 from stepwell.clock import SystemClock
 from stepwell.config import StepwellConfig
+from stepwell.definitions.router import Router
+from stepwell.definitions.service import install
 from stepwell.engine import Engine
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, InvalidArgument, InvalidMessage
 from stepwell.model import InvokeMessage
@@ -86,10 +89,14 @@ def is_bus_envelope(body: Mapping[str, Any]) -> bool:
 class EntryRuntime:
     """The worker, reconciler and engine of one Lambda container."""
 
-    def __init__(self, engine: Engine, reconciler: Reconciler | None = None) -> None:
+    def __init__(
+        self, engine: Engine, reconciler: Reconciler | None = None, event_router: Router | None = None
+    ) -> None:
         self.engine = engine
         self.worker = Worker(engine)
         self.reconciler = reconciler or Reconciler(engine.store, engine.queue, engine.clock)
+        # Domain events (bus events that are not stepwell.* commands) go to the definitions router.
+        self.event_router = event_router
 
     @classmethod
     def from_config(
@@ -173,6 +180,9 @@ class EntryRuntime:
     def _bus_event(self, envelope: Mapping[str, Any]) -> MessageResult:
         detail_type = envelope.get("detail-type")
         detail = envelope.get("detail")
+        if detail_type not in CALLBACK_DETAIL_TYPES.values() and self.event_router is not None:
+            outcome = self.event_router.process_event(envelope)
+            return MessageResult("event", outcome.status, details=outcome.to_dict())
         if detail_type not in CALLBACK_DETAIL_TYPES.values():
             logger.warning(
                 "rejected bus event %s (source %r, detail-type %r): no route for domain events",
@@ -225,7 +235,11 @@ def load_runtime(environ: Mapping[str, str] | None = None) -> EntryRuntime:
             config = StepwellConfig.from_env(environ)
             logging.getLogger("stepwell").setLevel(config.log_level)
             import_workflow_modules(config.workflow_modules)
-            _runtime = EntryRuntime.from_config(config)
+            clients = AwsClients(region=config.region or None)
+            runtime = EntryRuntime.from_config(config, clients)
+            if config.definitions_table:
+                runtime.event_router = install(runtime.engine, config, clients, default_registry)
+            _runtime = runtime
         return _runtime
 
 

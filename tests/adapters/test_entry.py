@@ -12,6 +12,7 @@ from aws_durable_execution_sdk_python.config import Duration
 from stepwell import entry
 from stepwell.client import CALLBACK_FAILURE, CALLBACK_HEARTBEAT, StepwellClient
 from stepwell.clock import VirtualClock
+from stepwell.definitions.runtime import configure as configure_definitions
 from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
 from stepwell.timers import schedule_prefix
@@ -43,13 +44,14 @@ def stack(deployment: Deployment) -> tuple[StepwellClient, QueueDriver]:
 
 
 def test_module_handler_builds_from_the_environment_and_imports_workflow_modules(
-    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     env = deployment.config.to_env()
     env["STEPWELL_WORKFLOW_MODULES"] = "adapters.sample_workflows"
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
     monkeypatch.setattr(entry, "_runtime", None)
+    request.addfinalizer(lambda: configure_definitions(None))
     client = StepwellClient.from_env()
     execution_id = client.start_execution("sample-echo-length", {"text": "four"}, execution_name="env-run")
     messages = deployment.clients.sqs.receive_message(QueueUrl=deployment.config.work_queue_url)["Messages"]
@@ -63,6 +65,18 @@ def test_module_handler_builds_from_the_environment_and_imports_workflow_modules
     description = client.describe_execution(execution_id)
     assert description["Status"] == "SUCCEEDED" and json.loads(description["Result"]) == 4
     assert entry.handler({"kind": "reconcile"}, None)["action"] == "ran"
+
+    # With a definitions table, domain events go to the definitions router (no definitions: nothing starts).
+    domain_event = {
+        "version": "0",
+        "id": "evt-1",
+        "detail-type": "user.activated",
+        "source": "app",
+        "detail": {"domain": "acme", "subjectId": "u1", "data": {}},
+    }
+    routed = entry.handler({"Records": [{"messageId": "m-1", "body": json.dumps(domain_event)}]}, None)
+    assert routed == {"batchItemFailures": []}
+    assert entry.handler(domain_event, None)["action"] == "duplicate"  # the router de-duplicates by event id
 
 
 def test_stop_deletes_pending_schedules_and_later_messages_do_nothing(
