@@ -200,6 +200,8 @@ def test_invalid_definitions_and_ids_are_refused_and_nothing_is_stored(stores: S
         store.set_workflow("acme", definition("x" * 129))
     with pytest.raises(InvalidId, match="must not contain '#'"):
         store.set_workflow("acme", definition("a#b"))
+    with pytest.raises(InvalidId, match=r"ids starting with 'stepwell\.' are reserved"):
+        store.set_workflow("acme", definition("stepwell.definition"))
 
 
 # --- contexts ---

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 Item = dict[str, Any]
 MAX_ID_LENGTH = 128
+RESERVED_PREFIX = "stepwell."
 VERSIONS_SUFFIX = "#versions"
 CONTEXT_RECORD = "context"
 REJECTED_SHARD = "rejected"
@@ -172,6 +173,12 @@ def _prepare(
         document["id"] = workflow_id
     check_id("workflow id", workflow_id)
     assert isinstance(workflow_id, str)
+    if workflow_id.lower().startswith(RESERVED_PREFIX):
+        # Contexts share the executions table with the interpreter's executions (workflow
+        # "stepwell.definition"): a definition under that name would collide with them.
+        raise InvalidId(
+            f"invalid workflow id {workflow_id!r}: ids starting with {RESERVED_PREFIX!r} are reserved"
+        )
     validator(document)
     try:
         json.dumps(document)
