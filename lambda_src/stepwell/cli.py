@@ -9,6 +9,9 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell history 'default#orders#order-7/order-7'
     stepwell callback success CALLBACK_ID --result '{"approved": true}'
     stepwell dlq redrive
+
+Definitions, contexts and domain events have their own commands (stepwell.definitions.cli):
+`stepwell definitions ...`, `stepwell contexts ...`, `stepwell event ...`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.config import ConfigError, StepwellConfig
+from stepwell.definitions import cli as definitions_cli
+from stepwell.definitions.service import DefinitionsService
 from stepwell.errors import StepwellError
 from stepwell.history import format_timeline
 from stepwell.model import ExecutionStatus
@@ -104,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
     redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
     redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
+    definitions_cli.add_commands(commands)
     return parser
 
 
@@ -256,12 +262,22 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     stdout = out or sys.stdout
     stderr = err or sys.stderr
     args = build_parser().parse_args(argv)
+    clients: list[StepwellClient] = []
+
+    def client() -> StepwellClient:
+        # Built on first use: some commands (definitions validate / graph FILE) need no deployment.
+        if not clients:
+            config = load_config(args.config)
+            aws = AwsClients(region=args.region or config.region or None, endpoint_url=args.endpoint_url)
+            clients.append(StepwellClient(config, aws))
+        return clients[0]
+
     try:
-        config = load_config(args.config)
-        clients = AwsClients(region=args.region or config.region or None, endpoint_url=args.endpoint_url)
-        client = StepwellClient(config, clients)
-        return run(args, client, stdout, sys.stdin)
-    except (CliError, ConfigError, StepwellError, ValueError) as error:
+        if args.command in definitions_cli.COMMANDS:
+            definitions_cli.run(args, lambda: DefinitionsService.for_client(client()), stdout, sys.stdin)
+            return 0
+        return run(args, client(), stdout, sys.stdin)
+    except (CliError, definitions_cli.DefinitionsCliError, ConfigError, StepwellError, ValueError) as error:
         stderr.write(f"stepwell: error: {error}\n")
         return 1
     except (ClientError, BotoCoreError) as error:

@@ -152,3 +152,13 @@ def test_dlq_redrive(cli_env: tuple[Path, QueueDriver], deployment: Deployment) 
     code, out, _ = _cli(config_file, "dlq", "redrive")
     assert (code, out.strip()) == (0, "moved 1 messages from the DLQ to the work queue")
     assert sorted(json.loads(body)["n"] for body in driver.pending_bodies()) == [0, 1, 2]
+
+
+def test_definitions_commands_are_wired_in(cli_env: tuple[Path, QueueDriver], tmp_path: Path) -> None:
+    config_file, _ = cli_env
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")
+    code, _, err = _cli(tmp_path / "no-config-needed.json", "definitions", "validate", str(broken))
+    assert code == 1 and err.startswith(f"stepwell: error: {broken}: ")
+    code, out, err = _cli(config_file, "definitions", "list", "--domain", "acme")
+    assert (code, out, err) == (0, "", "")
