@@ -1,0 +1,1308 @@
+"""`make bench`: measure Stepwell and write BENCHMARKS.md.
+
+    .venv/bin/python tools/bench.py --write BENCHMARKS.md          # every section
+    .venv/bin/python tools/bench.py --sizes 10,100 --sections aws   # a quick look, nothing written
+
+A benchmark, not a test: it measures and reports, it asserts nothing about time. Every figure in the file
+is measured by the run that writes it; the prices are list prices (see PRICES) applied to the measured
+counts.
+
+Sections are separate functions (`SECTIONS`): each takes the run's options and returns a `SectionResult`
+(markdown for the file, lines for the stdout summary). Add a section by writing such a function and
+listing it in `SECTIONS`.
+
+- aws: N sequential steps through the worker's Lambda entry handler (`stepwell.entry.EntryRuntime`, as the
+  deployed worker runs it) over the DynamoDB store, the SQS queue, EventBridge Scheduler and S3 adapters,
+  on moto in-process (`moto.mock_aws`). AWS requests per durable operation by API, DynamoDB units from
+  item sizes, cost per million operations at us-east-1 list prices.
+- operations: the same set-up, for a mixed workflow and for the marginal cost of each non-step operation.
+- cpu: CPU time per operation (time.process_time) on the local backend (stepwell.testing.local) and in
+  the SDK's own local test runner (aws_durable_execution_sdk_python_testing.DurableFunctionTestRunner),
+  each size in a fresh subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+TOOLS = Path(__file__).resolve().parent
+ROOT = TOOLS.parent
+for _path in (str(TOOLS), str(ROOT), str(ROOT / "lambda_src")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+import bench_workflows  # noqa: E402  (tools/ is put on the path above)
+
+DEFAULT_SIZES = (10, 100, 1_000, 10_000)
+REGION = "us-east-1"
+SDK_TIMEOUT_SECONDS = 300  # one SDK-runner size in its subprocess; beyond this the size is reported skipped
+LOCAL_TIMEOUT_SECONDS = 300
+MIN_MEASURED_OPERATIONS = 2_000  # small sizes run several executions so fixed costs are averaged
+
+# ---------------------------------------------------------------------------------------------- prices
+
+
+@dataclass(frozen=True)
+class Price:
+    label: str
+    usd: float  # per `per` units
+    per: int
+    source: str
+
+    @property
+    def per_unit(self) -> float:
+        return self.usd / self.per
+
+
+# us-east-1 on-demand list prices, as published on the AWS pricing pages (checked 2026-11; the DynamoDB
+# on-demand prices are those in force since the 50 % cut of 2024-11-01). Free tiers are ignored.
+PRICES: dict[str, Price] = {
+    "dynamodb_wru": Price(
+        "DynamoDB on-demand write request unit", 0.625, 1_000_000, "aws.amazon.com/dynamodb/pricing/on-demand"
+    ),
+    "dynamodb_rru": Price(
+        "DynamoDB on-demand read request unit", 0.125, 1_000_000, "aws.amazon.com/dynamodb/pricing/on-demand"
+    ),
+    "sqs": Price(
+        "SQS standard request (per 64 KB chunk)", 0.40, 1_000_000, "aws.amazon.com/sqs/pricing (first tier)"
+    ),
+    "scheduler": Price(
+        "EventBridge Scheduler invocation", 1.00, 1_000_000, "aws.amazon.com/eventbridge/pricing (Scheduler)"
+    ),
+    "s3_put": Price("S3 Standard PUT/LIST request", 0.005, 1_000, "aws.amazon.com/s3/pricing"),
+    "s3_get": Price("S3 Standard GET request", 0.0004, 1_000, "aws.amazon.com/s3/pricing"),
+    "lambda_request": Price("Lambda request (invocation)", 0.20, 1_000_000, "aws.amazon.com/lambda/pricing"),
+}
+DURABLE_FUNCTIONS_PER_MILLION = 8.00  # AWS Lambda durable functions, per million durable operations
+STEP_FUNCTIONS_PER_MILLION = 25.00  # Step Functions Standard, per million state transitions
+TARGET_WRITE_UNITS_PER_STEP = 1.5
+TARGET_READ_UNITS_PER_STEP = 1.0
+TARGET_USD_PER_MILLION = 1.50
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclass
+class SectionResult:
+    title: str
+    markdown: str
+    summary: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Options:
+    sizes: tuple[int, ...]
+    sdk_timeout: float
+    stacks: Stacks
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if "." in f"{value:.{digits}f}" else f"{value}"
+
+
+def usd(value: float) -> str:
+    return f"${value:,.3f}" if value < 10 else f"${value:,.2f}"
+
+
+# ------------------------------------------------------------------------------ DynamoDB item-size meter
+
+
+def number_size(text: str) -> int:
+    """DynamoDB's size of a number: about one byte per two significant digits, plus one."""
+    digits = text.lstrip("-+").lower().split("e")[0].replace(".", "").strip("0")
+    return max(1, math.ceil(len(digits) / 2)) + 1
+
+
+def attribute_size(value: Mapping[str, Any]) -> int:
+    """The size DynamoDB bills for one attribute value in wire format ({"S": ...}, {"N": ...}, ...)."""
+    ((kind, content),) = value.items()
+    if kind == "S":
+        return len(str(content).encode("utf-8"))
+    if kind == "N":
+        return number_size(str(content))
+    if kind == "B":
+        return len(content)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(str(item).encode("utf-8")) for item in content)
+    if kind == "NS":
+        return sum(number_size(str(item)) for item in content)
+    if kind == "BS":
+        return sum(len(item) for item in content)
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(item) for item in content)
+    if kind == "M":
+        return 3 + sum(len(name.encode("utf-8")) + 1 + attribute_size(item) for name, item in content.items())
+    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def item_size(item: Mapping[str, Any] | None) -> int:
+    if not item:
+        return 0
+    return sum(len(name.encode("utf-8")) + attribute_size(value) for name, value in item.items())
+
+
+def _index_key(item: Mapping[str, Any] | None, partition: str, sort: str | None) -> tuple[str, str] | None:
+    """An item's key in a GSI, or None when the item is not in the index (a key attribute missing)."""
+    if not item or partition not in item or (sort is not None and sort not in item):
+        return None
+    return json.dumps(item[partition]), json.dumps(item[sort]) if sort else ""
+
+
+def write_units(size: int) -> int:
+    return max(1, math.ceil(size / 1024))
+
+
+def read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return float(units) if consistent else units / 2
+
+
+@dataclass
+class ApiTally:
+    calls: int = 0
+    write_units: float = 0.0
+    read_units: float = 0.0
+    bytes_written: int = 0
+
+    def add(self, other: ApiTally) -> None:
+        self.calls += other.calls
+        self.write_units += other.write_units
+        self.read_units += other.read_units
+        self.bytes_written += other.bytes_written
+
+
+_WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"})
+_READ_OPERATIONS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem"})
+
+
+class DynamoMeter:
+    """Turns every DynamoDB request of the counted client into read and write units from item sizes.
+
+    moto answers ReturnConsumedCapacity with a constant per request, whatever the item size, so the units
+    are computed here as DynamoDB bills them: a write costs 1 unit per KB (rounded up) of the larger of the
+    item before and after, plus the same for every global secondary index entry it puts, changes or removes
+    (a change of an index key is a delete and a put); a failed conditional write costs the units of the
+    write it attempted; a read costs 1 unit per 4 KB (rounded up; a Query sums its items first), half that
+    when eventually consistent (GSI queries always are). The item before and after a write is read from
+    moto's backend directly, not through the API, so the reading is not counted as a request.
+    """
+
+    def __init__(self, raw_dynamodb: Any, prefix: str) -> None:
+        self._raw = raw_dynamodb
+        self._prefix = prefix
+        self._schemas: dict[str, tuple[list[str], list[tuple[str, str | None]]]] = {}
+        self.tally: dict[str, ApiTally] = {}
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.dynamodb.models import dynamodb_backends
+
+        self._backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION]
+
+    def reset(self) -> None:
+        self.tally = {}
+
+    def attach(self, client: Any) -> None:
+        events = client.meta.events
+        events.register("before-parameter-build.dynamodb", self._before)
+        events.register("after-call.dynamodb", self._after)
+
+    # --- schema and items ---
+
+    def _schema(self, table: str) -> tuple[list[str], list[tuple[str, str | None]]]:
+        if table not in self._schemas:
+            description = self._raw.describe_table(TableName=table)["Table"]
+            keys = [element["AttributeName"] for element in description["KeySchema"]]
+            indexes: list[tuple[str, str | None]] = []
+            for index in description.get("GlobalSecondaryIndexes", []):
+                names = [element["AttributeName"] for element in index["KeySchema"]]
+                indexes.append((names[0], names[1] if len(names) > 1 else None))
+            self._schemas[table] = (keys, indexes)
+        return self._schemas[table]
+
+    def _lookup(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        found = self._backend.get_item(table, dict(key))
+        if found is None:
+            return None
+        attributes: dict[str, Any] = found.to_json()["Attributes"]
+        return attributes
+
+    def _key_of(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        keys, _ = self._schema(table)
+        return {name: item[name] for name in keys}
+
+    # --- hooks ---
+
+    def _before(self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        operation = model.name
+        if operation in ("PutItem", "UpdateItem", "DeleteItem"):
+            table = params["TableName"]
+            key = self._key_of(table, params["Item"]) if operation == "PutItem" else dict(params["Key"])
+            context["bench_writes"] = [(table, key, self._lookup(table, key), params.get("Item"))]
+        elif operation == "BatchWriteItem":
+            pending: list[tuple[str, dict[str, Any], dict[str, Any] | None, Any]] = []
+            for table, requests in params["RequestItems"].items():
+                for request in requests:
+                    if "PutRequest" in request:
+                        item = request["PutRequest"]["Item"]
+                        key = self._key_of(table, item)
+                        pending.append((table, key, self._lookup(table, key), item))
+                    else:
+                        key = dict(request["DeleteRequest"]["Key"])
+                        pending.append((table, key, self._lookup(table, key), None))
+            context["bench_writes"] = pending
+
+    def _after(self, parsed: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        operation = model.name
+        error = parsed.get("Error", {}) if isinstance(parsed, Mapping) else {}
+        code = str(error.get("Code", "")) if error else ""
+        writes = context.pop("bench_writes", None)
+        if operation in _WRITE_OPERATIONS and writes is not None:
+            for table, key, before, put_item in writes:
+                tally = self._tally(operation, table)
+                if code and "ConditionalCheckFailed" not in code:
+                    continue  # refused for another reason: not billed
+                if code:  # a failed condition still costs the units of the attempted write
+                    tally.write_units += write_units(max(item_size(before), item_size(put_item)))
+                    continue
+                after = put_item if operation in ("PutItem", "BatchWriteItem") else None
+                if operation == "UpdateItem":
+                    after = self._lookup(table, key)
+                size = max(item_size(before), item_size(after))
+                tally.write_units += write_units(size)
+                tally.bytes_written += item_size(after)
+                tally.write_units += self._index_units(table, before, after)
+            if writes:
+                self._tally(operation, writes[0][0]).calls += 1
+            return
+        if operation in _READ_OPERATIONS and not code and isinstance(parsed, Mapping):
+            table = context.get("bench_table", "")
+            consistent = bool(context.get("bench_consistent", False))
+            if operation == "GetItem":
+                units = read_units(item_size(parsed.get("Item")), consistent)
+            else:
+                units = read_units(sum(item_size(item) for item in parsed.get("Items", [])), consistent)
+            tally = self._tally(operation, table)
+            tally.calls += 1
+            tally.read_units += units
+
+    def _index_units(
+        self, table: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+    ) -> int:
+        _, indexes = self._schema(table)
+        units = 0
+        for partition, sort in indexes:
+            old, new = _index_key(before, partition, sort), _index_key(after, partition, sort)
+            if old is None and new is None:
+                continue
+            if old is None:
+                units += write_units(item_size(after))
+            elif new is None:
+                units += write_units(item_size(before))
+            elif old != new:
+                units += write_units(item_size(before)) + write_units(item_size(after))
+            elif before != after:
+                units += write_units(max(item_size(before), item_size(after)))
+        return units
+
+    def _tally(self, operation: str, table: str) -> ApiTally:
+        short = table[len(self._prefix) :] if table.startswith(self._prefix) else table
+        return self.tally.setdefault(f"{operation} ({short})", ApiTally())
+
+    def read_context_hook(
+        self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
+        if model.name in _READ_OPERATIONS:
+            context["bench_table"] = params.get("TableName", "")
+            context["bench_consistent"] = bool(params.get("ConsistentRead")) and "IndexName" not in params
+
+
+# ------------------------------------------------------------------------------ moto: one deployment
+
+
+@dataclass
+class ModelledCharges:
+    """Requests AWS makes on the deployment's behalf, which the bench plays: the Lambda event source
+    mapping's SQS ReceiveMessage and DeleteMessageBatch, Lambda invocations, Scheduler invocations and the
+    SQS SendMessage each one makes."""
+
+    esm_receives: int = 0
+    esm_deletes: int = 0
+    lambda_invocations: int = 0
+    scheduler_invocations: int = 0
+    scheduler_sends: int = 0
+
+    def reset(self) -> None:
+        self.esm_receives = self.esm_deletes = self.lambda_invocations = 0
+        self.scheduler_invocations = self.scheduler_sends = 0
+
+
+@dataclass
+class Measurement:
+    label: str
+    executions: int
+    operations: int
+    operation_kinds: Counter[str]
+    calls: dict[str, int]
+    dynamo: dict[str, ApiTally]
+    modelled: ModelledCharges
+    reported_read_units: float
+    reported_write_units: float
+    wall_seconds: float
+
+    # --- derived ---
+
+    def per_op(self, value: float) -> float:
+        return value / self.operations if self.operations else 0.0
+
+    @property
+    def write_units(self) -> float:
+        return sum(tally.write_units for tally in self.dynamo.values())
+
+    @property
+    def read_units(self) -> float:
+        return sum(tally.read_units for tally in self.dynamo.values())
+
+    def service_calls(self, service: str) -> int:
+        return sum(count for key, count in self.calls.items() if key.startswith(service + "."))
+
+    @property
+    def sqs_requests(self) -> int:
+        engine = self.service_calls("sqs")
+        return engine + self.modelled.esm_receives + self.modelled.esm_deletes + self.modelled.scheduler_sends
+
+    @property
+    def s3_puts(self) -> int:
+        return sum(count for key, count in self.calls.items() if key in ("s3.PutObject", "s3.ListObjectsV2"))
+
+    @property
+    def s3_gets(self) -> int:
+        return self.calls.get("s3.GetObject", 0)
+
+    def costs(self) -> dict[str, float]:
+        """USD for the whole measurement, by service."""
+        return {
+            "DynamoDB writes": self.write_units * PRICES["dynamodb_wru"].per_unit,
+            "DynamoDB reads": self.read_units * PRICES["dynamodb_rru"].per_unit,
+            "SQS": self.sqs_requests * PRICES["sqs"].per_unit,
+            "Scheduler": self.modelled.scheduler_invocations * PRICES["scheduler"].per_unit,
+            "S3": self.s3_puts * PRICES["s3_put"].per_unit + self.s3_gets * PRICES["s3_get"].per_unit,
+            "Lambda requests": self.modelled.lambda_invocations * PRICES["lambda_request"].per_unit,
+        }
+
+    def usd_per_million_ops(self) -> float:
+        return self.per_op(sum(self.costs().values())) * 1_000_000
+
+
+class MotoStack:
+    """One Stepwell deployment in moto's in-process mock, the worker's entry runtime and a client on a
+    shared virtual clock, with every engine-side AWS request counted and metered, and a driver that plays
+    SQS's event source mapping and EventBridge Scheduler with its own, uncounted clients."""
+
+    def __init__(self) -> None:
+        import boto3
+        from stepwell.aws import AwsClients
+        from stepwell.client import StepwellClient
+        from stepwell.clock import VirtualClock
+        from stepwell.entry import EntryRuntime
+        from stepwell.registry import Registry
+
+        from tests.adapters.deployment import create_deployment
+
+        self.config = create_deployment(name="sw-bench", region=REGION)
+        self.registry = Registry()
+        for name, (handler, _) in bench_workflows.WORKFLOWS.items():
+            self.registry.register(name, handler)
+        self.clock = VirtualClock()
+        self.clients = AwsClients(region=REGION)
+        self.meter = DynamoMeter(boto3.client("dynamodb", region_name=REGION), prefix=self.config.name + "-")
+        dynamodb = self.clients.dynamodb
+        dynamodb.meta.events.register("before-parameter-build.dynamodb", self.meter.read_context_hook)
+        self.meter.attach(dynamodb)
+        self.client = StepwellClient(self.config, self.clients, registry=self.registry, clock=self.clock)
+        self.runtime = EntryRuntime.from_config(
+            self.config, self.clients, registry=self.registry, clock=self.clock
+        )
+        self.sqs: Any = boto3.client("sqs", region_name=REGION)
+        self.scheduler: Any = boto3.client("scheduler", region_name=REGION)
+        self.modelled = ModelledCharges()
+        self._runs = 0
+
+    def reset_counters(self) -> None:
+        self.clients.counter.reset()
+        self.meter.reset()
+        self.modelled.reset()
+
+    # --- driving ---
+
+    def run_workflow(
+        self, workflow: str, payload: Mapping[str, Any], label: str, executions: int = 1
+    ) -> Measurement:
+        """Start `executions` executions of `workflow` one after the other and run each to its end, sending
+        callback results when it waits for one. Counts everything from the start request on."""
+        _, needs_callback = bench_workflows.WORKFLOWS[workflow]
+        self.reset_counters()
+        started = time.perf_counter()
+        execution_ids: list[str] = []
+        for _ in range(executions):
+            self._runs += 1
+            execution_id = self.client.start_execution(
+                workflow, dict(payload), execution_name=f"run-{self._runs}"
+            )
+            execution_ids.append(execution_id)
+            for _round in range(1_000):
+                self.drain()
+                if not bench_workflows.CALLBACKS:
+                    break
+                while bench_workflows.CALLBACKS:
+                    self.client.send_callback_success(bench_workflows.CALLBACKS.pop(0), {"approved": True})
+            status = self.client.describe_execution(execution_id)["Status"]
+            for _retry in range(3):  # a message SQS had not made visible yet: look again
+                if status != "RUNNING" or bench_workflows.CALLBACKS:
+                    break
+                time.sleep(1.0)
+                self.drain()
+                status = self.client.describe_execution(execution_id)["Status"]
+            if status != "SUCCEEDED":
+                raise RuntimeError(f"{workflow} ended {status}, not SUCCEEDED: {execution_id}")
+            if needs_callback and bench_workflows.CALLBACKS:
+                raise RuntimeError(f"{workflow}: callbacks left unanswered")
+        return self.measure(label, execution_ids, time.perf_counter() - started)
+
+    def measure(self, label: str, execution_ids: Sequence[str], wall_seconds: float) -> Measurement:
+        """Everything counted since `reset_counters`, over the operations of `execution_ids`. (Sections
+        that drive executions their own way call `reset_counters`, start them, `drain`, then this.)"""
+        snapshot = self.clients.counter.snapshot()
+        dynamo = {
+            key: ApiTally(t.calls, t.write_units, t.read_units, t.bytes_written)
+            for key, t in self.meter.tally.items()
+        }
+        modelled = ModelledCharges(
+            **{k: getattr(self.modelled, k) for k in ModelledCharges.__dataclass_fields__}
+        )
+        kinds: Counter[str] = Counter()
+        for execution_id in execution_ids:  # read after the snapshot: not counted
+            kinds.update(self._operation_kinds(execution_id))
+        return Measurement(
+            label=label,
+            executions=len(execution_ids),
+            operations=sum(kinds.values()),
+            operation_kinds=kinds,
+            calls=dict(snapshot["calls"]),
+            dynamo=dynamo,
+            modelled=modelled,
+            reported_read_units=float(snapshot["read_units"]),
+            reported_write_units=float(snapshot["write_units"]),
+            wall_seconds=wall_seconds,
+        )
+
+    def _operation_kinds(self, execution_id: str) -> Counter[str]:
+        """Durable operations of an execution (the execution itself not counted), by type."""
+        journal = self.runtime.engine.load_journal(execution_id)
+        kinds: Counter[str] = Counter()
+        for operation in journal.operations.values():
+            kind = operation.operation_type.value
+            if kind == "EXECUTION":
+                continue
+            sub = operation.sub_type
+            kinds[f"{kind}/{sub}" if sub and kind == "CONTEXT" else kind] += 1
+        return kinds
+
+    def drain(self) -> None:
+        """Deliver messages and fire schedules until nothing is left (waiting out short SQS delays)."""
+        queue_url = self.config.work_queue_url
+        for _ in range(100_000):
+            self.modelled.esm_receives += 1
+            messages = self.sqs.receive_message(
+                QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+            ).get("Messages", [])
+            if messages:
+                self._deliver(messages)
+                continue
+            self.modelled.esm_receives -= 1  # idle polling is a fixed cost, not a per-operation one
+            # Visible too: a delayed message may have become visible since the receive above.
+            waiting = self.sqs.get_queue_attributes(
+                QueueUrl=queue_url,
+                AttributeNames=["ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessages"],
+            )["Attributes"]
+            if int(waiting.get("ApproximateNumberOfMessages", "0")):
+                continue
+            if int(waiting.get("ApproximateNumberOfMessagesDelayed", "0")):
+                time.sleep(0.1)
+                continue
+            if self._fire_next_schedule():
+                continue
+            return
+        raise RuntimeError("the work queue did not go quiet")
+
+    def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        records = [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "eventSource": "aws:sqs",
+            }
+            for m in messages
+        ]
+        self.modelled.lambda_invocations += 1
+        response = self.runtime.handle_event({"Records": records}, None)
+        failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+        if failed:
+            raise RuntimeError(f"the worker failed messages {sorted(failed)}")
+        self.modelled.esm_deletes += 1
+        self.sqs.delete_message_batch(
+            QueueUrl=self.config.work_queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+        )
+
+    def _fire_next_schedule(self) -> bool:
+        group = self.config.schedule_group_name
+        summaries = self.scheduler.list_schedules(GroupName=group).get("Schedules", [])
+        if not summaries:
+            return False
+        schedules = [self.scheduler.get_schedule(Name=s["Name"], GroupName=group) for s in summaries]
+
+        def at(schedule: Mapping[str, Any]) -> float:
+            stamp = str(schedule["ScheduleExpression"])[3:-1]
+            return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
+
+        earliest = min(schedules, key=at)
+        self.clock.advance_to(at(earliest))
+        self.modelled.scheduler_invocations += 1
+        self.modelled.scheduler_sends += 1
+        self.sqs.send_message(QueueUrl=self.config.work_queue_url, MessageBody=earliest["Target"]["Input"])
+        self.scheduler.delete_schedule(Name=earliest["Name"], GroupName=group)  # ActionAfterCompletion=DELETE
+        return True
+
+
+@contextlib.contextmanager
+def moto_stack() -> Iterator[MotoStack]:
+    from moto import mock_aws
+
+    saved = {key: os.environ.get(key) for key in _FAKE_AWS_ENV}
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        saved.setdefault(variable, os.environ.get(variable))
+        os.environ.pop(variable, None)
+    os.environ.update(_FAKE_AWS_ENV)
+    try:
+        with mock_aws():
+            yield MotoStack()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+_FAKE_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+}
+
+
+class Stacks:
+    """The sections that run on moto share one mock and one deployment, created on first use and torn
+    down when the run ends."""
+
+    def __init__(self, exits: contextlib.ExitStack) -> None:
+        self._exits = exits
+        self._moto: MotoStack | None = None
+
+    def moto(self) -> MotoStack:
+        if self._moto is None:
+            log("creating the deployment in moto (in-process mock_aws)")
+            self._moto = self._exits.enter_context(moto_stack())
+        return self._moto
+
+
+# ---------------------------------------------------------------------------------------------- sections
+
+
+def _per_op_row(m: Measurement) -> list[str]:
+    total = m.usd_per_million_ops()
+    return [
+        m.label,
+        f"{m.operations:,}",
+        f"{m.modelled.lambda_invocations:,}",
+        fmt(m.per_op(m.service_calls("dynamodb"))),
+        fmt(m.per_op(m.write_units)),
+        fmt(m.per_op(m.read_units)),
+        fmt(m.per_op(m.sqs_requests)),
+        fmt(m.per_op(m.modelled.scheduler_invocations)),
+        fmt(m.per_op(m.s3_puts + m.s3_gets)),
+        usd(total),
+        f"{total / DURABLE_FUNCTIONS_PER_MILLION:.0%}",
+        f"{total / STEP_FUNCTIONS_PER_MILLION:.0%}",
+        fmt(m.wall_seconds, 1),
+    ]
+
+
+_PER_OP_HEADER = [
+    "workflow",
+    "operations",
+    "Lambda invocations",
+    "DynamoDB requests / op",
+    "write units / op",
+    "read units / op",
+    "SQS requests / op",
+    "Scheduler invocations / op",
+    "S3 requests / op",
+    "Stepwell $ / million ops",
+    "of durable functions ($8.00)",
+    "of Step Functions ($25.00)",
+    "wall s (moto)",
+]
+
+
+def _api_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
+    """Requests per operation by API (DynamoDB split by table, with units), one column per measurement."""
+    keys: list[str] = []
+    for m in measurements:
+        for key in m.dynamo:
+            if key not in keys:
+                keys.append(key)
+    rows: list[list[str]] = []
+    for key in sorted(keys):
+        cells = [f"dynamodb {key}"]
+        for m in measurements:
+            tally = m.dynamo.get(key, ApiTally())
+            text = fmt(m.per_op(tally.calls))
+            units = []
+            if tally.write_units:
+                units.append(f"{fmt(m.per_op(tally.write_units))} WU")
+            if tally.read_units:
+                units.append(f"{fmt(m.per_op(tally.read_units))} RU")
+            cells.append(f"{text} ({', '.join(units)})" if units else text)
+        rows.append(cells)
+    others = sorted({k for m in measurements for k in m.calls if not k.startswith("dynamodb.")})
+    for key in others:
+        rows.append([key.replace(".", " ", 1)] + [fmt(m.per_op(m.calls.get(key, 0))) for m in measurements])
+    modelled: list[tuple[str, Callable[[Measurement], int]]] = [
+        ("sqs ReceiveMessage (event source mapping, modelled)", lambda m: m.modelled.esm_receives),
+        ("sqs DeleteMessageBatch (event source mapping, modelled)", lambda m: m.modelled.esm_deletes),
+        ("sqs SendMessage (by Scheduler, modelled)", lambda m: m.modelled.scheduler_sends),
+        ("scheduler invocation (modelled)", lambda m: m.modelled.scheduler_invocations),
+        ("lambda invocation (modelled)", lambda m: m.modelled.lambda_invocations),
+    ]
+    for label, get in modelled:
+        if any(get(m) for m in measurements):
+            rows.append([label] + [fmt(m.per_op(get(m))) for m in measurements])
+    return rows
+
+
+def _cost_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for service in measurements[0].costs():
+        rows.append([service] + [usd(m.per_op(m.costs()[service]) * 1_000_000) for m in measurements])
+    rows.append(["**total**"] + [f"**{usd(m.usd_per_million_ops())}**" for m in measurements])
+    rows.append(["AWS Lambda durable functions"] + [usd(DURABLE_FUNCTIONS_PER_MILLION) for _ in measurements])
+    rows.append(
+        ["Step Functions Standard (1 transition / op)"]
+        + [usd(STEP_FUNCTIONS_PER_MILLION) for _ in measurements]
+    )
+    return rows
+
+
+def section_aws(options: Options) -> SectionResult:
+    """N sequential steps on the moto backend, driven through the worker's Lambda entry handler."""
+    stack = options.stacks.moto()
+    measurements: list[Measurement] = []
+    for steps in options.sizes:
+        log(f"aws: {steps:,} sequential steps on moto")
+        measurement = stack.run_workflow("sequential-steps", {"steps": steps}, label=f"{steps:,} steps")
+        measurements.append(measurement)
+        log(
+            f"aws: {steps:,} steps: {measurement.per_op(measurement.write_units):.3f} WU/op, "
+            f"{measurement.per_op(measurement.read_units):.3f} RU/op, "
+            f"${measurement.usd_per_million_ops():.3f}/M ops, {measurement.wall_seconds:.1f}s"
+        )
+    by_size = {int(m.label.split(" ")[0].replace(",", "")): m for m in measurements}
+    targets: list[list[str]] = []
+    for m in measurements:
+        wu, ru, cost = m.per_op(m.write_units), m.per_op(m.read_units), m.usd_per_million_ops()
+        targets.append(
+            [
+                m.label,
+                f"{fmt(wu)} ({'met' if wu <= TARGET_WRITE_UNITS_PER_STEP else 'NOT met'})",
+                f"{fmt(ru)} ({'met' if ru <= TARGET_READ_UNITS_PER_STEP else 'NOT met'})",
+                f"{usd(cost)} ({'met' if cost < TARGET_USD_PER_MILLION else 'NOT met'})",
+            ]
+        )
+    flat = ""
+    if 100 in by_size and 10_000 in by_size:
+        ratio = by_size[10_000].usd_per_million_ops() / by_size[100].usd_per_million_ops()
+        flat = (
+            f"\nCost per operation at 10,000 steps / at 100 steps: **{ratio:.3f}** "
+            f"({'the same or lower: met' if ratio <= 1.02 else 'higher: NOT met'}; "
+            "the log is folded once per invocation, never replayed per step).\n"
+        )
+    markdown = "\n\n".join(
+        [
+            _STEPS_INTRO,
+            md_table(_PER_OP_HEADER, [_per_op_row(m) for m in measurements]),
+            "Requests per durable operation by API (DynamoDB by table; WU/RU = write/read units per "
+            "operation from item sizes):",
+            md_table(["API"] + [m.label for m in measurements], _api_rows(measurements)),
+            "Estimated cost per million durable operations (us-east-1 list prices below):",
+            md_table(["service"] + [m.label for m in measurements], _cost_rows(measurements)),
+            "Targets (per step, on average over the workflow; computed, not asserted):",
+            md_table(
+                [
+                    "workflow",
+                    "write units / step (<= 1.5)",
+                    "read units / step (<= 1)",
+                    "$ / million ops (< $1.50)",
+                ],
+                targets,
+            )
+            + flat,
+            "moto's own ConsumedCapacity answers (a constant per request, whatever the item size; shown as a "
+            "cross-check of the request counts only): "
+            + ", ".join(
+                f"{m.label}: {fmt(m.per_op(m.reported_write_units))} WU/op, "
+                f"{fmt(m.per_op(m.reported_read_units))} RU/op"
+                for m in measurements
+            )
+            + ".",
+        ]
+    )
+    summary = ["AWS requests on moto (per durable operation):"]
+    summary += [
+        f"  {m.label:>14}: {m.per_op(m.service_calls('dynamodb')):.3f} DynamoDB req, "
+        f"{m.per_op(m.write_units):.3f} WU, {m.per_op(m.read_units):.3f} RU, "
+        f"{m.per_op(m.sqs_requests):.4f} SQS, "
+        f"${m.usd_per_million_ops():.3f} per million ops (durable functions $8.00, Step Functions $25.00)"
+        for m in measurements
+    ]
+    return SectionResult("AWS requests and cost per operation (moto backend)", markdown, summary)
+
+
+_MARGINAL = (
+    ("single-short-wait", "wait of 2 s (SQS DelaySeconds)"),
+    ("single-long-wait", "wait of 2 h (EventBridge Scheduler)"),
+    ("single-callback", "wait_for_callback (result sent by the client)"),
+    ("single-parallel", f"parallel of {bench_workflows.PARALLEL_BRANCHES} one-step branches"),
+)
+
+
+def _totals(m: Measurement) -> dict[str, float]:
+    return {
+        "operations": m.operations,
+        "Lambda invocations": m.modelled.lambda_invocations,
+        "DynamoDB requests": m.service_calls("dynamodb"),
+        "write units": m.write_units,
+        "read units": m.read_units,
+        "SQS requests": m.sqs_requests,
+        "Scheduler invocations": m.modelled.scheduler_invocations,
+        "S3 requests": m.s3_puts + m.s3_gets,
+        "usd": sum(m.costs().values()),
+    }
+
+
+def section_operations(options: Options) -> SectionResult:
+    """A mixed workflow, and the marginal cost of each kind of non-step operation."""
+    stack = options.stacks.moto()
+    log("operations: mixed workflow on moto")
+    mixed = stack.run_workflow("mixed", {"order": 7}, label="mixed")
+    log("operations: single-operation workflows on moto")
+    base = stack.run_workflow("single-step", {}, label="single step")
+    base_totals = _totals(base)
+    rows: list[list[str]] = [
+        [
+            "baseline: one step",
+            ", ".join(f"{k} {v}" for k, v in sorted(base.operation_kinds.items())),
+            *(fmt(base_totals[key]) for key in _MARGINAL_COLUMNS),
+            usd(base_totals["usd"] * 1_000_000) + " (executions)",
+            usd(base_totals["usd"] * 1_000_000 / max(1.0, base_totals["operations"])),
+        ]
+    ]
+    summary = [
+        f"Mixed workflow: {mixed.operations} operations, {mixed.per_op(mixed.write_units):.3f} WU/op, "
+        f"{mixed.per_op(mixed.read_units):.3f} RU/op, ${mixed.usd_per_million_ops():.3f} per million ops",
+        "Marginal cost of non-step operations (per operation of that kind, over a one-step workflow):",
+    ]
+    for workflow, label in _MARGINAL:
+        variant = stack.run_workflow(workflow, {}, label=label)
+        totals = _totals(variant)
+        diff = {key: totals[key] - base_totals[key] for key in totals}
+        kinds = variant.operation_kinds - base.operation_kinds
+        rows.append(
+            [
+                label,
+                "+ " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
+                *(fmt(diff[key]) for key in _MARGINAL_COLUMNS),
+                usd(diff["usd"] * 1_000_000),
+                usd(diff["usd"] * 1_000_000 / max(1.0, diff["operations"])),
+            ]
+        )
+        summary.append(
+            f"  {label:>48}: +{diff['operations']:.0f} ops, +{diff['write units']:.0f} WU, "
+            f"+{diff['read units']:.1f} RU, +{diff['SQS requests']:.0f} SQS, "
+            f"+{diff['Scheduler invocations']:.0f} Scheduler: ${diff['usd'] * 1e6:.2f} per million"
+        )
+    markdown = "\n\n".join(
+        [
+            _MIXED_INTRO.format(branches=bench_workflows.PARALLEL_BRANCHES)
+            + ", ".join(f"{k} {v}" for k, v in sorted(mixed.operation_kinds.items()))
+            + ".",
+            md_table(_PER_OP_HEADER, [_per_op_row(mixed)]),
+            md_table(["API", "mixed"], _api_rows([mixed])),
+            md_table(["service", "mixed"], _cost_rows([mixed])),
+            _MARGINAL_INTRO,
+            md_table(
+                [
+                    "operation",
+                    "operations added",
+                    *_MARGINAL_COLUMNS,
+                    "$ / million of these",
+                    "$ / million SDK operations added",
+                ],
+                rows,
+            ),
+        ]
+    )
+    return SectionResult("Non-step operations (moto backend)", markdown, summary)
+
+
+def _prose(text: str) -> str:
+    return " ".join(text.split())
+
+
+_STEPS_INTRO = _prose(
+    """
+    Workflow: `sequential_steps` in `tools/bench_workflows.py`, N `context.step` calls in a row, run by one
+    Lambda invocation (no step suspends). Operations = the durable operations the execution recorded (N
+    steps; the execution itself not counted). Each size is one execution, from the client's StartExecution
+    to its end.
+    """
+)
+_MIXED_INTRO = (
+    _prose(
+        """
+    Workflow `mixed` (`tools/bench_workflows.py`): a step, a 2 s wait (an SQS message with DelaySeconds), a
+    step, a 2 h wait (a one-time EventBridge Scheduler schedule; the virtual clock skips to it), a
+    `wait_for_callback` whose result the client sends (as `stepwell callback succeed` does), a `parallel` of
+    {branches} one-step branches and a last step. One execution, from StartExecution to its end. Operations
+    by kind:
+    """
+    )
+    + " "
+)
+_MARGINAL_INTRO = _prose(
+    """
+    Marginal cost of one non-step operation: a workflow of one step plus that operation, minus the one-step
+    workflow (one execution each, all requests from StartExecution on). `$ / million of these` is the added
+    cost of a million such calls; a wait_for_callback is three SDK operations (its context, the callback and
+    the submitter step), a parallel is its context, one context per branch and the branches' steps, hence
+    the last column. A wait suspends the execution: its cost is mostly that of the extra invocation (lease,
+    log load, wake-up message).
+    """
+)
+
+_MARGINAL_COLUMNS = (
+    "Lambda invocations",
+    "DynamoDB requests",
+    "write units",
+    "read units",
+    "SQS requests",
+    "Scheduler invocations",
+    "S3 requests",
+)
+
+
+def cpu_probe(runner: str, steps: int) -> dict[str, Any]:
+    """Run in a fresh process: CPU seconds (time.process_time, all threads) per operation for executions
+    of `steps` sequential steps, after one unmeasured warm-up execution."""
+    handler = bench_workflows.sequential_steps
+    executions = max(1, math.ceil(MIN_MEASURED_OPERATIONS / steps))
+    run_one: Callable[[int, int], None]
+    if runner == "local":
+        from stepwell.testing.local import LocalStepwell
+
+        local = LocalStepwell()
+        local.register("sequential-steps", handler)
+
+        def run_local(index: int, count: int) -> None:
+            execution_id = local.start("sequential-steps", {"steps": count}, execution_name=f"e-{index}")
+            status = local.run_to_completion(execution_id).status.value
+            if status != "SUCCEEDED":
+                raise RuntimeError(f"local run ended {status}")
+
+        run_one = run_local
+    elif runner == "sdk":
+        from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
+
+        sdk = DurableFunctionTestRunner(handler=handler)
+
+        def run_sdk(index: int, count: int) -> None:
+            result = sdk.run(
+                input=json.dumps({"steps": count}), execution_timeout=3_600, execution_name=f"e-{index}"
+            )
+            if str(getattr(result.status, "value", result.status)) != "SUCCEEDED":
+                raise RuntimeError(f"SDK runner ended {result.status}")
+
+        run_one = run_sdk
+    else:
+        raise ValueError(f"unknown runner {runner!r}")
+    run_one(0, 10)
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
+    for index in range(1, executions + 1):
+        run_one(index, steps)
+    cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+    if runner == "sdk":
+        sdk.close()  # type: ignore[no-untyped-call]
+    operations = executions * steps
+    return {
+        "runner": runner,
+        "steps": steps,
+        "executions": executions,
+        "operations": operations,
+        "cpu_ms_per_op": cpu * 1000 / operations,
+        "wall_seconds": wall,
+    }
+
+
+def _probe(runner: str, steps: int, timeout: float) -> dict[str, Any] | None:
+    command = [sys.executable, str(Path(__file__).resolve()), "--cpu-probe", runner, "--steps", str(steps)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        log(f"cpu: {runner} at {steps:,} steps exceeded {timeout:.0f}s: skipped")
+        return None
+    if done.returncode != 0:
+        raise RuntimeError(f"cpu probe {runner} {steps} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def section_cpu(options: Options) -> SectionResult:
+    """CPU per operation in-process: Stepwell's local backend against the SDK's own local test runner."""
+    rows: list[list[str]] = []
+    summary = ["CPU per operation in-process (time.process_time, ms per step):"]
+    measured: dict[str, dict[int, dict[str, Any]]] = {"local": {}, "sdk": {}}
+    skipped: list[str] = []
+    for steps in options.sizes:
+        log(f"cpu: {steps:,} steps, local backend")
+        local = _probe("local", steps, LOCAL_TIMEOUT_SECONDS)
+        log(f"cpu: {steps:,} steps, SDK runner")
+        sdk = _probe("sdk", steps, options.sdk_timeout)
+        for name, result in (("local", local), ("sdk", sdk)):
+            if result is not None:
+                measured[name][steps] = result
+        if sdk is None:
+            skipped.append(f"{steps:,}")
+
+        def cpu(result: dict[str, Any] | None) -> str:
+            return f"{result['cpu_ms_per_op']:.3f}" if result else "skipped"
+
+        def wall(result: dict[str, Any] | None) -> str:
+            if not result:
+                return ""
+            return f"{result['wall_seconds'] * 1000 / result['operations']:.3f}"
+
+        ratio = sdk["cpu_ms_per_op"] / local["cpu_ms_per_op"] if sdk and local else None
+        rows.append(
+            [
+                f"{steps:,}",
+                cpu(local),
+                wall(local),
+                cpu(sdk) if sdk else f"skipped (over {options.sdk_timeout:.0f} s)",
+                wall(sdk),
+                f"{ratio:.2f}x" if ratio else "",
+                ("yes" if ratio > 1 else "NO") if ratio else "n/a",
+                f"{local['executions'] if local else '-'} / {sdk['executions'] if sdk else '-'}",
+            ]
+        )
+        summary.append(
+            f"  {steps:>6,} steps: Stepwell local {cpu(local)}, SDK runner {cpu(sdk)}"
+            + (f" (SDK / Stepwell {ratio:.2f}x)" if ratio else "")
+        )
+    notes: list[str] = []
+    local_values = {steps: r["cpu_ms_per_op"] for steps, r in measured["local"].items()}
+    if len(local_values) > 1:
+        spread = max(local_values.values()) / min(local_values.values())
+        notes.append(
+            f"Stepwell local, largest / smallest CPU per operation across sizes: **{spread:.2f}**"
+            + (
+                f"; at 10,000 steps / at 100 steps: **{local_values[10_000] / local_values[100]:.2f}**"
+                if 100 in local_values and 10_000 in local_values
+                else ""
+            )
+            + "."
+        )
+    notes.append(
+        "At 10 steps the fixed costs of an execution (its start, the invocation, the SDK's set-up of its "
+        "checkpoint thread) are shared by 10 operations only, in both columns. CPU figures move from run to "
+        "run when other work shares the machine."
+    )
+    if skipped:
+        notes.append(
+            f"The SDK runner was skipped at {', '.join(skipped)} steps: the size did not finish within "
+            f"{options.sdk_timeout:.0f} s of wall time in its subprocess."
+        )
+    markdown = "\n\n".join(
+        [
+            _CPU_INTRO.format(minimum=f"{MIN_MEASURED_OPERATIONS:,}"),
+            md_table(
+                [
+                    "steps",
+                    "Stepwell local: ms CPU / op",
+                    "wall ms / op",
+                    "SDK runner: ms CPU / op",
+                    "wall ms / op",
+                    "SDK / Stepwell (CPU)",
+                    "Stepwell below the SDK runner",
+                    "executions measured (Stepwell / SDK)",
+                ],
+                rows,
+            ),
+            *notes,
+        ]
+    )
+    summary += ["  " + note.replace("**", "") for note in notes]
+    return SectionResult(
+        "CPU per operation in-process (local backend vs the SDK's test runner)", markdown, summary
+    )
+
+
+_CPU_INTRO = _prose(
+    """
+    Workflow: the same `sequential_steps` handler, run by `stepwell.testing.local.LocalStepwell` (the
+    engine over the memory store, a local queue and a virtual clock) and by the SDK's own
+    `DurableFunctionTestRunner` (aws-durable-execution-sdk-python-testing, in-process, time skipping on).
+    Each cell is one fresh Python process: one unmeasured 10-step warm-up execution, then enough
+    executions to make at least {minimum} operations; CPU is `time.process_time()` over those executions
+    (all threads of the process, so the SDK's checkpoint thread and the runner's scheduler count), divided
+    by the operations. Wall time is shown for information: both run the SDK's background checkpointing,
+    whose waits are not CPU.
+    """
+)
+
+
+DEFINITIONS_BENCH = ROOT / "examples" / "definitions" / "bench.py"
+DEFINITIONS_SUBJECTS = 1_000
+DEFINITIONS_TIMEOUT_SECONDS = 300
+
+
+def section_definitions(options: Options) -> SectionResult:
+    """The definitions engineer's bench (`examples/definitions/bench.py`), run in its own process: N
+    subjects each receiving an event on the AWS adapters in moto. Its markdown is embedded as it prints it."""
+    title = f"Definitions: {DEFINITIONS_SUBJECTS:,} subjects each receiving an event (moto backend)"
+    if not DEFINITIONS_BENCH.exists():
+        return SectionResult(title, f"Not run: `{DEFINITIONS_BENCH.relative_to(ROOT)}` does not exist.")
+    log(f"definitions: {DEFINITIONS_SUBJECTS:,} subjects ({DEFINITIONS_BENCH.relative_to(ROOT)})")
+    command = [sys.executable, str(DEFINITIONS_BENCH), "--subjects", str(DEFINITIONS_SUBJECTS)]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=DEFINITIONS_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        text = f"Not measured: the run did not finish within {DEFINITIONS_TIMEOUT_SECONDS} s."
+        return SectionResult(title, text, [f"Definitions: {text}"])
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        text = f"Not measured: `{' '.join(command[1:])}` failed:\n\n```\n{tail}\n```"
+        return SectionResult(title, text, [f"Definitions: failed ({tail.splitlines()[-1] if tail else ''})"])
+    lines = done.stdout.strip().splitlines()
+    if lines and lines[0].startswith("## "):
+        title, lines = lines[0][3:].strip(), lines[1:]
+    body = "\n".join(lines).strip()
+    intro = (
+        f"Measured by `{DEFINITIONS_BENCH.relative_to(ROOT)} --subjects {DEFINITIONS_SUBJECTS}` "
+        "(its own deployment in moto, in a separate process), embedded as it reports:"
+    )
+    summary = [f"Definitions ({DEFINITIONS_SUBJECTS:,} subjects):"] + [
+        "  " + line.lstrip("- ") for line in lines if line.startswith("- ")
+    ]
+    return SectionResult(title, f"{intro}\n\n{body}", summary)
+
+
+# Sections in the order they appear in BENCHMARKS.md: (name for --sections, function).
+SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
+    ("aws", section_aws),
+    ("operations", section_operations),
+    ("cpu", section_cpu),
+    ("definitions", section_definitions),
+]
+
+
+# ---------------------------------------------------------------------------------------------- the file
+
+
+def _versions() -> str:
+    names = ("aws-durable-execution-sdk-python", "aws-durable-execution-sdk-python-testing", "moto", "boto3")
+    parts = []
+    for name in names:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return ", ".join(parts)
+
+
+def _commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+HOW_MEASURED = """\
+- **Backend.** moto in-process (`moto.mock_aws`, no server): the module's tables and indexes
+  (`tests/adapters/deployment.py`, as docs/architecture.md describes them), the work queue and its DLQ, the
+  payload bucket, the schedule group. The engine runs as deployed: every message goes through
+  `stepwell.entry.EntryRuntime.handle_event` as an SQS batch event (the runtime `stepwell.entry.handler`
+  builds from the Lambda's environment; here built from the same `StepwellConfig` with a virtual clock, so
+  a 2-hour wait takes no real time) over `DynamoDbExecutionStore`, `SqsWorkQueue`, `WakeScheduler` (SQS
+  delays up to 900 s, EventBridge Scheduler beyond) and `S3PayloadStore`, wired by
+  `stepwell.client.build_engine`. Executions are started and callbacks sent with `StepwellClient`, on the
+  same counted clients.
+- **What plays AWS.** The bench plays the SQS event source mapping (receive up to 10 messages, hand them to
+  the entry handler as an SQS batch event, delete them in one batch) and EventBridge Scheduler (fire the
+  earliest one-time schedule: skip the virtual clock to it, send its input to the queue, delete it) with
+  its own boto3 clients, which are not counted. The requests AWS makes on your behalf there are counted as
+  *modelled*: one ReceiveMessage per non-empty receive, one DeleteMessageBatch per batch, one Lambda
+  invocation per batch, one Scheduler invocation and one SQS SendMessage per fired schedule. The event
+  source mapping's empty long polls are a fixed cost of an idle queue, not a per-operation one, and are
+  left out.
+- **Workflows.** `tools/bench_workflows.py`: unmodified `@durable_execution` handlers, the same objects on
+  every backend and in the SDK's runner.
+- **Counting.** Every request the engine and the client make goes through `stepwell.aws.AwsClients`, whose
+  `RequestCounter` counts calls by API. DynamoDB read and write units are computed from item sizes (moto's
+  ConsumedCapacity is a constant per request): see `DynamoMeter` in `tools/bench.py` (1 write unit per KB of
+  the larger of the item before and after, plus each GSI entry written, changed or removed; 1 read unit per
+  4 KB, a Query summing its items, half for eventually consistent reads; a failed conditional write costs
+  its units).
+- **Operations.** The durable operations the execution recorded (steps, waits, callbacks, contexts), the
+  execution itself not counted: the unit AWS Lambda durable functions bills ($8.00 per million). Step
+  Functions Standard is taken as one state transition per operation ($25.00 per million).
+- **Cost.** Counts times the list prices below. Not included, on any side: Lambda compute (GB-seconds) of
+  the handler, storage, data transfer, free tiers.
+- **CPU.** `time.process_time()` in a fresh process per size and runner; see that section.
+"""
+
+
+def _price_text(value: float) -> str:
+    text = f"{value:.4f}".rstrip("0")
+    whole, _, fraction = text.partition(".")
+    return f"${whole}.{fraction.ljust(2, '0')}"
+
+
+def render(results: Sequence[SectionResult], started: float, selected: Sequence[str]) -> str:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    price_rows = [[p.label, f"{_price_text(p.usd)} per {p.per:,}", p.source] for p in PRICES.values()]
+    price_rows.append(
+        [
+            "AWS Lambda durable functions",
+            f"${DURABLE_FUNCTIONS_PER_MILLION:.2f} per 1,000,000 operations",
+            "aws.amazon.com/lambda/pricing",
+        ]
+    )
+    price_rows.append(
+        [
+            "Step Functions Standard",
+            f"${STEP_FUNCTIONS_PER_MILLION:.2f} per 1,000,000 state transitions",
+            "aws.amazon.com/step-functions/pricing",
+        ]
+    )
+    parts = [
+        "# Stepwell benchmarks",
+        "Generated by `make bench` (`tools/bench.py --write BENCHMARKS.md`); do not edit by hand. "
+        "Every figure below was measured by the run that wrote this file.",
+        f"- run: {now}, {time.perf_counter() - started:.0f} s, commit {_commit()}, "
+        f"sections: {', '.join(selected)}\n"
+        f"- machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}\n"
+        f"- packages: {_versions()}",
+        "## How measured",
+        HOW_MEASURED,
+        "## Prices used (us-east-1, on-demand list prices)",
+        "Published prices as of 2026-11 (DynamoDB on-demand: the prices in force since the cut of "
+        "2024-11-01). Free tiers ignored.",
+        md_table(["item", "price", "source"], price_rows),
+    ]
+    for result in results:
+        parts += [f"## {result.title}", result.markdown]
+    return "\n\n".join(parts).rstrip() + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--write", type=Path, help="write the results to this markdown file")
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="step counts")
+    parser.add_argument(
+        "--sections", default=",".join(name for name, _ in SECTIONS), help="sections to run, comma-separated"
+    )
+    parser.add_argument("--sdk-timeout", type=float, default=SDK_TIMEOUT_SECONDS, help="seconds per SDK size")
+    parser.add_argument("--cpu-probe", choices=("local", "sdk"), help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.cpu_probe:
+        print(json.dumps(cpu_probe(args.cpu_probe, args.steps)))
+        return 0
+    sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
+    wanted = [name.strip() for name in args.sections.split(",") if name.strip()]
+    unknown = set(wanted) - {name for name, _ in SECTIONS}
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}; known: {[name for name, _ in SECTIONS]}")
+    started = time.perf_counter()
+    results: list[SectionResult] = []
+    with contextlib.ExitStack() as exits:
+        options = Options(sizes=sizes, sdk_timeout=args.sdk_timeout, stacks=Stacks(exits))
+        for name, section in SECTIONS:
+            if name in wanted:
+                results.append(section(options))
+    print()
+    for result in results:
+        print(f"== {result.title}")
+        for line in result.summary:
+            print(line)
+        print()
+    if args.write:
+        args.write.write_text(render(results, started, [name for name, _ in SECTIONS if name in wanted]))
+        print(f"wrote {args.write} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
