@@ -291,6 +291,12 @@ def test_waiting_and_finish(stores: Stores) -> None:
     assert (
         found is not None and found.status == "SUCCEEDED" and found.waiting == {} and found.data == {"n": 4}
     )
+    if stores.dynamodb is not None:
+        item = stores.dynamodb.get_item(
+            TableName="sw-executions",
+            Key={"contextKey": {"S": "acme#onboarding#u1"}, "instanceId": {"S": "i1"}},
+        )["Item"]
+        assert int(item["ttl"]["N"]) == int(stores.clock.t) + 30 * 86400
     missing = context("u9", "gone")
     assert store.set_waiting(missing, "act", "activated", "cb", {}) is False
     assert store.get_context("acme", "onboarding", "u9", "gone") is None

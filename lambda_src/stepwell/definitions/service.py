@@ -57,7 +57,13 @@ def runtime_from_config(
         definitions=DynamoDbDefinitionStore(
             db, config.definitions_table, now_ms=lambda: int(chosen.now() * 1000)
         ),
-        contexts=DynamoDbContextStore(db, config.executions_table, config.subject_index_name, now=chosen.now),
+        contexts=DynamoDbContextStore(
+            db,
+            config.executions_table,
+            config.subject_index_name,
+            now=chosen.now,
+            retention_days=config.retention_days,
+        ),
         events=DynamoDbEventLog(db, config.coordination_table),
         actions=actions or default_actions,
         clock=chosen,

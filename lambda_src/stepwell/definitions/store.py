@@ -694,11 +694,14 @@ class DynamoDbContextStore:
         table: str,
         subject_index: str,
         now: Callable[[], float] = time.time,
+        retention_days: int = 30,
     ) -> None:
         self._db = dynamodb
         self.table = table
         self.subject_index = subject_index
         self._now = now
+        # A finished context expires (TTL attribute `ttl`) with the engine's finished executions.
+        self.retention_seconds = retention_days * 86400
 
     def _key(self, domain: str, workflow_id: str, subject_id: str, instance_id: str) -> Item:
         return {"contextKey": {"S": f"{domain}#{workflow_id}#{subject_id}"}, "instanceId": {"S": instance_id}}
@@ -916,12 +919,13 @@ class DynamoDbContextStore:
             ":dt": _json(dict(data)),
             ":empty": {"M": {}},
             ":running": {"S": "RUNNING"},
+            ":ttl": {"N": str(int(self._now()) + self.retention_seconds)},
         }
-        expression = "SET #st = :st, dt = :dt, wt = :empty"
+        expression = "SET #st = :st, dt = :dt, wt = :empty, #ttl = :ttl"
         if error is not None:
             expression += ", er = :er"
             values[":er"] = _json(dict(error))
-        return self._update(record, expression, {"#st": "status"}, values, "#st = :running")
+        return self._update(record, expression, {"#st": "status", "#ttl": "ttl"}, values, "#st = :running")
 
 
 # ================================================================== event records
