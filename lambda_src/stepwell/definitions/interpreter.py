@@ -231,8 +231,8 @@ class Walker:
             assert node.until is not None
             target = _instant(self.evaluate(node.until, state, node), node)
             seconds = target - self.now(context, name)
-        if seconds >= 1:
-            context.wait(Duration.from_seconds(math.ceil(seconds)), name=name)
+        if seconds > 0:  # a time already past does not wait; the engine's waits are whole seconds (>= 1)
+            context.wait(Duration.from_seconds(max(1, math.ceil(seconds))), name=name)
 
     def trigger_or_timeout(self, context: DurableContext, state: RunState, node: Node, name: str) -> str:
         assert node.event is not None and node.timeout is not None
