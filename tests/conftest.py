@@ -1,7 +1,8 @@
 """Suite-wide rules. Stepwell's fixtures come from the installed plugin (stepwell.testing.pytest_plugin).
 
 - Tests that use a deployed backend get the ``deployed`` marker, so ``-m "not deployed"`` is the fast path.
-- ``localstack``-marked tests run only on the LocalStack backend: deselected for other backends.
+- ``localstack``-marked tests run only on the LocalStack backend, ``moto``-marked ones only on moto:
+  deselected for other backends.
 - In CI (``CI=true``) a skipped test fails: a suite skipped because a tool or backend is missing must
   not pass silently.
 """
@@ -26,6 +27,10 @@ def _backend_param(item: pytest.Item) -> str | None:
     return str(value) if value is not None else None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "moto: runs only on the moto backend (the harness's own runtime)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     selected: list[pytest.Item] = []
     deselected: list[pytest.Item] = []
@@ -33,7 +38,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixture_names = getattr(item, "fixturenames", ())
         if "stepwell_backend" in fixture_names:
             item.add_marker(pytest.mark.deployed)
-        if item.get_closest_marker("localstack") and _backend_param(item) not in (None, "localstack"):
+        backend = _backend_param(item)
+        only_localstack = item.get_closest_marker("localstack") and backend not in (None, "localstack")
+        only_moto = item.get_closest_marker("moto") and backend not in (None, "moto")
+        if only_localstack or only_moto:
             deselected.append(item)
         else:
             selected.append(item)

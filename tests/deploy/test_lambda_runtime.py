@@ -32,6 +32,7 @@ def handler(event, context):
             "remaining_ms": context.get_remaining_time_in_millis(),
             "stepwell_origin": __import__("stepwell").ORIGIN,
             "pid": os.getpid(),
+            "wall_clock": time.time(),
         }
     bodies = [json.loads(record["body"]) for record in event["Records"]]
     print("batch", len(bodies), [body.get("n") for body in bodies])
@@ -253,3 +254,22 @@ def test_background_mode_handles_messages_until_stopped(moto_backend: Backend, t
     assert runtime.invocations
     assert all(result.payload == {"batchItemFailures": []} for result in runtime.invocations)
     assert setup.dlq_bodies() == []
+
+
+def test_a_clock_offset_moves_the_handlers_wall_clock_only(moto_backend: Backend, tmp_path: Path) -> None:
+    setup = Setup(moto_backend, timeout=30)
+    three_days = 3 * 24 * 3600.0
+    runtime = LambdaRuntime(
+        moto_backend.client,
+        moto_backend.lambda_code,
+        moto_backend.environment(),
+        tmp_path,
+        region=moto_backend.region,
+        clock_offset=lambda: three_days,
+    )
+    with runtime:
+        before = time.time()
+        result = runtime.invoke(setup.function_name, {"what": "time"})
+    assert result.succeeded, result.error
+    assert result.payload["wall_clock"] >= before + three_days
+    assert 0 < result.payload["remaining_ms"] <= 30_000  # the deadline stays in real time

@@ -13,7 +13,9 @@ their workflows share one apply per backend:
   when anything it created is left.
 - ``lambda_runtime``: on moto, the harness's ``LambdaRuntime`` (runs the deployed handlers on their
   queues' messages); on LocalStack, a driver with the same methods (LocalStack's own mappings run them).
-- ``scheduler_firer``: a ``SchedulerFirer`` over every schedule group, with a virtual clock.
+- ``scheduler_firer``: a ``SchedulerFirer`` over every schedule group, on ``deployed_clock`` (a virtual
+  clock); on moto the runtime moves the handlers' wall clock by the same offset. LocalStack's runtime
+  keeps real time, so there an engine ignores a fast-forwarded wake-up as early.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from stepwell.testing.backends import (
     start_backend,
 )
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
-from stepwell.testing.scheduler import SchedulerFirer
+from stepwell.testing.scheduler import SchedulerFirer, VirtualClock
 from stepwell.testing.terraform import TerraformStack
 
 STACK_MODULE_ENV = "STEPWELL_STACK_MODULE"
@@ -221,8 +223,15 @@ def deployed_stack(
 
 
 @pytest.fixture(scope="session")
+def deployed_clock(stepwell_backend: Backend) -> VirtualClock:
+    """The virtual clock the scheduler firer fires by; on moto the local runtime moves the deployed
+    handlers' ``time.time()`` by the same offset, so fast-forwarded timers are due for the engine too."""
+    return VirtualClock()
+
+
+@pytest.fixture(scope="session")
 def lambda_runtime(
-    stepwell_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+    stepwell_backend: Backend, deployed_clock: VirtualClock, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LambdaRuntime | BackendLambdaDriver]:
     runtime: LambdaRuntime | BackendLambdaDriver
     if stepwell_backend.runs_lambda_code:
@@ -234,6 +243,7 @@ def lambda_runtime(
             stepwell_backend.environment(),
             tmp_path_factory.mktemp(f"lambda-{stepwell_backend.name}"),
             region=stepwell_backend.region,
+            clock_offset=lambda: deployed_clock.offset.total_seconds(),
         )
     try:
         yield runtime
@@ -243,7 +253,13 @@ def lambda_runtime(
 
 @pytest.fixture(scope="session")
 def scheduler_firer(
-    stepwell_backend: Backend, lambda_runtime: LambdaRuntime | BackendLambdaDriver
-) -> SchedulerFirer:
+    stepwell_backend: Backend,
+    deployed_clock: VirtualClock,
+    lambda_runtime: LambdaRuntime | BackendLambdaDriver,
+) -> Iterator[SchedulerFirer]:
     invoker = None if stepwell_backend.runs_lambda_code else lambda_runtime.invoke
-    return SchedulerFirer(stepwell_backend.client, lambda_invoker=invoker)
+    firer = SchedulerFirer(stepwell_backend.client, clock=deployed_clock, lambda_invoker=invoker)
+    try:
+        yield firer
+    finally:
+        firer.stop()

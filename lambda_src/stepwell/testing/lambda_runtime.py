@@ -14,6 +14,10 @@ keeps received messages invisible and moves them to the DLQ after ``maxReceiveCo
 does that on receive). With ``fast_retries`` (the default) the runtime ends the visibility timeout
 of failed messages at once, as if it had passed, so tests see retries and redrive without waiting.
 
+With ``clock_offset`` (a callable returning seconds, e.g. the scheduler firer's virtual-clock offset),
+each invocation's handler sees ``time.time()`` moved by that offset, so an engine woken by a
+fast-forwarded schedule finds its timer due (the context's remaining time stays real).
+
 Use ``poll_once()``, ``drain()`` (until the mapped queues settle, bounded by batches and seconds),
 ``start()``/``stop()`` (a background thread), and ``invoke(function_name, payload)``.
 
@@ -55,6 +59,26 @@ SQS_MAX_RECEIVE = 10
 # Worker side: runs inside the subprocess, imports the handler once, serves invocations line by line.
 
 
+_REAL_TIME = time.time
+_REAL_TIME_NS = time.time_ns
+
+
+class _VirtualTime:
+    """Moves the worker's wall clock by the harness's virtual-clock offset, so a deployed engine sees a
+    timer the scheduler firer fast-forwarded as due. Installed only when the harness sends an offset."""
+
+    offset_seconds = 0.0
+    installed = False
+
+    @classmethod
+    def set_offset(cls, seconds: float) -> None:
+        cls.offset_seconds = seconds
+        if not cls.installed:
+            time.time = lambda: _REAL_TIME() + cls.offset_seconds
+            time.time_ns = lambda: _REAL_TIME_NS() + int(cls.offset_seconds * 1_000_000_000)
+            cls.installed = True
+
+
 class _LambdaContext:
     """The parts of Lambda's context object handlers use."""
 
@@ -69,7 +93,7 @@ class _LambdaContext:
         self._deadline_epoch_ms: int = request["deadline_epoch_ms"]
 
     def get_remaining_time_in_millis(self) -> int:
-        return max(0, self._deadline_epoch_ms - int(time.time() * 1000))
+        return max(0, self._deadline_epoch_ms - int(_REAL_TIME() * 1000))
 
 
 def _error_payload(error: BaseException, error_type: str | None = None) -> dict[str, Any]:
@@ -100,6 +124,8 @@ def run_worker(code_dir: str, handler_spec: str) -> None:
     protocol.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
+        if request.get("clock_offset_seconds") is not None:
+            _VirtualTime.set_offset(float(request["clock_offset_seconds"]))
         if init_error is not None or handler is None:
             answer: dict[str, Any] = {"error": init_error}
         else:
@@ -181,7 +207,9 @@ class _Worker:
         line = self.process.stdout.readline()
         return line or None
 
-    def invoke(self, event: Any, request_id: str) -> dict[str, Any]:
+    def invoke(
+        self, event: Any, request_id: str, clock_offset_seconds: float | None = None
+    ) -> dict[str, Any]:
         assert self.process.stdin is not None
         deadline_ms = int(time.time() * 1000) + self.spec.timeout_seconds * 1000
         request = {
@@ -189,6 +217,7 @@ class _Worker:
             "request_id": request_id,
             "deadline_epoch_ms": deadline_ms,
             "function_arn": self.spec.arn,
+            "clock_offset_seconds": clock_offset_seconds,
         }
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
@@ -309,6 +338,7 @@ class LambdaRuntime:
         wait_for_batching_window: bool = True,
         function_names: list[str] | None = None,
         python_executable: str = sys.executable,
+        clock_offset: Callable[[], float] | None = None,
     ) -> None:
         self._client_factory = client_factory
         self._code_fetcher = code_fetcher
@@ -319,6 +349,7 @@ class LambdaRuntime:
         self.wait_for_batching_window = wait_for_batching_window
         self.function_names = function_names
         self.python_executable = python_executable
+        self.clock_offset = clock_offset
         self._workers: dict[str, _Worker] = {}
         self._queue_urls: dict[str, str] = {}
         self._lock = threading.RLock()
@@ -407,7 +438,8 @@ class LambdaRuntime:
             worker = self._worker(function_name)
             request_id = str(uuid.uuid4())
             try:
-                answer = worker.invoke(payload, request_id)
+                offset = self.clock_offset() if self.clock_offset is not None else None
+                answer = worker.invoke(payload, request_id, offset)
             except InvocationTimeout as error:
                 answer = {
                     "error": {"errorType": "Sandbox.Timedout", "errorMessage": str(error), "stackTrace": []}
