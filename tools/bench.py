@@ -52,6 +52,8 @@ DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 REGION = "us-east-1"
 SDK_TIMEOUT_SECONDS = 300  # one SDK-runner size in its subprocess; beyond this the size is reported skipped
 LOCAL_TIMEOUT_SECONDS = 300
+DEFINITIONS_SUBJECTS = 1_000
+DEFINITIONS_TIMEOUT_SECONDS = 420  # the definitions bench, in the background from the start of the run
 MIN_MEASURED_OPERATIONS = 2_000  # small sizes run several executions so fixed costs are averaged
 
 # ---------------------------------------------------------------------------------------------- prices
@@ -109,6 +111,8 @@ class Options:
     sizes: tuple[int, ...]
     sdk_timeout: float
     stacks: Stacks
+    definitions_subjects: int = DEFINITIONS_SUBJECTS
+    background: dict[str, Background] = field(default_factory=dict)
 
 
 def log(message: str) -> None:
@@ -1113,55 +1117,87 @@ _CPU_INTRO = _prose(
 
 
 DEFINITIONS_BENCH = ROOT / "examples" / "definitions" / "bench.py"
-DEFINITIONS_SUBJECTS = 1_000
-DEFINITIONS_TIMEOUT_SECONDS = 300
+
+
+class Background:
+    """A measurement that runs in its own process while other sections run (one that counts requests, so
+    sharing the machine does not change its figures), collected by its section."""
+
+    def __init__(self, command: Sequence[str], timeout: float) -> None:
+        self.command = list(command)
+        self.timeout = timeout
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(
+            self.command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def result(self) -> tuple[int | None, str, str]:
+        """(return code or None on timeout, stdout, stderr)."""
+        remaining = max(1.0, self.timeout - (time.perf_counter() - self.started))
+        try:
+            out, err = self.process.communicate(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, err = self.process.communicate()
+            return None, out, err
+        return self.process.returncode, out, err
+
+
+def start_definitions(options: Options) -> None:
+    if DEFINITIONS_BENCH.exists():
+        log(f"definitions: starting {DEFINITIONS_BENCH.relative_to(ROOT)} in the background")
+        options.background["definitions"] = Background(
+            [sys.executable, str(DEFINITIONS_BENCH), "--subjects", str(options.definitions_subjects)],
+            DEFINITIONS_TIMEOUT_SECONDS,
+        )
 
 
 def section_definitions(options: Options) -> SectionResult:
-    """The definitions engineer's bench (`examples/definitions/bench.py`), run in its own process: N
-    subjects each receiving an event on the AWS adapters in moto. Its markdown is embedded as it prints it."""
-    title = f"Definitions: {DEFINITIONS_SUBJECTS:,} subjects each receiving an event (moto backend)"
-    if not DEFINITIONS_BENCH.exists():
-        return SectionResult(title, f"Not run: `{DEFINITIONS_BENCH.relative_to(ROOT)}` does not exist.")
-    log(f"definitions: {DEFINITIONS_SUBJECTS:,} subjects ({DEFINITIONS_BENCH.relative_to(ROOT)})")
-    command = [sys.executable, str(DEFINITIONS_BENCH), "--subjects", str(DEFINITIONS_SUBJECTS)]
-    try:
-        done = subprocess.run(
-            command,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=DEFINITIONS_TIMEOUT_SECONDS,
-            check=False,
+    """The definitions engineer's bench (`examples/definitions/bench.py`): N subjects each receiving an
+    event on the AWS adapters in moto, in its own process (started with the run, see `start_definitions`).
+    Its markdown is embedded as it prints it."""
+    subjects = options.definitions_subjects
+    title = f"Definitions: {subjects:,} subjects each receiving an event (moto backend)"
+    script = DEFINITIONS_BENCH.relative_to(ROOT)
+    background = options.background.get("definitions")
+    if background is None:
+        return SectionResult(
+            title, f"Not run: `{script}` does not exist.", [f"Definitions: {script} missing"]
         )
-    except subprocess.TimeoutExpired:
-        text = f"Not measured: the run did not finish within {DEFINITIONS_TIMEOUT_SECONDS} s."
+    log(f"definitions: waiting for {script}")
+    code, out, err = background.result()
+    if code is None:
+        text = (
+            f"Not measured: `{script} --subjects {subjects}` did not finish within "
+            f"{background.timeout:.0f} s."
+        )
         return SectionResult(title, text, [f"Definitions: {text}"])
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        text = f"Not measured: `{' '.join(command[1:])}` failed:\n\n```\n{tail}\n```"
+    if code != 0:
+        tail = "\n".join(err.strip().splitlines()[-5:])
+        text = f"Not measured: `{script} --subjects {subjects}` failed:\n\n```\n{tail}\n```"
         return SectionResult(title, text, [f"Definitions: failed ({tail.splitlines()[-1] if tail else ''})"])
-    lines = done.stdout.strip().splitlines()
+    lines = out.strip().splitlines()
     if lines and lines[0].startswith("## "):
         title, lines = lines[0][3:].strip(), lines[1:]
-    body = "\n".join(lines).strip()
     intro = (
-        f"Measured by `{DEFINITIONS_BENCH.relative_to(ROOT)} --subjects {DEFINITIONS_SUBJECTS}` "
-        "(its own deployment in moto, in a separate process), embedded as it reports:"
+        f"Measured by `{script} --subjects {subjects}` (its own deployment in moto, in its own process, "
+        "running beside the moto sections above), embedded as it reports:"
     )
-    summary = [f"Definitions ({DEFINITIONS_SUBJECTS:,} subjects):"] + [
-        "  " + line.lstrip("- ") for line in lines if line.startswith("- ")
+    summary = [f"Definitions ({subjects:,} subjects):"] + [
+        "  " + line[2:] for line in lines if line.startswith("- ")
     ]
-    return SectionResult(title, f"{intro}\n\n{body}", summary)
+    return SectionResult(title, intro + "\n\n" + "\n".join(lines).strip(), summary)
 
 
 # Sections in the order they appear in BENCHMARKS.md: (name for --sections, function).
 SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("aws", section_aws),
     ("operations", section_operations),
-    ("cpu", section_cpu),
     ("definitions", section_definitions),
+    ("cpu", section_cpu),
 ]
+# Started before the sections run (in the background), for the sections selected: name -> starter.
+STARTERS: dict[str, Callable[[Options], None]] = {"definitions": start_definitions}
 
 
 # ---------------------------------------------------------------------------------------------- the file
@@ -1274,6 +1310,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sections", default=",".join(name for name, _ in SECTIONS), help="sections to run, comma-separated"
     )
     parser.add_argument("--sdk-timeout", type=float, default=SDK_TIMEOUT_SECONDS, help="seconds per SDK size")
+    parser.add_argument(
+        "--definitions-subjects",
+        type=int,
+        default=DEFINITIONS_SUBJECTS,
+        help="subjects in the definitions bench",
+    )
     parser.add_argument("--cpu-probe", choices=("local", "sdk"), help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1288,7 +1330,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     results: list[SectionResult] = []
     with contextlib.ExitStack() as exits:
-        options = Options(sizes=sizes, sdk_timeout=args.sdk_timeout, stacks=Stacks(exits))
+        options = Options(
+            sizes=sizes,
+            sdk_timeout=args.sdk_timeout,
+            stacks=Stacks(exits),
+            definitions_subjects=args.definitions_subjects,
+        )
+        for name, starter in STARTERS.items():
+            if name in wanted:
+                starter(options)
         for name, section in SECTIONS:
             if name in wanted:
                 results.append(section(options))
