@@ -47,7 +47,7 @@ run "function_environment_mapping_and_role" {
   }
 
   variables {
-    workflows_dir = "./examples/complete/workflows"
+    workflows_dir = "./tests/terraform/fixtures/workflows"
   }
 
   assert {
@@ -78,7 +78,7 @@ run "function_environment_mapping_and_role" {
       STEPWELL_SCHEDULER_ROLE_ARN = "arn:aws:iam::123456789012:role/unit-scheduler"
       STEPWELL_PAYLOAD_BUCKET     = "unit-payloads-123456789012"
       STEPWELL_RETENTION_DAYS     = "30"
-      STEPWELL_WORKFLOW_MODULES   = "workflows.orders"
+      STEPWELL_WORKFLOW_MODULES   = "workflows.billing,workflows.shipping"
       STEPWELL_EVENT_EXTRACTOR    = "{}"
       STEPWELL_LOG_LEVEL          = "INFO"
     })

@@ -50,7 +50,7 @@ run "existing_bus_and_workflows" {
   variables {
     create_event_bus = false
     event_bus_arn    = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
-    workflows_dir    = "./examples/complete/workflows"
+    workflows_dir    = "./tests/terraform/fixtures/workflows"
   }
 
   assert {
@@ -62,7 +62,7 @@ run "existing_bus_and_workflows" {
   }
 
   assert {
-    condition     = output.workflow_modules == tolist(["workflows.orders"])
+    condition     = join(",", output.workflow_modules) == "workflows.billing,workflows.shipping"
     error_message = "Each top-level module of workflows_dir is imported as workflows.<module>."
   }
 }
