@@ -819,6 +819,7 @@ _MARGINAL = (
     ("single-long-wait", "wait of 2 h (EventBridge Scheduler)"),
     ("single-callback", "wait_for_callback (result sent by the client)"),
     ("single-parallel", f"parallel of {bench_workflows.PARALLEL_BRANCHES} one-step branches"),
+    ("single-large-step", f"step with a {bench_workflows.LARGE_RESULT_BYTES // 1024} KB result (S3)"),
 )
 
 

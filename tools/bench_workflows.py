@@ -19,6 +19,7 @@ from aws_durable_execution_sdk_python.config import Duration
 SHORT_WAIT_SECONDS = 2  # under SQS's 900 s delay: an SQS message with DelaySeconds
 LONG_WAIT_SECONDS = 2 * 3600  # beyond 900 s: a one-time EventBridge Scheduler schedule
 PARALLEL_BRANCHES = 3
+LARGE_RESULT_BYTES = 300 * 1024  # over the engine's 200 KiB inline limit: the batch goes to S3
 
 # Callback ids handed out by `wait_for_callback` submitters, in order; the bench sends their results.
 CALLBACKS: list[str] = []
@@ -91,6 +92,12 @@ def single_parallel(event: dict[str, Any], context: DurableContext) -> int:
     return context.step(lambda _: sum(results), name="only")
 
 
+@durable_execution
+def single_large_step(event: dict[str, Any], context: DurableContext) -> int:
+    large = context.step(lambda _: "x" * LARGE_RESULT_BYTES, name="large")
+    return context.step(lambda _: len(large), name="only")
+
+
 # name -> (handler, needs a callback result sent while it waits)
 WORKFLOWS: dict[str, tuple[Callable[..., Any], bool]] = {
     "sequential-steps": (sequential_steps, False),
@@ -100,4 +107,5 @@ WORKFLOWS: dict[str, tuple[Callable[..., Any], bool]] = {
     "single-long-wait": (single_long_wait, False),
     "single-callback": (single_callback, True),
     "single-parallel": (single_parallel, False),
+    "single-large-step": (single_large_step, False),
 }
