@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 import boto3
+import pytest
 from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.testing.backends import Backend
@@ -129,7 +130,7 @@ def test_an_execution_started_with_the_client_completes(
         lambda_runtime.drain(timeout_seconds=WAIT_SECONDS)
         description = client.describe_execution(execution_id)
     assert description["Status"] == "SUCCEEDED", json.dumps(description, default=str)
-    assert json.loads(description["Output"]) == {
+    assert json.loads(description["Result"]) == {
         "order_id": "o-42",
         "status": "confirmed",
         "total_cents": 2500,
@@ -152,3 +153,66 @@ def test_the_reconciler_schedule_fired_by_the_harness_reaches_the_work_queue(
         assert _find_in_queue(backend, config["work_queue_url"], '"reconcile"') == {"kind": "reconcile"}
     finally:
         _set_mapping_enabled(backend, function_name, True)
+
+
+def _callback_ids(history: Any) -> list[str]:
+    """Every CallbackId in an execution's history, wherever the event carries it."""
+    found: list[str] = []
+    if isinstance(history, dict):
+        for key, value in history.items():
+            if key == "CallbackId" and isinstance(value, str):
+                found.append(value)
+            else:
+                found.extend(_callback_ids(value))
+    elif isinstance(history, list):
+        for item in history:
+            found.extend(_callback_ids(item))
+    return found
+
+
+@pytest.mark.moto
+def test_the_order_story_with_a_three_day_wait_and_a_callback_completes(
+    deployed_stack: DeployedStack,
+    lambda_runtime: LambdaRuntime | BackendLambdaDriver,
+    scheduler_firer: SchedulerFirer,
+) -> None:
+    """examples/complete's orders.fulfil: a retried step, a three-day wait the scheduler fast-forwards
+    (the runtime moves the worker's clock with it), a manager's callback, then a parallel fan-out."""
+    backend = deployed_stack.backend
+    session = boto3.Session(**backend.credentials, region_name=backend.region)
+    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
+    client = StepwellClient.from_client_config(deployed_stack.client_config, clients)
+    order = {
+        "order_id": "o-77",
+        "lines": [{"quantity": 3, "unit_price_cents": 500}],
+        "email": "a@example.com",
+    }
+    execution_id = client.start_execution(
+        "orders.fulfil", order, execution_name=f"story-{uuid.uuid4().hex[:8]}"
+    )
+    answered: set[str] = set()
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        lambda_runtime.drain(timeout_seconds=WAIT_SECONDS)
+        description = client.describe_execution(execution_id)
+        if description["Status"] != "RUNNING":
+            break
+        assert time.monotonic() < deadline, (
+            f"the story never finished: {json.dumps(description, default=str)}"
+        )
+        pending = [
+            cid for cid in _callback_ids(client.get_execution_history(execution_id)) if cid not in answered
+        ]
+        if pending:
+            client.send_callback_success(pending[0], result=json.dumps({"approved_by": "manager"}))
+            answered.add(pending[0])
+        else:
+            scheduler_firer.advance(timedelta(hours=12))
+            scheduler_firer.fire_due()
+    assert description["Status"] == "SUCCEEDED", json.dumps(description, default=str)
+    output = json.loads(description["Result"])
+    assert output["charge"] == {"charge_id": "ch-o-77", "amount_cents": 1500, "attempt": 2}
+    assert output["approval"] == {"approved_by": "manager"}
+    assert output["invoice"] == "INV-o-77"
+    assert output["shipment"] == "SHIP-o-77-1"
+    assert len(answered) == 1
