@@ -100,6 +100,8 @@ module "engine" {
 
   kms_key_arn                     = var.kms_key_arn
   permissions_boundary_arn        = var.permissions_boundary_arn
+  action_function_arns            = var.action_function_arns
+  action_event_bus_arns           = var.action_event_bus_arns
   runtime                         = var.runtime
   architecture                    = var.architecture
   memory_size                     = var.memory_size

@@ -231,6 +231,28 @@ variable "payload_bucket_force_destroy" {
   default     = false
 }
 
+variable "action_function_arns" {
+  description = "Lambda functions the engine's definitions may call with the invoke-lambda action (granted lambda:InvokeFunction); empty: none."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.action_function_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]+(:[A-Za-z0-9_$-]+)?$", arn))])
+    error_message = "action_function_arns must hold Lambda function ARNs (arn:aws:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER])."
+  }
+}
+
+variable "action_event_bus_arns" {
+  description = "Further event buses the engine's definitions may put events on (granted events:PutEvents) besides its own bus; empty: none."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.action_event_bus_arns : can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]+$", arn))])
+    error_message = "action_event_bus_arns must hold event bus ARNs (arn:aws:events:REGION:ACCOUNT:event-bus/NAME)."
+  }
+}
+
 # --- Worker Lambda ---
 
 variable "runtime" {

@@ -65,7 +65,7 @@ locals {
         Sid      = "PutEvents"
         Effect   = "Allow"
         Action   = "events:PutEvents"
-        Resource = var.event_bus.arn
+        Resource = distinct(concat([var.event_bus.arn], var.action_event_bus_arns))
       },
       {
         Sid      = "Payloads"
@@ -80,6 +80,13 @@ locals {
         Resource = "${aws_cloudwatch_log_group.worker.arn}:*"
       },
     ],
+    length(var.action_function_arns) == 0 ? [] : [{
+      # Definitions' invoke-lambda action calls only the functions the operator lists.
+      Sid      = "ActionFunctions"
+      Effect   = "Allow"
+      Action   = "lambda:InvokeFunction"
+      Resource = var.action_function_arns
+    }],
     var.kms_key_arn == null ? [] : [{
       Sid      = "CustomerKey"
       Effect   = "Allow"

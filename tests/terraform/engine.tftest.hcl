@@ -138,7 +138,7 @@ run "function_environment_mapping_and_role" {
       } == {
       TimerSchedules    = "arn:aws:scheduler:eu-west-1:123456789012:schedule/unit/*"
       PassSchedulerRole = "arn:aws:iam::123456789012:role/unit-scheduler"
-      PutEvents         = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+      PutEvents         = ["arn:aws:events:eu-west-1:123456789012:event-bus/unit"]
       Payloads          = "arn:aws:s3:::unit-payloads-123456789012/*"
       WorkQueue         = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
       DeadLetterQueue   = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
@@ -154,8 +154,8 @@ run "function_environment_mapping_and_role" {
   }
 
   assert {
-    condition     = length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if startswith(statement.Sid, "Vpc") || statement.Sid == "CustomerKey"]) == 0
-    error_message = "No EC2 or KMS permissions without a VPC or a key."
+    condition     = length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if contains(["VpcNetworkInterfaces", "CustomerKey", "ActionFunctions"], statement.Sid)]) == 0
+    error_message = "No EC2, KMS or Lambda permissions without a VPC, a key or action functions."
   }
 
   assert {
@@ -189,6 +189,22 @@ run "vpc_key_and_tuning" {
     maximum_concurrency             = 3
     workflow_modules                = ["my_team.flows"]
     event_extractor                 = { domain = "source", subject = "detail.orderId" }
+    action_function_arns            = ["arn:aws:lambda:eu-west-1:123456789012:function:notify"]
+    action_event_bus_arns           = ["arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"]
+  }
+
+  assert {
+    condition = {
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid => [statement.Action, statement.Resource]
+      if contains(["ActionFunctions", "PutEvents"], statement.Sid)
+      } == {
+      ActionFunctions = ["lambda:InvokeFunction", ["arn:aws:lambda:eu-west-1:123456789012:function:notify"]]
+      PutEvents = ["events:PutEvents", [
+        "arn:aws:events:eu-west-1:123456789012:event-bus/unit",
+        "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events",
+      ]]
+    }
+    error_message = "Definitions' actions may invoke exactly the listed functions and put events on the listed buses."
   }
 
   assert {

@@ -431,3 +431,23 @@ run "rejects_subnets_without_security_groups" {
 
   expect_failures = [var.security_group_ids]
 }
+
+run "rejects_action_function_arns_not_functions" {
+  command = plan
+
+  variables {
+    action_function_arns = ["arn:aws:iam::123456789012:role/notify"]
+  }
+
+  expect_failures = [var.action_function_arns]
+}
+
+run "rejects_action_event_bus_arns_not_buses" {
+  command = plan
+
+  variables {
+    action_event_bus_arns = ["platform-events"]
+  }
+
+  expect_failures = [var.action_event_bus_arns]
+}
