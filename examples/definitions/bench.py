@@ -192,13 +192,14 @@ def run_bench(subjects: int) -> dict[str, Any]:
 def markdown(result: dict[str, Any]) -> str:
     subjects = result["subjects"]
     calls: dict[str, int] = result["calls"]
+    per_request_ms = 1000 * result["seconds"] / max(1, sum(calls.values()))
     lines = [
         f"## Definitions: {subjects} subjects each receiving an event (moto in-process, one worker)",
         "",
         f"- messages handled (the events and the invocations they caused): {result['messages']}",
         f"- events per second (each context then waits): {subjects / result['seconds']:.1f}",
         f"- AWS requests per event: {sum(calls.values()) / subjects:.2f}",
-        f"- moto in-process answers a request in about {1000 * result['seconds'] / max(1, sum(calls.values())):.0f} ms "
+        f"- moto in-process answers a request in about {per_request_ms:.0f} ms "
         "here, which bounds events per second; requests per event is what carries over to AWS",
         "",
         "| request | per event |",
