@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         SendMessageBatchRequestEntryTypeDef,
     )
 
+    from stepwell.definitions.service import DefinitionsService
+
 # Callback commands on the bus: the bus rule delivers them to the work queue (see stepwell.entry).
 CALLBACK_SUCCESS = "stepwell.callback.success"
 CALLBACK_FAILURE = "stepwell.callback.failure"
@@ -192,6 +194,21 @@ class StepwellClient:
     def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
         """Stop a running execution; False if it had already ended."""
         return self.engine.stop_execution(execution_id, error)
+
+    # --- event-driven definitions ---
+
+    def definitions(self) -> DefinitionsService:
+        """Definitions and contexts of this deployment (put, get, list, delete, validate, graph)."""
+        # Imported here: the definitions package builds on this module's engine wiring.
+        from stepwell.definitions.service import DefinitionsService
+
+        return DefinitionsService.for_client(self)
+
+    def process_event(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Route one domain event as the worker does for the bus rule: start the definitions it triggers
+        and resume the subject's contexts waiting for it. Returns what happened (started, resumed or the
+        reason it was rejected)."""
+        return self.definitions().process_event(event).to_dict()
 
     # --- callbacks ---
 

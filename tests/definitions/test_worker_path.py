@@ -143,3 +143,24 @@ def test_events_through_the_queue_start_and_resume_contexts(
     assert [r["eventId"] for r in service.rejected_events()] == ["bad-subject"]
     assert driver.failed_message_ids == []
     assert json.loads((EXAMPLES / "onboarding.json").read_text())["id"] == "onboarding"
+
+
+def test_client_process_event_starts_once_and_reports_rejections(
+    stack: tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]],
+) -> None:
+    deployment, _runtime, _driver, _sent = stack
+    client = StepwellClient(deployment.config, deployment.clients)
+    client.definitions().put_definition("acme", document("onboarding.json"))
+    envelope = {
+        "id": "evt-signup-1",
+        "detail-type": "user.signed_up",
+        "source": "app",
+        "detail": {"domain": "acme", "subjectId": "u9", "data": {"email": "u9@example.com"}},
+    }
+    first = client.process_event(envelope)
+    assert first["status"] == "processed" and len(first["started"]) == 1
+    again = client.process_event(envelope)
+    assert again["started"] == [] and again["status"] in {"processed", "duplicate"}
+    assert len(client.definitions().list_contexts("acme", "u9").items) == 1
+    rejected = client.process_event({"id": "evt-no-subject", "detail-type": "user.signed_up", "detail": {}})
+    assert rejected["status"] == "rejected" and rejected["reason"]
