@@ -55,6 +55,14 @@ locals {
         Resource = "${local.arn_prefix}:scheduler:${local.region}:${local.account_id}:schedule/${var.schedule_group_name}/*"
       },
       {
+        # "*" resource: ListSchedules takes no resource-level permission. Stopping an execution lists
+        # its pending wake-ups by name prefix in the group to delete them.
+        Sid      = "ListTimerSchedules"
+        Effect   = "Allow"
+        Action   = "scheduler:ListSchedules"
+        Resource = "*"
+      },
+      {
         Sid       = "PassSchedulerRole"
         Effect    = "Allow"
         Action    = "iam:PassRole"
