@@ -62,7 +62,7 @@ mypy: venv
 	$(BIN)/mypy
 
 checkov: checkov-venv
-	$(CACHE)/checkov/bin/checkov --quiet --compact -d . --framework terraform --skip-path examples --skip-path .cache
+	$(CACHE)/checkov/bin/checkov --quiet --compact --skip-download -d . --framework terraform --skip-path examples --skip-path .cache
 
 docs: venv
 	$(BIN)/python tools/terraform_docs.py --write README.md
