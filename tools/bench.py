@@ -54,7 +54,7 @@ SDK_TIMEOUT_SECONDS = 300  # one SDK-runner size in its subprocess; beyond this 
 LOCAL_TIMEOUT_SECONDS = 300
 DEFINITIONS_SUBJECTS = 1_000
 DEFINITIONS_TIMEOUT_SECONDS = 420  # the definitions bench, in the background from the start of the run
-MIN_MEASURED_OPERATIONS = 2_000  # small sizes run several executions so fixed costs are averaged
+MIN_MEASURED_OPERATIONS = 1_000  # small sizes run several executions so fixed costs are averaged
 
 # ---------------------------------------------------------------------------------------------- prices
 
