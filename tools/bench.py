@@ -104,6 +104,23 @@ class SectionResult:
     title: str
     markdown: str
     summary: list[str] = field(default_factory=list)
+    # Rows of the summary against the targets at the top of the file: (target, measured, verdict).
+    targets: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def verdict(values: Mapping[int, float], ok: Callable[[float], bool]) -> str:
+    """'met at every size', or which sizes meet a target and which do not."""
+    good = [f"{size:,}" for size, value in sorted(values.items()) if ok(value)]
+    bad = [f"{size:,}" for size, value in sorted(values.items()) if not ok(value)]
+    if not bad:
+        return "met at every size"
+    if not good:
+        return "NOT met at any size"
+    return f"met at {', '.join(good)} steps; NOT met at {', '.join(bad)}"
+
+
+def by_size_text(values: Mapping[int, float], render: Callable[[float], str]) -> str:
+    return ", ".join(f"{size:,}: {render(value)}" for size, value in sorted(values.items()))
 
 
 @dataclass
@@ -773,6 +790,35 @@ def section_aws(options: Options) -> SectionResult:
             f"({'the same or lower: met' if ratio <= 1.02 else 'higher: NOT met'}; "
             "the log is folded once per invocation, never replayed per step).\n"
         )
+    wu_by = {size: m.per_op(m.write_units) for size, m in by_size.items()}
+    ru_by = {size: m.per_op(m.read_units) for size, m in by_size.items()}
+    cost_by = {size: m.usd_per_million_ops() for size, m in by_size.items()}
+    target_rows = [
+        (
+            f"<= {TARGET_WRITE_UNITS_PER_STEP} write units per step",
+            by_size_text(wu_by, fmt),
+            verdict(wu_by, lambda v: v <= TARGET_WRITE_UNITS_PER_STEP),
+        ),
+        (
+            f"<= {TARGET_READ_UNITS_PER_STEP:g} read unit per step",
+            by_size_text(ru_by, fmt),
+            verdict(ru_by, lambda v: v <= TARGET_READ_UNITS_PER_STEP),
+        ),
+        (
+            f"< ${TARGET_USD_PER_MILLION:.2f} per million operations",
+            by_size_text(cost_by, usd),
+            verdict(cost_by, lambda v: v < TARGET_USD_PER_MILLION),
+        ),
+    ]
+    if 100 in cost_by and 10_000 in cost_by:
+        ratio = cost_by[10_000] / cost_by[100]
+        target_rows.append(
+            (
+                "cost_by per operation at 10,000 steps the same as at 100",
+                f"10,000 / 100 = {ratio:.3f}",
+                "met" if ratio <= 1.02 else "NOT met",
+            )
+        )
     markdown = "\n\n".join(
         [
             _STEPS_INTRO,
@@ -811,7 +857,7 @@ def section_aws(options: Options) -> SectionResult:
         f"${m.usd_per_million_ops():.3f} per million ops (durable functions $8.00, Step Functions $25.00)"
         for m in measurements
     ]
-    return SectionResult("AWS requests and cost per operation (moto backend)", markdown, summary)
+    return SectionResult("AWS requests and cost per operation (moto backend)", markdown, summary, target_rows)
 
 
 _MARGINAL = (
@@ -1068,6 +1114,31 @@ def section_cpu(options: Options) -> SectionResult:
             )
             + "."
         )
+    target_rows: list[tuple[str, str, str]] = []
+    if len(local_values) > 1:
+        largest = max(local_values)
+        reference = local_values[largest]
+        target_rows.append(
+            (
+                f"CPU per step flat across sizes (Stepwell local; within 25 % of {largest:,} steps)",
+                by_size_text(local_values, lambda v: f"{v:.3f} ms"),
+                verdict(local_values, lambda v: 0.8 * reference <= v <= 1.25 * reference),
+            )
+        )
+    ratios = {
+        steps: measured["sdk"][steps]["cpu_ms_per_op"] / measured["local"][steps]["cpu_ms_per_op"]
+        for steps in options.sizes
+        if steps in measured["sdk"] and steps in measured["local"]
+    }
+    if ratios:
+        target_rows.append(
+            (
+                "CPU per step below the SDK's test runner at every size",
+                "SDK / Stepwell " + by_size_text(ratios, lambda v: f"{v:.2f}x"),
+                verdict(ratios, lambda v: v > 1.0)
+                + (f" (SDK runner skipped at {', '.join(skipped)})" if skipped else ""),
+            )
+        )
     notes.append(
         "At 10 steps the fixed costs of an execution (its start, the invocation, the SDK's set-up of its "
         "checkpoint thread) are shared by 10 operations only, in both columns. CPU figures move from run to "
@@ -1099,7 +1170,10 @@ def section_cpu(options: Options) -> SectionResult:
     )
     summary += ["  " + note.replace("**", "") for note in notes]
     return SectionResult(
-        "CPU per operation in-process (local backend vs the SDK's test runner)", markdown, summary
+        "CPU per operation in-process (local backend vs the SDK's test runner)",
+        markdown,
+        summary,
+        target_rows,
     )
 
 
@@ -1260,6 +1334,17 @@ HOW_MEASURED = """\
 """
 
 
+def _targets_summary(results: Sequence[SectionResult]) -> list[str]:
+    rows = [list(row) for result in results for row in result.targets]
+    if not rows:
+        return []
+    return [
+        "## Against the targets",
+        "Computed from the measurements below (a report, not a test: nothing here fails the build).",
+        md_table(["target", "measured", "verdict"], rows),
+    ]
+
+
 def _price_text(value: float) -> str:
     text = f"{value:.4f}".rstrip("0")
     whole, _, fraction = text.partition(".")
@@ -1291,6 +1376,7 @@ def render(results: Sequence[SectionResult], started: float, selected: Sequence[
         f"sections: {', '.join(selected)}\n"
         f"- machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}\n"
         f"- packages: {_versions()}",
+        *_targets_summary(results),
         "## How measured",
         HOW_MEASURED,
         "## Prices used (us-east-1, on-demand list prices)",
