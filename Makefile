@@ -79,6 +79,7 @@ test: lint tf-test pytest
 
 demo: venv tfrc
 	$(BIN)/python -m stepwell.testing.demo
+	$(BIN)/python examples/definitions/demo.py
 
 bench: venv tfrc
 	$(BIN)/python tools/bench.py --write BENCHMARKS.md

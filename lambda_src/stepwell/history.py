@@ -59,17 +59,52 @@ def _restore_event(stored: dict[str, Any], operations: list[dict[str, Any]], eve
     return event
 
 
+def format_offset(seconds: float) -> str:
+    """`+1.250s`, `+4m09.123s`, `+3d 00:00:49.779`: readable whether the gap is a step or a three-day wait."""
+    whole_minutes, rest = divmod(seconds, 60)
+    if whole_minutes == 0:
+        return f"+{rest:.3f}s"
+    hours, minutes = divmod(int(whole_minutes), 60)
+    if hours == 0:
+        return f"+{minutes}m{rest:06.3f}s"
+    days, hours = divmod(hours, 24)
+    return f"+{days}d {hours:02d}:{minutes:02d}:{rest:06.3f}"
+
+
+def _event_note(event: dict[str, Any]) -> str:
+    """The detail a reader looks for first: an error, a retry, a wait's end, a callback id."""
+    details = event.get(f"{event.get('EventType', '')}Details")
+    if not isinstance(details, dict):
+        return ""
+    notes = []
+    error = details.get("Error")
+    if isinstance(error, dict):
+        payload = error.get("Payload", error)
+        if isinstance(payload, dict):
+            notes.append(f"{payload.get('ErrorType', 'Error')}: {payload.get('ErrorMessage', '')}".strip())
+    retry = details.get("RetryDetails")
+    if isinstance(retry, dict) and retry.get("NextAttemptDelaySeconds") is not None:
+        notes.append(f"retry {retry.get('CurrentAttempt', '?')} in {retry['NextAttemptDelaySeconds']}s")
+    if isinstance(details.get("ScheduledEndTimestamp"), datetime):
+        notes.append(f"until {details['ScheduledEndTimestamp']:%Y-%m-%d %H:%M:%S}Z")
+    if details.get("CallbackId"):
+        notes.append(f"callback {details['CallbackId']}")
+    return "; ".join(notes)
+
+
 def format_timeline(events: Iterable[dict[str, Any]]) -> str:
-    """A readable timeline: one line per event (time, id, type, operation name or id)."""
+    """A readable timeline: one line per event (time since start, id, type, operation name, key detail)."""
     lines = []
     first: datetime | None = None
     for event in events:
         stamp = event.get("EventTimestamp")
         if isinstance(stamp, datetime):
             first = first or stamp
-            offset = f"+{(stamp - first).total_seconds():>10.3f}s"
+            offset = format_offset((stamp - first).total_seconds())
         else:
-            offset = " " * 12
+            offset = ""
         label = event.get("Name") or event.get("Id") or ""
-        lines.append(f"{offset}  #{event.get('EventId', '?'):<4} {event.get('EventType', '?'):<24} {label}")
+        note = _event_note(event)
+        line = f"{offset:>17}  #{event.get('EventId', '?'):<4} {event.get('EventType', '?'):<22} {label}"
+        lines.append(f"{line}  ({note})" if note else line.rstrip())
     return "\n".join(lines)

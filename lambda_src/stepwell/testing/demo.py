@@ -1,0 +1,203 @@
+"""`make demo`: the order story on the embedded backend.
+
+It starts moto's server on 127.0.0.1, applies `examples/complete` to it with Terraform, and runs the
+deployed worker's zip with the harness's local Lambda runtime. Two orders then go through
+`orders.fulfil` (examples/complete/workflows/fulfilment.py): a flaky payment step that retries, a
+three-day cooling-off wait (the harness's scheduler fast-forwards the one-time EventBridge Scheduler
+schedule, and the runtime's clock skips with it), a manager's approval sent with the `stepwell` CLI, and a
+parallel fulfilment fan-out. At the end it prints each execution's timeline with the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from stepwell.aws import AwsClients
+from stepwell.client import StepwellClient
+from stepwell.testing.backends import Backend, start_backend
+from stepwell.testing.lambda_runtime import LambdaRuntime
+from stepwell.testing.scheduler import SchedulerFirer
+from stepwell.testing.terraform import REPO_ROOT, TerraformStack
+
+WORKFLOW = "orders.fulfil"
+ORDERS: list[dict[str, Any]] = [
+    {
+        "order_id": "A-1001",
+        "email": "ana@example.com",
+        "lines": [{"sku": "kettle", "quantity": 1, "unit_price_cents": 4900}],
+    },
+    {
+        "order_id": "B-2002",
+        "email": "bo@example.com",
+        "lines": [
+            {"sku": "mug", "quantity": 4, "unit_price_cents": 1200},
+            {"sku": "tea", "quantity": 2, "unit_price_cents": 850},
+        ],
+    },
+]
+APPROVER = {"approved_by": "maria@example.com", "note": "cooling-off passed, stock reserved"}
+MAX_ROUNDS = 60
+
+
+def say(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+def stepwell_cli(config_path: Path, backend: Backend, *arguments: str) -> str:
+    """Run the `stepwell` CLI as an operator would, against the demo's deployment."""
+    command = [sys.executable, "-m", "stepwell.cli", "--config", str(config_path)]
+    command += ["--endpoint-url", backend.endpoint_url, "--region", backend.region, *arguments]
+    print("$ stepwell " + " ".join(arguments), flush=True)
+    environment = {**os.environ, **backend.environment()}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"stepwell {' '.join(arguments)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def open_callback_ids(history: list[dict[str, Any]]) -> list[str]:
+    """Callbacks that started and have not ended yet."""
+    started: dict[str, str] = {}
+    ended: set[str] = set()
+    for event in history:
+        event_type = event.get("EventType", "")
+        if event_type == "CallbackStarted":
+            started[event["Id"]] = event["CallbackStartedDetails"]["CallbackId"]
+        elif event_type.startswith("Callback"):
+            ended.add(event["Id"])
+    return [callback_id for operation_id, callback_id in started.items() if operation_id not in ended]
+
+
+def next_schedule_delay(firer: SchedulerFirer) -> timedelta | None:
+    """How far the virtual clock must move for the earliest pending one-time schedule to be due."""
+    now = firer.now()
+    due_times = []
+    for schedule in firer.list_schedules():
+        if not str(schedule.get("ScheduleExpression", "")).startswith("at("):
+            continue
+        due = firer.due_time(schedule, now + timedelta(days=3650))
+        if due is not None:
+            due_times.append(due)
+    if not due_times:
+        return None
+    return max(min(due_times) - now, timedelta(0)) + timedelta(seconds=1)
+
+
+def run_story(backend: Backend, work_dir: Path) -> int:
+    say("Applying examples/complete to moto's server with Terraform (about two minutes)")
+    stack = TerraformStack(backend, module_dir="examples/complete", work_root=work_dir / "terraform")
+    stack.variables["region"] = backend.region
+    outputs = stack.apply()
+    config = outputs["client_config"]
+    config_path = work_dir / "client_config.json"
+    config_path.write_text(json.dumps(config, indent=2))
+    print(f"deployed {config['worker_function_name']}; client config in {config_path}")
+
+    firer = SchedulerFirer(backend.client)
+    runtime = LambdaRuntime(
+        backend.client,
+        backend.lambda_code,
+        backend.environment(),
+        work_dir / "lambda",
+        region=backend.region,
+        clock_offset=lambda: firer.clock.offset.total_seconds(),
+    )
+    session = boto3.Session(
+        aws_access_key_id=backend.access_key_id,
+        aws_secret_access_key=backend.secret_access_key,
+        region_name=backend.region,
+    )
+    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
+    client = StepwellClient.from_client_config(config, clients)
+    try:
+        say(f"Starting {len(ORDERS)} orders of {WORKFLOW}")
+        executions = {
+            order["order_id"]: client.start_execution(
+                WORKFLOW, order, execution_name=f"order-{order['order_id']}"
+            )
+            for order in ORDERS
+        }
+        for order_id, execution_id in executions.items():
+            print(f"{order_id}: {execution_id}")
+        approved: set[str] = set()
+        for _ in range(MAX_ROUNDS):
+            runtime.drain()
+            statuses = {oid: client.describe_execution(eid)["Status"] for oid, eid in executions.items()}
+            if all(status != "RUNNING" for status in statuses.values()):
+                break
+            acted = False
+            for order_id, execution_id in executions.items():
+                for callback_id in open_callback_ids(client.get_execution_history(execution_id)):
+                    if callback_id in approved:
+                        continue
+                    say(f"{order_id} waits for a manager's approval: sending it with the CLI")
+                    stepwell_cli(
+                        config_path,
+                        backend,
+                        "callback",
+                        "success",
+                        callback_id,
+                        "--result",
+                        json.dumps(APPROVER),
+                    )
+                    approved.add(callback_id)
+                    acted = True
+            if acted:
+                continue
+            delay = next_schedule_delay(firer)
+            if delay is None:
+                continue
+            say(f"Nothing to do until the next wake-up: skipping {delay} of virtual time")
+            for fired in firer.advance_and_fire(delay):
+                print(f"fired schedule {fired.name}")
+        say("Results")
+        failed = 0
+        for order_id, execution_id in executions.items():
+            description = client.describe_execution(execution_id)
+            print(f"{order_id}: {description['Status']}")
+            if description["Status"] == "SUCCEEDED":
+                print(json.dumps(json.loads(description["Result"]), indent=2))
+            else:
+                failed += 1
+        say("Timelines")
+        for execution_id in executions.values():
+            print(stepwell_cli(config_path, backend, "history", execution_id))
+        return 1 if failed else 0
+    finally:
+        runtime.close()
+        stack.cleanup()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--keep", action="store_true", help="keep the working folder (logs, state)")
+    options = parser.parse_args(argv)
+    work_dir = Path(tempfile.mkdtemp(prefix="stepwell-demo-", dir=_cache_dir()))
+    try:
+        with start_backend("moto", log_dir=str(work_dir)) as backend:
+            return run_story(backend, work_dir)
+    finally:
+        if not options.keep:
+            shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _cache_dir() -> str:
+    path = REPO_ROOT / ".cache" / "demo"
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
