@@ -147,10 +147,14 @@ def fmt(value: float, digits: int = 3) -> str:
         return "0"
     if abs(value) >= 100:
         return f"{value:,.0f}"
+    if abs(value) < 0.01:
+        return f"{value:.2g}"
     return f"{value:.{digits}f}".rstrip("0").rstrip(".") if "." in f"{value:.{digits}f}" else f"{value}"
 
 
 def usd(value: float) -> str:
+    if 0 < value < 0.001:
+        return f"${value:.2g}"
     return f"${value:,.3f}" if value < 10 else f"${value:,.2f}"
 
 
@@ -814,7 +818,7 @@ def section_aws(options: Options) -> SectionResult:
         ratio = cost_by[10_000] / cost_by[100]
         target_rows.append(
             (
-                "cost_by per operation at 10,000 steps the same as at 100",
+                "cost per operation at 10,000 steps the same as at 100",
                 f"10,000 / 100 = {ratio:.3f}",
                 "met" if ratio <= 1.02 else "NOT met",
             )
