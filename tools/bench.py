@@ -52,8 +52,12 @@ DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 REGION = "us-east-1"
 SDK_TIMEOUT_SECONDS = 300  # one SDK-runner size in its subprocess; beyond this the size is reported skipped
 LOCAL_TIMEOUT_SECONDS = 300
-DEFINITIONS_SUBJECTS = 1_000
-DEFINITIONS_TIMEOUT_SECONDS = 420  # the definitions bench, in the background from the start of the run
+# The definitions bench runs in the background from the start of the run. Its issue asks for 1,000
+# subjects, but on moto in-process its time grows faster than linearly with the subjects (moto answers
+# slower as its tables grow) and 1,000 do not fit `make bench`'s ten-minute budget on a 2-core machine:
+# `tools/bench.py --sections definitions --definitions-subjects 1000` runs them.
+DEFINITIONS_SUBJECTS = 500
+DEFINITIONS_TIMEOUT_SECONDS = 420
 MIN_MEASURED_OPERATIONS = 1_000  # small sizes run several executions so fixed costs are averaged
 
 # ---------------------------------------------------------------------------------------------- prices
@@ -1260,8 +1264,15 @@ def section_definitions(options: Options) -> SectionResult:
         title, lines = lines[0][3:].strip(), lines[1:]
     intro = (
         f"Measured by `{script} --subjects {subjects}` (its own deployment in moto, in its own process, "
-        "running beside the moto sections above), embedded as it reports:"
+        "running beside the moto sections above), embedded as it reports."
     )
+    if subjects != 1_000:
+        intro += (
+            f" {subjects:,} subjects, not 1,000: on moto in-process the time of this bench grows faster than "
+            "the subjects (moto answers slower as its tables grow), and 1,000 do not fit `make bench`'s "
+            "ten-minute budget; `tools/bench.py --sections definitions --definitions-subjects 1000` runs "
+            "them."
+        )
     summary = [f"Definitions ({subjects:,} subjects):"] + [
         "  " + line[2:] for line in lines if line.startswith("- ")
     ]
