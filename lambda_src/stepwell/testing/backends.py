@@ -11,13 +11,17 @@
 On moto, no Lambda code runs and no schedule fires: the harness runs handlers itself
 (``stepwell.testing.lambda_runtime``). On LocalStack, LocalStack's own event source mappings drive
 the handlers through Stepwell's runtime-executor plugin. Schedules fire through
-``stepwell.testing.scheduler`` on both.
+``stepwell.testing.scheduler`` on both. Virtual time reaches the handlers on both: on moto with each
+invocation, on a LocalStack started here through ``Backend.clock_file`` (``STEPWELL_CLOCK_OFFSET_FILE``
+in LocalStack's environment, forwarded by the plugin to its runtime workers).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +42,8 @@ DEFAULT_REGION = "us-east-1"
 LOCALSTACK_ACCOUNT_ID = "000000000000"
 DUMMY_ACCESS_KEY = "test"
 DUMMY_SECRET_KEY = "test"
+# The LocalStack plugin's runtime workers read their virtual clock from the file this names.
+CLOCK_FILE_ENV = "STEPWELL_CLOCK_OFFSET_FILE"
 
 # Local backends answer fast or not at all: fail quickly rather than retrying for minutes.
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=120)
@@ -94,6 +100,8 @@ class Backend:
     access_key_id: str = DUMMY_ACCESS_KEY
     secret_access_key: str = DUMMY_SECRET_KEY
     moto: MotoServer | None = field(default=None, repr=False)
+    # LocalStack: the file its runtime workers read their clock from (a VirtualClock listener keeps it).
+    clock_file: str | None = None
     _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     _client_lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
@@ -173,14 +181,26 @@ def _localstack_backend(region: str) -> Iterator[Backend]:
     # stepwell.testing.localstack uses LOCALSTACK_ENDPOINT when set, else starts LocalStack on the host.
     from stepwell.testing.localstack import LocalStackUnavailable, start_localstack
 
+    clock_dir = tempfile.mkdtemp(prefix="stepwell-clock-")
+    clock_file = os.path.join(clock_dir, "clock")
     try:
-        handle = start_localstack()
+        # The plugin forwards this variable to its runtime workers (an external LocalStack ignores it).
+        handle = start_localstack(extra_env={CLOCK_FILE_ENV: clock_file})
     except LocalStackUnavailable as error:
+        shutil.rmtree(clock_dir, ignore_errors=True)
         raise BackendUnavailable(f"LocalStack could not start on this host: {error}") from error
     try:
-        yield Backend("localstack", handle.endpoint.rstrip("/"), region, LOCALSTACK_ACCOUNT_ID)
+        external = handle.process is None
+        yield Backend(
+            "localstack",
+            handle.endpoint.rstrip("/"),
+            region,
+            LOCALSTACK_ACCOUNT_ID,
+            clock_file=None if external else clock_file,
+        )
     finally:
         handle.stop()
+        shutil.rmtree(clock_dir, ignore_errors=True)
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -201,17 +202,77 @@ def parse_schedule_expression(expression: str, timezone: str = "UTC") -> Schedul
 
 @dataclass
 class VirtualClock:
-    """Wall-clock time plus an offset a test can move forward."""
+    """Wall-clock time plus an offset a test can move forward.
+
+    ``freeze()`` stops it at its current reading: until ``thaw()``, it moves only when advanced, and a
+    deployed handler's clock reads the frozen instant at the start of each invocation (timers then fire
+    in their order whatever real time the harness spends between invocations). ``listeners`` are called
+    after every change (the LocalStack backend writes the clock for its handlers to a file).
+    """
 
     offset: timedelta = field(default_factory=timedelta)
+    frozen_at: datetime | None = None
+    listeners: list[Callable[[VirtualClock], None]] = field(default_factory=list, repr=False, compare=False)
 
     def now(self) -> datetime:
+        if self.frozen_at is not None:
+            return self.frozen_at
         return datetime.now(UTC) + self.offset
+
+    def now_epoch(self) -> float:
+        return self.now().timestamp()
+
+    def offset_seconds(self) -> float:
+        """Seconds a handler's ``time.time()`` runs ahead of the real clock, now."""
+        if self.frozen_at is not None:
+            return (self.frozen_at - datetime.now(UTC)).total_seconds()
+        return self.offset.total_seconds()
 
     def advance(self, delta: timedelta) -> None:
         if delta < timedelta(0):
             raise ValueError(f"the clock only moves forward: got {delta}")
-        self.offset += delta
+        if self.frozen_at is not None:
+            self.frozen_at += delta
+        else:
+            self.offset += delta
+        self._changed()
+
+    def advance_seconds(self, seconds: float) -> None:
+        self.advance(timedelta(seconds=seconds))
+
+    def freeze(self) -> None:
+        if self.frozen_at is None:
+            self.frozen_at = self.now()
+            self._changed()
+
+    def thaw(self) -> None:
+        """Let the clock run again from its reading (never backwards)."""
+        if self.frozen_at is not None:
+            self.offset = max(self.offset, self.frozen_at - datetime.now(UTC))
+            self.frozen_at = None
+            self._changed()
+
+    def _changed(self) -> None:
+        for listener in self.listeners:
+            listener(self)
+
+
+def write_clock_file(path: str) -> Callable[[VirtualClock], None]:
+    """A clock listener that keeps ``path`` holding what a handler's clock should read: ``at <epoch>``
+    while frozen, else the offset in seconds (LocalStack's runtime worker reads it per invocation)."""
+
+    def write(clock: VirtualClock) -> None:
+        text = (
+            f"at {clock.frozen_at.timestamp():.6f}"
+            if clock.frozen_at is not None
+            else f"{clock.offset.total_seconds():.6f}"
+        )
+        staging = f"{path}.{os.getpid()}.tmp"
+        with open(staging, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(staging, path)
+
+    return write
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,22 @@ LAMBDA_PYTHON_ENV = "STEPWELL_LAMBDA_PYTHON"
 # Where each execution environment writes <function>-<id>.function.log (the handler's output)
 # and .runtime.log (the runtime's own errors); the harness keeps it after LocalStack stops.
 LAMBDA_LOG_DIR_ENV = "STEPWELL_LAMBDA_LOG_DIR"
+# A file holding the test harness's virtual-clock offset in seconds: handlers' time.time() runs
+# that far ahead of the host's clock (worker.py reads it before each invocation), so a wake-up the
+# harness fast-forwarded is due for the engine too.
+CLOCK_OFFSET_FILE_ENV = "STEPWELL_CLOCK_OFFSET_FILE"
 # Host variables a handler may see besides its Lambda environment (the rest of the host's,
 # and LocalStack's own settings, stay out, as they would on AWS).
-PASSED_HOST_VARIABLES = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+PASSED_HOST_VARIABLES = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "HOME",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    CLOCK_OFFSET_FILE_ENV,
+)
 RUNTIME_STOP_GRACE_SECONDS = 5.0
 
 

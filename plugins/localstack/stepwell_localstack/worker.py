@@ -21,7 +21,45 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 PARENT_POLL_SECONDS = 0.5
+# Set by the executor when the test harness keeps a virtual clock: a file holding its offset.
+CLOCK_OFFSET_FILE_ENV = "STEPWELL_CLOCK_OFFSET_FILE"
 current_request_id = ""
+_REAL_TIME = time.time
+_REAL_TIME_NS = time.time_ns
+
+
+class VirtualTime:
+    """Moves the handler's wall clock (time.time, time.time_ns) by the harness's virtual clock, read
+    from the file before each invocation: an offset in seconds, or `at <epoch>` (a frozen clock: the
+    invocation starts at that instant). Installed only when the file is configured; the context's
+    remaining time stays real."""
+
+    offset_seconds = 0.0
+
+    @classmethod
+    def install_if_configured(cls) -> None:
+        if os.environ.get(CLOCK_OFFSET_FILE_ENV):
+            time.time = lambda: _REAL_TIME() + cls.offset_seconds
+            time.time_ns = lambda: _REAL_TIME_NS() + int(cls.offset_seconds * 1_000_000_000)
+
+    @classmethod
+    def refresh(cls) -> None:
+        path = os.environ.get(CLOCK_OFFSET_FILE_ENV)
+        if not path:
+            return
+        try:
+            with open(path, encoding="utf-8") as offset_file:
+                text = offset_file.read().strip()
+        except OSError:
+            return  # no file yet: no offset
+        try:
+            if text.startswith("at "):
+                # A frozen clock: it reads this instant when the invocation starts.
+                cls.offset_seconds = float(text[3:]) - _REAL_TIME()
+            elif text:
+                cls.offset_seconds = float(text)
+        except ValueError:
+            print(f"stepwell worker: ignoring clock {text!r} in {path}", file=sys.stderr)
 
 
 class LambdaContext:
@@ -40,7 +78,7 @@ class LambdaContext:
         self._deadline_ms: int = invocation["deadline-ms"]
 
     def get_remaining_time_in_millis(self) -> int:
-        return max(self._deadline_ms - int(time.time() * 1000), 0)
+        return max(self._deadline_ms - int(_REAL_TIME() * 1000), 0)
 
 
 class RequestIdFilter(logging.Filter):
@@ -129,6 +167,8 @@ def main() -> None:
 
     # /var/task comes first on a Lambda's sys.path, then the runtime's own packages.
     sys.path.insert(0, args.code_dir)
+    VirtualTime.install_if_configured()
+    VirtualTime.refresh()
     configure_logging()
     try:
         handler = load_handler(args.handler)
@@ -144,6 +184,7 @@ def main() -> None:
     for line in requests:
         invocation = json.loads(line)
         current_request_id = invocation["invoke-id"]
+        VirtualTime.refresh()
         os.environ["_X_AMZN_TRACE_ID"] = invocation.get("trace-id", "")
         try:
             event = json.loads(invocation["payload"]) if invocation.get("payload") else {}
