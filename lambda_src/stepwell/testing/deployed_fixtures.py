@@ -14,8 +14,9 @@ their workflows share one apply per backend:
 - ``lambda_runtime``: on moto, the harness's ``LambdaRuntime`` (runs the deployed handlers on their
   queues' messages); on LocalStack, a driver with the same methods (LocalStack's own mappings run them).
 - ``scheduler_firer``: a ``SchedulerFirer`` over every schedule group, on ``deployed_clock`` (a virtual
-  clock); on moto the runtime moves the handlers' wall clock by the same offset. LocalStack's runtime
-  keeps real time, so there an engine ignores a fast-forwarded wake-up as early.
+  clock the deployed handlers' wall clock follows on both backends: see ``deployed_clock``).
+- ``stepwell_workflows_writer``: override it to write further workflow modules into the deployed
+  package (the stack's ``./workflows`` copy) before apply.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from stepwell.testing.backends import (
     start_backend,
 )
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
-from stepwell.testing.scheduler import SchedulerFirer, VirtualClock
+from stepwell.testing.scheduler import SchedulerFirer, VirtualClock, write_clock_file
 from stepwell.testing.terraform import TerraformStack
 
 STACK_MODULE_ENV = "STEPWELL_STACK_MODULE"
@@ -192,9 +193,22 @@ def _module_variables(module_dir: Path, backend: Backend) -> dict[str, Any]:
     return {"region": backend.region} if re.search(r'variable\s+"region"', declared) else {}
 
 
+WorkflowsWriter = Callable[[Path], None]
+
+
+@pytest.fixture(scope="session")
+def stepwell_workflows_writer() -> WorkflowsWriter | None:
+    """Override to add workflow code to the deployed package: called with the stack's copy of its
+    ``./workflows`` folder (its ``workflows_dir``) before apply. Default: nothing added."""
+    return None
+
+
 @pytest.fixture(scope="session")
 def deployed_stack(
-    request: pytest.FixtureRequest, stepwell_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    stepwell_backend: Backend,
+    tmp_path_factory: pytest.TempPathFactory,
+    stepwell_workflows_writer: WorkflowsWriter | None,
 ) -> Iterator[DeployedStack]:
     module_dir = os.environ.get(STACK_MODULE_ENV, DEFAULT_STACK_MODULE)
     source_root = Path(os.environ.get(STACK_ROOT_ENV) or request.config.rootpath)
@@ -202,6 +216,10 @@ def deployed_stack(
     stack = TerraformStack(
         stepwell_backend, module_dir=module_dir, work_root=work_root, source_root=source_root
     )
+    if stepwell_workflows_writer is not None:
+        workflows_dir = stack.working_dir / "workflows"
+        workflows_dir.mkdir(exist_ok=True)
+        stepwell_workflows_writer(workflows_dir)
     stack.variables.update(_module_variables(stack.working_dir, stepwell_backend))
     try:
         outputs = stack.apply()
@@ -224,9 +242,15 @@ def deployed_stack(
 
 @pytest.fixture(scope="session")
 def deployed_clock(stepwell_backend: Backend) -> VirtualClock:
-    """The virtual clock the scheduler firer fires by; on moto the local runtime moves the deployed
-    handlers' ``time.time()`` by the same offset, so fast-forwarded timers are due for the engine too."""
-    return VirtualClock()
+    """The virtual clock the scheduler firer fires by. The deployed handlers' ``time.time()`` follows
+    it, so fast-forwarded timers are due for the engine too: on moto the local runtime passes it with
+    each invocation; on LocalStack it is written to ``Backend.clock_file``, which the plugin's runtime
+    workers read per invocation (an external LocalStack, ``LOCALSTACK_ENDPOINT``, keeps real time)."""
+    clock = VirtualClock()
+    if stepwell_backend.clock_file is not None:
+        clock.listeners.append(write_clock_file(stepwell_backend.clock_file))
+        clock.listeners[-1](clock)
+    return clock
 
 
 @pytest.fixture(scope="session")
@@ -243,7 +267,7 @@ def lambda_runtime(
             stepwell_backend.environment(),
             tmp_path_factory.mktemp(f"lambda-{stepwell_backend.name}"),
             region=stepwell_backend.region,
-            clock_offset=lambda: deployed_clock.offset.total_seconds(),
+            clock_offset=deployed_clock.offset_seconds,
         )
     try:
         yield runtime

@@ -1,0 +1,122 @@
+"""Deployed tests: what goes into the deployed package besides examples/complete's workflows, and the
+per-backend conformance summary at the end of the run.
+
+The stack (one apply per backend, shared by every deployed test) carries:
+- the conformance handlers (`stepwell_conformance`, written by tests/conformance/deployed_backend.py)
+  when AWS's conformance cases are present, and
+- `stepwell_test_workflows` (tests/deploy/workflows/): the failure tests' workflows.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CONFORMANCE_DIR = Path(__file__).resolve().parents[1] / "conformance"
+TEST_WORKFLOWS = Path(__file__).resolve().parent / "workflows" / "stepwell_test_workflows.py"
+if str(CONFORMANCE_DIR) not in sys.path:
+    sys.path.insert(0, str(CONFORMANCE_DIR))
+
+import boto3  # noqa: E402
+from deployed_backend import SUMMARY, DeployedTarget, write_conformance_workflows  # noqa: E402
+from runner import SUITES, discover_cases  # noqa: E402
+from stepwell.aws import AwsClients  # noqa: E402
+from stepwell.client import StepwellClient  # noqa: E402
+from stepwell.config import StepwellConfig  # noqa: E402
+from stepwell.testing.deployed_fixtures import DeployedStack  # noqa: E402
+from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime  # noqa: E402
+from stepwell.testing.scheduler import SchedulerFirer, VirtualClock  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def stepwell_workflows_writer() -> Callable[[Path], None]:
+    def write(workflows_dir: Path) -> None:
+        cases = discover_cases()
+        if cases:
+            write_conformance_workflows(workflows_dir, cases)
+        shutil.copyfile(TEST_WORKFLOWS, workflows_dir / TEST_WORKFLOWS.name)
+
+    return write
+
+
+class ClockForClient:
+    """The client's engine reads the harness's virtual clock (callbacks and heartbeats are stamped by it)."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self._clock = clock
+
+    def now(self) -> float:
+        return self._clock.now_epoch()
+
+
+def _log_reader(
+    stack: DeployedStack, runtime: LambdaRuntime | BackendLambdaDriver
+) -> Callable[[], list[str]]:
+    """The worker's log lines: the harness runtime's log file on moto, CloudWatch Logs on LocalStack."""
+    function_name = stack.client_config["worker_function_name"]
+
+    def moto_lines() -> list[str]:
+        assert isinstance(runtime, LambdaRuntime)
+        path = runtime.log_path(function_name)
+        return path.read_text(errors="replace").splitlines() if path.exists() else []
+
+    def cloudwatch_lines() -> list[str]:
+        logs = stack.backend.client("logs")
+        lines: list[str] = []
+        for page in logs.get_paginator("filter_log_events").paginate(
+            logGroupName=f"/aws/lambda/{function_name}"
+        ):
+            for event in page.get("events", []):
+                lines.extend(str(event.get("message", "")).splitlines())
+        return lines
+
+    return moto_lines if isinstance(runtime, LambdaRuntime) else cloudwatch_lines
+
+
+@pytest.fixture(scope="session")
+def deployed_client(deployed_stack: DeployedStack, deployed_clock: VirtualClock) -> StepwellClient:
+    """A client of the deployed stack on the harness's virtual clock."""
+    backend = deployed_stack.backend
+    session = boto3.Session(**backend.credentials, region_name=backend.region)
+    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
+    config = StepwellConfig.from_client_config(deployed_stack.client_config)
+    return StepwellClient(config, clients, clock=ClockForClient(deployed_clock))
+
+
+@pytest.fixture(scope="session")
+def deployed_target(
+    deployed_stack: DeployedStack,
+    deployed_client: StepwellClient,
+    lambda_runtime: LambdaRuntime | BackendLambdaDriver,
+    scheduler_firer: SchedulerFirer,
+    deployed_clock: VirtualClock,
+) -> DeployedTarget:
+    """The deployed stack as the conformance runner and the failure tests drive it."""
+    backend = deployed_stack.backend
+    return DeployedTarget(
+        client=deployed_client,
+        sqs=backend.client("sqs"),
+        dynamodb=backend.client("dynamodb"),
+        config=deployed_stack.client_config,
+        runtime=lambda_runtime,
+        harness_polls=isinstance(lambda_runtime, LambdaRuntime),
+        clock=deployed_clock,
+        fire_schedules=scheduler_firer.fire_due,
+        log_lines=_log_reader(deployed_stack, lambda_runtime),
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for backend, (passed, total, seconds) in SUMMARY.items():
+        terminalreporter.section(f"conformance (deployed stack on {backend})")
+        suites = [suite for suite in SUITES if suite in total] + sorted(set(total) - set(SUITES))
+        for suite in suites:
+            terminalreporter.write_line(f"{suite:<20} {passed[suite]:>3}/{total[suite]}")
+        terminalreporter.write_line(
+            f"{'total':<20} {sum(passed.values()):>3}/{sum(total.values())}  ({seconds:.0f} s for all cases)"
+        )

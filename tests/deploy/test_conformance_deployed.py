@@ -1,0 +1,57 @@
+"""AWS's conformance cases on the deployed stack, on each backend: every case's handler is packaged into
+the deployed worker (tests/deploy/conftest.py), all cases start at once through the client, the deployed
+worker runs them (on moto through the harness's runtime, on LocalStack through its own mapping), and each
+is checked with the runner's matchers (see tests/conformance/deployed_backend.py). The passes per suite
+are reported at the end of the run."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+
+import pytest
+from deployed_backend import SUMMARY, DeployedTarget, run_cases
+from runner import SHARED_CONFORMANCE_DIR, CaseResult, discover_cases
+from stepwell.testing.deployed_fixtures import DeployedStack
+
+CASES = discover_cases()
+
+
+def _ids() -> list[str]:
+    return [case.test_id for case in CASES] or ["no-cases"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case_id" in metafunc.fixturenames:
+        metafunc.parametrize("case_id", _ids())
+
+
+@pytest.fixture(scope="session")
+def deployed_conformance(
+    deployed_stack: DeployedStack, deployed_target: DeployedTarget
+) -> dict[str, CaseResult]:
+    """Every case run at once on this backend's stack: {case id: result}."""
+    if not CASES:
+        return {}
+    backend = deployed_stack.backend
+    target = deployed_target
+    started = time.monotonic()
+    results = run_cases(list(CASES), target)
+    seconds = time.monotonic() - started
+    passed: Counter[str] = Counter(result.case.suite for result in results if result.passed)
+    total: Counter[str] = Counter(result.case.suite for result in results)
+    SUMMARY[backend.name] = (passed, total, seconds)
+    return {result.case.test_id: result for result in results}
+
+
+def test_conformance_case(deployed_conformance: dict[str, CaseResult], case_id: str) -> None:
+    if not CASES:
+        assert os.environ.get("CI", "").lower() != "true", (
+            f"CI=true but no conformance cases were found: {SHARED_CONFORMANCE_DIR} is absent"
+        )
+        pytest.skip("no conformance cases")
+    result = deployed_conformance[case_id]
+    assert result.passed, "\n".join(
+        [*result.errors, "actual history:", *(str(event) for event in result.history)]
+    )
