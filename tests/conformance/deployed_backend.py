@@ -231,8 +231,10 @@ class DeployedTarget:
 
 
 class _CaseBackend:
-    """The runner's ConformanceBackend surface for one execution on the deployed stack. A callback
-    action's `Delay` is kept as a due time on the virtual clock, like a timer of the execution's own."""
+    """What the runner's CallbackDriver needs of a backend (history, advance, send_callback), for one
+    execution on the deployed stack; `run_cases` drives all executions together, so there is no `run`.
+    A callback action's `Delay` is kept as a due time on the virtual clock, like a timer of the
+    execution's own."""
 
     def __init__(self, target: DeployedTarget) -> None:
         self.target = target
@@ -274,9 +276,6 @@ class _CaseBackend:
         else:
             client.send_callback_heartbeat(callback_id)
         return True
-
-    def run(self, execution_id: str, on_idle: Callable[[], bool]) -> None:
-        raise NotImplementedError("deployed cases run together through run_cases()")
 
 
 @dataclass
