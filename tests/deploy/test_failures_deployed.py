@@ -15,8 +15,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -25,6 +23,8 @@ from stepwell.client import StepwellClient
 from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lambda_runtime import LambdaRuntime
+
+from deploy.queues import short_visibility
 
 MARKERS = "test-marker#"
 WAIT_SECONDS = 240.0
@@ -98,21 +98,6 @@ def _callback_id(client: StepwellClient, execution_id: str) -> str | None:
     return None
 
 
-@contextmanager
-def _short_visibility(backend: Backend, queue_url: str, seconds: int) -> Iterator[None]:
-    """Failed messages come back after the queue's visibility timeout (360 s in the example): shorten it
-    so LocalStack's own poller retries and redrives quickly; restore it so plans stay clean."""
-    sqs = backend.client("sqs")
-    original = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["VisibilityTimeout"])[
-        "Attributes"
-    ]["VisibilityTimeout"]
-    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"VisibilityTimeout": str(seconds)})
-    try:
-        yield
-    finally:
-        sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"VisibilityTimeout": original})
-
-
 def test_every_message_delivered_twice_changes_nothing(
     deployed_stack: DeployedStack, deployed_target: DeployedTarget, deployed_client: StepwellClient
 ) -> None:
@@ -160,7 +145,10 @@ def test_a_worker_killed_mid_invocation_resumes_with_each_result_recorded_once(
     finds the dead worker's lease, and once the lease expires (virtual time) the reconciler resumes the
     execution; the two finished steps are not run again."""
     run = uuid.uuid4().hex[:12]
-    with _short_visibility(deployed_stack.backend, deployed_stack.client_config["work_queue_url"], 2):
+    config = deployed_stack.client_config
+    with short_visibility(
+        deployed_stack.backend, config["work_queue_url"], 2, config["worker_function_name"]
+    ):
         execution_id = deployed_client.start_execution("failures.crash_once", {"run": run}, f"crash-{run}")
         description = _drive(deployed_target, execution_id)
 
@@ -269,7 +257,9 @@ def test_a_malformed_message_ends_in_the_dlq_and_nothing_else_in_its_batch_is_lo
     config = deployed_stack.client_config
     run = uuid.uuid4().hex[:12]
     marker = f"malformed-{run}"
-    with _short_visibility(deployed_stack.backend, config["work_queue_url"], 1):
+    with short_visibility(
+        deployed_stack.backend, config["work_queue_url"], 1, config["worker_function_name"]
+    ):
         sqs = deployed_stack.backend.client("sqs")
         executions = [
             deployed_client.start_execution(

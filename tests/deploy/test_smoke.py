@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -18,9 +16,11 @@ import pytest
 from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.testing.backends import Backend
-from stepwell.testing.deployed_fixtures import DeployedStack, event_source_mappings_for
+from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
 from stepwell.testing.scheduler import SchedulerFirer
+
+from deploy.queues import set_mapping_enabled, short_visibility
 
 WAIT_SECONDS = 180.0
 
@@ -50,39 +50,15 @@ def _find_in_queue(backend: Backend, queue_url: str, marker: str) -> dict[str, A
     return None
 
 
-@contextmanager
-def _short_visibility(backend: Backend, queue_url: str, seconds: int) -> Iterator[None]:
-    """Failed messages return after the queue's visibility timeout (360 s in the example): shorten it for
-    the test so the backend's own poller retries and redrives quickly; restore it so plans stay clean."""
-    sqs = backend.client("sqs")
-    original = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["VisibilityTimeout"])[
-        "Attributes"
-    ]["VisibilityTimeout"]
-    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"VisibilityTimeout": str(seconds)})
-    try:
-        yield
-    finally:
-        sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"VisibilityTimeout": original})
-
-
-def _set_mapping_enabled(backend: Backend, function_name: str, enabled: bool) -> None:
-    lam = backend.client("lambda")
-    [mapping] = event_source_mappings_for(backend, function_name)
-    lam.update_event_source_mapping(UUID=mapping["UUID"], Enabled=enabled)
-    wanted = "Enabled" if enabled else "Disabled"
-    deadline = time.monotonic() + WAIT_SECONDS
-    while lam.get_event_source_mapping(UUID=mapping["UUID"])["State"] != wanted:
-        assert time.monotonic() < deadline, f"the event source mapping never became {wanted}"
-        time.sleep(0.5)
-
-
 def test_a_message_that_is_no_engine_message_ends_in_the_dlq(
     deployed_stack: DeployedStack, lambda_runtime: LambdaRuntime | BackendLambdaDriver
 ) -> None:
     config = deployed_stack.client_config
     backend = deployed_stack.backend
     marker = f"not-an-engine-message-{uuid.uuid4().hex}"
-    with _short_visibility(backend, config["work_queue_url"], seconds=1):
+    with short_visibility(
+        backend, config["work_queue_url"], seconds=1, function_name=config["worker_function_name"]
+    ):
         backend.client("sqs").send_message(
             QueueUrl=config["work_queue_url"], MessageBody=json.dumps({"marker": marker})
         )
@@ -144,7 +120,7 @@ def test_the_reconciler_schedule_fired_by_the_harness_reaches_the_work_queue(
     backend = deployed_stack.backend
     function_name = config["worker_function_name"]
     # Pause the worker's mapping so the message stays on the queue for the test to read.
-    _set_mapping_enabled(backend, function_name, False)
+    set_mapping_enabled(backend, function_name, False)
     try:
         scheduler_firer.advance(timedelta(minutes=6))
         fired = scheduler_firer.fire_due()
@@ -152,7 +128,7 @@ def test_the_reconciler_schedule_fired_by_the_harness_reaches_the_work_queue(
         assert (config["schedule_group_name"], reconcile_name) in [(f.group_name, f.name) for f in fired]
         assert _find_in_queue(backend, config["work_queue_url"], '"reconcile"') == {"kind": "reconcile"}
     finally:
-        _set_mapping_enabled(backend, function_name, True)
+        set_mapping_enabled(backend, function_name, True)
 
 
 def _callback_ids(history: Any) -> list[str]:
