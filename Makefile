@@ -42,7 +42,7 @@ $(CACHE)/checkov/.installed:
 	$(CACHE)/checkov/bin/python -m pip install -q 'checkov>=3.2,<4'
 	touch $@
 
-fmt-check:
+fmt-check: tfrc
 	terraform fmt -check -recursive
 
 validate: tfrc
