@@ -207,6 +207,20 @@ def _index_key(item: Mapping[str, Any] | None, partition: str, sort: str | None)
     return json.dumps(item[partition]), json.dumps(item[sort]) if sort else ""
 
 
+@dataclass(frozen=True)
+class _IndexSpec:
+    """A GSI as the meter needs it: its key and the attributes it projects (None: ALL)."""
+
+    partition: str
+    sort: str | None
+    projected: frozenset[str] | None
+
+    def entry(self, item: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        if item is None or self.projected is None:
+            return item
+        return {name: value for name, value in item.items() if name in self.projected}
+
+
 def write_units(size: int) -> int:
     return max(1, math.ceil(size / 1024))
 
@@ -240,7 +254,8 @@ class DynamoMeter:
     moto answers ReturnConsumedCapacity with a constant per request, whatever the item size, so the units
     are computed here as DynamoDB bills them: a write costs 1 unit per KB (rounded up) of the larger of the
     item before and after, plus the same for every global secondary index entry it puts, changes or removes
-    (a change of an index key is a delete and a put); a failed conditional write costs the units of the
+    (a change of an index key is a delete and a put; an entry is the projected attributes, so a KEYS_ONLY
+    index is written only when its key changes); a failed conditional write costs the units of the
     write it attempted; a read costs 1 unit per 4 KB (rounded up; a Query sums its items first), half that
     when eventually consistent (GSI queries always are). The item before and after a write is read from
     moto's backend directly, not through the API, so the reading is not counted as a request.
@@ -249,7 +264,7 @@ class DynamoMeter:
     def __init__(self, raw_dynamodb: Any, prefix: str) -> None:
         self._raw = raw_dynamodb
         self._prefix = prefix
-        self._schemas: dict[str, tuple[list[str], list[tuple[str, str | None]]]] = {}
+        self._schemas: dict[str, tuple[list[str], list[_IndexSpec]]] = {}
         self.tally: dict[str, ApiTally] = {}
         from moto.core.models import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
@@ -266,14 +281,18 @@ class DynamoMeter:
 
     # --- schema and items ---
 
-    def _schema(self, table: str) -> tuple[list[str], list[tuple[str, str | None]]]:
+    def _schema(self, table: str) -> tuple[list[str], list[_IndexSpec]]:
         if table not in self._schemas:
             description = self._raw.describe_table(TableName=table)["Table"]
             keys = [element["AttributeName"] for element in description["KeySchema"]]
-            indexes: list[tuple[str, str | None]] = []
+            indexes: list[_IndexSpec] = []
             for index in description.get("GlobalSecondaryIndexes", []):
                 names = [element["AttributeName"] for element in index["KeySchema"]]
-                indexes.append((names[0], names[1] if len(names) > 1 else None))
+                projection = index.get("Projection", {})
+                projected: frozenset[str] | None = None  # None: ALL
+                if projection.get("ProjectionType", "ALL") != "ALL":
+                    projected = frozenset([*keys, *names, *projection.get("NonKeyAttributes", [])])
+                indexes.append(_IndexSpec(names[0], names[1] if len(names) > 1 else None, projected))
             self._schemas[table] = (keys, indexes)
         return self._schemas[table]
 
@@ -348,18 +367,23 @@ class DynamoMeter:
     ) -> int:
         _, indexes = self._schema(table)
         units = 0
-        for partition, sort in indexes:
-            old, new = _index_key(before, partition, sort), _index_key(after, partition, sort)
+        for index in indexes:
+            old, new = (
+                _index_key(before, index.partition, index.sort),
+                _index_key(after, index.partition, index.sort),
+            )
             if old is None and new is None:
                 continue
+            # An index entry holds the projected attributes only (KEYS_ONLY, INCLUDE), or the whole item.
+            entry_before, entry_after = index.entry(before), index.entry(after)
             if old is None:
-                units += write_units(item_size(after))
+                units += write_units(item_size(entry_after))
             elif new is None:
-                units += write_units(item_size(before))
+                units += write_units(item_size(entry_before))
             elif old != new:
-                units += write_units(item_size(before)) + write_units(item_size(after))
-            elif before != after:
-                units += write_units(max(item_size(before), item_size(after)))
+                units += write_units(item_size(entry_before)) + write_units(item_size(entry_after))
+            elif entry_before != entry_after:
+                units += write_units(max(item_size(entry_before), item_size(entry_after)))
         return units
 
     def _tally(self, operation: str, table: str) -> ApiTally:
@@ -463,8 +487,7 @@ class MotoStack:
         from stepwell.clock import VirtualClock
         from stepwell.entry import EntryRuntime
         from stepwell.registry import Registry
-
-        from tests.adapters.deployment import create_deployment
+        from stepwell.testing.mock_deployment import create_deployment
 
         self.config = create_deployment(name="sw-bench", region=REGION)
         self.registry = Registry()
@@ -751,6 +774,29 @@ def _api_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     return rows
 
 
+def _fixed_cost_text(small: Measurement, large: Measurement) -> str:
+    """The per-execution and per-step write units, fitted on two sizes of the same workflow (the write
+    units of an N-step execution are fixed + N x per step), and which requests make the fixed part."""
+    span = large.operations - small.operations
+    per_step = (large.write_units - small.write_units) / span
+    fixed = small.write_units - small.operations * per_step
+    lines = [
+        f"Write units per execution, fitted on the {small.label} and {large.label} runs: "
+        f"**{fmt(fixed)} fixed + {fmt(per_step)} per step**. At N steps that is {fmt(per_step)} + "
+        f"{fmt(fixed)} / N per step, so the {TARGET_WRITE_UNITS_PER_STEP} target holds from "
+        f"N = {math.ceil(fixed / max(TARGET_WRITE_UNITS_PER_STEP - per_step, 1e-9)):,} steps on. "
+        "The fixed part, by request (write units per execution):",
+        "",
+    ]
+    for key in sorted(set(small.dynamo) | set(large.dynamo)):
+        units_small = small.dynamo.get(key, ApiTally()).write_units
+        units_large = large.dynamo.get(key, ApiTally()).write_units
+        part = units_small - small.operations * (units_large - units_small) / span
+        if part >= 0.5:
+            lines.append(f"- {key}: {fmt(part)}")
+    return "\n".join(lines)
+
+
 def _cost_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     rows: list[list[str]] = []
     for service in measurements[0].costs():
@@ -826,6 +872,9 @@ def section_aws(options: Options) -> SectionResult:
                 "met" if ratio <= 1.02 else "NOT met",
             )
         )
+    fixed_cost = ""
+    if len(measurements) >= 2 and measurements[1].operations > measurements[0].operations:
+        fixed_cost = _fixed_cost_text(measurements[0], measurements[1])
     markdown = "\n\n".join(
         [
             _STEPS_INTRO,
@@ -846,6 +895,7 @@ def section_aws(options: Options) -> SectionResult:
                 targets,
             )
             + flat,
+            *([fixed_cost] if fixed_cost else []),
             "moto's own ConsumedCapacity answers (a constant per request, whatever the item size; shown as a "
             "cross-check of the request counts only): "
             + ", ".join(
@@ -857,6 +907,8 @@ def section_aws(options: Options) -> SectionResult:
         ]
     )
     summary = ["AWS requests on moto (per durable operation):"]
+    if fixed_cost:
+        summary.append("  " + fixed_cost.splitlines()[0].replace("**", ""))
     summary += [
         f"  {m.label:>14}: {m.per_op(m.service_calls('dynamodb')):.3f} DynamoDB req, "
         f"{m.per_op(m.write_units):.3f} WU, {m.per_op(m.read_units):.3f} RU, "
@@ -1336,7 +1388,8 @@ HOW_MEASURED = """\
 - **Counting.** Every request the engine and the client make goes through `stepwell.aws.AwsClients`, whose
   `RequestCounter` counts calls by API. DynamoDB read and write units are computed from item sizes (moto's
   ConsumedCapacity is a constant per request): see `DynamoMeter` in `tools/bench.py` (1 write unit per KB of
-  the larger of the item before and after, plus each GSI entry written, changed or removed; 1 read unit per
+  the larger of the item before and after, plus each GSI entry written, changed or removed, sized by its
+  projection, so a KEYS_ONLY index costs only when its key changes; 1 read unit per
   4 KB, a Query summing its items, half for eventually consistent reads; a failed conditional write costs
   its units).
 - **Operations.** The durable operations the execution recorded (steps, waits, callbacks, contexts), the

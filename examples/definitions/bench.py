@@ -20,80 +20,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REGION = "us-east-1"
 NAME = "sw-bench"
-SUBJECT_INDEX = "domain-subjectId-index"
-
-
-def _create_deployment() -> Any:
-    import boto3
-    from stepwell.config import StepwellConfig
-
-    db = boto3.client("dynamodb", region_name=REGION)
-    sqs = boto3.client("sqs", region_name=REGION)
-
-    def table(
-        name: str, keys: list[tuple[str, str]], indexes: list[tuple[str, str, str]], numbers: set[str]
-    ) -> None:
-        names = {n for n, _ in keys} | {a for _, pk, sk in indexes for a in (pk, sk)}
-        spec: dict[str, Any] = {
-            "TableName": name,
-            "KeySchema": [{"AttributeName": n, "KeyType": t} for n, t in keys],
-            "AttributeDefinitions": [
-                {"AttributeName": n, "AttributeType": "N" if n in numbers else "S"} for n in sorted(names)
-            ],
-            "BillingMode": "PAY_PER_REQUEST",
-        }
-        if indexes:
-            spec["GlobalSecondaryIndexes"] = [
-                {
-                    "IndexName": index,
-                    "KeySchema": [
-                        {"AttributeName": pk, "KeyType": "HASH"},
-                        {"AttributeName": sk, "KeyType": "RANGE"},
-                    ],
-                    "Projection": {"ProjectionType": "ALL"},
-                }
-                for index, pk, sk in indexes
-            ]
-        db.create_table(**spec)
-
-    table(f"{NAME}-definitions", [("domain", "HASH"), ("workflowId", "RANGE")], [], set())
-    table(
-        f"{NAME}-executions",
-        [("contextKey", "HASH"), ("instanceId", "RANGE")],
-        [
-            (SUBJECT_INDEX, "domain", "subjectId"),
-            ("status-index", "status", "updatedAt"),
-            ("workflow-index", "workflowId", "createdAt"),
-        ],
-        {"updatedAt", "createdAt"},
-    )
-    table(f"{NAME}-operations", [("executionId", "HASH"), ("sk", "RANGE")], [], set())
-    table(f"{NAME}-coordination", [("key", "HASH")], [("due-index", "dueShard", "dueAt")], {"dueAt"})
-    queue_url = sqs.create_queue(QueueName=f"{NAME}-work")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    boto3.client("s3", region_name=REGION).create_bucket(Bucket=f"{NAME}-payloads")
-    boto3.client("scheduler", region_name=REGION).create_schedule_group(Name=NAME)
-    boto3.client("events", region_name=REGION).create_event_bus(Name=NAME)
-    role = boto3.client("iam", region_name=REGION).create_role(
-        RoleName=f"{NAME}-scheduler", AssumeRolePolicyDocument="{}"
-    )
-    return StepwellConfig(
-        name=NAME,
-        region=REGION,
-        definitions_table=f"{NAME}-definitions",
-        executions_table=f"{NAME}-executions",
-        operations_table=f"{NAME}-operations",
-        coordination_table=f"{NAME}-coordination",
-        subject_index_name=SUBJECT_INDEX,
-        work_queue_url=queue_url,
-        work_queue_arn=queue_arn,
-        event_bus_name=NAME,
-        schedule_group_name=NAME,
-        scheduler_role_arn=role["Role"]["Arn"],
-        payload_bucket=f"{NAME}-payloads",
-    )
 
 
 def run_bench(subjects: int) -> dict[str, Any]:
@@ -107,12 +33,13 @@ def run_bench(subjects: int) -> dict[str, Any]:
     from stepwell.definitions.service import install
     from stepwell.entry import EntryRuntime, MessageResult
     from stepwell.registry import Registry
+    from stepwell.testing.mock_deployment import create_deployment
 
     if "onboarding.send_email" not in default_actions:
         default_actions.register("onboarding.send_email", lambda inputs, context: None)
 
     with mock_aws():
-        config = _create_deployment()
+        config = create_deployment(name=NAME, region=REGION)
         clients = AwsClients(region=REGION)
         registry = Registry()
         base = EntryRuntime.from_config(config, clients, registry=registry, clock=SystemClock())

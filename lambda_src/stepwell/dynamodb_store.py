@@ -1,9 +1,10 @@
 """The engine's ExecutionStore on DynamoDB (tables and indexes as docs/architecture.md describes them).
 
-Access patterns are GetItem, PutItem, UpdateItem, DeleteItem, Query and BatchWriteItem only: never a
-Scan. Listing uses the executions table's GSIs, due timers and stalled leases the coordination table's
-due-index. Exactly-once writes are conditional; a failed condition becomes the engine's own outcome
-(False, None or SequenceConflict).
+Access patterns are GetItem, BatchGetItem, PutItem, UpdateItem, DeleteItem, Query and BatchWriteItem
+only: never a Scan. Listing uses the executions table's GSIs (the status and workflow indexes are
+KEYS_ONLY, so a listing reads its page of items with BatchGetItem), due timers and stalled leases the
+coordination table's due-index. Exactly-once writes are conditional; a failed condition becomes the
+engine's own outcome (False, None or SequenceConflict).
 
 Item layout (bulk data under short attribute names to keep items small and cheap):
 - executions: contextKey, instanceId, domain, workflowId, subjectId, status, createdAt, updatedAt (the
@@ -58,6 +59,7 @@ Item = dict[str, Any]
 DEFAULT_INLINE_LIMIT = 160 * 1024
 _MAX_SEQ_KEY = "b#999999999999"
 _BATCH_WRITE_SIZE = 25
+_BATCH_GET_SIZE = 100
 _STATUS_INDEX = "status-index"
 _WORKFLOW_INDEX = "workflow-index"
 _DUE_INDEX = "due-index"
@@ -340,9 +342,38 @@ class DynamoDbExecutionStore:
             if next_token and code in ("ValidationException", "Param"):
                 raise InvalidArgument(f"page token {next_token!r} is not one this store returned") from error
             raise
-        records = [self._record(item) for item in response.get("Items", [])]
+        items = response.get("Items", [])
+        if kwargs["IndexName"] != self.subject_index:
+            # The status and workflow indexes are KEYS_ONLY: read the listed executions themselves.
+            items = self._get_executions([self._key_of(item) for item in items])
+            if query.status is not None:  # an entry the index has not caught up on yet
+                items = [item for item in items if _str(item, "status") == query.status.value]
+        records = [self._record(item) for item in items]
         last_key = response.get("LastEvaluatedKey")
         return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+    @staticmethod
+    def _key_of(item: Item) -> Item:
+        return {"contextKey": item["contextKey"], "instanceId": item["instanceId"]}
+
+    def _get_executions(self, keys: list[Item]) -> list[Item]:
+        """The items of `keys` in their order (BatchGetItem, consistent reads); deleted items are skipped."""
+        found: dict[tuple[str, str], Item] = {}
+        for start in range(0, len(keys), _BATCH_GET_SIZE):
+            pending: dict[str, Any] = {
+                self.executions_table: {"Keys": keys[start : start + _BATCH_GET_SIZE], "ConsistentRead": True}
+            }
+            attempt = 0
+            while pending:
+                response = self._db.batch_get_item(RequestItems=pending, ReturnConsumedCapacity=_CAPACITY)
+                for item in response.get("Responses", {}).get(self.executions_table, []):
+                    found[(_str(item, "contextKey") or "", _str(item, "instanceId") or "")] = item
+                pending = dict(response.get("UnprocessedKeys") or {})
+                if pending:  # throttled keys come back unprocessed: back off and ask again
+                    attempt += 1
+                    time.sleep(min(0.05 * 2**attempt, 2.0))
+        ordered = ((_str(key, "contextKey") or "", _str(key, "instanceId") or "") for key in keys)
+        return [found[key] for key in ordered if key in found]
 
     # --- the operation log ---
 

@@ -113,6 +113,8 @@ class Journal:
     needs_invocation: bool = True
     ended: bool = False
     consecutive_crashes: int = 0
+    # Invocations recorded by earlier batches: only an invocation's end records a due timer.
+    recorded_invocations: int = 0
     execution_result: str | None = None
     execution_error: ErrorObject | None = None
     _timers: list[tuple[float, int, str, str]] = field(default_factory=list)
@@ -137,8 +139,9 @@ class Journal:
         self.next_event_id += len(body.get("e", ()))
         self.absorbed_input_ids.update(body.get("i", ()))
         self.needs_invocation = bool(body.get("w", 1))
-        if "c" in body:
+        if "c" in body:  # the batch holds an InvocationCompleted
             self.consecutive_crashes = int(body["c"])
+            self.recorded_invocations += 1
         if body.get("z"):
             self.ended = True
         if "r" in body:

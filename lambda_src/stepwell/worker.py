@@ -192,11 +192,17 @@ class Worker:
         if journal.needs_invocation:
             wake_at = now
         if wake_at is None:
-            engine.store.clear_due_timer(record.execution_id)
+            self._clear_due_timer(record, journal)
         else:
             engine.store.record_due_timer(record.execution_id, wake_at)
             engine.timers.schedule(record.execution_id, wake_at)
         return WorkOutcome(record.execution_id, "ran", status=ExecutionStatus.RUNNING, next_wake_at=wake_at)
+
+    def _clear_due_timer(self, record: ExecutionRecord, journal: Journal) -> None:
+        # Only the end of an earlier invocation records a due timer: on the first there is none to delete
+        # (a DeleteItem of a missing item still costs a write unit).
+        if journal.recorded_invocations:
+            self.engine.store.clear_due_timer(record.execution_id)
 
     def _crashed(
         self,
@@ -251,7 +257,7 @@ class Worker:
             status, result, error = current.status, None, current.error
         journal.execution_ended(status.value, now, result, error)
         engine.append_journal(record, journal, terminal=True)
-        engine.store.clear_due_timer(record.execution_id)
+        self._clear_due_timer(record, journal)
         if won:
             engine.notify_parent(record, status, result, error)
         return WorkOutcome(record.execution_id, "finished", status=status)

@@ -103,21 +103,25 @@ resource "aws_dynamodb_table" "executions" {
     write_capacity  = local.provisioned ? var.write_capacity : null
   }
 
-  # Finds stalled executions (e.g. status RUNNING, oldest updatedAt first) with a Query.
+  # Lists executions by status, newest updatedAt first. KEYS_ONLY: an entry is 1 write unit whatever the
+  # execution's size, and only a change of status or updatedAt touches it; the store reads the listed
+  # items from the table (BatchGetItem).
   global_secondary_index {
     name            = local.status_index_name
     hash_key        = "status"
     range_key       = "updatedAt"
-    projection_type = "ALL"
+    projection_type = "KEYS_ONLY"
     read_capacity   = local.provisioned ? var.read_capacity : null
     write_capacity  = local.provisioned ? var.write_capacity : null
   }
 
+  # Lists executions by workflow, newest first. KEYS_ONLY for the same reason: its keys never change, so
+  # ending an execution does not write to it.
   global_secondary_index {
     name            = local.workflow_index_name
     hash_key        = "workflowId"
     range_key       = "createdAt"
-    projection_type = "ALL"
+    projection_type = "KEYS_ONLY"
     read_capacity   = local.provisioned ? var.read_capacity : null
     write_capacity  = local.provisioned ? var.write_capacity : null
   }

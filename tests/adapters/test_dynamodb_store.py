@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import pytest
@@ -141,6 +142,27 @@ def test_list_by_workflow_status_and_subject_paginates_newest_first(deployment: 
     assert sorted(r.workflow_id for r in subject) == ["billing", "orders"]
     shop = store.list_executions(ExecutionQuery(domain="shop")).items
     assert [r.subject_id for r in shop] == ["b-9"]
+
+
+def test_listing_from_the_keys_only_indexes_reads_whole_items_in_index_order(deployment: Deployment) -> None:
+    store = _store(deployment)
+    # 130 executions: one listing page needs two BatchGetItem requests (at most 100 keys each).
+    for index in range(130):
+        record = _record(subject=f"s{index:03d}", created=T0 + index)
+        store.create_execution(dataclasses.replace(record, input_payload=json.dumps({"n": index})))
+    store.complete_execution(
+        _record(subject="s007").execution_id, ExecutionStatus.FAILED, T0 + 500, error={"E": 1}
+    )
+
+    page = store.list_executions(ExecutionQuery(workflow_id="orders"), limit=130)
+    assert [r.subject_id for r in page.items] == [f"s{index:03d}" for index in reversed(range(130))]
+    assert [json.loads(r.input_payload or "null")["n"] for r in page.items[:3]] == [129, 128, 127]
+    assert page.items[-8].status is ExecutionStatus.FAILED and page.items[-8].error == {"E": 1}
+
+    failed = store.list_executions(ExecutionQuery(status=ExecutionStatus.FAILED)).items
+    assert [(r.subject_id, r.ended_at) for r in failed] == [("s007", T0 + 500)]
+    running = store.list_executions(ExecutionQuery(status=ExecutionStatus.RUNNING), limit=1000).items
+    assert len(running) == 129 and all(r.status is ExecutionStatus.RUNNING for r in running)
 
 
 def test_bad_page_token_and_limit_are_refused(deployment: Deployment) -> None:

@@ -24,6 +24,7 @@ from stepwell.definitions.store import (
     MemoryEventLog,
     WorkflowAlreadyExistsError,
 )
+from stepwell.testing.mock_deployment import create_tables as create_deployment_tables
 
 SUBJECT_INDEX = "domain-subjectId-index"
 REGION = "us-east-1"
@@ -51,50 +52,7 @@ class Stores:
 
 def create_tables(dynamodb: Any, name: str = "sw") -> None:
     """The tables exactly as docs/architecture.md describes them."""
-
-    def table(
-        table_name: str,
-        keys: list[tuple[str, str]],
-        indexes: list[tuple[str, str, str]],
-        types: dict[str, str],
-    ) -> None:
-        attributes = {name: "S" for name, _ in keys}
-        for _, pk, sk in indexes:
-            attributes.setdefault(pk, "S")
-            attributes.setdefault(sk, "S")
-        attributes.update(types)
-        kwargs: dict[str, Any] = {
-            "TableName": table_name,
-            "KeySchema": [{"AttributeName": n, "KeyType": t} for n, t in keys],
-            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in attributes.items()],
-            "BillingMode": "PAY_PER_REQUEST",
-        }
-        if indexes:
-            kwargs["GlobalSecondaryIndexes"] = [
-                {
-                    "IndexName": index,
-                    "KeySchema": [
-                        {"AttributeName": pk, "KeyType": "HASH"},
-                        {"AttributeName": sk, "KeyType": "RANGE"},
-                    ],
-                    "Projection": {"ProjectionType": "ALL"},
-                }
-                for index, pk, sk in indexes
-            ]
-        dynamodb.create_table(**kwargs)
-
-    table(f"{name}-definitions", [("domain", "HASH"), ("workflowId", "RANGE")], [], {})
-    table(
-        f"{name}-executions",
-        [("contextKey", "HASH"), ("instanceId", "RANGE")],
-        [
-            (SUBJECT_INDEX, "domain", "subjectId"),
-            ("status-index", "status", "updatedAt"),
-            ("workflow-index", "workflowId", "createdAt"),
-        ],
-        {"updatedAt": "N", "createdAt": "N"},
-    )
-    table(f"{name}-coordination", [("key", "HASH")], [("due-index", "dueShard", "dueAt")], {"dueAt": "N"})
+    create_deployment_tables(dynamodb, name, SUBJECT_INDEX)
 
 
 @pytest.fixture(params=["memory", "dynamodb"])

@@ -10,6 +10,7 @@ from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import event_source_mappings_for
 
 WAIT_SECONDS = 180.0
+MAPPING_POLL_SETTLE_SECONDS = 3.0
 
 
 @contextmanager
@@ -44,3 +45,7 @@ def set_mapping_enabled(backend: Backend, function_name: str, enabled: bool) -> 
     while lam.get_event_source_mapping(UUID=mapping["UUID"])["State"] != wanted:
         assert time.monotonic() < deadline, f"the event source mapping never became {wanted}"
         time.sleep(0.5)
+    if not enabled and backend.runs_lambda_code:
+        # A receive the backend's poller sent before the pause can still take a message: its long poll
+        # lasts up to the mapping's batching window (1 s here). Let it return first.
+        time.sleep(MAPPING_POLL_SETTLE_SECONDS)

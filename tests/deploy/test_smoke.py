@@ -111,6 +111,15 @@ def test_an_execution_started_with_the_client_completes(
         "status": "confirmed",
         "total_cents": 2500,
     }
+    # Listings by workflow and by status read the KEYS_ONLY indexes, then the items (BatchGetItem).
+    by_workflow = [record.execution_id for record in client.list_executions(workflow="orders.confirm").items]
+    assert execution_id in by_workflow
+    succeeded = client.list_executions(status="SUCCEEDED", limit=1000).items
+    assert execution_id in [record.execution_id for record in succeeded]
+    assert all(record.status.value == "SUCCEEDED" for record in succeeded)
+    assert execution_id not in [
+        record.execution_id for record in client.list_executions(status="RUNNING").items
+    ]
 
 
 def test_the_reconciler_schedule_fired_by_the_harness_reaches_the_work_queue(

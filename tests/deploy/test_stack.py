@@ -32,13 +32,16 @@ TABLE_KEYS = {
     "executions_table": (
         [("contextKey", "HASH"), ("instanceId", "RANGE")],
         {
-            "domain-subjectId-index": [("domain", "HASH"), ("subjectId", "RANGE")],
-            "status-index": [("status", "HASH"), ("updatedAt", "RANGE")],
-            "workflow-index": [("workflowId", "HASH"), ("createdAt", "RANGE")],
+            "domain-subjectId-index": ([("domain", "HASH"), ("subjectId", "RANGE")], "ALL"),
+            "status-index": ([("status", "HASH"), ("updatedAt", "RANGE")], "KEYS_ONLY"),
+            "workflow-index": ([("workflowId", "HASH"), ("createdAt", "RANGE")], "KEYS_ONLY"),
         },
     ),
     "operations_table": ([("executionId", "HASH"), ("sk", "RANGE")], {}),
-    "coordination_table": ([("key", "HASH")], {"due-index": [("dueShard", "HASH"), ("dueAt", "RANGE")]}),
+    "coordination_table": (
+        [("key", "HASH")],
+        {"due-index": ([("dueShard", "HASH"), ("dueAt", "RANGE")], "ALL")},
+    ),
 }
 NUMBER_ATTRIBUTES = {"updatedAt", "createdAt", "dueAt"}
 
@@ -79,9 +82,9 @@ def test_tables_keys_indexes_ttl_and_recovery(
     assert description.get("DeletionProtectionEnabled", False) is False
     found = {index["IndexName"]: index for index in description.get("GlobalSecondaryIndexes", [])}
     assert set(found) == set(indexes)
-    for index_name, keys in indexes.items():
+    for index_name, (keys, projection) in indexes.items():
         assert _keys(found[index_name]["KeySchema"]) == keys
-        assert found[index_name]["Projection"]["ProjectionType"] == "ALL"
+        assert found[index_name]["Projection"]["ProjectionType"] == projection
     attribute_types = {
         item["AttributeName"]: item["AttributeType"] for item in description["AttributeDefinitions"]
     }

@@ -39,10 +39,10 @@ run "tables_keys_and_indexes" {
       index.name => [index.hash_key, index.range_key, index.projection_type]
       } == {
       "domain-subjectId-index" = ["domain", "subjectId", "ALL"]
-      "status-index"           = ["status", "updatedAt", "ALL"]
-      "workflow-index"         = ["workflowId", "createdAt", "ALL"]
+      "status-index"           = ["status", "updatedAt", "KEYS_ONLY"]
+      "workflow-index"         = ["workflowId", "createdAt", "KEYS_ONLY"]
     }
-    error_message = "The executions table must have the subject, status and workflow GSIs with projection ALL."
+    error_message = "The executions table must have the subject GSI (projection ALL) and the KEYS_ONLY status and workflow GSIs."
   }
 
   assert {
