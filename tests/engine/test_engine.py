@@ -438,3 +438,21 @@ def test_a_heartbeat_while_waiting_does_not_rerun_the_handler(stepwell_local: Lo
     assert again.action == "idle"
     assert stepwell_local.history(execution_id) == history
     assert [e["EventType"] for e in history].count("InvocationCompleted") == 1
+
+
+def test_only_an_execution_that_recorded_a_due_timer_deletes_one(stepwell_local: LocalStepwell) -> None:
+    # A DeleteItem of a missing item still costs a write unit: the first invocation has no timer to clear.
+    stepwell_local.register("greet", workflows.greet)
+    stepwell_local.register("three_day_wait", workflows.three_day_wait)
+    counters = stepwell_local.store.counters
+
+    stepwell_local.run_to_completion(stepwell_local.start("greet", {"name": "Ada"}))
+    assert counters.get("record_due_timer", 0) == 0 and counters.get("clear_due_timer", 0) == 0
+
+    waiting = stepwell_local.start("three_day_wait", {})
+    record = stepwell_local.run_to_completion(waiting)
+    assert record.status is ExecutionStatus.SUCCEEDED
+    assert counters["record_due_timer"] == 1 and counters["clear_due_timer"] == 1
+    assert [
+        timer.execution_id for shard in range(4) for timer in stepwell_local.store.query_due(shard, 1e12)
+    ] == []
