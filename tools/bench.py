@@ -1367,8 +1367,8 @@ def _commit() -> str:
 
 HOW_MEASURED = """\
 - **Backend.** moto in-process (`moto.mock_aws`, no server): the module's tables and indexes
-  (`tests/adapters/deployment.py`, as docs/architecture.md describes them), the work queue and its DLQ, the
-  payload bucket, the schedule group. The engine runs as deployed: every message goes through
+  (`stepwell.testing.mock_deployment`, as docs/architecture.md describes them), the work queue and its
+  DLQ, the payload bucket, the schedule group. The engine runs as deployed: every message goes through
   `stepwell.entry.EntryRuntime.handle_event` as an SQS batch event (the runtime `stepwell.entry.handler`
   builds from the Lambda's environment; here built from the same `StepwellConfig` with a virtual clock, so
   a 2-hour wait takes no real time) over `DynamoDbExecutionStore`, `SqsWorkQueue`, `WakeScheduler` (SQS
