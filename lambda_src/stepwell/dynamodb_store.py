@@ -102,6 +102,16 @@ def _flag(item: Item, name: str) -> bool:
     return bool(value and value.get("BOOL"))
 
 
+def _item_id(item: Item) -> tuple[str, str]:
+    """An execution item's (or key's) table key as a hashable pair."""
+    return _str(item, "contextKey") or "", _str(item, "instanceId") or ""
+
+
+def _back_off(attempt: int) -> None:
+    """Wait before asking again for what a batch request left unprocessed (throttled)."""
+    time.sleep(min(0.05 * 2**attempt, 2.0))
+
+
 def encode_page_token(listing: str, last_key: Mapping[str, Any]) -> str:
     """An opaque token: which listing it continues and DynamoDB's LastEvaluatedKey."""
     data = json.dumps({"l": listing, "k": last_key}, separators=(",", ":")).encode()
@@ -367,13 +377,12 @@ class DynamoDbExecutionStore:
             while pending:
                 response = self._db.batch_get_item(RequestItems=pending, ReturnConsumedCapacity=_CAPACITY)
                 for item in response.get("Responses", {}).get(self.executions_table, []):
-                    found[(_str(item, "contextKey") or "", _str(item, "instanceId") or "")] = item
+                    found[_item_id(item)] = item
                 pending = dict(response.get("UnprocessedKeys") or {})
                 if pending:  # throttled keys come back unprocessed: back off and ask again
                     attempt += 1
-                    time.sleep(min(0.05 * 2**attempt, 2.0))
-        ordered = ((_str(key, "contextKey") or "", _str(key, "instanceId") or "") for key in keys)
-        return [found[key] for key in ordered if key in found]
+                    _back_off(attempt)
+        return [found[_item_id(key)] for key in keys if _item_id(key) in found]
 
     # --- the operation log ---
 
@@ -494,7 +503,7 @@ class DynamoDbExecutionStore:
                 if pending:
                     # Throttled items come back unprocessed rather than as an error: back off and retry.
                     attempt += 1
-                    time.sleep(min(0.05 * 2**attempt, 2.0))
+                    _back_off(attempt)
 
     # --- coordination ---
 
