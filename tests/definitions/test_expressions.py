@@ -43,6 +43,8 @@ ENV: dict[str, Any] = {
         ("'it\\'s'", "it's"),
         ("data.age in [29, 30]", True),
         ("data.flag or 'fallback'", "fallback"),
+        ("data.missing != null and data.missing > 10", False),  # the README's guard for a missing key
+        ("not data.age == 30 or -data.age * 2 < -59 and 1 + 2 * 3 == 7", True),
     ],
 )
 def test_evaluates(text: str, expected: Any) -> None:
@@ -94,3 +96,81 @@ def test_limits() -> None:
         compile_expression("(" * 100 + "1" + ")" * 100)
     with pytest.raises(ExpressionError, match="must be a string"):
         compile_expression(42)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1" + "+1" * 999,  # a left-associative chain, under the length limit
+        "data.age" + " or data.age" * 150,
+        "-" * 1500 + "1",
+        "not " * 400 + "true",
+        "[" * 900 + "]" * 900,
+        "data.age == data.age == data.age",
+    ],
+)
+def test_no_construct_exhausts_the_stack(text: str) -> None:
+    with pytest.raises(ExpressionError) as info:
+        compile_expression(text)
+    assert info.value.position is not None
+    assert info.value.expression == text
+
+
+def test_a_chain_within_the_depth_limit_evaluates() -> None:
+    assert compile_expression("1" + "+1" * 62).evaluate(ENV) == 63
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("9007199254740993", 9007199254740993),  # 2^53 + 1: not through a float
+        ("9007199254740993 + 0", 9007199254740993),
+        ("data.big + 2", 2**60 + 3),
+        ("data.big * 4 / 4", 2**60 + 1),
+        ("data.big / 2", (2**60 + 1) / 2),
+        ("data.big - 1 == 1152921504606846976", True),
+        ("170141183460469231731687303715884105727", 2**127 - 1),
+        ("7.5 / 2.5", 3),
+    ],
+)
+def test_integers_are_exact(text: str, expected: Any) -> None:
+    assert compile_expression(text).evaluate({**ENV, "data": {"big": 2**60 + 1}}) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment", "reason"),
+    [
+        ("data.huge / 3", "data.huge / 3", "the left operand is an integer of"),
+        ("data.huge - data.huge", "data.huge - data.huge", "at most 128"),
+        ("1 + data.n * data.n * data.n", "data.n * data.n * data.n", "the result is an integer of"),
+        ("1e300 * 1e300", "1e300 * 1e300", "not a finite number"),
+        ("-data.huge", "-data.huge", "integer of"),
+        ("data.s + data.s", "data.s + data.s", "at most 400000"),
+        ("data.deep == data.other", "data.deep == data.other", "RecursionError"),
+    ],
+)
+def test_arithmetic_is_bounded_and_failures_name_the_node(text: str, fragment: str, reason: str) -> None:
+    deep: list[Any] = []
+    other: list[Any] = []
+    for _ in range(100_000):  # deeper than Python compares without recursing too far
+        deep, other = [deep], [other]
+    data = {"huge": 10**4000, "n": 2**50, "s": "x" * 300_000, "deep": deep, "other": other}
+    with pytest.raises(ExpressionError, match=reason) as info:
+        compile_expression(text).evaluate({**ENV, "data": data})
+    assert info.value.fragment == fragment
+    assert info.value.position == text.index(fragment)
+    assert f"at position {info.value.position}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1" + "0" * 39, "integer out of range"),
+        ("1e999", "number out of range"),
+        ("\u0663 + 1", "unexpected character"),  # an Arabic-Indic digit is not a number here
+        ("data.age\u00a0> 1", "unexpected character"),
+    ],
+)
+def test_literals_are_bounded_and_ascii(text: str, message: str) -> None:
+    with pytest.raises(ExpressionError, match=message):
+        compile_expression(text)

@@ -7,10 +7,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
 from stepwell.definitions import SCHEMA_PATH
-from stepwell.definitions.model import DefinitionInvalid, parse_duration
-from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.definitions.model import (
+    DEFINITION_ITEM_OVERHEAD,
+    MAX_DEFINITION_BYTES,
+    DefinitionInvalid,
+    encode_definition,
+    parse_duration,
+)
+from stepwell.definitions.store import MAX_ID_LENGTH, VERSIONS_SUFFIX, DynamoDbDefinitionStore
+from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
+
+from .test_store import create_tables
 
 
 def base() -> dict[str, Any]:
@@ -231,3 +243,109 @@ def test_validation_does_not_change_the_document() -> None:
     before = copy.deepcopy(document)
     parse_definition(document)
     assert document == before
+
+
+def padded(size: int) -> dict[str, Any]:
+    """base() with a description that makes its stored JSON exactly `size` bytes."""
+    document = base()
+    document["description"] = ""
+    document["description"] = "x" * (size - len(encode_definition(document)))
+    assert len(encode_definition(document)) == size
+    return document
+
+
+def test_a_definition_too_large_for_its_item_is_refused_with_its_size_and_the_limit() -> None:
+    assert validate_definition(padded(MAX_DEFINITION_BYTES)) == []
+    found = errors_of(padded(MAX_DEFINITION_BYTES + 1))
+    assert found == [
+        f"the definition is {MAX_DEFINITION_BYTES + 1:,} bytes as stored (compact JSON); at most "
+        f"{MAX_DEFINITION_BYTES:,} fit in its DynamoDB item (400,000 bytes, 1,024 of them kept for its keys "
+        "and version attributes)"
+    ]
+    # Non-ASCII text is stored escaped: its size is what counts, not its length in characters.
+    document = padded(MAX_DEFINITION_BYTES - 4)  # "\u00e9" takes six bytes where "x" took one
+    document["description"] = document["description"][:-1] + "\u00e9"
+    assert any("bytes as stored" in error for error in errors_of(document))
+
+
+def test_the_largest_definition_fits_in_dynamodb_and_a_larger_item_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        create_tables(db)
+        store = DynamoDbDefinitionStore(db, "sw-definitions")
+        domain, workflow_id = "d" * MAX_ID_LENGTH, "w" * MAX_ID_LENGTH  # the longest keys
+        largest = padded(MAX_DEFINITION_BYTES - len(encode_definition(workflow_id)) - len(',"id":'))
+        largest["id"] = workflow_id
+        assert len(encode_definition(largest)) <= MAX_DEFINITION_BYTES
+        written = store.set_workflow(domain, largest)
+        assert written.version == 1
+        # Everything in the item but the definition's JSON: the longest keys, a six-digit version.
+        version_item = store._item(domain + VERSIONS_SUFFIX, f"{workflow_id}#999999", written)
+        overhead = sum(
+            len(name) + len(next(iter(value.values())))
+            for name, value in version_item.items()
+            if name != "definition"
+        )
+        assert overhead + len("definition") + len(str(2**63)) * 3 <= DEFINITION_ITEM_OVERHEAD
+        stored = store.get_workflow(domain, workflow_id, 1)
+        assert stored is not None and stored.definition == largest
+        # What validation refuses, DynamoDB refuses too (the check is not stricter than needed by much).
+        unchecked = DynamoDbDefinitionStore(db, "sw-definitions", validator=lambda _: None)
+        too_large = padded(410_000)  # above AWS's 409,600 bytes
+        too_large["id"] = "big"
+        with pytest.raises(ClientError, match="size"):
+            unchecked.set_workflow("acme", too_large)
+        with pytest.raises(DefinitionInvalid, match="bytes as stored"):
+            store.set_workflow("acme", too_large)
+
+
+def test_not_json_is_refused() -> None:
+    document = base()
+    node(document, "greet")["input"] = {"amount": float("nan")}
+    assert any("not storable as JSON" in error for error in errors_of(document))
+
+
+@pytest.mark.parametrize("value", [True, 1.0, "1"])
+def test_schema_version_must_be_the_integer_1(value: Any) -> None:
+    document = base()
+    document["schemaVersion"] = value
+    assert any("schemaVersion must be 1" in error for error in errors_of(document))
+
+
+def test_a_huge_duration_is_a_clear_error() -> None:
+    document = base()
+    node(document, "pause")["duration"] = 10**400
+    assert any("node 'pause' (wait): duration: bad duration" in error for error in errors_of(document))
+
+
+def test_actions_not_registered_here_are_warnings_naming_node_and_action() -> None:
+    assert unregistered_actions(base(), ["send"]) == []
+    warnings = unregistered_actions(base(), ["stepwell.http"])
+    assert warnings == [
+        f"node {node_id!r} (action): action 'send' is not registered here (registered: stepwell.http); "
+        "unless the deployed workflow code registers it, contexts fail at this node"
+        for node_id in ("greet", "a")
+    ]
+    assert validate_definition(base()) == []  # without the registry, not an error
+    assert unregistered_actions({"nodes": "not a list"}, []) == []
+
+
+@pytest.mark.parametrize(
+    ("workflow_id", "message"),
+    [
+        ("stepwell.journey", "ids starting with 'stepwell.' are reserved"),
+        ("a#b", "must not contain '#'"),
+        (5, "invalid workflow id 5: must be a string"),
+        ("x" * 129, "129 characters; at most 128"),
+    ],
+)
+def test_an_id_the_store_would_refuse_is_refused_by_validation(workflow_id: Any, message: str) -> None:
+    document = base()
+    document["id"] = workflow_id
+    assert any(message in error for error in errors_of(document))

@@ -1,5 +1,5 @@
 """A small, safe expression language for definitions (conditions, trigger filters, action inputs, wait
-times). A tokenizer, a recursive-descent parser to a tree, and an evaluator over plain JSON values:
+times). A tokenizer, a precedence-climbing parser to a tree, and an evaluator over plain JSON values:
 nothing is ever handed to Python's `eval`.
 
 Grammar (lowest precedence first):
@@ -17,24 +17,53 @@ Grammar (lowest precedence first):
 
 A path starts at one of the roots given to `compile_expression` (for definitions: data, event, subject,
 domain). A missing key or index reads as null. Strings are in single or double quotes with backslash
-escapes for the quote and the backslash.
+escapes for the quote and the backslash. Only ASCII digits, letters and spaces are tokens.
+
+Limits, so that no expression can exhaust the stack, the memory or the time of the worker:
+- at most MAX_EXPRESSION_LENGTH characters;
+- at most MAX_DEPTH levels in the tree: each operator of a chain (`1 + 1 + 1` is two levels), each
+  unary operator, each list and each pair of parentheses counts;
+- integers are exact (never read through a float) and at most MAX_INTEGER_BITS bits in magnitude, as
+  literals, as operands of arithmetic and as results; a float result must be finite;
+- `+` on strings or lists gives at most MAX_CONCAT_LENGTH characters or items.
+
+Every failure, parsing or evaluating, is an `ExpressionError` naming the position and text of the node
+at fault, the reason and the whole expression.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 MAX_EXPRESSION_LENGTH = 2000
 MAX_DEPTH = 64
+MAX_INTEGER_BITS = 128
+MAX_CONCAT_LENGTH = 400_000
 DEFAULT_ROOTS = ("data", "event", "subject", "domain")
 
 
 class ExpressionError(ValueError):
-    """An expression that does not parse, or fails to evaluate; the message names the expression."""
+    """An expression that does not parse, or fails to evaluate. The message names the expression;
+    `reason`, `position` and `fragment` (the text of the node at fault) are also kept apart."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        position: int | None = None,
+        fragment: str | None = None,
+        expression: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+        self.position = position
+        self.fragment = fragment
+        self.expression = expression
 
 
 _TOKEN = re.compile(
@@ -45,7 +74,7 @@ _TOKEN = re.compile(
   | (?P<op>==|!=|<=|>=|<|>|\+|-|\*|/|%|\(|\)|\[|\]|\.|,)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,
 )
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
 
@@ -56,6 +85,14 @@ class Token:
     value: str
     position: int
 
+    @property
+    def end(self) -> int:
+        return self.position + len(self.value)
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
@@ -63,8 +100,13 @@ def tokenize(text: str) -> list[Token]:
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None:
+            reason = f"unexpected character {text[position]!r}"
             raise ExpressionError(
-                f"unexpected character {text[position]!r} at position {position} in expression {text!r}"
+                f"{reason} at position {position} in expression {_excerpt(text, 200)!r}",
+                reason=reason,
+                position=position,
+                fragment=text[position],
+                expression=text,
             )
         kind = match.lastgroup or ""
         value = match.group()
@@ -78,28 +120,37 @@ def tokenize(text: str) -> list[Token]:
 
 
 # --- the tree -------------------------------------------------------------------------------------
+# Every node keeps its span in the text (for error messages) and the depth of the tree below it.
 
 
 @dataclass(frozen=True)
 class Literal:
     value: Any
+    span: tuple[int, int] = (0, 0)
+    depth: int = 1
 
 
 @dataclass(frozen=True)
 class Path:
     root: str
     parts: tuple[str | int, ...]
+    span: tuple[int, int] = (0, 0)
+    depth: int = 1
 
 
 @dataclass(frozen=True)
 class ListExpr:
     items: tuple[Node, ...]
+    span: tuple[int, int] = (0, 0)
+    depth: int = 1
 
 
 @dataclass(frozen=True)
 class Unary:
     op: str  # "not" or "-"
     operand: Node
+    span: tuple[int, int] = (0, 0)
+    depth: int = 1
 
 
 @dataclass(frozen=True)
@@ -107,9 +158,34 @@ class Binary:
     op: str
     left: Node
     right: Node
+    span: tuple[int, int] = (0, 0)
+    depth: int = 1
 
 
 Node = Literal | Path | ListExpr | Unary | Binary
+
+# Binding power of the binary operators; "not" (prefix) sits between "and" and the comparisons, unary
+# "-" binds tightest. Comparisons do not chain (`a < b < c` is an error, as in the grammar).
+_BINARY_PRECEDENCE = {
+    "or": 1,
+    "and": 2,
+    "==": 4,
+    "!=": 4,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "in": 4,
+    "not in": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "%": 6,
+}
+_NOT_PRECEDENCE = 3
+_COMPARE_PRECEDENCE = 4
+_UNARY_PRECEDENCE = 7
 
 
 class _Parser:
@@ -118,161 +194,200 @@ class _Parser:
         self.tokens = tokenize(text)
         self.index = 0
         self.roots = roots
-        self.depth = 0
+        self.nesting = 0
 
-    def error(self, message: str, token: Token | None = None) -> ExpressionError:
+    def error(self, reason: str, token: Token | None = None) -> ExpressionError:
         token = token or self.peek()
         where = "at the end" if token.kind == "end" else f"at position {token.position} ({token.value!r})"
-        return ExpressionError(f"{message} {where} in expression {self.text!r}")
+        return ExpressionError(
+            f"{reason} {where} in expression {_excerpt(self.text, 200)!r}",
+            reason=reason,
+            position=token.position,
+            fragment=token.value,
+            expression=self.text,
+        )
 
-    def peek(self) -> Token:
-        return self.tokens[self.index]
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.index + ahead, len(self.tokens) - 1)]
 
     def take(self) -> Token:
-        token = self.tokens[self.index]
-        self.index += 1
+        token = self.peek()
+        if token.kind != "end":
+            self.index += 1
         return token
 
-    def accept(self, kind: str, value: str) -> bool:
+    def accept(self, kind: str, value: str) -> Token | None:
         token = self.peek()
         if token.kind == kind and token.value == value:
             self.index += 1
-            return True
-        return False
+            return token
+        return None
 
-    def expect(self, kind: str, value: str) -> None:
-        if not self.accept(kind, value):
+    def expect(self, kind: str, value: str) -> Token:
+        token = self.accept(kind, value)
+        if token is None:
             raise self.error(f"expected {value!r}")
+        return token
+
+    def check_depth(self, node: Node, at: Token) -> Node:
+        if node.depth > MAX_DEPTH:
+            raise self.error(
+                f"expression nested deeper than {MAX_DEPTH} levels (each operator of a chain counts)", at
+            )
+        return node
+
+    def enter(self, at: Token) -> None:
+        # Bounds the parser's recursion before it happens (a node's depth is known only after): every
+        # recursion (an operand, parentheses, a list) counts, so the stack stays within a few hundred frames.
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            raise self.error(f"expression nested deeper than {MAX_DEPTH} levels", at)
+
+    def leave(self) -> None:
+        self.nesting -= 1
 
     def parse(self) -> Node:
         if not self.text.strip():
-            raise ExpressionError("empty expression")
-        node = self.parse_or()
+            raise ExpressionError("empty expression", reason="empty expression", position=0, expression="")
+        node = self.parse_expression(1)
         if self.peek().kind != "end":
             raise self.error("unexpected token")
         return node
 
-    def enter(self) -> None:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.error(f"expression nested deeper than {MAX_DEPTH} levels")
-
-    def parse_or(self) -> Node:
-        node = self.parse_and()
-        while self.accept("keyword", "or"):
-            node = Binary("or", node, self.parse_and())
-        return node
-
-    def parse_and(self) -> Node:
-        node = self.parse_not()
-        while self.accept("keyword", "and"):
-            node = Binary("and", node, self.parse_not())
-        return node
-
-    def parse_not(self) -> Node:
-        if self.accept("keyword", "not"):
-            self.enter()
-            node = Unary("not", self.parse_not())
-            self.depth -= 1
-            return node
-        return self.parse_compare()
-
-    def parse_compare(self) -> Node:
-        left = self.parse_sum()
+    def binary_operator(self) -> tuple[str, int] | None:
+        """The binary operator at the cursor (with how many tokens it takes), if any."""
         token = self.peek()
-        if token.kind == "op" and token.value in ("==", "!=", "<", "<=", ">", ">="):
-            self.take()
-            return Binary(token.value, left, self.parse_sum())
-        if self.accept("keyword", "in"):
-            return Binary("in", left, self.parse_sum())
+        if token.kind == "op" and token.value in _BINARY_PRECEDENCE:
+            return token.value, 1
+        if token.kind == "keyword" and token.value in ("and", "or", "in"):
+            return token.value, 1
+        following = self.peek(1)
+        if token.value == "not" and following.kind == "keyword" and following.value == "in":
+            return "not in", 2
+        return None
+
+    def parse_expression(self, min_precedence: int) -> Node:
+        node = self.parse_prefix(min_precedence)
+        compared = False
+        while True:
+            found = self.binary_operator()
+            if found is None:
+                return node
+            op, width = found
+            precedence = _BINARY_PRECEDENCE[op]
+            if precedence < min_precedence:
+                return node
+            if precedence == _COMPARE_PRECEDENCE:
+                if compared:
+                    raise self.error("unexpected token")
+                compared = True
+            at = self.peek()
+            self.index += width
+            self.enter(at)
+            right = self.parse_expression(precedence + 1)
+            self.leave()
+            node = self.check_depth(
+                Binary(op, node, right, (node.span[0], right.span[1]), 1 + max(node.depth, right.depth)), at
+            )
+
+    def parse_prefix(self, min_precedence: int) -> Node:
+        token = self.peek()
         if token.kind == "keyword" and token.value == "not":
-            following = self.tokens[self.index + 1]
-            if following.kind == "keyword" and following.value == "in":
-                self.index += 2
-                return Binary("not in", left, self.parse_sum())
-        return left
-
-    def parse_sum(self) -> Node:
-        node = self.parse_product()
-        while self.peek().kind == "op" and self.peek().value in ("+", "-"):
-            op = self.take().value
-            node = Binary(op, node, self.parse_product())
-        return node
-
-    def parse_product(self) -> Node:
-        node = self.parse_unary()
-        while self.peek().kind == "op" and self.peek().value in ("*", "/", "%"):
-            op = self.take().value
-            node = Binary(op, node, self.parse_unary())
-        return node
-
-    def parse_unary(self) -> Node:
-        if self.accept("op", "-"):
-            self.enter()
-            node = Unary("-", self.parse_unary())
-            self.depth -= 1
-            return node
+            if min_precedence > _NOT_PRECEDENCE:
+                raise self.error("expected a value", token)
+            return self.parse_unary(token, "not", lambda: self.parse_expression(_NOT_PRECEDENCE))
+        if token.kind == "op" and token.value == "-":
+            return self.parse_unary(token, "-", lambda: self.parse_prefix(_UNARY_PRECEDENCE))
         return self.parse_primary()
+
+    def parse_unary(self, token: Token, op: str, operand: Callable[[], Node]) -> Node:
+        self.take()
+        self.enter(token)
+        inner = operand()
+        self.leave()
+        return self.check_depth(Unary(op, inner, (token.position, inner.span[1]), 1 + inner.depth), token)
 
     def parse_primary(self) -> Node:
         token = self.take()
+        span = (token.position, token.end)
         if token.kind == "number":
-            number = float(token.value)
-            return Literal(
-                int(number) if number.is_integer() and re.fullmatch(r"\d+", token.value) else number
-            )
+            return Literal(self.number(token), span)
         if token.kind == "string":
-            return Literal(_unquote(token.value))
+            return Literal(_unquote(token.value), span)
         if token.kind == "keyword" and token.value in ("true", "false", "null"):
-            return Literal({"true": True, "false": False, "null": None}[token.value])
+            return Literal({"true": True, "false": False, "null": None}[token.value], span)
         if token.kind == "op" and token.value == "(":
-            self.enter()
-            node = self.parse_or()
-            self.depth -= 1
+            self.enter(token)
+            node = self.parse_expression(1)
+            self.leave()
             self.expect("op", ")")
             return node
         if token.kind == "op" and token.value == "[":
-            self.enter()
+            self.enter(token)
             items: list[Node] = []
-            if not self.accept("op", "]"):
-                items.append(self.parse_or())
+            closing = self.accept("op", "]")
+            if closing is None:
+                items.append(self.parse_expression(1))
                 while self.accept("op", ","):
-                    items.append(self.parse_or())
-                self.expect("op", "]")
-            self.depth -= 1
-            return ListExpr(tuple(items))
+                    items.append(self.parse_expression(1))
+                closing = self.expect("op", "]")
+            self.leave()
+            depth = 1 + max((item.depth for item in items), default=0)
+            return self.check_depth(ListExpr(tuple(items), (token.position, closing.end), depth), token)
         if token.kind == "name":
             if token.value not in self.roots:
                 raise self.error(
                     f"unknown name {token.value!r} (allowed roots: {', '.join(self.roots)})", token
                 )
-            return self.parse_path(token.value)
+            return self.parse_path(token)
         raise self.error("expected a value", token)
 
-    def parse_path(self, root: str) -> Path:
+    def number(self, token: Token) -> int | float:
+        if token.value.isdigit():  # exact: never through a float
+            whole = int(token.value)
+            if whole.bit_length() > MAX_INTEGER_BITS:
+                raise self.error(f"integer out of range (at most {MAX_INTEGER_BITS} bits)", token)
+            return whole
+        number = float(token.value)
+        if not math.isfinite(number):
+            raise self.error("number out of range", token)
+        return number
+
+    def parse_path(self, root: Token) -> Path:
         parts: list[str | int] = []
+        end = root.end
         while True:
             if self.accept("op", "."):
                 name = self.take()
                 if name.kind not in ("name", "keyword"):
                     raise self.error("expected a key after '.'", name)
                 parts.append(name.value)
+                end = name.end
             elif self.accept("op", "["):
                 key = self.take()
-                if key.kind == "number" and re.fullmatch(r"\d+", key.value):
+                if key.kind == "number" and key.value.isdigit():
                     parts.append(int(key.value))
                 elif key.kind == "string":
                     parts.append(_unquote(key.value))
                 else:
                     raise self.error("expected an index (a whole number) or a quoted key", key)
-                self.expect("op", "]")
+                end = self.expect("op", "]").end
             else:
-                return Path(root, tuple(parts))
+                return Path(root.value, tuple(parts), (root.position, end))
 
 
 def _unquote(text: str) -> str:
     body = text[1:-1]
     return re.sub(r"\\(.)", r"\1", body)
+
+
+class _Failure(Exception):
+    """An evaluation failure at `node` (turned into an ExpressionError naming it by `evaluate`)."""
+
+    def __init__(self, node: Node, reason: str) -> None:
+        super().__init__(reason)
+        self.node = node
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -285,8 +400,17 @@ class Expression:
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         try:
             return _eval(self.tree, env)
-        except ExpressionError as error:
-            raise ExpressionError(f"{error} (in expression {self.text!r})") from None
+        except _Failure as failure:
+            start, end = failure.node.span
+            fragment = self.text[start:end]
+            raise ExpressionError(
+                f"{failure.reason} at position {start} ({_excerpt(fragment)!r}) "
+                f"in expression {_excerpt(self.text, 200)!r}",
+                reason=failure.reason,
+                position=start,
+                fragment=fragment,
+                expression=self.text,
+            ) from None
 
     def paths(self) -> list[Path]:
         found: list[Path] = []
@@ -296,7 +420,7 @@ class Expression:
 
 def compile_expression(text: object, roots: Iterable[str] = DEFAULT_ROOTS) -> Expression:
     if not isinstance(text, str):
-        raise ExpressionError(f"an expression must be a string, got {text!r}")
+        raise ExpressionError(f"an expression must be a string, got {brief_repr(text)}")
     if len(text) > MAX_EXPRESSION_LENGTH:
         raise ExpressionError(
             f"expression is {len(text)} characters long; at most {MAX_EXPRESSION_LENGTH} allowed"
@@ -341,8 +465,32 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def brief_repr(value: Any) -> str:
+    """A value for an error message: its repr, cut short (data may be large)."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # deeply nested data, or an int too long for repr
+        text = f"<{_type_name(value)}>"
+    return _excerpt(text, 100)
+
+
+def _described(value: Any) -> str:
+    return f"{_type_name(value)} {brief_repr(value)}"
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _bounded(value: Any, role: str) -> Any:
+    """`value` if it is a number within the limits (see the module doc), else an ExpressionError."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INTEGER_BITS:
+        raise ExpressionError(
+            f"{role} is an integer of {value.bit_length()} bits; at most {MAX_INTEGER_BITS}"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError(f"{role} is not a finite number ({value!r})")
+    return value
 
 
 def _resolve(path: Path, env: Mapping[str, Any]) -> Any:
@@ -366,58 +514,78 @@ def _eval(node: Node, env: Mapping[str, Any]) -> Any:
         return [_eval(item, env) for item in node.items]
     if isinstance(node, Unary):
         operand = _eval(node.operand, env)
-        if node.op == "not":
-            return not truthy(operand)
-        if not _is_number(operand):
-            raise ExpressionError(f"cannot negate a {_type_name(operand)} ({operand!r})")
-        return -operand
-    op = node.op
-    if op == "and":
+        return _at(node, _negate if node.op == "-" else _not, operand)
+    if node.op == "and":
         left = _eval(node.left, env)
         return _eval(node.right, env) if truthy(left) else left
-    if op == "or":
+    if node.op == "or":
         left = _eval(node.left, env)
         return left if truthy(left) else _eval(node.right, env)
     left = _eval(node.left, env)
     right = _eval(node.right, env)
+    return _at(node, lambda a, b: _binary(node.op, a, b), left, right)
+
+
+def _at(node: Node, operation: Callable[..., Any], *operands: Any) -> Any:
+    """Apply `operation` for `node`: any failure (an ExpressionError, or anything Python raises, e.g.
+    comparing very deeply nested data) becomes a failure naming the node."""
+    try:
+        return operation(*operands)
+    except ExpressionError as error:
+        raise _Failure(node, error.reason) from None
+    except Exception as error:
+        raise _Failure(node, f"{type(error).__name__}: {_excerpt(str(error), 200)}") from None
+
+
+def _not(operand: Any) -> bool:
+    return not truthy(operand)
+
+
+def _negate(operand: Any) -> Any:
+    if not _is_number(operand):
+        raise ExpressionError(f"cannot negate a {_type_name(operand)} ({brief_repr(operand)})")
+    return -_bounded(operand, "the operand")
+
+
+def _binary(op: str, left: Any, right: Any) -> Any:
     if op == "==":
         return _equal(left, right)
     if op == "!=":
         return not _equal(left, right)
     if op in ("in", "not in"):
-        if isinstance(right, str):
-            if not isinstance(left, str):
-                raise ExpressionError(f"'in' a string needs a string on the left, got {_type_name(left)}")
-            found = left in right
-        elif isinstance(right, list):
-            found = any(_equal(left, item) for item in right)
-        elif isinstance(right, dict):
-            found = isinstance(left, str) and left in right
-        elif right is None:
-            found = False
-        else:
-            raise ExpressionError(
-                f"'in' needs a list, string or object on the right, got {_type_name(right)}"
-            )
-        return found if op == "in" else not found
+        return _contains(left, right) == (op == "in")
     if op in ("<", "<=", ">", ">="):
         if not (
             (_is_number(left) and _is_number(right)) or (isinstance(left, str) and isinstance(right, str))
         ):
             raise ExpressionError(
-                f"cannot compare {_type_name(left)} {left!r} {op} {_type_name(right)} {right!r}: "
+                f"cannot compare {_described(left)} {op} {_described(right)}: "
                 "both sides must be numbers or both strings"
             )
         return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
-    if op == "+":
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
-        if isinstance(left, list) and isinstance(right, list):
-            return left + right
+    if op == "+" and (
+        (isinstance(left, str) and isinstance(right, str))
+        or (isinstance(left, list) and isinstance(right, list))
+    ):
+        return _concatenate(left, right)
     if not (_is_number(left) and _is_number(right)):
+        raise ExpressionError(f"cannot apply {op!r} to {_described(left)} and {_described(right)}")
+    _bounded(left, "the left operand")
+    _bounded(right, "the right operand")
+    return _bounded(_arithmetic(op, left, right), "the result")
+
+
+def _concatenate(left: Any, right: Any) -> Any:
+    """Two strings or two lists, within MAX_CONCAT_LENGTH."""
+    if len(left) + len(right) > MAX_CONCAT_LENGTH:
         raise ExpressionError(
-            f"cannot apply {op!r} to {_type_name(left)} {left!r} and {_type_name(right)} {right!r}"
+            f"'+' would make a {_type_name(left)} of {len(left) + len(right)} "
+            f"{'characters' if isinstance(left, str) else 'items'}; at most {MAX_CONCAT_LENGTH}"
         )
+    return left + right
+
+
+def _arithmetic(op: str, left: int | float, right: int | float) -> int | float:
     if op == "+":
         return left + right
     if op == "-":
@@ -425,13 +593,31 @@ def _eval(node: Node, env: Mapping[str, Any]) -> Any:
     if op == "*":
         return left * right
     if right == 0:
-        raise ExpressionError(f"division by zero in {left!r} {op} 0")
-    if op == "/":
-        result = left / right
-        return int(result) if isinstance(result, float) and result.is_integer() else result
+        raise ExpressionError(f"division by zero in {brief_repr(left)} {op} 0")
     if op == "%":
-        return math.fmod(left, right) if isinstance(left, float) or isinstance(right, float) else left % right
-    raise ExpressionError(f"unknown operator {op!r}")
+        if isinstance(left, float) or isinstance(right, float):
+            return math.fmod(left, right)
+        return left % right
+    if isinstance(left, int) and isinstance(right, int):
+        # Exact when it divides; else the correctly rounded quotient (both sides are bounded).
+        return left // right if left % right == 0 else left / right
+    result = left / right
+    # A whole quotient of floats reads as an integer where a float holds it exactly.
+    return int(result) if result.is_integer() and abs(result) <= 2**53 else result
+
+
+def _contains(left: Any, right: Any) -> bool:
+    if isinstance(right, str):
+        if not isinstance(left, str):
+            raise ExpressionError(f"'in' a string needs a string on the left, got {_type_name(left)}")
+        return left in right
+    if isinstance(right, list):
+        return any(_equal(left, item) for item in right)
+    if isinstance(right, dict):
+        return isinstance(left, str) and left in right
+    if right is None:
+        return False
+    raise ExpressionError(f"'in' needs a list, string or object on the right, got {_type_name(right)}")
 
 
 def _equal(left: Any, right: Any) -> bool:

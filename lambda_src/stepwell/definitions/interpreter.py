@@ -148,8 +148,9 @@ class Walker:
     def evaluate(self, expression: Expression, state: RunState, node: Node) -> Any:
         try:
             return expression.evaluate(state.env(self.start))
-        except ExpressionError as error:
-            raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {error}") from None
+        except Exception as error:  # the language raises only ExpressionError; anything else, named too
+            detail = str(error) if isinstance(error, ExpressionError) else f"{type(error).__name__}: {error}"
+            raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {detail}") from None
 
     def run_path(self, context: DurableContext, state: RunState, node_id: str, stop_at: str | None) -> None:
         """Walk from `node_id` until an end node (or the join `stop_at`, inside a parallel branch)."""

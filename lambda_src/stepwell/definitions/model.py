@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,19 @@ WAITING_TYPES = ("wait", "trigger_or_timeout")
 JOIN_MODES = ("all", "any", "n")
 CONCURRENCY_POLICIES = ("single", "multiple")
 MAX_NODES = 500
+# A stored definition is one DynamoDB item (its latest and its version item alike) of at most 400 KB:
+# taken as 400,000 bytes, which every backend accepts (AWS: 409,600; moto refuses above 405,000). The
+# item's keys, ids and version numbers take at most DEFINITION_ITEM_OVERHEAD bytes of it (ids of 128
+# ASCII characters, numbers of 21 bytes, the attribute names); the definition's compact JSON the rest.
+DYNAMODB_ITEM_BYTES = 400_000
+DEFINITION_ITEM_OVERHEAD = 1024
+MAX_DEFINITION_BYTES = DYNAMODB_ITEM_BYTES - DEFINITION_ITEM_OVERHEAD
+
+
+def encode_definition(document: Any) -> str:
+    """The definition as it is stored: compact JSON in ASCII (its length is its size in bytes); NaN and
+    Infinity are refused (ValueError), they are not JSON."""
+    return json.dumps(document, separators=(",", ":"), allow_nan=False)
 
 
 class DefinitionError(ValueError):
@@ -50,6 +64,11 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"bad duration {value!r}: {DURATION_RULE}")
     if isinstance(value, (int, float)):
+        if isinstance(value, int) and value.bit_length() > 64:  # float() of a huge int overflows
+            raise ValueError(
+                f"bad duration (an integer of {value.bit_length()} bits): must be more than 0 and at most "
+                "366 days"
+            )
         seconds = float(value)
     elif isinstance(value, str):
         text = value.strip()

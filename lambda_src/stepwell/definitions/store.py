@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from stepwell.definitions.model import encode_definition
 from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, Page
 
 if TYPE_CHECKING:
@@ -160,6 +161,18 @@ class DefinitionStore(Protocol):
     def delete_workflow(self, domain: str, workflow_id: str) -> bool: ...
 
 
+def check_workflow_id(value: object) -> str:
+    """A definition's id: a key part (see check_id), not under the reserved prefix."""
+    workflow_id = check_id("workflow id", value)
+    if workflow_id.lower().startswith(RESERVED_PREFIX):
+        # Contexts share the executions table with the interpreter's executions (workflow
+        # "stepwell.definition"): a definition under that name would collide with them.
+        raise InvalidId(
+            f"invalid workflow id {workflow_id!r}: ids starting with {RESERVED_PREFIX!r} are reserved"
+        )
+    return workflow_id
+
+
 def _prepare(
     domain: str, workflow: Mapping[str, Any], validator: Validator, generate: bool
 ) -> tuple[str, dict[str, Any]]:
@@ -171,14 +184,7 @@ def _prepare(
     if workflow_id is None and generate:
         workflow_id = "wf-" + uuid.uuid4().hex[:20]
         document["id"] = workflow_id
-    check_id("workflow id", workflow_id)
-    assert isinstance(workflow_id, str)
-    if workflow_id.lower().startswith(RESERVED_PREFIX):
-        # Contexts share the executions table with the interpreter's executions (workflow
-        # "stepwell.definition"): a definition under that name would collide with them.
-        raise InvalidId(
-            f"invalid workflow id {workflow_id!r}: ids starting with {RESERVED_PREFIX!r} are reserved"
-        )
+    workflow_id = check_workflow_id(workflow_id)
     validator(document)
     try:
         json.dumps(document)
@@ -281,7 +287,7 @@ class DynamoDbDefinitionStore:
             "version": {"N": str(stored.version)},
             "createdAt": {"N": str(stored.created_at)},
             "updatedAt": {"N": str(stored.updated_at)},
-            "definition": {"S": json.dumps(stored.definition, separators=(",", ":"))},
+            "definition": {"S": encode_definition(stored.definition)},
         }
 
     def _stored(self, domain: str, item: Item) -> StoredWorkflow:

@@ -4,7 +4,9 @@
 list of errors. Checks: the document's shape (schema version 1), unknown node types, duplicate ids,
 per-type fields (bad durations, bad expressions, unknown actions when the action names are given),
 dangling edges, outgoing edges per type (missing or unknown branches), triggers without incoming edges,
-unreachable nodes, cycles with no wait in them, and parallel/join pairing.
+unreachable nodes, cycles with no wait in them, parallel/join pairing, and what storage would refuse (a
+definition too large for its DynamoDB item, NaN or Infinity). `unregistered_actions` lists, as warnings,
+action nodes naming an action a process has not registered (the deployed worker may register more).
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from stepwell.definitions.expressions import ExpressionError, compile_expression
+from stepwell.definitions.expressions import ExpressionError, brief_repr, compile_expression
 from stepwell.definitions.model import (
     CONCURRENCY_POLICIES,
+    DEFINITION_ITEM_OVERHEAD,
+    DYNAMODB_ITEM_BYTES,
     JOIN_MODES,
+    MAX_DEFINITION_BYTES,
     MAX_NODES,
     NODE_TYPES,
     SCHEMA_VERSION,
@@ -26,8 +31,10 @@ from stepwell.definitions.model import (
     Edge,
     Node,
     RetryPolicy,
+    encode_definition,
     parse_duration,
 )
+from stepwell.definitions.store import InvalidId, check_workflow_id
 
 NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 NODE_ID_RULE = "1-64 characters: letters, digits, '_', '.', '-' (not starting with '.' or '-')"
@@ -59,25 +66,32 @@ def parse_definition(document: object, actions: Collection[str] | None = None) -
     if not isinstance(document, Mapping):
         raise DefinitionInvalid([f"a definition must be a JSON object, got {type(document).__name__}"])
     doc: dict[str, Any] = dict(document)
+    _check_size(doc, errors)
     unknown_top = sorted(set(doc) - _TOP_KEYS)
     if unknown_top:
         errors.append(f"unknown top-level keys {unknown_top} (allowed: {sorted(_TOP_KEYS)})")
-    if doc.get("schemaVersion") != SCHEMA_VERSION:
-        errors.append(f"schemaVersion must be {SCHEMA_VERSION}, got {doc.get('schemaVersion')!r}")
+    version = doc.get("schemaVersion")
+    if type(version) is not int or version != SCHEMA_VERSION:  # not true, not 1.0
+        errors.append(f"schemaVersion must be {SCHEMA_VERSION}, got {brief_repr(version)}")
     def_id = doc.get("id")
-    if def_id is not None and not isinstance(def_id, str):
-        errors.append(f"id must be a string, got {def_id!r}")
+    if def_id is not None:
+        try:
+            check_workflow_id(def_id)  # what the store would refuse as a key
+        except InvalidId as error:
+            errors.append(str(error))
     name = doc.get("name")
     if name is not None and not isinstance(name, str):
-        errors.append(f"name must be a string, got {name!r}")
+        errors.append(f"name must be a string, got {brief_repr(name)}")
     concurrency = "single"
     policy = doc.get("policy", {})
     if not isinstance(policy, Mapping):
-        errors.append(f"policy must be an object, got {policy!r}")
+        errors.append(f"policy must be an object, got {brief_repr(policy)}")
     else:
         concurrency = policy.get("concurrency", "single")
         if concurrency not in CONCURRENCY_POLICIES:
-            errors.append(f"policy.concurrency {concurrency!r} is not one of {list(CONCURRENCY_POLICIES)}")
+            errors.append(
+                f"policy.concurrency {brief_repr(concurrency)} is not one of {list(CONCURRENCY_POLICIES)}"
+            )
         extra = sorted(set(policy) - {"concurrency"})
         if extra:
             errors.append(f"unknown policy keys {extra} (allowed: ['concurrency'])")
@@ -150,6 +164,24 @@ def parse_definition(document: object, actions: Collection[str] | None = None) -
     )
 
 
+def unregistered_actions(document: object, actions: Collection[str]) -> list[str]:
+    """Warnings for action nodes naming an action not in `actions`, for a check where the registry is not
+    known to be complete: the deployed worker imports the workflow modules, which may register more."""
+    nodes = document.get("nodes") if isinstance(document, Mapping) else None
+    warnings: list[str] = []
+    for raw in nodes if isinstance(nodes, list) else []:
+        if not isinstance(raw, Mapping) or raw.get("type") != "action":
+            continue
+        action = raw.get("action")
+        if isinstance(action, str) and action and action not in actions:
+            warnings.append(
+                f"node {brief_repr(raw.get('id'))} (action): action {action!r} is not registered here "
+                f"(registered: {', '.join(sorted(actions)) or 'none'}); unless the deployed workflow code "
+                "registers it, contexts fail at this node"
+            )
+    return warnings
+
+
 def validate_definition(document: object, actions: Collection[str] | None = None) -> list[str]:
     """The list of problems (empty when the definition is valid)."""
     try:
@@ -160,6 +192,21 @@ def validate_definition(document: object, actions: Collection[str] | None = None
 
 
 # --- nodes and edges ------------------------------------------------------------------------------
+
+
+def _check_size(document: dict[str, Any], errors: list[str]) -> None:
+    """The definition must fit in its DynamoDB item, as the store writes it."""
+    try:
+        size = len(encode_definition(document))
+    except (TypeError, ValueError, RecursionError) as error:
+        errors.append(f"the definition is not storable as JSON: {error}")
+        return
+    if size > MAX_DEFINITION_BYTES:
+        errors.append(
+            f"the definition is {size:,} bytes as stored (compact JSON); at most {MAX_DEFINITION_BYTES:,} "
+            f"fit in its DynamoDB item ({DYNAMODB_ITEM_BYTES:,} bytes, {DEFINITION_ITEM_OVERHEAD:,} of them "
+            "kept for its keys and version attributes)"
+        )
 
 
 def _expression(node_label: str, key: str, value: object, errors: list[str]) -> Any:
@@ -180,16 +227,16 @@ def _duration(node_label: str, key: str, value: object, errors: list[str]) -> fl
 
 def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors: list[str]) -> Node | None:
     if not isinstance(raw, Mapping):
-        errors.append(f"node #{index}: must be an object, got {raw!r}")
+        errors.append(f"node #{index}: must be an object, got {brief_repr(raw)}")
         return None
     node_id = raw.get("id")
     if not isinstance(node_id, str) or not NODE_ID_PATTERN.match(node_id):
-        errors.append(f"node #{index}: invalid id {node_id!r}: {NODE_ID_RULE}")
+        errors.append(f"node #{index}: invalid id {brief_repr(node_id)}: {NODE_ID_RULE}")
         return None
     node_type = raw.get("type")
     label = f"node {node_id!r}"
     if node_type not in NODE_TYPES:
-        errors.append(f"{label}: unknown type {node_type!r} (allowed: {', '.join(NODE_TYPES)})")
+        errors.append(f"{label}: unknown type {brief_repr(node_type)} (allowed: {', '.join(NODE_TYPES)})")
         return None
     assert isinstance(node_type, str)
     label = f"node {node_id!r} ({node_type})"
@@ -202,7 +249,9 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
     if node_type in ("trigger", "trigger_or_timeout"):
         event = raw.get("event")
         if not isinstance(event, str) or not EVENT_NAME_PATTERN.match(event):
-            errors.append(f"{label}: 'event' must be an event name (1-128 characters, no '#'), got {event!r}")
+            errors.append(
+                f"{label}: 'event' must be an event name (1-128 characters, no '#'), got {brief_repr(event)}"
+            )
         else:
             node.event = event
         if "filter" in raw:
@@ -215,13 +264,13 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
     if node_type in ("action", "trigger_or_timeout") and "output" in raw:
         output = raw["output"]
         if not isinstance(output, str) or not NODE_ID_PATTERN.match(output):
-            errors.append(f"{label}: 'output' must be a data key ({NODE_ID_RULE}), got {output!r}")
+            errors.append(f"{label}: 'output' must be a data key ({NODE_ID_RULE}), got {brief_repr(output)}")
         else:
             node.output = output
     if node_type == "action":
         action = raw.get("action")
         if not isinstance(action, str) or not action:
-            errors.append(f"{label}: 'action' must name a registered action, got {action!r}")
+            errors.append(f"{label}: 'action' must name a registered action, got {brief_repr(action)}")
         elif actions is not None and action not in actions:
             errors.append(
                 f"{label}: unknown action {action!r} (registered: {', '.join(sorted(actions)) or 'none'})"
@@ -230,7 +279,9 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
             node.action = action
         inputs = raw.get("input", {})
         if not isinstance(inputs, Mapping):
-            errors.append(f"{label}: 'input' must be an object mapping names to expressions, got {inputs!r}")
+            errors.append(
+                f"{label}: 'input' must be an object mapping names to expressions, got {brief_repr(inputs)}"
+            )
         else:
             for key, value in inputs.items():
                 node.inputs[str(key)] = (
@@ -256,13 +307,15 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
     if node_type == "join":
         mode = raw.get("mode", "all")
         if mode not in JOIN_MODES:
-            errors.append(f"{label}: mode {mode!r} is not one of {list(JOIN_MODES)}")
+            errors.append(f"{label}: mode {brief_repr(mode)} is not one of {list(JOIN_MODES)}")
         else:
             node.mode = str(mode)
         n = raw.get("n")
         if mode == "n":
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                errors.append(f"{label}: mode 'n' needs 'n', a whole number of at least 1, got {n!r}")
+                errors.append(
+                    f"{label}: mode 'n' needs 'n', a whole number of at least 1, got {brief_repr(n)}"
+                )
             else:
                 node.n = n
         elif n is not None:
@@ -272,7 +325,7 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
 
 def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | None:
     if not isinstance(raw, Mapping):
-        errors.append(f"{label}: 'retry' must be an object, got {raw!r}")
+        errors.append(f"{label}: 'retry' must be an object, got {brief_repr(raw)}")
         return None
     allowed = {"maxAttempts", "initialDelay", "maxDelay", "backoffRate", "jitter"}
     unknown = sorted(set(raw) - allowed)
@@ -281,17 +334,17 @@ def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | No
     defaults = RetryPolicy()
     attempts = raw.get("maxAttempts", defaults.max_attempts)
     if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
-        errors.append(f"{label}: retry.maxAttempts must be a whole number 1..20, got {attempts!r}")
+        errors.append(f"{label}: retry.maxAttempts must be a whole number 1..20, got {brief_repr(attempts)}")
         attempts = defaults.max_attempts
     initial = _duration(label, "retry.initialDelay", raw.get("initialDelay", defaults.initial_delay), errors)
     maximum = _duration(label, "retry.maxDelay", raw.get("maxDelay", defaults.max_delay), errors)
     rate = raw.get("backoffRate", defaults.backoff_rate)
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 1 <= rate <= 10:
-        errors.append(f"{label}: retry.backoffRate must be a number 1..10, got {rate!r}")
+        errors.append(f"{label}: retry.backoffRate must be a number 1..10, got {brief_repr(rate)}")
         rate = defaults.backoff_rate
     jitter = raw.get("jitter", defaults.jitter)
     if jitter not in ("full", "none"):
-        errors.append(f"{label}: retry.jitter must be 'full' or 'none', got {jitter!r}")
+        errors.append(f"{label}: retry.jitter must be 'full' or 'none', got {brief_repr(jitter)}")
         jitter = defaults.jitter
     return RetryPolicy(
         max_attempts=attempts,
@@ -304,25 +357,29 @@ def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | No
 
 def _parse_edge(index: int, raw: object, nodes: Mapping[str, Node], errors: list[str]) -> Edge | None:
     if not isinstance(raw, Mapping):
-        errors.append(f"edge #{index}: must be an object with 'from' and 'to', got {raw!r}")
+        errors.append(f"edge #{index}: must be an object with 'from' and 'to', got {brief_repr(raw)}")
         return None
     source, target, branch = raw.get("from"), raw.get("to"), raw.get("branch")
     unknown = sorted(set(raw) - {"from", "to", "branch", "label"})
-    label = f"edge #{index} ({source} -> {target})"
+    label = f"edge #{index} ({_plain(source)} -> {_plain(target)})"
     if unknown:
         errors.append(f"{label}: unknown keys {unknown} (allowed: ['branch', 'from', 'label', 'to'])")
     if branch is not None and not isinstance(branch, str):
-        errors.append(f"{label}: 'branch' must be a string, got {branch!r}")
+        errors.append(f"{label}: 'branch' must be a string, got {brief_repr(branch)}")
         return None
     bad = False
     for end, value in (("from", source), ("to", target)):
         if not isinstance(value, str) or value not in nodes:
-            errors.append(f"{label}: dangling edge: '{end}' names no node ({value!r})")
+            errors.append(f"{label}: dangling edge: '{end}' names no node ({brief_repr(value)})")
             bad = True
     if bad:
         return None
     assert isinstance(source, str) and isinstance(target, str)
     return Edge(source, target, branch, index)
+
+
+def _plain(value: object) -> str:
+    return value if isinstance(value, str) and len(value) <= 64 else brief_repr(value)
 
 
 def _check_outgoing(node: Node, edges: list[Edge], errors: list[str]) -> None:
