@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import boto3
@@ -21,7 +18,6 @@ from stepwell.definitions.actions import (
     ActionRegistry,
     PermanentActionError,
     UnknownAction,
-    http_request,
     invoke_lambda,
     put_event,
     retry_strategy,
@@ -40,52 +36,6 @@ def context(clients: Any = None, bus: str | None = None) -> ActionContext:
         clients=clients or (lambda service: None),
         event_bus_name=bus,
     )
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        body = json.loads(self.rfile.read(length) or b"null")
-        status = {"/ok": 200, "/down": 503, "/missing": 404}.get(self.path, 400)
-        payload = json.dumps({"echo": body, "header": self.headers.get("X-Test")}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def test_http_request(server: str) -> None:
-    result = http_request(
-        {"url": f"{server}/ok", "method": "post", "body": {"a": 1}, "headers": {"X-Test": "yes"}}, context()
-    )
-    assert result["status"] == 200 and result["body"] == {"echo": {"a": 1}, "header": "yes"}
-    with pytest.raises(ActionError, match="HTTP 503") as retryable:
-        http_request({"url": f"{server}/down", "method": "POST", "body": {}}, context())
-    assert not isinstance(retryable.value, PermanentActionError)
-    with pytest.raises(PermanentActionError, match="HTTP 404"):
-        http_request({"url": f"{server}/missing", "method": "POST", "body": {}}, context())
-    with pytest.raises(PermanentActionError, match="must start with http:// or https://"):
-        http_request({"url": "file:///etc/passwd"}, context())
-    with pytest.raises(PermanentActionError, match="method 'BREW' is not one of"):
-        http_request({"url": f"{server}/ok", "method": "brew"}, context())
-    with pytest.raises(ActionError):
-        http_request({"url": "http://127.0.0.1:1/", "timeoutSeconds": 2}, context())
 
 
 def test_put_event_on_the_bus(monkeypatch: pytest.MonkeyPatch) -> None:
