@@ -3,11 +3,18 @@
 Objects are content-addressed inside an execution's folder (`ex/<hash of id>/<label>-<digest>`), so a
 retried or duplicated write puts the same object again and a stale writer cannot clobber anything.
 Deleting an execution's payloads is a listing of its folder.
+
+Retention: objects are written untagged and the bucket's lifecycle rule expires only objects tagged
+`stepwell-retention=ended`, so a running execution's payloads never expire, however long it waits. When
+the execution ends, `retire` copies each of its objects onto itself with that tag: the copy is a new
+object, and S3 counts expiry days from an object's creation, so they expire `retention_days` after the
+end, as the tables' items do (their TTL also starts at the end).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,6 +23,9 @@ if TYPE_CHECKING:
 
 # A reference stored in place of an offloaded value starts with this scheme.
 REFERENCE_SCHEME = "s3ref:"
+# The tag the bucket's lifecycle rule filters on (modules/payloads): only ended executions' objects expire.
+RETENTION_TAG_KEY = "stepwell-retention"
+RETENTION_TAG_ENDED = "ended"
 _LABEL_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
@@ -65,17 +75,42 @@ class S3PayloadStore:
     def get(self, reference: str) -> str:
         return self.get_bytes(reference).decode("utf-8")
 
+    def _pages_of_keys(self, execution_id: str) -> Iterator[list[str]]:
+        """The keys of one execution's objects, a listing page at a time (a prefix, never a bucket scan)."""
+        paginator = self._s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=execution_folder(execution_id)):
+            keys = [item["Key"] for item in page.get("Contents", []) if "Key" in item]
+            if keys:
+                yield keys
+
     def delete_execution(self, execution_id: str) -> int:
         """Delete every payload of one execution; returns how many objects were deleted."""
-        prefix = execution_folder(execution_id)
         deleted = 0
-        paginator = self._s3.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
-            keys: list[ObjectIdentifierTypeDef] = [{"Key": item["Key"]} for item in page.get("Contents", [])]
-            if keys:
-                self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
-                deleted += len(keys)
+        for keys in self._pages_of_keys(execution_id):
+            objects: list[ObjectIdentifierTypeDef] = [{"Key": key} for key in keys]
+            self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True})
+            deleted += len(keys)
         return deleted
+
+    def retire(self, execution_id: str) -> int:
+        """Start the retention of an ended execution's payloads (see the module docstring); returns how
+        many objects were retired. Idempotent: retiring again only restarts their retention."""
+        retired = 0
+        for keys in self._pages_of_keys(execution_id):
+            for key in keys:
+                # A copy onto itself must change the metadata (S3 refuses an unchanged copy); REPLACE
+                # also drops any user metadata, which the engine never sets.
+                self._s3.copy_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    CopySource={"Bucket": self.bucket, "Key": key},
+                    MetadataDirective="REPLACE",
+                    Metadata={RETENTION_TAG_KEY: RETENTION_TAG_ENDED},
+                    TaggingDirective="REPLACE",
+                    Tagging=f"{RETENTION_TAG_KEY}={RETENTION_TAG_ENDED}",
+                )
+                retired += 1
+        return retired
 
 
 def is_reference(value: object) -> bool:

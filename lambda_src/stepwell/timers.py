@@ -28,6 +28,7 @@ from stepwell.work_queue import MAX_DELAY_SECONDS, SqsWorkQueue, encode_message
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class WakeScheduler:
         scheduler_role_arn: str,
         work_queue_arn: str,
         clock: Callable[[], float] = time.time,
+        kms_key_arn: str = "",
     ) -> None:
         self._queue = queue
         self._scheduler = scheduler
@@ -89,6 +91,8 @@ class WakeScheduler:
         self.scheduler_role_arn = scheduler_role_arn
         self.work_queue_arn = work_queue_arn
         self._clock = clock
+        # Encrypts the schedules (their input names the execution) with the customer's key, if any.
+        self.kms_key_arn = kms_key_arn
 
     def schedule(self, execution_id: str, due_at: float) -> None:
         """The engine's Timers port: an invoke of the execution at `due_at` or later."""
@@ -116,21 +120,24 @@ class WakeScheduler:
             )
         expression, minute = at_expression(due_at)
         name = f"{schedule_prefix(execution_id)}{minute}"
+        request: CreateScheduleInputTypeDef = {
+            "Name": name,
+            "GroupName": self.schedule_group,
+            "ScheduleExpression": expression,
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "ActionAfterCompletion": "DELETE",
+            "Target": {
+                "Arn": self.work_queue_arn,
+                "RoleArn": self.scheduler_role_arn,
+                "Input": encode_message(body),
+            },
+        }
+        if self.kms_key_arn:
+            request["KmsKeyArn"] = self.kms_key_arn
         # The name is deterministic: a conflict means this wake-up is already scheduled.
         with contextlib.suppress(self._scheduler.exceptions.ConflictException):
-            self._scheduler.create_schedule(
-                Name=name,
-                GroupName=self.schedule_group,
-                ScheduleExpression=expression,
-                ScheduleExpressionTimezone="UTC",
-                FlexibleTimeWindow={"Mode": "OFF"},
-                ActionAfterCompletion="DELETE",
-                Target={
-                    "Arn": self.work_queue_arn,
-                    "RoleArn": self.scheduler_role_arn,
-                    "Input": encode_message(body),
-                },
-            )
+            self._scheduler.create_schedule(**request)
         return ScheduledWake(via="scheduler", due_at=due_at, schedule_name=name)
 
     def cancel_all(self, execution_id: str) -> None:

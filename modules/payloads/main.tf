@@ -8,7 +8,7 @@ resource "aws_s3_bucket" "payloads" {
   #checkov:skip=CKV_AWS_18:Payloads are transient engine data; access logging is the account's choice, not the module's.
   #checkov:skip=CKV_AWS_144:Cross-region replication of short-lived payloads is not wanted; tables hold the state.
   #checkov:skip=CKV2_AWS_62:Nothing consumes bucket event notifications; the engine reads objects it wrote.
-  #checkov:skip=CKV_AWS_21:Objects are written once and expire with retention; versions would only outlive that retention.
+  #checkov:skip=CKV_AWS_21:Objects are written once and expire with retention after their execution ends; versions would only outlive that retention.
   #checkov:skip=CKV_AWS_145:SSE-KMS with a customer key is supported through kms_key_arn; SSE-S3 is the keyless default.
   bucket        = local.bucket_name
   force_destroy = var.force_destroy
@@ -46,15 +46,31 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "payloads" {
 resource "aws_s3_bucket_lifecycle_configuration" "payloads" {
   bucket = aws_s3_bucket.payloads.id
 
+  # Only objects of ended executions expire: the engine writes payloads untagged and, when an execution
+  # ends, copies them onto themselves with this tag (a new object, so the days count from the end).
+  # Untagged objects belong to running executions, however long they wait, and are never expired.
   rule {
-    id     = "expire-with-retention"
+    id     = "expire-ended-executions"
     status = "Enabled"
 
-    filter {}
+    filter {
+      tag {
+        key   = "stepwell-retention"
+        value = "ended"
+      }
+    }
 
     expiration {
       days = var.retention_days
     }
+  }
+
+  # A separate rule: S3 refuses a tag filter on a rule that aborts multipart uploads.
+  rule {
+    id     = "abort-incomplete-uploads"
+    status = "Enabled"
+
+    filter {}
 
     abort_incomplete_multipart_upload {
       days_after_initiation = 1
@@ -71,17 +87,8 @@ resource "aws_s3_bucket_policy" "payloads" {
       Sid       = "DenyInsecureTransport"
       Effect    = "Deny"
       Principal = "*"
-      # Every object and bucket action that reads or writes data; listed, because no wildcard action is allowed.
-      Action = [
-        "s3:GetObject",
-        "s3:PutObject",
-        "s3:DeleteObject",
-        "s3:ListBucket",
-        "s3:GetObjectVersion",
-        "s3:DeleteObjectVersion",
-        "s3:PutBucketPolicy",
-        "s3:GetBucketPolicy",
-      ]
+      # Every action: a wildcard in a Deny grants nothing, and a list would miss actions added later.
+      Action   = "s3:*"
       Resource = [aws_s3_bucket.payloads.arn, "${aws_s3_bucket.payloads.arn}/*"]
       Condition = {
         Bool = { "aws:SecureTransport" = "false" }

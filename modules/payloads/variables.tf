@@ -37,7 +37,7 @@ variable "kms_key_arn" {
 }
 
 variable "retention_days" {
-  description = "Days payload objects are kept: the retention of finished executions."
+  description = "Days an ended execution's payload objects are kept, counted from its end (objects of running executions never expire)."
   type        = number
   default     = 30
 

@@ -1,4 +1,11 @@
 data "aws_caller_identity" "current" {}
+data "aws_partition" "current" {}
+data "aws_region" "current" {}
+
+locals {
+  # Built from its parts (not the group's computed ARN) so the trust policy is known at plan time.
+  schedule_group_arn = "arn:${data.aws_partition.current.partition}:scheduler:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:schedule-group/${var.name}"
+}
 
 resource "aws_scheduler_schedule_group" "this" {
   name = var.name
@@ -17,8 +24,12 @@ resource "aws_iam_role" "scheduler" {
       Effect    = "Allow"
       Principal = { Service = "scheduler.amazonaws.com" }
       Action    = "sts:AssumeRole"
-      # Only schedules of this account may use the role (confused-deputy guard).
-      Condition = { StringEquals = { "aws:SourceAccount" = data.aws_caller_identity.current.account_id } }
+      # Only this module's schedule group may use the role (confused-deputy guard): Scheduler names the
+      # group, not the schedule, as the source of the request.
+      Condition = {
+        StringEquals = { "aws:SourceAccount" = data.aws_caller_identity.current.account_id }
+        ArnEquals    = { "aws:SourceArn" = local.schedule_group_arn }
+      }
     }]
   })
 }

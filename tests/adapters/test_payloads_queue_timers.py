@@ -3,17 +3,36 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from stepwell.payloads import PayloadError, S3PayloadStore, is_reference
+from stepwell.client import build_engine
+from stepwell.config import StepwellConfig
+from stepwell.payloads import (
+    RETENTION_TAG_ENDED,
+    RETENTION_TAG_KEY,
+    PayloadError,
+    S3PayloadStore,
+    is_reference,
+    reference_key,
+)
+from stepwell.registry import Registry
+from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
+from stepwell.testing.scheduler import VirtualClock
 from stepwell.timers import WakeScheduler, at_expression, invoke_message, is_early, schedule_prefix
 from stepwell.work_queue import SqsWorkQueue
 
 from .deployment import Deployment
 
 NOW = 1_800_000_000.0  # a fixed clock: wake-up routing depends only on due_at - now
+
+
+class FixedClock:
+    def now(self) -> float:
+        return NOW
 
 
 def _payloads(deployment: Deployment) -> S3PayloadStore:
@@ -79,7 +98,7 @@ def test_queue_refuses_messages_without_kind_and_bad_delays(deployment: Deployme
         queue.send({"kind": "reconcile"}, delay_seconds=901)
 
 
-def _wakes(deployment: Deployment) -> WakeScheduler:
+def _wakes(deployment: Deployment, kms_key_arn: str = "") -> WakeScheduler:
     config = deployment.config
     return WakeScheduler(
         SqsWorkQueue(deployment.clients.sqs, config.work_queue_url),
@@ -88,6 +107,7 @@ def _wakes(deployment: Deployment) -> WakeScheduler:
         config.scheduler_role_arn,
         config.work_queue_arn,
         clock=lambda: NOW,
+        kms_key_arn=kms_key_arn,
     )
 
 
@@ -114,6 +134,28 @@ def test_long_wake_is_a_self_deleting_schedule_rounded_up_to_the_minute(deployme
     assert body == {"kind": "invoke", "executionId": "default#orders#o-1/abc", "dueAt": round(due, 3)}
     # The same wake-up again is not an error and not a second schedule.
     assert _wakes(deployment).schedule_wake("default#orders#o-1/abc", due).schedule_name == wake.schedule_name
+
+
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_long_wake_is_encrypted_with_the_customer_key_when_one_is_given(deployment: Deployment) -> None:
+    group = deployment.config.schedule_group_name
+    scheduler = deployment.clients.scheduler
+    with_key = _wakes(deployment, kms_key_arn=KEY).schedule_wake("exec-key", NOW + 7200)
+    without_key = _wakes(deployment).schedule_wake("exec-plain", NOW + 7200)
+    assert scheduler.get_schedule(Name=with_key.schedule_name, GroupName=group).get("KmsKeyArn") == KEY
+    assert "KmsKeyArn" not in scheduler.get_schedule(Name=without_key.schedule_name, GroupName=group)
+
+
+def test_the_worker_takes_the_key_for_its_wake_ups_from_its_environment(deployment: Deployment) -> None:
+    config = StepwellConfig.from_env({**deployment.config.to_env(), "STEPWELL_KMS_KEY_ARN": KEY})
+    engine = build_engine(config, deployment.clients, Registry(), clock=FixedClock())
+    engine.timers.schedule("exec-env", NOW + 7200)
+    name = f"{schedule_prefix('exec-env')}{at_expression(NOW + 7200)[1]}"
+    schedule = deployment.clients.scheduler.get_schedule(Name=name, GroupName=config.schedule_group_name)
+    assert schedule["KmsKeyArn"] == KEY
+    assert StepwellConfig.from_env(deployment.config.to_env()).kms_key_arn == ""
 
 
 def test_at_expression_never_fires_before_due() -> None:
@@ -167,3 +209,126 @@ def test_cancel_without_list_permission_is_logged_not_raised(
         with pytest.raises(ClientError, match="bad group"):
             wakes.cancel_all("exec-stop")
     assert "cannot delete the pending schedules of exec-stop (AccessDeniedException" in caplog.text
+
+
+# The rules modules/payloads configures (the deployed test reads them from the deployed bucket instead).
+ENDED_ONLY_RULES: dict[str, Any] = {
+    "Rules": [
+        {
+            "ID": "expire-ended-executions",
+            "Status": "Enabled",
+            "Filter": {"Tag": {"Key": RETENTION_TAG_KEY, "Value": RETENTION_TAG_ENDED}},
+            "Expiration": {"Days": 30},
+        },
+        {
+            "ID": "abort-incomplete-uploads",
+            "Status": "Enabled",
+            "Filter": {},
+            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+        },
+    ]
+}
+# The rule the module had before: every object expired 30 days after it was written.
+EVERY_OBJECT_RULES: dict[str, Any] = {
+    "Rules": [{"ID": "expire-with-retention", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 30}}]
+}
+
+
+def _tags(deployment: Deployment, reference: str) -> dict[str, str]:
+    tag_set = deployment.clients.s3.get_object_tagging(
+        Bucket=deployment.config.payload_bucket, Key=reference_key(reference)
+    )["TagSet"]
+    return {tag["Key"]: tag["Value"] for tag in tag_set}
+
+
+def test_retire_tags_every_object_of_that_execution_only_and_keeps_their_content(
+    deployment: Deployment,
+) -> None:
+    store = _payloads(deployment)
+    mine = [store.put("exec-ended", "input", "a" * 10), store.put("exec-ended", "batch-3", "b")]
+    other = store.put("exec-running", "input", "c")
+    assert store.retire("exec-ended") == 2
+    assert [_tags(deployment, reference) for reference in mine] == [
+        {RETENTION_TAG_KEY: RETENTION_TAG_ENDED}
+    ] * 2
+    assert [store.get(reference) for reference in mine] == ["a" * 10, "b"]
+    assert _tags(deployment, other) == {}
+    assert store.retire("exec-ended") == 2  # again (a retried message): same tags, same content
+    assert store.get(mine[0]) == "a" * 10
+
+
+def _lifecycle(deployment: Deployment, rules: dict[str, Any]) -> BucketLifecycle:
+    deployment.clients.s3.put_bucket_lifecycle_configuration(
+        Bucket=deployment.config.payload_bucket,
+        LifecycleConfiguration=rules,  # type: ignore[arg-type]
+    )
+    return BucketLifecycle(deployment.clients.s3, deployment.config.payload_bucket, VirtualClock())
+
+
+def _exists(store: S3PayloadStore, reference: str) -> bool:
+    try:
+        store.get(reference)
+    except PayloadError:
+        return False
+    return True
+
+
+def test_running_payloads_never_expire_and_ended_ones_expire_retention_days_after_the_end(
+    deployment: Deployment,
+) -> None:
+    store = _payloads(deployment)
+    lifecycle = _lifecycle(deployment, ENDED_ONLY_RULES)
+    running = store.put("exec-running", "input", "r")
+    ended = store.put("exec-ended", "input", "e")
+    with lifecycle.running():
+        lifecycle.clock.advance(timedelta(days=400))
+        assert _exists(store, running) and _exists(store, ended)
+        store.retire("exec-ended")  # ends on day 400
+        lifecycle.clock.advance(timedelta(days=29))
+        assert _exists(store, ended)
+        lifecycle.clock.advance(timedelta(days=2))  # past day 430, rounded up to midnight
+    assert not _exists(store, ended)
+    assert _exists(store, running)
+    assert lifecycle.expired == [reference_key(ended)]
+
+
+def test_the_old_rule_expires_a_running_executions_payload(deployment: Deployment) -> None:
+    """The simulator applies whatever the bucket says: under the old match-all rule a payload of an
+    execution that waits 31 days is gone while it still runs (the bug the tag filter fixes)."""
+    store = _payloads(deployment)
+    lifecycle = _lifecycle(deployment, EVERY_OBJECT_RULES)
+    running = store.put("exec-running", "input", "r")
+    with lifecycle.running():
+        lifecycle.clock.advance(timedelta(days=29))
+        assert _exists(store, running)
+        lifecycle.clock.advance(timedelta(days=2))
+    assert not _exists(store, running)
+
+
+def test_expiration_rules_read_like_s3() -> None:
+    rule = ExpirationRule.from_api(
+        {
+            "ID": "r",
+            "Status": "Enabled",
+            "Filter": {
+                "And": {
+                    "Prefix": "ex/",
+                    "Tags": [{"Key": "k", "Value": "v"}],
+                    "ObjectSizeGreaterThan": 10,
+                    "ObjectSizeLessThan": 100,
+                }
+            },
+            "Expiration": {"Days": 3},
+        }
+    )
+    assert rule is not None
+    assert rule.matches("ex/a", 50, {"k": "v", "other": "x"})
+    assert not rule.matches("other/a", 50, {"k": "v"})
+    assert not rule.matches("ex/a", 50, {"k": "w"})
+    assert not rule.matches("ex/a", 10, {"k": "v"}) and not rule.matches("ex/a", 100, {"k": "v"})
+    # Creation + days, rounded up to the next midnight UTC (an exact midnight stays).
+    assert rule.expires_at(datetime(2030, 1, 1, 10, 30, tzinfo=UTC)) == datetime(2030, 1, 5, tzinfo=UTC)
+    assert rule.expires_at(datetime(2030, 1, 1, tzinfo=UTC)) == datetime(2030, 1, 4, tzinfo=UTC)
+    disabled = {"ID": "d", "Status": "Disabled", "Filter": {}, "Expiration": {"Days": 1}}
+    abort_only = ENDED_ONLY_RULES["Rules"][1]
+    assert ExpirationRule.from_api(disabled) is None and ExpirationRule.from_api(abort_only) is None

@@ -175,6 +175,10 @@ def test_scheduler_role_trust_and_least_privilege(
     trust = _statements(role["AssumeRolePolicyDocument"])
     assert [statement["Principal"] for statement in trust] == [{"Service": "scheduler.amazonaws.com"}]
     assert "aws:SourceAccount" in trust[0]["Condition"]["StringEquals"]
+    _, partition, _, _, account, _ = config["scheduler_role_arn"].split(":")
+    region, group = deployed_stack.backend.region, config["schedule_group_name"]
+    source_arn = f"arn:{partition}:scheduler:{region}:{account}:schedule-group/{group}"
+    assert trust[0]["Condition"]["ArnEquals"] == {"aws:SourceArn": source_arn}  # only this group's schedules
     statements = [
         statement
         for policy_name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]
@@ -279,6 +283,7 @@ def test_payload_bucket_is_private_encrypted_and_tls_only(
     statements = _statements(s3.get_bucket_policy(Bucket=bucket)["Policy"])
     assert [statement["Effect"] for statement in statements] == ["Deny"]
     assert statements[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert statements[0]["Action"] == "s3:*"
     rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
     assert rules[0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
     ownership = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"]
@@ -286,6 +291,8 @@ def test_payload_bucket_is_private_encrypted_and_tls_only(
     lifecycle = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
     expiring = [rule for rule in lifecycle if rule.get("Expiration", {}).get("Days")]
     assert expiring and all(rule["Status"] == "Enabled" for rule in expiring)
+    # Only objects of ended executions expire (tests/deploy/test_payload_retention_deployed.py).
+    assert [rule["Filter"] for rule in expiring] == [{"Tag": {"Key": "stepwell-retention", "Value": "ended"}}]
 
 
 def test_a_second_plan_shows_no_changes(deployed_stack: DeployedStack) -> None:

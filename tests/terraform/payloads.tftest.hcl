@@ -1,4 +1,5 @@
-# modules/payloads: a private, encrypted, TLS-only bucket whose objects expire with retention.
+# modules/payloads: a private, encrypted, TLS-only bucket whose objects expire with retention after their
+# execution ends (never while it runs).
 
 mock_provider "aws" {
   override_during = plan
@@ -41,20 +42,30 @@ run "private_encrypted_tls_only_expiring" {
   }
 
   assert {
-    condition = one([
-      for rule in aws_s3_bucket_lifecycle_configuration.payloads.rule : rule.expiration[0].days if rule.status == "Enabled"
-    ]) == 45
-    error_message = "Objects must expire after retention_days."
+    condition = [
+      for rule in aws_s3_bucket_lifecycle_configuration.payloads.rule : {
+        id   = rule.id
+        days = one(rule.expiration[*].days)
+        tags = [for tag in flatten(rule.filter[*].tag) : { (tag.key) = tag.value }]
+      } if rule.status == "Enabled" && length(rule.expiration) > 0
+    ] == [{ id = "expire-ended-executions", days = 45, tags = [{ "stepwell-retention" = "ended" }] }]
+    error_message = "Only objects tagged stepwell-retention=ended (by the engine, when their execution ends) may expire, after retention_days."
   }
 
   assert {
-    condition = alltrue([
+    condition = [
+      for rule in aws_s3_bucket_lifecycle_configuration.payloads.rule : one(rule.abort_incomplete_multipart_upload[*].days_after_initiation)
+      if length(rule.expiration) == 0 && rule.status == "Enabled"
+    ] == [1]
+    error_message = "Incomplete multipart uploads must be aborted after a day, by a rule that expires nothing."
+  }
+
+  assert {
+    condition = [
       for statement in jsondecode(aws_s3_bucket_policy.payloads.policy).Statement :
-      statement.Effect == "Deny" && statement.Condition.Bool["aws:SecureTransport"] == "false" &&
-      contains(statement.Action, "s3:GetObject") && contains(statement.Action, "s3:PutObject") &&
-      alltrue([for action in statement.Action : !strcontains(action, "*")])
-    ])
-    error_message = "The bucket policy must deny requests without TLS, naming actions (no wildcard)."
+      [statement.Effect, statement.Action, statement.Condition.Bool["aws:SecureTransport"]]
+    ] == [["Deny", "s3:*", "false"]]
+    error_message = "The bucket policy must deny every action (s3:*) without TLS."
   }
 }
 

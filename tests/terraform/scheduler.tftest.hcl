@@ -28,9 +28,12 @@ run "role_and_reconcile_schedule" {
       Effect    = "Allow"
       Principal = { Service = "scheduler.amazonaws.com" }
       Action    = "sts:AssumeRole"
-      Condition = { StringEquals = { "aws:SourceAccount" = "123456789012" } }
+      Condition = {
+        StringEquals = { "aws:SourceAccount" = "123456789012" }
+        ArnEquals    = { "aws:SourceArn" = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+      }
     }]
-    error_message = "The role must trust only scheduler.amazonaws.com of this account."
+    error_message = "The role must trust only scheduler.amazonaws.com for this account's schedule group of the module."
   }
 
   assert {

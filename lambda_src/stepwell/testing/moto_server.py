@@ -4,9 +4,10 @@ A child process, not moto's ``ThreadedMotoServer`` thread: moto keeps its state 
 so an in-process server would share (and lose, on every ``mock_aws`` reset) state with tests that use
 moto's decorators; a child also gets its own core for the GIL-heavy request handling.
 
-The child corrects two moto behaviours that differ from AWS (``_disable_moto_sqs_push``: no push of
+The child corrects three moto behaviours that differ from AWS (``_disable_moto_sqs_push``: no push of
 SQS messages to mapped functions; ``_keep_queue_policy_on_other_updates``: SetQueueAttributes keeps
-a policy it does not name) and adds one route to moto's WSGI app,
+a policy it does not name; ``_skip_statements_whose_condition_fails``: a policy statement whose
+condition is not met does not apply) and adds one route to moto's WSGI app,
 ``GET /_stepwell/lambda-code?region=..&function=..``, that returns a function's deployed zip:
 moto's GetFunction answers with an S3 location it never serves, and the local Lambda runtime needs
 the code terraform uploaded.
@@ -108,6 +109,38 @@ def _keep_queue_policy_on_other_updates() -> None:
     Queue._set_attributes = set_attributes_keeping_policy  # type: ignore[method-assign]
 
 
+def _skip_statements_whose_condition_fails() -> None:
+    """moto passes no condition values (aws:SecureTransport, ...) to bucket policies and counts a
+    condition on a missing key as met, so the payload bucket's "deny without TLS" statement refuses
+    every object request; and it answers DENIED for any statement whose condition fails, Allow or Deny.
+    In AWS a condition on a missing key is not met (except with ...IfExists and Null), and a statement
+    whose condition is not met does not apply: so here."""
+    from moto.iam.access_control import IAMPolicyStatement, PermissionResult
+
+    original_is_action_permitted = IAMPolicyStatement.is_action_permitted
+
+    def is_action_permitted(
+        self: Any,
+        action: str,
+        resource: str = "*",
+        principal: str | None = None,
+        incoming_condition_values: dict[str, str] | None = None,
+    ) -> PermissionResult:
+        values = incoming_condition_values or {}
+        conditions = self._statement.get("Condition") or {}
+        missing_key = any(
+            key not in values
+            for operator, keys in conditions.items()
+            if not operator.endswith("IfExists") and operator != "Null"
+            for key in keys
+        )
+        if missing_key or not self._check_conditions(incoming_condition_values):
+            return PermissionResult.NEUTRAL
+        return original_is_action_permitted(self, action, resource, principal, incoming_condition_values)
+
+    IAMPolicyStatement.is_action_permitted = is_action_permitted  # type: ignore[method-assign]
+
+
 def _exit_when_parent_dies(parent_pid: int) -> None:
     while True:
         if os.getppid() != parent_pid:
@@ -126,6 +159,7 @@ def serve(host: str, port: int) -> None:
 
     _disable_moto_sqs_push()
     _keep_queue_policy_on_other_updates()
+    _skip_statements_whose_condition_fails()
     app = _with_lambda_code_route(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=_exit_when_parent_dies, args=(os.getppid(),), daemon=True).start()
