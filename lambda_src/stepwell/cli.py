@@ -10,6 +10,9 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell callback success CALLBACK_ID --result '{"approved": true}'
     stepwell dlq redrive
 
+Every error is one line on stderr, `stepwell: error: ...`, naming the bad value, with exit status 1 (2 for
+a command line argparse cannot read); `--debug` shows the traceback of an unexpected one.
+
 Definitions, contexts and domain events have their own commands (stepwell.definitions.cli):
 `stepwell definitions ...`, `stepwell contexts ...`, `stepwell event ...`.
 """
@@ -23,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -35,18 +38,33 @@ from stepwell.definitions.service import DefinitionsService
 from stepwell.errors import StepwellError
 from stepwell.history import format_timeline
 from stepwell.model import ExecutionStatus
+from stepwell.work_queue import QueueError
 
 CONFIG_ENV = "STEPWELL_CONFIG"
+USAGE_EXIT_STATUS = 2
+CALLBACK_ID_HELP = "the callback id (one starting with '-' works too)"
+# Errors whose message is meant for the user: the CLI prints the message alone.
+_USER_ERRORS = (ConfigError, StepwellError, QueueError, ValueError)
 
 
 class CliError(Exception):
     """A user error the CLI reports on one line (exit status 1)."""
 
 
+class UsageError(Exception):
+    """The command line does not parse (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one line (its default prints the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="stepwell", description="Operate a deployed Stepwell workflow engine."
-    )
+    parser = _Parser(prog="stepwell", description="Operate a deployed Stepwell workflow engine.")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -89,13 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     callback = commands.add_parser("callback", help="complete, fail or extend a callback")
     callback_commands = callback.add_subparsers(dest="callback_command", required=True, metavar="ACTION")
     success = callback_commands.add_parser("success", help="complete the callback with a result")
-    success.add_argument("callback_id")
+    success.add_argument("callback_id", help=CALLBACK_ID_HELP)
     success.add_argument("--result", help="result text the workflow receives (usually JSON)")
     fail = callback_commands.add_parser("fail", help="fail the callback")
-    fail.add_argument("callback_id")
+    fail.add_argument("callback_id", help=CALLBACK_ID_HELP)
     _add_error_arguments(fail)
     heartbeat = callback_commands.add_parser("heartbeat", help="send a heartbeat for the callback")
-    heartbeat.add_argument("callback_id")
+    heartbeat.add_argument("callback_id", help=CALLBACK_ID_HELP)
     for action in (success, fail, heartbeat):
         action.add_argument(
             "--via-bus", action="store_true", help="send it as an event on the deployment's bus instead"
@@ -152,17 +170,14 @@ def _read_input(args: argparse.Namespace, stdin: TextIO) -> Any:
         else:
             try:
                 text = Path(args.input_file).read_text(encoding="utf-8")
-            except OSError as error:
+            except (OSError, UnicodeDecodeError) as error:
                 raise CliError(f"cannot read input file {args.input_file!r}: {error}") from error
         origin = f"input file {args.input_file!r}"
     elif args.input is not None:
         text, origin = args.input, "--input"
     else:
         return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CliError(f"{origin} is not valid JSON ({error}): {text[:100]!r}") from error
+    return definitions_cli.load_json_text(text, origin)
 
 
 def _stamp(epoch: float | None) -> str:
@@ -227,8 +242,7 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
 def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
     if args.subject_id is not None and args.domain is None:
         raise CliError("--subject filters within a domain: pass --domain too")
-    if not 1 <= args.limit <= 1000:
-        raise CliError(f"--limit must be 1..1000, got {args.limit}")
+    definitions_cli.check_limit(args.limit)
     token = args.next_token
     rows: list[dict[str, Any]] = []
     while True:
@@ -258,10 +272,53 @@ def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None
         out.write(f"more: --next-token {token}\n")
 
 
+def callback_ids_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """Callback ids are URL-safe base64, so older ones may start with "-", which argparse takes for an
+    option. After `callback ACTION`, the first word that is neither an option of ACTION nor an option's
+    value is the id: if it starts with "-", it moves behind "--", where argparse reads it as the id."""
+    words = list(argv)
+    if "--" in words or "callback" not in words:
+        return words
+    at = words.index("callback")
+    if at + 1 >= len(words):
+        return words
+    action = _subcommand(_subcommand(parser, "callback"), words[at + 1])
+    if action is None:
+        return words
+    takes_value = {option: each.nargs != 0 for each in action._actions for option in each.option_strings}
+    index = at + 2
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("-"):
+            return words
+        option = word.split("=", 1)[0]
+        if option not in takes_value:
+            return [*words[:index], *words[index + 1 :], "--", word]
+        index += 2 if takes_value[option] and "=" not in word else 1
+    return words
+
+
+def _subcommand(parser: argparse.ArgumentParser | None, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions if parser is not None else ():
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser | None = action.choices.get(name)
+            return found
+    return None
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     stdout = out or sys.stdout
     stderr = err or sys.stderr
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(callback_ids_as_positionals(parser, sys.argv[1:] if argv is None else argv))
+    except UsageError as error:
+        stderr.write(f"stepwell: error: {_one_line(error)}\n")
+        return USAGE_EXIT_STATUS
     clients: list[StepwellClient] = []
 
     def client() -> StepwellClient:
@@ -274,15 +331,26 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
     try:
         if args.command in definitions_cli.COMMANDS:
-            definitions_cli.run(args, lambda: DefinitionsService.for_client(client()), stdout, sys.stdin)
+            definitions_cli.run(
+                args, lambda: DefinitionsService.for_client(client()), stdout, sys.stdin, stderr
+            )
             return 0
         return run(args, client(), stdout, sys.stdin)
-    except (CliError, definitions_cli.DefinitionsCliError, ConfigError, StepwellError, ValueError) as error:
-        stderr.write(f"stepwell: error: {error}\n")
+    except Exception as error:
+        if args.debug:
+            raise
+        stderr.write(f"stepwell: error: {_error_line(error)}\n")
         return 1
-    except (ClientError, BotoCoreError) as error:
-        stderr.write(f"stepwell: error: AWS request failed: {error}\n")
-        return 1
+
+
+def _error_line(error: Exception) -> str:
+    if isinstance(error, (CliError, definitions_cli.DefinitionsCliError, *_USER_ERRORS)):
+        return _one_line(error)
+    if isinstance(error, LookupError) and not isinstance(error, KeyError):
+        return _one_line(error)  # the definitions service's "no such ..." (a KeyError is a bug)
+    if isinstance(error, (ClientError, BotoCoreError)):
+        return f"AWS request failed: {_one_line(error)}"
+    return f"unexpected {type(error).__name__}: {_one_line(error)} (run with --debug for the traceback)"
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from stepwell.cli import main
+from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
@@ -135,9 +137,12 @@ def test_user_errors_are_one_clear_line(cli_env: tuple[Path, QueueDriver], tmp_p
     assert code == 1 and "cannot read the Stepwell config file" in err
     code, _, err = _cli(config_file, "--endpoint-url", "http://127.0.0.1:9", "list", "--status", "RUNNING")
     assert code == 1 and err.startswith("stepwell: error: AWS request failed")
-    with pytest.raises(SystemExit) as usage:
-        main(["list"], out=io.StringIO(), err=io.StringIO())
-    assert usage.value.code == 2
+    usage = io.StringIO()
+    assert main(["list"], out=io.StringIO(), err=usage) == 2
+    assert usage.getvalue() == (
+        "stepwell: error: one of the arguments --status --workflow --domain is required "
+        "(see 'stepwell list --help')\n"
+    )
 
 
 def test_dlq_redrive(cli_env: tuple[Path, QueueDriver], deployment: Deployment) -> None:
@@ -162,3 +167,107 @@ def test_definitions_commands_are_wired_in(cli_env: tuple[Path, QueueDriver], tm
     assert code == 1 and err.startswith(f"stepwell: error: {broken}: ")
     code, out, err = _cli(config_file, "definitions", "list", "--domain", "acme")
     assert (code, out, err) == (0, "", "")
+
+
+def _one_error_line(code: int, out: str, err: str) -> str:
+    assert code == 1 and err.startswith("stepwell: error: ") and err.count("\n") == 1, (code, out, err)
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("spelling", ["plain", "after --", "between options"])
+def test_a_callback_id_that_starts_with_a_dash_is_accepted(
+    cli_env: tuple[Path, QueueDriver], deployment: Deployment, spelling: str
+) -> None:
+    config_file, driver = cli_env
+    execution_id = _cli(config_file, "start", "greet", "--input", '{"name": "ada"}', "--name", "dash")[
+        1
+    ].strip()
+    driver.run_until_quiet()
+    # Ids made before they got their fixed prefix start with "-" one time in 64: make such an id.
+    store = StepwellClient(deployment.config, deployment.clients).engine.store
+    issued = store.get_callback(CALLBACK_IDS[0])
+    assert issued is not None
+    dashed = "-" + CALLBACK_IDS[0][3:]
+    store.put_callback(dataclasses.replace(issued, callback_id=dashed))
+
+    argv = {
+        "plain": ["callback", "success", dashed, "--result", "hi"],
+        "after --": ["callback", "success", "--result", "hi", "--", dashed],
+        "between options": ["callback", "success", "--result=hi", dashed, "--via-bus"],
+    }[spelling]
+    code, out, err = _cli(config_file, *argv)
+    assert (code, err) == (0, ""), err
+    assert out.startswith(f"callback {dashed}: success ")
+    driver.run_until_quiet()
+    assert json.loads(json.loads(_cli(config_file, "describe", execution_id)[1])["Result"]) == "Ada: hi"
+
+
+def test_a_second_completion_of_a_callback_is_refused(cli_env: tuple[Path, QueueDriver]) -> None:
+    config_file, driver = cli_env
+    execution_id = _cli(config_file, "start", "greet", "--input", '{"name": "ada"}', "--name", "twice")[
+        1
+    ].strip()
+    driver.run_until_quiet()
+    assert _cli(config_file, "callback", "success", CALLBACK_IDS[0], "--result", "first")[0] == 0
+    err = _one_error_line(*_cli(config_file, "callback", "fail", CALLBACK_IDS[0], "--error-message", "no"))
+    assert f"callback {CALLBACK_IDS[0]!r} has already completed" in err
+    driver.run_until_quiet()
+    assert json.loads(json.loads(_cli(config_file, "describe", execution_id)[1])["Result"]) == "Ada: first"
+
+
+def test_bad_input_to_every_command_is_one_line(cli_env: tuple[Path, QueueDriver], tmp_path: Path) -> None:
+    config_file, driver = cli_env
+    execution_id = _cli(config_file, "start", "greet", "--input", '{"name": "ada"}', "--name", "one")[
+        1
+    ].strip()
+    driver.run_until_quiet()
+    err = _one_error_line(*_cli(config_file, "start", "greet", "--input", '{"name": "bob"}', "--name", "one"))
+    assert "execution 'one' of workflow 'greet'" in err and "different input" in err
+    err = _one_error_line(*_cli(config_file, "start", "greet", "--input", '{"n": NaN}'))
+    assert "--input is not valid JSON (NaN is not JSON (numbers must be finite))" in err
+    err = _one_error_line(*_cli(config_file, "stop", execution_id, "--error-data", "x" * 70_000))
+    assert "stop error is 70" in err and "the limit is 65536" in err
+    err = _one_error_line(*_cli(config_file, "history", "default#greet#nobody/nobody"))
+    assert "no execution with id 'default#greet#nobody/nobody'" in err
+    err = _one_error_line(*_cli(config_file, "dlq", "redrive", "--max", "0"))
+    assert "--max (max_messages) must be at least 1, got 0" in err
+    err = _one_error_line(*_cli(config_file, "definitions", "get", "nope", "--domain", "acme"))
+    assert "no definition 'nope' in domain 'acme'; definitions in domain 'acme': none" in err
+    err = _one_error_line(
+        *_cli(config_file, "definitions", "graph", "nope", "--domain", "acme", "--version", "2")
+    )
+    assert "no definition 'nope' version 2 in domain 'acme'" in err
+    err = _one_error_line(*_cli(config_file, "event", "send", "", "--domain", "acme", "--subject", "u1"))
+    assert "invalid event name ''" in err
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe")
+    err = _one_error_line(*_cli(config_file, "start", "greet", "--input-file", str(binary)))
+    assert f"cannot read input file {str(binary)!r}" in err
+    code, _, err = _cli(config_file, "list", "--limit", "many", "--all")
+    assert code == 2 and err.count("\n") == 1 and "invalid int value: 'many'" in err
+
+
+def test_an_unexpected_error_is_one_line_unless_debugging(
+    cli_env: tuple[Path, QueueDriver], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file, _ = cli_env
+
+    def broken(*_: Any) -> Any:
+        raise KeyError("Executions")
+
+    monkeypatch.setattr(StepwellClient, "list_executions", broken)
+    err = _one_error_line(*_cli(config_file, "list", "--status", "RUNNING"))
+    assert err == "stepwell: error: unexpected KeyError: 'Executions' (run with --debug for the traceback)\n"
+    with pytest.raises(KeyError):
+        _cli(config_file, "--debug", "list", "--status", "RUNNING")
+
+
+def test_the_client_refuses_nan_results_and_malformed_errors_before_sending(deployment: Deployment) -> None:
+    client = StepwellClient(deployment.config, deployment.clients)
+    with pytest.raises(ValueError, match="nor are NaN and Infinity"):
+        client.send_callback_success("cb-any", {"score": float("nan")})
+    with pytest.raises(ValueError, match=r"unknown callback error fields \['Reason'\]"):
+        client.publish_callback_event("fail", "cb-any", error={"Reason": "x"})
+    with pytest.raises(ValueError, match="callback error field ErrorMessage must be a string"):
+        client.publish_callback_event("fail", "cb-any", error={"ErrorMessage": 7})

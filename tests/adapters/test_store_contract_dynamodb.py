@@ -35,6 +35,12 @@ test_a_lease_is_exclusive_until_it_expires_or_is_released = (
     _contract.test_a_lease_is_exclusive_until_it_expires_or_is_released
 )
 test_callbacks_and_due_timers = _contract.test_callbacks_and_due_timers
+test_a_callback_completes_once_and_can_be_reopened = (
+    _contract.test_a_callback_completes_once_and_can_be_reopened
+)
+test_of_completions_racing_for_a_callback_exactly_one_wins = (
+    _contract.test_of_completions_racing_for_a_callback_exactly_one_wins
+)
 test_list_by_workflow_is_newest_first_and_paged = _contract.test_list_by_workflow_is_newest_first_and_paged
 
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from stepwell.definitions.cli import DefinitionsCliError, add_commands, run
+from stepwell.definitions.router import EventOutcome
 from stepwell.definitions.service import DefinitionsService
+from stepwell.definitions.validation import DefinitionInvalid
 
 from .harness import Harness
 from .test_examples import EXAMPLES
@@ -66,10 +68,10 @@ def test_definitions_commands(service: DefinitionsService, harness: Harness, tmp
     ] == ["v1", "v2"]
     got = json.loads(cli(service, "definitions", "get", "onboarding", "--domain", "acme", "--version", "1"))
     assert got["version"] == 1 and got["definition"]["id"] == "onboarding"
-    graph = cli(service, "definitions", "graph", "--domain", "acme", "--id", "onboarding")
+    graph = cli(service, "definitions", "graph", "onboarding", "--domain", "acme")
     assert graph.startswith("flowchart TD") and graph == cli(service, "definitions", "graph", file)
-    with pytest.raises(LookupError, match="no definition 'nope' in domain 'acme'"):
-        cli(service, "definitions", "get", "nope", "--domain", "acme")
+    assert graph == cli(service, "definitions", "graph", "--domain", "acme", "--id", "onboarding")  # older
+    assert graph == cli(service, "definitions", "graph", "onboarding", "--domain", "acme", "--version", "1")
     assert (
         cli(service, "definitions", "delete", "onboarding", "--domain", "acme")
         == "acme/onboarding: deleted\n"
@@ -128,9 +130,9 @@ def test_contexts_and_events_commands(service: DefinitionsService, harness: Harn
         cli(service, "contexts", "show", "--domain", "acme", "onboarding", "u1", instance, "--json")
     )
     assert shown_json["execution"]["Status"] == "SUCCEEDED"
-    service.process_event({"id": "broken", "detail-type": "x", "detail": {}})
-    assert cli(service, "event", "rejected") == "broken: extractor failed: the event maps to no domain\n"
-    with pytest.raises(DefinitionsCliError, match="--data is not JSON"):
+    service.process_event({"id": "broken", "detail-type": "x", "detail": {}}, "acme")
+    assert cli(service, "event", "rejected") == "broken: extractor failed: the event maps to no subject\n"
+    with pytest.raises(DefinitionsCliError, match="--data is not valid JSON"):
         cli(service, "event", "send", "x", "--domain", "acme", "--subject", "u1", "--data", "{")
     with pytest.raises(ValueError, match="needs a subject too"):
         cli(service, "contexts", "list", "--domain", "acme", "--workflow", "onboarding")
@@ -139,3 +141,81 @@ def test_contexts_and_events_commands(service: DefinitionsService, harness: Harn
 def test_other_commands_are_not_taken() -> None:
     args = argparse.Namespace(command="start")
     assert run(args, lambda: pytest.fail("no service needed"), io.StringIO(), io.StringIO()) is False
+
+
+def test_a_missing_definition_or_version_is_one_line_saying_what_exists(service: DefinitionsService) -> None:
+    with pytest.raises(DefinitionsCliError, match=r"no definition 'nope' in domain 'acme'; .*: none$"):
+        cli(service, "definitions", "get", "nope", "--domain", "acme")
+    cli(service, "definitions", "put", str(EXAMPLES / "onboarding.json"), "--domain", "acme")
+    for command in ("get", "graph"):
+        with pytest.raises(
+            DefinitionsCliError,
+            match=r"no definition 'nope' in domain 'acme'; definitions in domain 'acme': onboarding$",
+        ):
+            cli(service, "definitions", command, "nope", "--domain", "acme")
+        with pytest.raises(
+            DefinitionsCliError,
+            match=r"no definition 'onboarding' version 7 in domain 'acme'; its versions are 1$",
+        ):
+            cli(service, "definitions", command, "onboarding", "--domain", "acme", "--version", "7")
+    with pytest.raises(DefinitionsCliError, match="graph needs a definition FILE, or WORKFLOW_ID --domain"):
+        cli(service, "definitions", "graph")
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 129])
+def test_an_event_without_a_usable_name_is_refused(service: DefinitionsService, name: str) -> None:
+    with pytest.raises(DefinitionsCliError, match=r"invalid event name .*: 1 to 128 characters"):
+        cli(service, "event", "send", name, "--domain", "acme", "--subject", "u1")
+
+
+def test_a_rejected_event_is_an_error(service: DefinitionsService, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI checks what the router would reject for; any other rejection still fails the command.
+    rejected = EventOutcome(event_id="e1", status="rejected", reason="the event maps to no subject")
+    monkeypatch.setattr(service, "send_event", lambda *_: rejected)
+    with pytest.raises(
+        DefinitionsCliError, match="event 'x' for acme/u1 was rejected: the event maps to no subject"
+    ):
+        cli(service, "event", "send", "x", "--domain", "acme", "--subject", "u1")
+
+
+@pytest.mark.parametrize("data", ["NaN", '{"a": Infinity}', "[-Infinity]"])
+def test_nan_and_infinity_are_not_json(service: DefinitionsService, data: str) -> None:
+    with pytest.raises(
+        DefinitionsCliError, match=r"--data is not valid JSON .*is not JSON \(numbers must be finite"
+    ):
+        cli(service, "event", "send", "x", "--domain", "acme", "--subject", "u1", "--data", data)
+
+
+@pytest.mark.parametrize("command", [("event", "rejected"), ("contexts", "list", "--domain", "acme")])
+@pytest.mark.parametrize("limit", ["0", "1001"])
+def test_listing_limits_are_checked(
+    service: DefinitionsService, command: tuple[str, ...], limit: str
+) -> None:
+    with pytest.raises(DefinitionsCliError, match=f"--limit must be 1..1000, got {limit}"):
+        cli(service, *command, "--limit", limit)
+
+
+def test_put_and_validate_warn_of_actions_not_registered_here(
+    service: DefinitionsService, tmp_path: Path
+) -> None:
+    document: dict[str, Any] = json.loads((EXAMPLES / "onboarding.json").read_text())
+    send_tips = next(node for node in document["nodes"] if node["id"] == "send_tips")
+    send_tips["action"] = "billing.charge_card"
+    file = tmp_path / "unregistered.json"
+    file.write_text(json.dumps(document))
+
+    def run_with_err(*argv: str) -> tuple[str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        assert run(parser().parse_args(list(argv)), lambda: service, out, io.StringIO(), err)
+        return out.getvalue(), err.getvalue()
+
+    out, err = run_with_err("definitions", "validate", str(file))
+    assert out == f"{file}: valid\n"
+    assert "stepwell: warning:" in err and "'billing.charge_card' is not registered here" in err
+    out, err = run_with_err("definitions", "put", str(file), "--domain", "acme")
+    assert out == "acme/onboarding: version 1\n"
+    assert err.count("stepwell: warning:") == 1 and "billing.charge_card" in err
+    with pytest.raises(DefinitionInvalid, match=r"billing\.charge_card"):
+        run_with_err("definitions", "put", str(file), "--domain", "acme", "--check-actions")
+    out, err = run_with_err("definitions", "put", str(EXAMPLES / "onboarding.json"), "--domain", "acme")
+    assert err == ""

@@ -49,3 +49,25 @@ def set_mapping_enabled(backend: Backend, function_name: str, enabled: bool) -> 
         # A receive the backend's poller sent before the pause can still take a message: its long poll
         # lasts up to the mapping's batching window (1 s here). Let it return first.
         time.sleep(MAPPING_POLL_SETTLE_SECONDS)
+
+
+def take_marked(
+    backend: Backend, queue_url: str, marker: str, expected: int, wait_seconds: float = WAIT_SECONDS
+) -> list[str]:
+    """Bodies carrying ``marker`` on the queue (deleted once read; others are made visible again at once);
+    waits until ``expected`` arrived or ``wait_seconds`` passed."""
+    sqs = backend.client("sqs")
+    found: list[str] = []
+    deadline = time.monotonic() + wait_seconds
+    while len(found) < expected and time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+            "Messages", []
+        ):
+            if marker in message["Body"]:
+                found.append(message["Body"])
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            else:
+                sqs.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+    return found

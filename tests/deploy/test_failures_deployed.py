@@ -24,7 +24,7 @@ from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lambda_runtime import LambdaRuntime
 
-from deploy.queues import short_visibility
+from deploy.queues import short_visibility, take_marked
 
 MARKERS = "test-marker#"
 WAIT_SECONDS = 240.0
@@ -63,16 +63,11 @@ def _drive(target: DeployedTarget, execution_id: str) -> dict[str, Any]:
             return description
         assert time.monotonic() < deadline, f"never finished: {json.dumps(description, default=str)}"
         lease = _lease_expiry(target, execution_id)
-        timer = target.due_timers([execution_id]).get(execution_id)
         if lease is not None and lease > target.clock.now_epoch():
             # The lease of a worker that died: once it expires the reconciler re-enqueues the execution.
             target.clock.advance_seconds(lease - target.clock.now_epoch() + 1)
             _send(target, {"kind": "reconcile"})
-        elif timer is not None and (execution_id, timer) not in target.nudged:
-            target.clock.advance_seconds(max(0.0, timer - target.clock.now_epoch()) + 0.001)
-            target.nudged.add((execution_id, timer))
-            target.send_invoke(execution_id, timer)
-        else:
+        elif not target.wake_when_due(execution_id):
             time.sleep(0.2)
 
 
@@ -266,25 +261,6 @@ def test_a_malformed_message_ends_in_the_dlq_and_nothing_else_in_its_batch_is_lo
         sqs.send_message(QueueUrl=config["work_queue_url"], MessageBody=json.dumps({"marker": marker}))
         sqs.send_message(QueueUrl=config["work_queue_url"], MessageBody="not json at all " + marker)
         descriptions = [_drive(deployed_target, execution_id) for execution_id in executions]
-        dead = _dead_letters(deployed_stack.backend, config["dlq_url"], marker, expected=2)
+        dead = take_marked(deployed_stack.backend, config["dlq_url"], marker, 2, WAIT_SECONDS)
     assert [d["Status"] for d in descriptions] == ["SUCCEEDED"] * 3
     assert sorted(dead) == sorted([json.dumps({"marker": marker}), "not json at all " + marker])
-
-
-def _dead_letters(backend: Backend, dlq_url: str, marker: str, expected: int) -> list[str]:
-    """Bodies carrying ``marker`` on the DLQ (deleted once read); waits until ``expected`` arrived."""
-    sqs = backend.client("sqs")
-    found: list[str] = []
-    deadline = time.monotonic() + WAIT_SECONDS
-    while len(found) < expected and time.monotonic() < deadline:
-        for message in sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
-            "Messages", []
-        ):
-            if marker in message["Body"]:
-                found.append(message["Body"])
-                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-            else:
-                sqs.change_message_visibility(
-                    QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
-    return found

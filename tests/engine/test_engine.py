@@ -51,7 +51,7 @@ def test_execution_id_is_context_key_and_instance(stepwell_local: LocalStepwell)
 def test_start_is_idempotent_on_the_execution_name(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("greet", workflows.greet)
     first = stepwell_local.start("greet", {"name": "Ada"}, execution_name="once")
-    second = stepwell_local.start("greet", {"name": "Bob"}, execution_name="once")
+    second = stepwell_local.start("greet", {"name": "Ada"}, execution_name="once")
 
     assert first == second
     assert stepwell_local.store.counters["create_execution"] == 2

@@ -6,6 +6,9 @@ checks by overriding that fixture in its own conftest and importing these tests.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from stepwell.errors import SequenceConflict
 from stepwell.memory_store import MemoryExecutionStore, due_shard
@@ -125,6 +128,33 @@ def test_callbacks_and_due_timers(execution_store: ExecutionStore) -> None:
     assert execution_store.query_due(shard, NOW + 25) == []
     with pytest.raises(ValueError, match=r"shard must be 0\.\.3"):
         execution_store.query_due(DUE_SHARDS, NOW)
+
+
+def test_a_callback_completes_once_and_can_be_reopened(execution_store: ExecutionStore) -> None:
+    execution_id = record("a").execution_id
+    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1"))
+    assert execution_store.complete_callback("cb-1", NOW) is True
+    assert execution_store.get_callback("cb-1") == CallbackRef("cb-1", execution_id, "op-1", completed=True)
+    assert execution_store.complete_callback("cb-1", NOW + 1) is False
+    assert execution_store.complete_callback("cb-unknown", NOW) is False
+
+    execution_store.reopen_callback("cb-1")  # its completion could not be delivered
+    assert execution_store.get_callback("cb-1") == CallbackRef("cb-1", execution_id, "op-1")
+    assert execution_store.complete_callback("cb-1", NOW + 2) is True
+
+
+def test_of_completions_racing_for_a_callback_exactly_one_wins(execution_store: ExecutionStore) -> None:
+    execution_store.put_callback(CallbackRef("cb-race", record("a").execution_id, "op-1"))
+    racers = 8
+    start = threading.Barrier(racers)
+
+    def complete(_: int) -> bool:
+        start.wait()
+        return execution_store.complete_callback("cb-race", NOW)
+
+    with ThreadPoolExecutor(racers) as pool:
+        outcomes = list(pool.map(complete, range(racers)))
+    assert outcomes.count(True) == 1
 
 
 def test_list_by_workflow_is_newest_first_and_paged(execution_store: ExecutionStore) -> None:

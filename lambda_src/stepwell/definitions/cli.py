@@ -1,4 +1,7 @@
-"""CLI subcommands for definitions, contexts and events (wired into `stepwell` by stepwell.cli):
+"""CLI subcommands for definitions, contexts and events (wired into `stepwell` by stepwell.cli).
+
+A stored definition is named the same way everywhere: its id as the argument, its domain as `--domain`,
+and (where a version makes sense) `--version N`:
 
 stepwell definitions put onboarding.json --domain acme
 stepwell definitions get onboarding --domain acme [--version 2]
@@ -6,10 +9,10 @@ stepwell definitions list --domain acme
 stepwell definitions versions onboarding --domain acme
 stepwell definitions delete onboarding --domain acme
 stepwell definitions validate onboarding.json            (no AWS needed)
-stepwell definitions graph onboarding.json [--image g.svg]  or  graph --domain acme --id onboarding
+stepwell definitions graph onboarding.json [--image g.svg]  or  graph onboarding --domain acme [--version 2]
 stepwell contexts list --domain acme [--subject u1] [--workflow onboarding] [--all] [--json]
 stepwell contexts show --domain acme onboarding u1 INSTANCE_ID [--json]
-stepwell event send user.activated --domain acme --subject u1 [--data JSON] [--id ID] [--via-bus]
+stepwell event send user.activated --domain acme --subject u1 [--data JSON] [--id ID] [--via-bus [--source S]]
 stepwell event rejected [--limit 20]
 """
 
@@ -17,19 +20,46 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from stepwell.definitions.actions import default_actions
 from stepwell.definitions.mermaid import render_image, to_mermaid
 from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.definitions.store import StoredWorkflow
+from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
 
 COMMANDS = ("definitions", "contexts", "event")
 
 
+# EventBridge's limit on an event's detail-type, which carries the event name on the bus.
+MAX_EVENT_NAME_LENGTH = 128
+MAX_LIMIT = 1000  # items per page a listing command asks for
+
+
 class DefinitionsCliError(Exception):
     """A user error reported on one line."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (numbers must be finite)")
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise DefinitionsCliError(f"--limit must be 1..{MAX_LIMIT}, got {limit}")
+    return limit
+
+
+def load_json_text(text: str, origin: str) -> Any:
+    """Parse JSON given on the command line or in a file; NaN and Infinity (which Python's json accepts)
+    are refused, as every JSON consumer downstream would refuse them."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as error:  # json.JSONDecodeError is a ValueError too
+        raise DefinitionsCliError(f"{origin} is not valid JSON ({error}): {text[:100]!r}") from error
 
 
 def add_commands(commands: Any) -> None:
@@ -45,7 +75,7 @@ def add_commands(commands: Any) -> None:
     get = sub.add_parser("get", help="print a definition")
     get.add_argument("workflow_id")
     get.add_argument("--domain", required=True)
-    get.add_argument("--version", type=int)
+    get.add_argument("--version", type=int, help="a stored version (default: the latest)")
     listing = sub.add_parser("list", help="list a domain's definitions")
     listing.add_argument("--domain", required=True)
     versions = sub.add_parser("versions", help="list a definition's versions")
@@ -57,9 +87,15 @@ def add_commands(commands: Any) -> None:
     validate = sub.add_parser("validate", help="validate a definition file")
     validate.add_argument("file")
     graph = sub.add_parser("graph", help="render a definition as Mermaid (or an image with mmdc)")
-    graph.add_argument("file", nargs="?", help="definition JSON file (else --domain and --id)")
-    graph.add_argument("--domain")
-    graph.add_argument("--id", dest="workflow_id")
+    graph.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE|WORKFLOW_ID",
+        help="a definition file, or with --domain a stored id",
+    )
+    graph.add_argument("--domain", help="render the stored definition WORKFLOW_ID of this domain")
+    graph.add_argument("--version", type=int, help="a stored version (default: the latest)")
+    graph.add_argument("--id", dest="workflow_id", help=argparse.SUPPRESS)  # the older spelling
     graph.add_argument("--image", metavar="OUT", help="write an image (.svg, .png, .pdf) with mmdc")
 
     contexts = commands.add_parser("contexts", help="contexts of definitions (one per subject and start)")
@@ -88,6 +124,11 @@ def add_commands(commands: Any) -> None:
     send.add_argument("--data", metavar="JSON", help="event data as JSON")
     send.add_argument("--id", dest="event_id", help="event id (a resend with the same id is a no-op)")
     send.add_argument("--via-bus", action="store_true", help="put it on the bus for the worker instead")
+    send.add_argument(
+        "--source",
+        default="stepwell.client",
+        help="with --via-bus: the event's source; the module's event_sources must let it speak for --domain",
+    )
     rejected = esub.add_parser("rejected", help="recently rejected events and why")
     rejected.add_argument("--limit", type=int, default=20)
 
@@ -95,12 +136,25 @@ def add_commands(commands: Any) -> None:
 def _read_json(path: str, stdin: TextIO) -> Any:
     try:
         text = stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as error:
+    except (OSError, UnicodeDecodeError) as error:
         raise DefinitionsCliError(f"cannot read {path!r}: {error}") from error
+    return load_json_text(text, repr(path))
+
+
+def _stored(
+    service: DefinitionsService, domain: str, workflow_id: str, version: int | None
+) -> StoredWorkflow:
+    """The stored definition, or a one-line error saying what does exist."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DefinitionsCliError(f"{path!r} is not JSON: {error}") from error
+        return service.get_definition(domain, workflow_id, version)
+    except LookupError as error:
+        versions = service.list_versions(domain, workflow_id)
+        if versions:
+            listed = ", ".join(str(stored.version) for stored in versions)
+            raise DefinitionsCliError(f"{error}; its versions are {listed}") from error
+        ids = sorted(stored.workflow_id for stored in service.list_definitions(domain))
+        existing = ", ".join(ids) if ids else "none"
+        raise DefinitionsCliError(f"{error}; definitions in domain {domain!r}: {existing}") from error
 
 
 def _dump(value: Any, out: TextIO) -> None:
@@ -108,12 +162,16 @@ def _dump(value: Any, out: TextIO) -> None:
 
 
 def run(
-    args: argparse.Namespace, service: Callable[[], DefinitionsService], out: TextIO, stdin: TextIO
+    args: argparse.Namespace,
+    service: Callable[[], DefinitionsService],
+    out: TextIO,
+    stdin: TextIO,
+    err: TextIO | None = None,
 ) -> bool:
     """Run a definitions/contexts/event command; False if `args.command` is not one of them.
-    `service` is called only by commands that need the deployment."""
+    `service` is called only by commands that need the deployment; warnings go to `err` (stderr)."""
     if args.command == "definitions":
-        _definitions(args, service, out, stdin)
+        _definitions(args, service, out, stdin, err or sys.stderr)
     elif args.command == "contexts":
         _contexts(args, service(), out)
     elif args.command == "event":
@@ -123,32 +181,53 @@ def run(
     return True
 
 
+def _warn(warnings: list[str], err: TextIO) -> None:
+    for warning in warnings:
+        err.write(f"stepwell: warning: {warning}\n")
+
+
 def _definitions(
-    args: argparse.Namespace, service: Callable[[], DefinitionsService], out: TextIO, stdin: TextIO
+    args: argparse.Namespace,
+    service: Callable[[], DefinitionsService],
+    out: TextIO,
+    stdin: TextIO,
+    err: TextIO,
 ) -> None:
     command = args.definitions_command
     if command == "validate":
-        errors = validate_definition(_read_json(args.file, stdin))
+        document = _read_json(args.file, stdin)
+        errors = validate_definition(document)
         if errors:
             raise DefinitionsCliError(f"{args.file}: " + "; ".join(errors))
+        # Only the built-in actions are known here: the deployed workflow code may register the others.
+        _warn(unregistered_actions(document, default_actions.names()), err)
         out.write(f"{args.file}: valid\n")
     elif command == "graph":
-        if args.file:
+        if args.file and args.workflow_id:
+            raise DefinitionsCliError(f"graph takes FILE|WORKFLOW_ID or --id, not both ({args.file!r})")
+        stored_id = args.workflow_id or (args.file if args.domain else None)
+        if stored_id is not None and args.domain:
+            document = _stored(service(), args.domain, stored_id, args.version).definition
+        elif args.file and args.version is None:
             document = _read_json(args.file, stdin)
-        elif args.domain and args.workflow_id:
-            document = service().get_definition(args.domain, args.workflow_id).definition
         else:
-            raise DefinitionsCliError("graph needs a FILE, or --domain and --id of a stored definition")
+            raise DefinitionsCliError(
+                "graph needs a definition FILE, or WORKFLOW_ID --domain DOMAIN [--version N] of a stored one"
+            )
         text = to_mermaid(parse_definition(document))
         if args.image:
             out.write(f"wrote {render_image(text, Path(args.image))}\n")
         else:
             out.write(text)
     elif command == "put":
-        stored = service().put_definition(args.domain, _read_json(args.file, stdin), args.check_actions)
+        document = _read_json(args.file, stdin)
+        definitions = service()
+        stored = definitions.put_definition(args.domain, document, args.check_actions)
+        if not args.check_actions:
+            _warn(definitions.action_warnings(document), err)
         out.write(f"{stored.domain}/{stored.workflow_id}: version {stored.version}\n")
     elif command == "get":
-        _dump(service().get_definition(args.domain, args.workflow_id, args.version).to_dict(), out)
+        _dump(_stored(service(), args.domain, args.workflow_id, args.version).to_dict(), out)
     elif command == "list":
         for stored in service().list_definitions(args.domain):
             out.write(f"{stored.workflow_id:<32} v{stored.version:<4} updated {stored.updated_at}\n")
@@ -177,8 +256,7 @@ def _contexts(args: argparse.Namespace, service: DefinitionsService, out: TextIO
         if shown.get("timeline"):
             out.write(shown["timeline"] + "\n")
         return
-    if not 1 <= args.limit <= 1000:
-        raise DefinitionsCliError(f"--limit must be 1..1000, got {args.limit}")
+    check_limit(args.limit)
     token = args.next_token
     rows: list[dict[str, Any]] = []
     while True:
@@ -203,18 +281,22 @@ def _contexts(args: argparse.Namespace, service: DefinitionsService, out: TextIO
 
 def _event(args: argparse.Namespace, service: DefinitionsService, out: TextIO) -> None:
     if args.event_command == "rejected":
-        for entry in service.rejected_events(args.limit):
+        for entry in service.rejected_events(check_limit(args.limit)):
             out.write(f"{entry['eventId']}: {entry['reason']}\n")
         return
-    data = None
-    if args.data is not None:
-        try:
-            data = json.loads(args.data)
-        except json.JSONDecodeError as error:
-            raise DefinitionsCliError(f"--data is not JSON: {error}") from error
+    name = args.name
+    if not name.strip() or len(name) > MAX_EVENT_NAME_LENGTH:
+        raise DefinitionsCliError(
+            f"invalid event name {name!r}: 1 to {MAX_EVENT_NAME_LENGTH} characters, not only blanks"
+        )
+    data = None if args.data is None else load_json_text(args.data, "--data")
     if args.via_bus:
-        event_id = service.publish_event(args.domain, args.subject_id, args.name, data)
+        event_id = service.publish_event(args.domain, args.subject_id, args.name, data, args.source)
         out.write(f"published {args.name} for {args.domain}/{args.subject_id} as event {event_id}\n")
         return
     outcome = service.send_event(args.domain, args.subject_id, args.name, data, args.event_id)
     _dump(outcome.to_dict(), out)
+    if outcome.status == "rejected":
+        raise DefinitionsCliError(
+            f"event {args.name!r} for {args.domain}/{args.subject_id} was rejected: {outcome.reason}"
+        )
