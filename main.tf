@@ -5,6 +5,12 @@ data "aws_region" "current" {}
 locals {
   # The least visibility timeout that keeps a message hidden through six worker attempts' worth of time.
   queue_visibility_timeout_seconds = coalesce(var.queue_visibility_timeout_seconds, 6 * var.timeout)
+
+  # Events definitions emit (stepwell.put_event) carry the emitting context's domain, stamped by the
+  # engine, so their source speaks for every domain; on the module's own bus only the worker may put
+  # that source (the bus policy), on an existing bus the operator must ensure it and list it here.
+  engine_event_source = "stepwell.definitions"
+  event_sources       = merge(var.create_event_bus ? { (local.engine_event_source) = ["*"] } : {}, var.event_sources)
 }
 
 module "state" {
@@ -35,6 +41,8 @@ module "messaging" {
   dlq_message_retention_seconds = var.dlq_message_retention_seconds
   max_receive_count             = var.max_receive_count
   sender_role_arns              = [module.scheduler.scheduler_role_arn]
+  engine_event_source           = local.engine_event_source
+  engine_role_arn               = module.engine.role_arn
 }
 
 module "scheduler" {
@@ -102,6 +110,8 @@ module "engine" {
   permissions_boundary_arn        = var.permissions_boundary_arn
   action_function_arns            = var.action_function_arns
   action_event_bus_arns           = var.action_event_bus_arns
+  http_allowlist                  = var.http_allowlist
+  http_allowed_networks           = var.http_allowed_networks
   runtime                         = var.runtime
   architecture                    = var.architecture
   memory_size                     = var.memory_size
@@ -111,6 +121,7 @@ module "engine" {
   log_level                       = var.log_level
   retention_days                  = var.retention_days
   event_extractor                 = var.event_extractor
+  event_sources                   = local.event_sources
   subnet_ids                      = var.subnet_ids
   security_group_ids              = var.security_group_ids
   batch_size                      = var.batch_size

@@ -194,3 +194,8 @@ output "workflow_modules" {
   description = "Modules the engine imports at start."
   value       = try(module.engine.workflow_modules, null)
 }
+
+output "event_sources" {
+  description = "The event sources the worker accepts domain events from and the domains each may speak for (event_sources, plus the engine's own source when the module created the bus)."
+  value       = local.event_sources
+}

@@ -49,6 +49,13 @@ module "stepwell" {
   dlq_message_retention_seconds   = 1209600
   max_receive_count               = 5
 
+  # Tenants: the domains each producer's events may speak for (anything else is rejected). Grant each
+  # producer events:PutEvents only for its own source (condition events:source).
+  event_sources = {
+    "com.example.acme"   = ["acme-*"]
+    "com.example.globex" = ["globex-*"]
+  }
+
   # Scheduler
   reconcile_interval_minutes = 5
 

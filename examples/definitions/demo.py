@@ -23,7 +23,7 @@ import orders_actions  # noqa: E402
 from stepwell.definitions.actions import ActionRegistry  # noqa: E402
 from stepwell.definitions.interpreter import register_interpreter  # noqa: E402
 from stepwell.definitions.mermaid import to_mermaid  # noqa: E402
-from stepwell.definitions.router import PathExtractor, Router  # noqa: E402
+from stepwell.definitions.router import EventSources, PathExtractor, Router  # noqa: E402
 from stepwell.definitions.runtime import DefinitionsRuntime  # noqa: E402
 from stepwell.definitions.validation import parse_definition  # noqa: E402
 from stepwell.registry import Registry  # noqa: E402
@@ -49,7 +49,9 @@ class Demo:
         orders_actions.register(actions)
         self.runtime = DefinitionsRuntime.in_memory(clock=self.local.clock, actions=actions)
         register_interpreter(self.local.registry, self.runtime)
-        self.router = Router(self.local.engine, self.runtime, extractor=PathExtractor())
+        # As the module's event_sources would: the demo's producer speaks for the demo tenant only.
+        sources = EventSources({"demo": [DOMAIN]})
+        self.router = Router(self.local.engine, self.runtime, extractor=PathExtractor(), sources=sources)
         self.counter = 0
         self.t0 = self.local.clock.now()
 

@@ -14,30 +14,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import ClientError
 
 from stepwell.aws import AwsClients
 from stepwell.clock import SystemClock
 from stepwell.config import StepwellConfig
 from stepwell.dynamodb_store import DynamoDbExecutionStore
-from stepwell.engine import Engine
+from stepwell.engine import Engine, check_error_object
 from stepwell.model import ExecutionRecord, ExecutionStatus, Page
 from stepwell.payloads import S3PayloadStore
 from stepwell.ports import Clock
 from stepwell.registry import Registry, validate_workflow_name
 from stepwell.timers import WakeScheduler
-from stepwell.work_queue import SqsWorkQueue
+from stepwell.work_queue import RedriveResult, SqsWorkQueue, redrive_dead_letters
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs.type_defs import (
-        DeleteMessageBatchRequestEntryTypeDef,
-        SendMessageBatchRequestEntryTypeDef,
-    )
-
     from stepwell.definitions.service import DefinitionsService
 
 # Callback commands on the bus: the bus rule delivers them to the work queue (see stepwell.entry).
@@ -50,11 +42,6 @@ CALLBACK_DETAIL_TYPES = {
     "heartbeat": CALLBACK_HEARTBEAT,
 }
 CALLBACK_EVENT_SOURCE = "stepwell.client"
-
-# Error codes with which an SQS backend says it lacks StartMessageMoveTask.
-_UNSUPPORTED_CODES = frozenset(
-    {"InvalidAction", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "NotImplemented"}
-)
 
 
 class AnyWorkflowRegistry(Registry):
@@ -95,6 +82,7 @@ def build_engine(
         config.scheduler_role_arn,
         config.work_queue_arn,
         clock=engine_clock.now,
+        kms_key_arn=config.kms_key_arn,
     )
     return Engine(
         store=store,
@@ -123,14 +111,8 @@ class _NoPayloadBucket:
             f"payload {reference!r} cannot be read: deployment {self._name!r} has no payload bucket"
         )
 
-
-@dataclass(frozen=True)
-class RedriveResult:
-    """How the DLQ was redriven: "move-task" (SQS moves asynchronously) or "receive-send" (done here)."""
-
-    method: str
-    moved: int = 0
-    task_handle: str = ""
+    def retire(self, execution_id: str) -> int:
+        return 0  # nothing was ever offloaded
 
 
 class StepwellClient:
@@ -204,11 +186,12 @@ class StepwellClient:
 
         return DefinitionsService.for_client(self)
 
-    def process_event(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        """Route one domain event as the worker does for the bus rule: start the definitions it triggers
-        and resume the subject's contexts waiting for it. Returns what happened (started, resumed or the
-        reason it was rejected)."""
-        return self.definitions().process_event(event).to_dict()
+    def process_event(self, event: Mapping[str, Any], domain: str) -> dict[str, Any]:
+        """Route one domain event for `domain` (the operator's choice, never the payload's alone: an
+        event claiming another domain is rejected) as the worker does for the bus rule: start the
+        definitions it triggers and resume the subject's contexts waiting for it. Returns what happened
+        (started, resumed or the reason it was rejected)."""
+        return self.definitions().process_event(event, domain).to_dict()
 
     # --- callbacks ---
 
@@ -243,7 +226,7 @@ class StepwellClient:
         if action == "success" and result is not None:
             detail["result"] = callback_result_text(result)
         if action == "fail" and error is not None:
-            detail["error"] = dict(error)
+            detail["error"] = check_error_object(error, "callback")
         response = self.clients.events.put_events(
             Entries=[
                 {
@@ -263,84 +246,16 @@ class StepwellClient:
     # --- dead-letter queue ---
 
     def redrive_dlq(self, max_messages: int | None = None) -> RedriveResult:
-        """Move the DLQ's messages back to the work queue: SQS StartMessageMoveTask when the backend has
-        it (and no limit is asked), else receive, send and delete in batches here."""
+        """Move the DLQ's messages back to the work queue (see stepwell.work_queue.redrive_dead_letters)."""
         if not self.config.dlq_url:
             raise ValueError(f"deployment {self.config.name!r} has no dead-letter queue configured (dlq_url)")
-        if max_messages is not None and max_messages < 1:
-            raise ValueError(f"max_messages must be at least 1, got {max_messages}")
-        if max_messages is None:
-            handle = self._start_move_task()
-            if handle is not None:
-                return RedriveResult(method="move-task", task_handle=handle)
-        return RedriveResult(method="receive-send", moved=self._move_by_hand(max_messages))
-
-    def _queue_arn(self, url: str) -> str:
-        attributes = self.clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
-        return attributes["Attributes"]["QueueArn"]
-
-    def _start_move_task(self) -> str | None:
-        try:
-            response = self.clients.sqs.start_message_move_task(
-                SourceArn=self._queue_arn(self.config.dlq_url),
-                DestinationArn=self.config.work_queue_arn or self._queue_arn(self.config.work_queue_url),
-            )
-        except NotImplementedError:
-            return None  # moto in-process
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "")
-            message = str(error.response.get("Error", {}).get("Message", "")).lower()
-            if (
-                code in _UNSUPPORTED_CODES
-                or "not been implemented" in message
-                or "not implemented" in message
-            ):
-                return None
-            raise
-        return response["TaskHandle"]
-
-    def _move_by_hand(self, max_messages: int | None) -> int:
-        sqs = self.clients.sqs
-        moved = 0
-        while max_messages is None or moved < max_messages:
-            batch_size = 10 if max_messages is None else min(10, max_messages - moved)
-            response = sqs.receive_message(
-                QueueUrl=self.config.dlq_url,
-                MaxNumberOfMessages=batch_size,
-                WaitTimeSeconds=0,
-                VisibilityTimeout=60,
-                MessageAttributeNames=["All"],
-            )
-            messages = response.get("Messages", [])
-            if not messages:
-                return moved
-            entries: list[SendMessageBatchRequestEntryTypeDef] = []
-            for index, message in enumerate(messages):
-                entry: SendMessageBatchRequestEntryTypeDef = {
-                    "Id": str(index),
-                    "MessageBody": message["Body"],
-                }
-                if message.get("MessageAttributes"):
-                    entry["MessageAttributes"] = message["MessageAttributes"]
-                entries.append(entry)
-            sent = sqs.send_message_batch(QueueUrl=self.config.work_queue_url, Entries=entries)
-            # Only messages that reached the work queue leave the DLQ; the rest stay for a later redrive.
-            delivered = {entry["Id"] for entry in sent.get("Successful", [])}
-            deletions: list[DeleteMessageBatchRequestEntryTypeDef] = [
-                {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
-                for index, message in enumerate(messages)
-                if str(index) in delivered
-            ]
-            if deletions:
-                sqs.delete_message_batch(QueueUrl=self.config.dlq_url, Entries=deletions)
-            moved += len(deletions)
-            if len(deletions) < len(messages):
-                failed = sent.get("Failed", [])
-                reasons = "; ".join(f"{item['Id']}: {item.get('Message', item['Code'])}" for item in failed)
-                raise RuntimeError(
-                    f"redrive stopped after {moved} messages; the work queue refused: {reasons}"
-                )
-        return moved
+        return redrive_dead_letters(
+            self.clients.sqs,
+            self.config.dlq_url,
+            self.config.work_queue_url,
+            self.config.work_queue_arn,
+            max_messages,
+        )
 
 
 def callback_result_text(result: Any) -> str | None:
@@ -350,6 +265,8 @@ def callback_result_text(result: Any) -> str | None:
     if isinstance(result, bytes):
         return result.decode("utf-8")
     try:
-        return json.dumps(result)
+        return json.dumps(result, allow_nan=False)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"callback result is not JSON-serializable: {error}") from error
+        raise ValueError(
+            f"callback result is not JSON-serializable (nor are NaN and Infinity): {error}"
+        ) from error

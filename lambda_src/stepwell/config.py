@@ -36,6 +36,12 @@ _ENV_BY_CLIENT_KEY: dict[str, str] = {
     "payload_bucket": "STEPWELL_PAYLOAD_BUCKET",
 }
 
+# Settings that are JSON objects: client_config key -> environment variable of the worker Lambda.
+_JSON_OBJECT_ENV: dict[str, str] = {
+    "event_extractor": "STEPWELL_EVENT_EXTRACTOR",
+    "event_sources": "STEPWELL_EVENT_SOURCES",
+}
+
 # Settings without which no adapter works.
 _REQUIRED = ("name", "executions_table", "operations_table", "coordination_table", "work_queue_url")
 
@@ -64,9 +70,13 @@ class StepwellConfig:
     payload_bucket: str = ""
     worker_function_name: str = ""
     region: str = ""
+    # Customer managed key the worker encrypts its one-time wake-up schedules with ("" = none).
+    kms_key_arn: str = ""
     retention_days: int = DEFAULT_RETENTION_DAYS
     workflow_modules: tuple[str, ...] = ()
     event_extractor: Mapping[str, Any] = field(default_factory=dict)
+    # Event source -> the domains its bus events may speak for (stepwell.definitions.router.EventSources).
+    event_sources: Mapping[str, Any] = field(default_factory=dict)
     log_level: str = "INFO"
 
     def __post_init__(self) -> None:
@@ -102,7 +112,7 @@ class StepwellConfig:
         if "retention_days" in values:
             values["retention_days"] = _parse_int("retention_days", values["retention_days"])
         for key, value in values.items():
-            structured = key in ("workflow_modules", "retention_days", "event_extractor")
+            structured = key in ("workflow_modules", "retention_days", *_JSON_OBJECT_ENV)
             if not structured and not isinstance(value, str):
                 raise ConfigError(f"client_config[{key!r}] must be a string, got {value!r}")
         missing = [key for key in _REQUIRED if not values.get(key)]
@@ -137,12 +147,15 @@ class StepwellConfig:
             values["region"] = region
         if env.get("STEPWELL_WORKER_FUNCTION_NAME"):
             values["worker_function_name"] = env["STEPWELL_WORKER_FUNCTION_NAME"]
+        if env.get("STEPWELL_KMS_KEY_ARN"):
+            values["kms_key_arn"] = env["STEPWELL_KMS_KEY_ARN"]
         if env.get("STEPWELL_RETENTION_DAYS"):
             values["retention_days"] = _parse_int("STEPWELL_RETENTION_DAYS", env["STEPWELL_RETENTION_DAYS"])
         if env.get("STEPWELL_WORKFLOW_MODULES"):
             values["workflow_modules"] = _parse_modules(env["STEPWELL_WORKFLOW_MODULES"])
-        if env.get("STEPWELL_EVENT_EXTRACTOR"):
-            values["event_extractor"] = _parse_extractor(env["STEPWELL_EVENT_EXTRACTOR"])
+        for key, variable in _JSON_OBJECT_ENV.items():
+            if env.get(variable):
+                values[key] = _parse_object(variable, env[variable])
         if env.get("STEPWELL_LOG_LEVEL"):
             values["log_level"] = env["STEPWELL_LOG_LEVEL"].upper()
         missing = [_ENV_BY_CLIENT_KEY[key] for key in _REQUIRED if key not in values]
@@ -154,7 +167,8 @@ class StepwellConfig:
         """The `client_config` shape (round-trips through `from_client_config`)."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["workflow_modules"] = list(self.workflow_modules)
-        out["event_extractor"] = dict(self.event_extractor)
+        for key in _JSON_OBJECT_ENV:
+            out[key] = dict(getattr(self, key))
         return out
 
     def to_env(self) -> dict[str, str]:
@@ -162,8 +176,10 @@ class StepwellConfig:
         env = {variable: str(getattr(self, key)) for key, variable in _ENV_BY_CLIENT_KEY.items()}
         env["STEPWELL_RETENTION_DAYS"] = str(self.retention_days)
         env["STEPWELL_WORKFLOW_MODULES"] = ",".join(self.workflow_modules)
-        env["STEPWELL_EVENT_EXTRACTOR"] = json.dumps(dict(self.event_extractor))
+        for key, variable in _JSON_OBJECT_ENV.items():
+            env[variable] = json.dumps(dict(getattr(self, key)))
         env["STEPWELL_LOG_LEVEL"] = self.log_level
+        env["STEPWELL_KMS_KEY_ARN"] = self.kms_key_arn
         if self.region:
             env["AWS_REGION"] = self.region
         return {key: value for key, value in env.items() if value}
@@ -190,11 +206,11 @@ def _parse_modules(value: object) -> tuple[str, ...]:
     return modules
 
 
-def _parse_extractor(text: str) -> dict[str, Any]:
+def _parse_object(variable: str, text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"STEPWELL_EVENT_EXTRACTOR is not valid JSON: {error}") from error
+        raise ConfigError(f"{variable} is not valid JSON: {error}") from error
     if not isinstance(value, dict):
-        raise ConfigError(f"STEPWELL_EVENT_EXTRACTOR must be a JSON object, got {text!r}")
+        raise ConfigError(f"{variable} must be a JSON object, got {text!r}")
     return value

@@ -566,7 +566,35 @@ class DynamoDbExecutionStore:
         if item is None:
             return None
         return CallbackRef(
-            callback_id=callback_id, execution_id=_str(item, "eid") or "", operation_id=_str(item, "op") or ""
+            callback_id=callback_id,
+            execution_id=_str(item, "eid") or "",
+            operation_id=_str(item, "op") or "",
+            completed="done" in item,
+        )
+
+    def complete_callback(self, callback_id: str, now: float) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self.coordination_table,
+                Key={"key": _s("cb#" + callback_id)},
+                UpdateExpression="SET done = :now",
+                ConditionExpression="attribute_exists(#k) AND attribute_not_exists(done)",
+                ExpressionAttributeNames={"#k": "key"},
+                ExpressionAttributeValues={":now": _n(now)},
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def reopen_callback(self, callback_id: str) -> None:
+        self._db.update_item(
+            TableName=self.coordination_table,
+            Key={"key": _s("cb#" + callback_id)},
+            UpdateExpression="REMOVE done",
+            ConditionExpression="attribute_exists(#k)",
+            ExpressionAttributeNames={"#k": "key"},
+            ReturnConsumedCapacity=_CAPACITY,
         )
 
     def record_due_timer(self, execution_id: str, due_at: float) -> None:

@@ -11,19 +11,20 @@ import hashlib
 import json
 import secrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
+    ExecutionAlreadyExists,
     ExecutionNotFound,
     InvalidArgument,
     WorkflowNotFound,
 )
 from stepwell.history import events_from_bodies
-from stepwell.journal import FlushedBatch, Journal, decode_body, encode_body
+from stepwell.journal import FlushedBatch, Journal, decode_body, encode_body, restore_execution_input
 from stepwell.model import (
     KEY_PART_PATTERN,
     KEY_PART_RULE,
@@ -51,6 +52,34 @@ def _check_key_part(label: str, value: object) -> str:
     if not isinstance(value, str) or not KEY_PART_PATTERN.match(value):
         raise InvalidArgument(f"invalid {label} {value!r}: {KEY_PART_RULE}")
     return value
+
+
+ERROR_TEXT_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData")
+# An error object is kept in an item (the execution record, an external input): bound it well below 400 KB.
+MAX_ERROR_BYTES = 64 * 1024
+
+
+def check_error_object(error: object, what: str) -> dict[str, Any] | None:
+    """An ErrorObject as Lambda's callback-failure and stop APIs take it: ErrorType, ErrorMessage and
+    ErrorData strings and StackTrace a list of strings, all optional, at most MAX_ERROR_BYTES as JSON."""
+    if error is None:
+        return None
+    allowed = [*ERROR_TEXT_FIELDS, "StackTrace"]
+    if not isinstance(error, Mapping):
+        raise InvalidArgument(f"{what} error must be an object with fields {allowed}, got {error!r}")
+    unknown = set(error) - set(allowed)
+    if unknown:
+        raise InvalidArgument(f"unknown {what} error fields {sorted(map(str, unknown))}; allowed: {allowed}")
+    for key in ERROR_TEXT_FIELDS:
+        if key in error and not isinstance(error[key], str):
+            raise InvalidArgument(f"{what} error field {key} must be a string, got {error[key]!r}")
+    trace = error.get("StackTrace")
+    if trace is not None and not (isinstance(trace, list) and all(isinstance(line, str) for line in trace)):
+        raise InvalidArgument(f"{what} error field StackTrace must be a list of strings, got {trace!r}")
+    size = len(json.dumps(dict(error)).encode("utf-8"))
+    if size > MAX_ERROR_BYTES:
+        raise InvalidArgument(f"{what} error is {size} bytes as JSON; the limit is {MAX_ERROR_BYTES}")
+    return dict(error)
 
 
 def _input_id(now: float) -> str:
@@ -86,20 +115,35 @@ class Engine:
     def load_journal(self, execution_id: str) -> Journal:
         """Fold the execution's whole log (one paginated Query)."""
         journal = Journal(execution_id)
+        for seq, body, offloaded in self._batch_bodies(execution_id):
+            journal.fold(seq, body)
+            journal.offloaded_batches |= offloaded
+        journal.finish_loading()
+        return journal
+
+    def _batch_bodies(self, execution_id: str) -> Iterator[tuple[int, dict[str, Any], bool]]:
+        """(seq, body, whether the body was offloaded) of the execution's batches in order, as written: an
+        offloaded execution input is read back once per load however many batches refer to it."""
+        inputs: dict[str, str] = {}
         after = -1
         while True:
             batches, last = self.store.load_batches(execution_id, after_seq=after)
             for batch in batches:
-                journal.fold(batch.seq, self._batch_body(batch))
+                yield batch.seq, self._batch_body(batch, inputs), batch.body_is_ref
             if last is None:
-                break
+                return
             after = last
-        journal.finish_loading()
-        return journal
 
-    def _batch_body(self, batch: Batch) -> dict[str, Any]:
+    def _batch_body(self, batch: Batch, inputs: dict[str, str]) -> dict[str, Any]:
+        # `inputs`: the offloaded inputs this load has read so far, by reference.
         text = self.payloads.get(batch.body) if batch.body_is_ref else batch.body
-        return decode_body(text)
+        body = decode_body(text)
+        input_ref = body.get("ir")
+        if isinstance(input_ref, str):
+            if input_ref not in inputs:
+                inputs[input_ref] = self.payloads.get(input_ref)
+            restore_execution_input(body, inputs[input_ref])
+        return body
 
     def append_journal(
         self, record: ExecutionRecord, journal: Journal, terminal: bool = False
@@ -112,6 +156,7 @@ class Engine:
             self.store.put_callback(CallbackRef(callback_id, record.execution_id, operation_id))
         text = encode_body(flushed.body)
         body, is_ref = self.offload(record.execution_id, f"batch-{seq}", text)
+        journal.offloaded_batches |= is_ref
         self.store.append_batch(
             record.execution_id,
             Batch(
@@ -121,6 +166,8 @@ class Engine:
         journal.next_seq = seq + 1
         if flushed.absorbed_input_ids:
             self.store.delete_external_inputs(record.execution_id, flushed.absorbed_input_ids)
+        for callback_id in flushed.timed_out_callbacks:
+            self.store.complete_callback(callback_id, self.clock.now())
         for child in flushed.child_starts:
             self.start_child(record, child.operation_id, child.workflow_name, child.payload)
         return flushed
@@ -137,9 +184,11 @@ class Engine:
     ) -> str:
         """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
         try:
-            input_payload = json.dumps(input)
+            input_payload = json.dumps(input, allow_nan=False)
         except (TypeError, ValueError) as error:
-            raise InvalidArgument(f"input of workflow {name!r} is not JSON-serializable: {error}") from error
+            raise InvalidArgument(
+                f"input of workflow {name!r} is not JSON-serializable (nor are NaN and Infinity): {error}"
+            ) from error
         return self.start_execution_json(name, input_payload, execution_name, domain, subject_id)
 
     def start_execution_json(
@@ -185,6 +234,17 @@ class Engine:
         )
         if self.store.create_execution(record):
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
+            return execution_id
+        existing = self._record(execution_id)
+        if input_is_ref and existing.status.is_terminal:
+            # The offload above wrote an untagged object into an ended execution's folder: retire it too.
+            self.payloads.retire(execution_id)
+        # As AWS: the same name and input is the same start; another input under that name is refused.
+        if self.resolve(existing.input_payload, existing.input_is_ref) != input_payload:
+            raise ExecutionAlreadyExists(
+                f"execution {instance_id!r} of workflow {name!r} (id {execution_id!r}) already exists with "
+                "a different input; start it with its original input or choose another execution name"
+            )
         return execution_id
 
     def start_child(
@@ -248,24 +308,37 @@ class Engine:
             raise ExecutionAlreadyEnded(
                 f"callback {callback_id!r} belongs to execution {ref.execution_id!r}, which has ended"
             )
+        if ref.completed:
+            raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
         return ref
 
     def send_callback_success(self, callback_id: str, result: str | bytes | None = None) -> None:
         """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess)."""
-        ref = self._callback(callback_id)
         text = result.decode("utf-8") if isinstance(result, bytes) else result
-        self.deliver(ref.execution_id, InputKind.CALLBACK_SUCCEEDED, ref.operation_id, payload=text)
+        self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text)
 
     def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:
         """Fail a callback; `error` has ErrorType, ErrorMessage, ErrorData, StackTrace (all optional)."""
+        checked = check_error_object(error, "callback") or {}
+        self._complete_callback(callback_id, InputKind.CALLBACK_FAILED, error=checked)
+
+    def _complete_callback(
+        self,
+        callback_id: str,
+        kind: InputKind,
+        payload: str | None = None,
+        error: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The first completion wins (a conditional write in the store); a later one is CallbackNotFound."""
         ref = self._callback(callback_id)
-        allowed = {"ErrorType", "ErrorMessage", "ErrorData", "StackTrace"}
-        unknown = set(error or {}) - allowed
-        if unknown:
-            raise InvalidArgument(
-                f"unknown callback error fields {sorted(unknown)}; allowed: {sorted(allowed)}"
-            )
-        self.deliver(ref.execution_id, InputKind.CALLBACK_FAILED, ref.operation_id, error=dict(error or {}))
+        if not self.store.complete_callback(callback_id, self.clock.now()):
+            raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
+        try:
+            self.deliver(ref.execution_id, kind, ref.operation_id, payload=payload, error=error)
+        except Exception:
+            # Not delivered: the sender may try again.
+            self.store.reopen_callback(callback_id)
+            raise
 
     def send_callback_heartbeat(self, callback_id: str) -> None:
         ref = self._callback(callback_id)
@@ -277,7 +350,10 @@ class Engine:
         """End a running execution as STOPPED. False if it had already ended."""
         record = self._record(execution_id)
         now = self.clock.now()
-        stop_error = dict(error) if error else {"ErrorType": "Stopped", "ErrorMessage": "execution stopped"}
+        stop_error = check_error_object(error, "stop") or {
+            "ErrorType": "Stopped",
+            "ErrorMessage": "execution stopped",
+        }
         if not self.store.complete_execution(execution_id, ExecutionStatus.STOPPED, now, error=stop_error):
             return False
         self.timers.cancel_all(execution_id)
@@ -359,12 +435,4 @@ class Engine:
     def get_execution_history(self, execution_id: str) -> list[dict[str, Any]]:
         """Events in EventId order, in the vocabulary of GetDurableExecutionHistory."""
         self._record(execution_id)
-        bodies: list[dict[str, Any]] = []
-        after = -1
-        while True:
-            batches, last = self.store.load_batches(execution_id, after_seq=after)
-            bodies.extend(self._batch_body(batch) for batch in batches)
-            if last is None:
-                break
-            after = last
-        return events_from_bodies(bodies)
+        return events_from_bodies([body for _, body, _ in self._batch_bodies(execution_id)])

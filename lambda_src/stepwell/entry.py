@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,14 @@ class MessageResult:
     action: str
     execution_id: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+def error_kind(error: BaseException) -> str:
+    """An error's type, and for an AWS error its code (AWS's codes name no data)."""
+    response = getattr(error, "response", None)
+    details = response.get("Error") if isinstance(response, Mapping) else None
+    code = details.get("Code") if isinstance(details, Mapping) else None
+    return f"{type(error).__name__} {code}" if isinstance(code, str) and code else type(error).__name__
 
 
 def decode_body(text: object) -> dict[str, Any]:
@@ -132,13 +141,22 @@ class EntryRuntime:
                     "message %s: %s %s %s", message_id, result.kind, result.action, result.execution_id or ""
                 )
             except (InvalidMessage, InvalidArgument) as error:
+                # Not the error's text: it may quote the message's payload (the DLQ keeps the message).
                 logger.error(
-                    "message %s is not an engine message, leaving it to the DLQ: %s", message_id, error
+                    "message %s is not an engine message, leaving it to the DLQ (%s)",
+                    message_id,
+                    type(error).__name__,
                 )
                 failures.append({"itemIdentifier": message_id})
-            except Exception:
+            except Exception as error:
                 # A transient failure (throttling beyond the retries, a timeout): SQS delivers it again.
-                logger.exception("message %s failed; SQS will deliver it again", message_id)
+                # The error's kind and where it was raised, not its text: that may quote a payload.
+                logger.error(
+                    "message %s failed (%s); SQS will deliver it again\n%s",
+                    message_id,
+                    error_kind(error),
+                    "".join(traceback.format_tb(error.__traceback__)),
+                )
                 failures.append({"itemIdentifier": message_id})
         return {"batchItemFailures": failures}
 

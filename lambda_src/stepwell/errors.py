@@ -35,6 +35,10 @@ class ExecutionAlreadyEnded(StepwellError):
     pass
 
 
+class ExecutionAlreadyExists(StepwellError, ValueError):
+    """An execution of that name exists with a different input (the same input returns it)."""
+
+
 class InvalidMessage(StepwellError, ValueError):
     """A work-queue body that is not an engine message (it belongs in the DLQ)."""
 

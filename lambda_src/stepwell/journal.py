@@ -98,6 +98,8 @@ class FlushedBatch:
     absorbed_input_ids: list[str]
     new_callbacks: list[tuple[str, str]]  # (callback id, operation id)
     child_starts: list[ChildStart]
+    # Callbacks this batch timed out: a completion sent later is refused, not silently dropped.
+    timed_out_callbacks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -117,6 +119,14 @@ class Journal:
     recorded_invocations: int = 0
     execution_result: str | None = None
     execution_error: ErrorObject | None = None
+    # The PayloadStore reference of an offloaded execution input: batches store it in place of the input
+    # (key "ir"), so the input is stored once, in its own object (see strip_execution_input).
+    input_ref: str | None = None
+    # Whether any batch of this execution was written to the PayloadStore (set by the engine as it loads
+    # and writes batches). A callback payload or a result large enough to offload also makes the batch
+    # that records it large enough, so with the input's and result's own flags this tells whether the
+    # execution has payload objects to retire at its end, without listing its folder.
+    offloaded_batches: bool = False
     _timers: list[tuple[float, int, str, str]] = field(default_factory=list)
     _timer_counter: int = 0
     _dirty: dict[str, Operation] = field(default_factory=dict)
@@ -124,6 +134,7 @@ class Journal:
     _events: list[tuple[str, int, str | None, dict[str, Any]]] = field(default_factory=list)
     _absorbed_now: list[str] = field(default_factory=list)
     _new_callbacks: list[tuple[str, str]] = field(default_factory=list)
+    _timed_out_callbacks: list[str] = field(default_factory=list)
     _child_starts: list[ChildStart] = field(default_factory=list)
     _flags: dict[str, Any] = field(default_factory=dict)
 
@@ -148,6 +159,8 @@ class Journal:
             self.execution_result = body["r"]
         if "x" in body:
             self.execution_error = ErrorObject.from_dict(body["x"])
+        if "ir" in body:
+            self.input_ref = body["ir"]
         self.next_seq = seq + 1
 
     def finish_loading(self) -> None:
@@ -254,7 +267,11 @@ class Journal:
         # The SDK finds the EXECUTION operation under the last segment of the execution id ("arn").
         return self.execution_id.rsplit("/", 1)[-1]
 
-    def start_execution(self, input_payload: str | None, now: float, execution_name: str) -> None:
+    def start_execution(
+        self, input_payload: str | None, now: float, execution_name: str, input_ref: str | None = None
+    ) -> None:
+        """`input_ref`: the reference `input_payload` was read from when it is offloaded."""
+        self.input_ref = input_ref
         op = Operation(
             operation_id=self.execution_operation_id,
             operation_type=OperationType.EXECUTION,
@@ -354,6 +371,8 @@ class Journal:
                 )
                 self._set(done)
                 self._event("CallbackTimedOut", now, done, {"Error": {"Payload": _error_dict(error)}})
+                if details.callback_id:
+                    self._timed_out_callbacks.append(details.callback_id)
             fired += 1
         if fired:
             self.needs_invocation = True
@@ -580,7 +599,7 @@ class Journal:
             raise ValueError(f"invalid action {update.action.value!r} for a CALLBACK; allowed: START")
         if current is not None:
             return
-        callback_id = secrets.token_urlsafe(24)  # 192 random bits: an unguessable capability
+        callback_id = new_callback_id()
         op = dataclasses.replace(
             self._base(update, current, OperationStatus.STARTED, now),
             callback_details=CallbackDetails(callback_id=callback_id),
@@ -713,6 +732,8 @@ class Journal:
         if self._dirty_meta:
             body["d"] = {op_id: self.meta[op_id] for op_id in self._dirty_meta}
         body.update(self._flags)
+        if self.input_ref is not None:
+            strip_execution_input(body, self.input_ref)
         # Whether the execution still needs an invocation after this batch (a duplicate message finds
         # "no" and does nothing).
         body["w"] = 1 if self.needs_invocation else 0
@@ -722,12 +743,14 @@ class Journal:
             absorbed_input_ids=self._absorbed_now,
             new_callbacks=self._new_callbacks,
             child_starts=self._child_starts,
+            timed_out_callbacks=self._timed_out_callbacks,
         )
         self._dirty = {}
         self._dirty_meta = set()
         self._events = []
         self._absorbed_now = []
         self._new_callbacks = []
+        self._timed_out_callbacks = []
         self._child_starts = []
         self._flags = {}
         return flushed
@@ -750,6 +773,39 @@ def operation_result(stored_operation: dict[str, Any]) -> str | None:
             result = details.get("Result")
             return result if isinstance(result, str) else None
     return None
+
+
+def strip_execution_input(body: dict[str, Any], input_ref: str) -> None:
+    """Store the reference of an offloaded execution input in place of the input (the EXECUTION
+    operation and ExecutionStarted carry it; each would otherwise be a copy of the whole input)."""
+    stripped = False
+    for op in body.get("o", ()):
+        details = op.get("ExecutionDetails")
+        if op.get("Type") == OperationType.EXECUTION.value and isinstance(details, dict):
+            details.pop("InputPayload", None)
+            stripped = True
+    for event in body.get("e", ()):
+        if event.get("t") == "ExecutionStarted" and isinstance(event.get("d", {}).get("Input"), dict):
+            event["d"]["Input"].pop("Payload", None)
+            stripped = True
+    if stripped:
+        body["ir"] = input_ref
+
+
+def restore_execution_input(body: dict[str, Any], input_payload: str) -> None:
+    """Undo strip_execution_input on a loaded body, given the input its "ir" reference names."""
+    for op in body.get("o", ()):
+        if op.get("Type") == OperationType.EXECUTION.value and isinstance(op.get("ExecutionDetails"), dict):
+            op["ExecutionDetails"]["InputPayload"] = input_payload
+    for event in body.get("e", ()):
+        if event.get("t") == "ExecutionStarted" and isinstance(event.get("d", {}).get("Input"), dict):
+            event["d"]["Input"]["Payload"] = input_payload
+
+
+def new_callback_id() -> str:
+    """192 random bits (an unguessable capability), URL-safe; the fixed prefix keeps ids from starting
+    with "-", which command lines would take for an option."""
+    return "cb" + secrets.token_urlsafe(24)
 
 
 def encode_body(body: dict[str, Any]) -> str:

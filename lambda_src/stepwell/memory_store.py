@@ -185,6 +185,22 @@ class MemoryExecutionStore:
             self._count("get_callback")
             return self._callbacks.get(callback_id)
 
+    def complete_callback(self, callback_id: str, now: float) -> bool:
+        with self._lock:
+            self._count("complete_callback")
+            ref = self._callbacks.get(callback_id)
+            if ref is None or ref.completed:
+                return False
+            self._callbacks[callback_id] = replace(ref, completed=True)
+            return True
+
+    def reopen_callback(self, callback_id: str) -> None:
+        with self._lock:
+            self._count("reopen_callback")
+            ref = self._callbacks.get(callback_id)
+            if ref is not None:
+                self._callbacks[callback_id] = replace(ref, completed=False)
+
     def record_due_timer(self, execution_id: str, due_at: float) -> None:
         with self._lock:
             self._count("record_due_timer")
@@ -228,14 +244,16 @@ class MemoryPayloadStore:
 
     def __init__(self) -> None:
         self._objects: dict[str, str] = {}
+        # References whose execution has ended (the S3 adapter tags these for its lifecycle rule).
+        self.retired: set[str] = set()
         self._lock = threading.Lock()
 
     def put(self, execution_id: str, label: str, data: str) -> str:
-        folder = hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:16]
         digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
-        reference = f"mem:{folder}/{label}-{digest}"
+        reference = f"{self._folder(execution_id)}{label}-{digest}"
         with self._lock:
             self._objects[reference] = data
+            self.retired.discard(reference)  # a write makes a new object, as on S3: not retired
         return reference
 
     def get(self, reference: str) -> str:
@@ -244,3 +262,20 @@ class MemoryPayloadStore:
         if data is None:
             raise KeyError(f"no payload stored under reference {reference!r}")
         return data
+
+    def retire(self, execution_id: str) -> int:
+        folder = self._folder(execution_id)
+        with self._lock:
+            references = [reference for reference in self._objects if reference.startswith(folder)]
+            self.retired.update(references)
+        return len(references)
+
+    def references(self, execution_id: str) -> list[str]:
+        """The references of one execution's payloads (tests count and inspect them)."""
+        folder = self._folder(execution_id)
+        with self._lock:
+            return sorted(reference for reference in self._objects if reference.startswith(folder))
+
+    @staticmethod
+    def _folder(execution_id: str) -> str:
+        return "mem:" + hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:16] + "/"

@@ -132,6 +132,7 @@ class ExternalInput:
     payload: str | None = None
     error: dict[str, Any] | None = None
     payload_is_ref: bool = False  # payload holds a PayloadStore reference
+    offloaded: bool = False  # the payload was read back from the PayloadStore (its object still exists)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ class CallbackRef:
     callback_id: str
     execution_id: str
     operation_id: str
+    completed: bool = False  # a success or failure was accepted, or it timed out
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,15 @@ class ExecutionStore(Protocol):
 
     def get_callback(self, callback_id: str) -> CallbackRef | None: ...
 
+    def complete_callback(self, callback_id: str, now: float) -> bool:
+        """Mark the callback completed unless it already is (conditional): True if this call did, so
+        of two completions exactly one wins."""
+        ...
+
+    def reopen_callback(self, callback_id: str) -> None:
+        """Undo complete_callback when the completion could not be written (the sender may retry)."""
+        ...
+
     def record_due_timer(self, execution_id: str, due_at: float) -> None:
         """Upsert the execution's one due-timer entry (shard chosen from the id)."""
         ...
@@ -137,3 +146,8 @@ class PayloadStore(Protocol):
         ...
 
     def get(self, reference: str) -> str: ...
+
+    def retire(self, execution_id: str) -> int:
+        """The execution has ended: start its payloads' retention (until now they never expire).
+        Idempotent; returns how many payloads were retired."""
+        ...

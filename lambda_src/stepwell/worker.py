@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aws_durable_execution_sdk_python.execution import (
@@ -97,9 +97,12 @@ class Worker:
     # ------------------------------------------------------------------
 
     def _inputs(self, execution_id: str) -> list[ExternalInput]:
+        """The execution's pending inputs, offloaded payloads read back (`offloaded` keeps that they were)."""
         engine = self.engine
         return [
-            dataclasses.replace(item, payload=engine.resolve(item.payload, True), payload_is_ref=False)
+            dataclasses.replace(
+                item, payload=engine.resolve(item.payload, True), payload_is_ref=False, offloaded=True
+            )
             if item.payload_is_ref
             else item
             for item in engine.store.list_external_inputs(execution_id)
@@ -114,9 +117,7 @@ class Worker:
         if record.status.is_terminal:
             return self._settle_ended(record, journal, inputs, now)
         if journal.is_empty:
-            journal.start_execution(
-                engine.resolve(record.input_payload, record.input_is_ref), now, record.execution_name
-            )
+            self._log_start(record, journal, now)
         journal.absorb(inputs, now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
@@ -186,6 +187,14 @@ class Worker:
         engine.append_journal(record, journal)
         return self._schedule_next(record, journal, end)
 
+    def _log_start(self, record: ExecutionRecord, journal: Journal, now: float) -> None:
+        journal.start_execution(
+            self.engine.resolve(record.input_payload, record.input_is_ref),
+            now,
+            record.execution_name,
+            input_ref=record.input_payload if record.input_is_ref else None,
+        )
+
     def _schedule_next(self, record: ExecutionRecord, journal: Journal, now: float) -> WorkOutcome:
         engine = self.engine
         wake_at = journal.next_wake_at()
@@ -221,7 +230,8 @@ class Worker:
             "Runtime.ExitError" if isinstance(crash, SystemExit) else f"Runtime.{type(crash).__name__}"
         )
         error = {"ErrorType": error_type, "ErrorMessage": str(crash) or type(crash).__name__}
-        logger.warning("invocation of %s crashed: %s", record.execution_id, error)
+        # The type only: the message may quote the handler's data (it is in the execution's history).
+        logger.warning("invocation of %s crashed: %s", record.execution_id, error_type)
         journal.invocation_completed(started_at, now, request_id, error)
         if journal.consecutive_crashes >= MAX_CONSECUTIVE_CRASHES:
             return self._end(record, journal, None, now, request_id, ExecutionStatus.FAILED, None, error)
@@ -257,6 +267,9 @@ class Worker:
             status, result, error = current.status, None, current.error
         journal.execution_ended(status.value, now, result, error)
         engine.append_journal(record, journal, terminal=True)
+        # After the last write of the execution's payloads (the terminal batch may be one).
+        if result_is_ref or _has_payload_objects(record, journal, ()):
+            engine.payloads.retire(record.execution_id)
         self._clear_due_timer(record, journal)
         if won:
             engine.notify_parent(record, status, result, error)
@@ -270,16 +283,29 @@ class Worker:
         if not journal.ended:
             journal.absorbed_input_ids.update(item.input_id for item in inputs)
             if journal.is_empty:  # stopped before its first invocation: the log still tells the story
-                journal.start_execution(
-                    engine.resolve(record.input_payload, record.input_is_ref), now, record.execution_name
-                )
+                self._log_start(record, journal, now)
             journal.execution_ended(
                 record.status.value, now, engine.resolve(record.result, record.result_is_ref), record.error
             )
             engine.append_journal(record, journal, terminal=True)
+        # Also when the end is already logged: this message may be the retry of a worker that died
+        # between its terminal batch and retiring the payloads.
+        if _has_payload_objects(record, journal, inputs):
+            engine.payloads.retire(record.execution_id)
         if inputs:
             engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return WorkOutcome(record.execution_id, "ignored", status=record.status, details={"reason": "ended"})
+
+
+def _has_payload_objects(record: ExecutionRecord, journal: Journal, inputs: Iterable[ExternalInput]) -> bool:
+    """Whether the execution wrote payload objects (its input, its result, a batch, or a pending input),
+    so that retiring them is worth listing its folder: most executions never offload anything."""
+    return (
+        record.input_is_ref
+        or record.result_is_ref
+        or journal.offloaded_batches
+        or any(item.offloaded for item in inputs)
+    )
 
 
 def _error(error: BaseException) -> dict[str, Any]:

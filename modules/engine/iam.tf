@@ -76,10 +76,20 @@ locals {
         Resource = distinct(concat([var.event_bus.arn], var.action_event_bus_arns))
       },
       {
+        # PutObjectTagging: an ended execution's objects are copied onto themselves with the tag the
+        # bucket's expiry rule filters on (stepwell.payloads.S3PayloadStore.retire).
         Sid      = "Payloads"
         Effect   = "Allow"
-        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+        Action   = ["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"]
         Resource = "${var.payload_bucket.arn}/*"
+      },
+      {
+        # Listing one execution's folder (ex/<hash>/) to retire its objects; nothing else is listed.
+        Sid       = "ListPayloadFolders"
+        Effect    = "Allow"
+        Action    = "s3:ListBucket"
+        Resource  = var.payload_bucket.arn
+        Condition = { StringLike = { "s3:prefix" = ["ex/*"] } }
       },
       {
         Sid      = "Logs"

@@ -23,11 +23,17 @@ locals {
     STEPWELL_EVENT_BUS_ARN      = var.event_bus.arn
     STEPWELL_SCHEDULE_GROUP     = var.schedule_group_name
     STEPWELL_SCHEDULER_ROLE_ARN = var.scheduler_role_arn
-    STEPWELL_PAYLOAD_BUCKET     = var.payload_bucket.name
-    STEPWELL_RETENTION_DAYS     = tostring(var.retention_days)
-    STEPWELL_WORKFLOW_MODULES   = join(",", local.workflow_modules)
-    STEPWELL_EVENT_EXTRACTOR    = jsonencode(var.event_extractor)
-    STEPWELL_LOG_LEVEL          = var.log_level
+    # One-time wake-up schedules are encrypted with the customer key too, as the reconcile schedule is.
+    STEPWELL_KMS_KEY_ARN      = var.kms_key_arn == null ? "" : var.kms_key_arn
+    STEPWELL_PAYLOAD_BUCKET   = var.payload_bucket.name
+    STEPWELL_RETENTION_DAYS   = tostring(var.retention_days)
+    STEPWELL_WORKFLOW_MODULES = join(",", local.workflow_modules)
+    STEPWELL_EVENT_EXTRACTOR  = jsonencode(var.event_extractor)
+    STEPWELL_EVENT_SOURCES    = jsonencode(var.event_sources)
+    STEPWELL_LOG_LEVEL        = var.log_level
+    # Where the stepwell.http action may connect (stepwell.definitions.outbound); "[]": nowhere.
+    STEPWELL_HTTP_ALLOWLIST        = jsonencode(var.http_allowlist)
+    STEPWELL_HTTP_ALLOWED_NETWORKS = jsonencode(var.http_allowed_networks)
   }
 }
 

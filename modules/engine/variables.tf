@@ -123,6 +123,43 @@ variable "action_event_bus_arns" {
   }
 }
 
+variable "http_allowlist" {
+  description = "Where definitions' stepwell.http action may send requests: hosts (api.example.com, api.example.com:8443), subdomain wildcards (*.example.com) or URL prefixes (https://api.example.com/v1/), each on the scheme's default port unless one is given; empty: the action is disabled."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for entry in var.http_allowlist : (can(regex("^((\\*\\.)?[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$", entry)) || can(regex("^https?://([A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?/[^?#\\s\\\\]*$", entry)))])
+    error_message = "http_allowlist entries must be host[:port] (api.example.com, 203.0.113.7, [2001:db8::1]:8443), *.domain[:port] or a URL prefix http(s)://host[:port]/path, without user info, query, fragment or other wildcards; bad: ${jsonencode([for entry in var.http_allowlist : entry if !((can(regex("^((\\*\\.)?[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$", entry)) || can(regex("^https?://([A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?/[^?#\\s\\\\]*$", entry))))])}."
+  }
+
+  validation {
+    condition     = alltrue([for entry in var.http_allowlist : alltrue([for port in regexall(":([0-9]+)(/|$)", entry) : tonumber(port[0]) >= 1 && tonumber(port[0]) <= 65535])])
+    error_message = "http_allowlist ports must be 1..65535; bad: ${jsonencode([for entry in var.http_allowlist : entry if !(alltrue([for port in regexall(":([0-9]+)(/|$)", entry) : tonumber(port[0]) >= 1 && tonumber(port[0]) <= 65535]))])}."
+  }
+
+  validation {
+    condition     = alltrue([for entry in var.http_allowlist : (!can(regex("^(https?://)?(\\*\\.)?([A-Za-z0-9-]+\\.)*[0-9]+(:[0-9]+)?(/.*)?$", entry)) || can(regex("^(https?://)?((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(:[0-9]+)?(/.*)?$", entry)))])
+    error_message = "http_allowlist IPv4 addresses must be four decimal numbers (203.0.113.7, not 3405803783 or 0xcb.0.113.7), and a wildcard needs a domain; bad: ${jsonencode([for entry in var.http_allowlist : entry if !((!can(regex("^(https?://)?(\\*\\.)?([A-Za-z0-9-]+\\.)*[0-9]+(:[0-9]+)?(/.*)?$", entry)) || can(regex("^(https?://)?((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(:[0-9]+)?(/.*)?$", entry))))])}."
+  }
+
+  validation {
+    condition     = alltrue([for entry in var.http_allowlist : !can(regex("/\\.\\.?(/|$)", entry))])
+    error_message = "http_allowlist URL prefixes may not hold dot segments (/./ or /../); bad: ${jsonencode([for entry in var.http_allowlist : entry if !(!can(regex("/\\.\\.?(/|$)", entry)))])}."
+  }
+}
+
+variable "http_allowed_networks" {
+  description = "Non-public networks (CIDR blocks, e.g. 10.20.0.0/16) the stepwell.http action may reach; loopback, link-local, private, shared, multicast and reserved addresses are refused otherwise. Empty: public addresses only."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for cidr in var.http_allowed_networks : can(cidrhost(cidr, 0))])
+    error_message = "http_allowed_networks must hold CIDR blocks (10.20.0.0/16, fd00::/8); bad: ${jsonencode([for cidr in var.http_allowed_networks : cidr if !can(cidrhost(cidr, 0))])}."
+  }
+}
+
 # --- The function ---
 
 variable "runtime" {
@@ -221,6 +258,22 @@ variable "event_extractor" {
   validation {
     condition     = alltrue([for key in keys(var.event_extractor) : contains(["domain", "subject", "name", "data"], key)])
     error_message = "event_extractor keys must be among domain, subject, name, data."
+  }
+}
+
+variable "event_sources" {
+  description = "STEPWELL_EVENT_SOURCES: which bus event sources may speak for which domains (tenants): source (or \"ACCOUNT:source\" to require that account too) -> domain ids, prefixes ending in '*' or '*' for every domain. Bus events whose source may not speak for their domain are rejected; empty: no domain event from the bus is accepted. Grant producers events:PutEvents only for their own source (events:source condition)."
+  type        = map(list(string))
+  default     = {}
+
+  validation {
+    condition     = alltrue([for source in keys(var.event_sources) : can(regex("^([0-9]{12}:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", source))])
+    error_message = "event_sources keys must be an event source (1-256 letters, digits and . _ / -, starting with a letter or digit), optionally after \"ACCOUNT:\" (12 digits); got ${jsonencode([for source in keys(var.event_sources) : source if !can(regex("^([0-9]{12}:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", source))])}."
+  }
+
+  validation {
+    condition     = alltrue([for domains in values(var.event_sources) : length(domains) > 0 && alltrue([for domain in domains : can(regex("^(\\*|[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}\\*?)$", domain))])])
+    error_message = "event_sources values must be non-empty lists of domain ids (1-128 letters, digits and _ . : @ + = , -, starting with a letter or digit), prefixes ending in '*' (e.g. \"acme-*\") or '*' (every domain); bad: ${jsonencode({ for source, domains in var.event_sources : source => domains if length(domains) == 0 || !alltrue([for domain in domains : can(regex("^(\\*|[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}\\*?)$", domain))]) })}."
   }
 }
 

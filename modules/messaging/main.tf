@@ -48,6 +48,35 @@ resource "aws_cloudwatch_event_bus" "this" {
   tags = var.tags
 }
 
+# The engine trusts its own source for every domain (it stamps the domain itself), so nobody but the
+# worker may put events with that source on the bus; a deny grants nothing else and overrides any allow.
+resource "aws_cloudwatch_event_bus_policy" "engine_source" {
+  count = var.create_event_bus && var.engine_event_source != null ? 1 : 0
+
+  event_bus_name = aws_cloudwatch_event_bus.this[0].name
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid       = "OnlyTheWorkerPutsEngineEvents"
+      Effect    = "Deny"
+      Principal = "*"
+      Action    = "events:PutEvents"
+      Resource  = aws_cloudwatch_event_bus.this[0].arn
+      Condition = {
+        StringEquals = { "events:source" = var.engine_event_source }
+        ArnNotEquals = { "aws:PrincipalArn" = var.engine_role_arn }
+      }
+    }]
+  })
+
+  lifecycle {
+    precondition {
+      condition     = var.engine_role_arn != null
+      error_message = "engine_role_arn is required with engine_event_source: it is the one principal allowed to put that source."
+    }
+  }
+}
+
 resource "aws_cloudwatch_event_rule" "engine" {
   name           = "${var.name}-engine"
   description    = "Sends Stepwell engine events (domain events and callback commands) to the work queue."

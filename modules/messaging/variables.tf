@@ -118,3 +118,25 @@ variable "sender_role_arns" {
     error_message = "sender_role_arns must hold IAM role ARNs (arn:aws:iam::ACCOUNT:role/NAME)."
   }
 }
+
+variable "engine_event_source" {
+  description = "Event source the engine's definitions emit with (their domain stamped by the engine); on a bus this module creates, only engine_role_arn may put events with it. null: no such restriction."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.engine_event_source == null || can(regex("^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", var.engine_event_source))
+    error_message = "engine_event_source must be an event source (1-256 letters, digits and . _ / -, starting with a letter or digit) or null."
+  }
+}
+
+variable "engine_role_arn" {
+  description = "The worker's IAM role: the only principal the created bus lets put events with engine_event_source (required with engine_event_source)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.engine_role_arn == null || can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$", var.engine_role_arn))
+    error_message = "engine_role_arn must be an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME) or null."
+  }
+}

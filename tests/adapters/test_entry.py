@@ -48,6 +48,7 @@ def test_module_handler_builds_from_the_environment_and_imports_workflow_modules
 ) -> None:
     env = deployment.config.to_env()
     env["STEPWELL_WORKFLOW_MODULES"] = "adapters.sample_workflows"
+    env["STEPWELL_EVENT_SOURCES"] = '{"app": ["acme"]}'  # the domain event below comes from "app"
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
     monkeypatch.setattr(entry, "_runtime", None)

@@ -229,6 +229,17 @@ class DeployedTarget:
         body = {"kind": "invoke", "executionId": execution_id, "dueAt": round(due_at, 3)}
         self.sqs.send_message(QueueUrl=self.config["work_queue_url"], MessageBody=json.dumps(body))
 
+    def wake_when_due(self, execution_id: str) -> bool:
+        """Skip the clock to the execution's recorded wake-up and deliver it, once per wake-up; False
+        when it has none not yet delivered."""
+        timer = self.due_timers([execution_id]).get(execution_id)
+        if timer is None or (execution_id, timer) in self.nudged:
+            return False
+        self.clock.advance_seconds(max(0.0, timer - self.clock.now_epoch()) + 0.001)
+        self.nudged.add((execution_id, timer))
+        self.send_invoke(execution_id, timer)
+        return True
+
 
 class _CaseBackend:
     """What the runner's CallbackDriver needs of a backend (history, advance, send_callback), for one

@@ -6,9 +6,9 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from stepwell.definitions.actions import ActionContext, ActionRegistry
+from stepwell.definitions.actions import ENGINE_EVENT_SOURCE, ActionContext, ActionRegistry
 from stepwell.definitions.interpreter import register_interpreter
-from stepwell.definitions.router import EventOutcome, PathExtractor, Router
+from stepwell.definitions.router import EventOutcome, EventSources, PathExtractor, Router
 from stepwell.definitions.runtime import DefinitionsRuntime
 from stepwell.definitions.store import ContextRecord
 from stepwell.registry import Registry
@@ -42,7 +42,9 @@ class Harness:
         self.calls: list[tuple[str, dict[str, Any], ActionContext]] = []
         self.runtime = DefinitionsRuntime.in_memory(clock=self.local.clock, actions=self.actions)
         register_interpreter(self.local.registry, self.runtime)
-        self.router = Router(self.local.engine, self.runtime, extractor=PathExtractor())
+        # The test envelopes' source and the engine's own may speak for every domain.
+        sources = EventSources({"tests": ["*"], ENGINE_EVENT_SOURCE: ["*"]})
+        self.router = Router(self.local.engine, self.runtime, extractor=PathExtractor(), sources=sources)
         self.start_time = self.local.clock.now()
 
     def recording_action(self, name: str, result: Any = None) -> None:

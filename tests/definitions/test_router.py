@@ -210,8 +210,10 @@ def test_registered_callable_extractor(h: Harness, clean_extractor: None) -> Non
             event_id=event["eid"],
         )
 
-    router = Router(h.local.engine, h.runtime)
-    outcome = router.process_event({"tenant": "acme", "user": "u7", "type": "signed_up", "eid": "c-1"})
+    router = Router(h.local.engine, h.runtime, sources=h.router.sources)
+    outcome = router.process_event(
+        {"source": "tests", "tenant": "acme", "user": "u7", "type": "signed_up", "eid": "c-1"}
+    )
     assert outcome.status == "processed" and len(outcome.started) == 1 and outcome.event_id == "c-1"
 
 
@@ -228,9 +230,14 @@ def test_path_extractor_from_env(h: Harness, monkeypatch: pytest.MonkeyPatch) ->
             }
         ),
     )
-    router = Router(h.local.engine, h.runtime)
+    router = Router(h.local.engine, h.runtime, sources=h.router.sources)
     outcome = router.process_event(
-        {"id": "x-1", "detail-type": "ignored", "detail": {"kind": "signed_up", "user": {"id": "u5"}}}
+        {
+            "id": "x-1",
+            "source": "tests",
+            "detail-type": "ignored",
+            "detail": {"kind": "signed_up", "user": {"id": "u5"}},
+        }
     )
     assert outcome.status == "processed" and outcome.subject_id == "u5" and len(outcome.started) == 1
     with pytest.raises(ValueError, match="unknown extractor field 'tenant'"):

@@ -7,6 +7,7 @@ that are not stepwell.* commands go to the definitions Router built by `install`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -63,7 +64,9 @@ def stack(
     )
     default_actions.register("onboarding.send_email", send_email)
     with mock_aws():
-        deployment = Deployment(config=create_deployment(), clients=AwsClients(region=REGION))
+        # The bus events' source "app" speaks for the two tenants of these tests.
+        config = dataclasses.replace(create_deployment(), event_sources={"app": ["acme", "globex"]})
+        deployment = Deployment(config=config, clients=AwsClients(region=REGION))
         clock = VirtualClock()
         registry = Registry()
         base = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
@@ -157,10 +160,12 @@ def test_client_process_event_starts_once_and_reports_rejections(
         "source": "app",
         "detail": {"domain": "acme", "subjectId": "u9", "data": {"email": "u9@example.com"}},
     }
-    first = client.process_event(envelope)
+    first = client.process_event(envelope, "acme")
     assert first["status"] == "processed" and len(first["started"]) == 1
-    again = client.process_event(envelope)
+    again = client.process_event(envelope, "acme")
     assert again["started"] == [] and again["status"] in {"processed", "duplicate"}
     assert len(client.definitions().list_contexts("acme", "u9").items) == 1
-    rejected = client.process_event({"id": "evt-no-subject", "detail-type": "user.signed_up", "detail": {}})
+    rejected = client.process_event(
+        {"id": "evt-no-subject", "detail-type": "user.signed_up", "detail": {}}, "acme"
+    )
     assert rejected["status"] == "rejected" and rejected["reason"]

@@ -44,13 +44,19 @@ def journey(trigger: str) -> dict[str, Any]:
     }
 
 
+def source_for(domain: str) -> str:
+    """The producer source examples/complete's event_sources lets speak for `domain` (acme-*, globex-*)."""
+    return f"com.example.{domain.split('-')[0]}"
+
+
 def put_events(stack: DeployedStack, *events: tuple[str, str, str]) -> list[str]:
-    """PutEvents (name, domain, subject) on the deployed bus; returns the event ids."""
+    """PutEvents (name, domain, subject) on the deployed bus, each from its tenant's producer source;
+    returns the event ids."""
     response = stack.backend.client("events").put_events(
         Entries=[
             {
                 "EventBusName": stack.client_config["event_bus_name"],
-                "Source": "app.tests",
+                "Source": source_for(domain),
                 "DetailType": name,
                 "Detail": json.dumps({"domain": domain, "subjectId": subject, "data": {"n": index}}),
             }
@@ -67,7 +73,7 @@ def redeliver(stack: DeployedStack, event_id: str, name: str, domain: str, subje
         "version": "0",
         "id": event_id,
         "detail-type": name,
-        "source": "app.tests",
+        "source": source_for(domain),
         "account": stack.backend.account_id,
         "time": "2026-01-01T00:00:00Z",
         "region": stack.backend.region,

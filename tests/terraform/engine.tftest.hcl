@@ -76,11 +76,16 @@ run "function_environment_mapping_and_role" {
       STEPWELL_EVENT_BUS_ARN      = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
       STEPWELL_SCHEDULE_GROUP     = "unit"
       STEPWELL_SCHEDULER_ROLE_ARN = "arn:aws:iam::123456789012:role/unit-scheduler"
+      STEPWELL_KMS_KEY_ARN        = ""
       STEPWELL_PAYLOAD_BUCKET     = "unit-payloads-123456789012"
       STEPWELL_RETENTION_DAYS     = "30"
       STEPWELL_WORKFLOW_MODULES   = "workflows.billing,workflows.shipping"
       STEPWELL_EVENT_EXTRACTOR    = "{}"
+      STEPWELL_EVENT_SOURCES      = "{}"
       STEPWELL_LOG_LEVEL          = "INFO"
+      # The stepwell.http action is disabled until the operator allows hosts.
+      STEPWELL_HTTP_ALLOWLIST        = "[]"
+      STEPWELL_HTTP_ALLOWED_NETWORKS = "[]"
     })
     error_message = "The worker environment must be exactly the variables of docs/architecture.md."
   }
@@ -151,6 +156,17 @@ run "function_environment_mapping_and_role" {
       for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Condition if statement.Sid == "PassSchedulerRole"
     ]) == { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
     error_message = "The scheduler role may only be passed to EventBridge Scheduler."
+  }
+
+  assert {
+    condition = {
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid => [statement.Action, statement.Resource, try(statement.Condition, null)]
+      if contains(["Payloads", "ListPayloadFolders"], statement.Sid)
+      } == {
+      Payloads           = [["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"], "arn:aws:s3:::unit-payloads-123456789012/*", null]
+      ListPayloadFolders = ["s3:ListBucket", "arn:aws:s3:::unit-payloads-123456789012", { StringLike = { "s3:prefix" = ["ex/*"] } }]
+    }
+    error_message = "The worker may read, write, tag (to retire) and delete payload objects, and list only the executions' folders."
   }
 
   assert {
@@ -236,6 +252,11 @@ run "vpc_key_and_tuning" {
       aws_cloudwatch_log_group.worker.kms_key_id == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     )
     error_message = "Boundary and key must reach the role, function environment and log group."
+  }
+
+  assert {
+    condition     = aws_lambda_function.worker.environment[0].variables.STEPWELL_KMS_KEY_ARN == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    error_message = "The key must reach the worker, which encrypts its one-time wake-up schedules with it."
   }
 
   assert {

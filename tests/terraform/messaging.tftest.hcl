@@ -109,16 +109,18 @@ run "existing_bus_custom_pattern_and_key" {
   }
 
   variables {
-    name             = "unit"
-    create_event_bus = false
-    event_bus_arn    = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
-    event_pattern    = "{\"source\":[{\"prefix\":\"orders.\"}]}"
-    kms_key_arn      = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    name                = "unit"
+    create_event_bus    = false
+    event_bus_arn       = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
+    event_pattern       = "{\"source\":[{\"prefix\":\"orders.\"}]}"
+    kms_key_arn         = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    engine_event_source = "stepwell.definitions"
+    engine_role_arn     = "arn:aws:iam::123456789012:role/unit-worker"
   }
 
   assert {
-    condition     = length(aws_cloudwatch_event_bus.this) == 0
-    error_message = "No bus is created when an existing one is given."
+    condition     = length(aws_cloudwatch_event_bus.this) == 0 && length(aws_cloudwatch_event_bus_policy.engine_source) == 0
+    error_message = "No bus is created when an existing one is given, and the module does not set the policy of a bus it does not own."
   }
 
   assert {
@@ -192,4 +194,33 @@ run "rejects_data_key_reuse_too_short" {
   }
 
   expect_failures = [var.kms_data_key_reuse_period_seconds]
+}
+
+run "only_the_worker_puts_the_engine_source" {
+  command = plan
+
+  module {
+    source = "./modules/messaging"
+  }
+
+  variables {
+    name                = "unit"
+    engine_event_source = "stepwell.definitions"
+    engine_role_arn     = "arn:aws:iam::123456789012:role/unit-worker"
+  }
+
+  assert {
+    condition = [for statement in jsondecode(aws_cloudwatch_event_bus_policy.engine_source[0].policy).Statement : {
+      effect = statement.Effect, action = statement.Action, principal = statement.Principal, condition = statement.Condition
+      }] == [{
+      effect    = "Deny"
+      action    = "events:PutEvents"
+      principal = "*"
+      condition = {
+        StringEquals = { "events:source" = "stepwell.definitions" }
+        ArnNotEquals = { "aws:PrincipalArn" = "arn:aws:iam::123456789012:role/unit-worker" }
+      }
+    }]
+    error_message = "The created bus must deny putting the engine's source to every principal but the worker role."
+  }
 }

@@ -66,3 +66,40 @@ run "existing_bus_and_workflows" {
     error_message = "Each top-level module of workflows_dir is imported as workflows.<module>."
   }
 }
+
+run "event_sources_reach_the_worker" {
+  command = plan
+
+  variables {
+    event_sources = { "com.acme.billing" = ["acme"], "123456789012:com.globex" = ["globex-*"] }
+  }
+
+  assert {
+    condition = jsonencode(output.event_sources) == jsonencode({
+      "com.acme.billing"        = ["acme"]
+      "123456789012:com.globex" = ["globex-*"]
+      "stepwell.definitions"    = ["*"]
+    })
+    error_message = "The worker trusts the given sources and, on the module's own bus, the engine's source for every domain."
+  }
+
+  assert {
+    condition     = jsondecode(module.engine.environment.STEPWELL_EVENT_SOURCES) == jsondecode(jsonencode(output.event_sources))
+    error_message = "event_sources must reach the worker as STEPWELL_EVENT_SOURCES."
+  }
+}
+
+run "existing_bus_does_not_trust_the_engine_source" {
+  command = plan
+
+  variables {
+    create_event_bus = false
+    event_bus_arn    = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
+    event_sources    = { "com.acme.billing" = ["acme"] }
+  }
+
+  assert {
+    condition     = jsonencode(output.event_sources) == jsonencode({ "com.acme.billing" = ["acme"] })
+    error_message = "On an existing bus nothing guards the engine's source, so it is trusted only when listed."
+  }
+}

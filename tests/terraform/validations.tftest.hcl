@@ -451,3 +451,160 @@ run "rejects_action_event_bus_arns_not_buses" {
 
   expect_failures = [var.action_event_bus_arns]
 }
+
+run "rejects_event_sources_bad_source" {
+  command = plan
+
+  variables {
+    event_sources = { "com.acme billing" = ["acme"] }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "rejects_event_sources_bad_account" {
+  command = plan
+
+  variables {
+    event_sources = { "1234:com.acme" = ["acme"] }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "rejects_event_sources_bad_domain" {
+  command = plan
+
+  variables {
+    event_sources = { "com.acme" = ["acme#eu"] }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "rejects_event_sources_no_domains" {
+  command = plan
+
+  variables {
+    event_sources = { "com.acme" = [] }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
+run "http_allowlist_every_form_reaches_the_worker" {
+  command = plan
+
+  variables {
+    http_allowlist        = ["api.example.com", "api.example.com:8443", "*.example.org", "203.0.113.7", "[2001:db8::1]:8443", "https://api.example.com/v1/", "http://10.20.0.5:8080/hooks"]
+    http_allowed_networks = ["10.20.0.0/16", "fd00::/8"]
+  }
+
+  assert {
+    condition = (
+      tolist(jsondecode(module.engine.environment.STEPWELL_HTTP_ALLOWLIST)) == var.http_allowlist &&
+      tolist(jsondecode(module.engine.environment.STEPWELL_HTTP_ALLOWED_NETWORKS)) == var.http_allowed_networks
+    )
+    error_message = "http_allowlist and http_allowed_networks must reach the worker as JSON lists."
+  }
+}
+
+run "rejects_http_allowlist_user_info" {
+  command = plan
+
+  variables {
+    http_allowlist = ["https://api.example.com@169.254.169.254/"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_scheme" {
+  command = plan
+
+  variables {
+    http_allowlist = ["ftp://files.example.com/"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_inner_wildcard" {
+  command = plan
+
+  variables {
+    http_allowlist = ["api.*.example.com"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_host_with_path" {
+  command = plan
+
+  variables {
+    http_allowlist = ["api.example.com/v1"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_query" {
+  command = plan
+
+  variables {
+    http_allowlist = ["https://api.example.com/v1?key=1"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_port_out_of_range" {
+  command = plan
+
+  variables {
+    http_allowlist = ["api.example.com:70000"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_numeric_ipv4_spelling" {
+  command = plan
+
+  variables {
+    http_allowlist = ["http://2130706433/"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_wildcard_address" {
+  command = plan
+
+  variables {
+    http_allowlist = ["*.10.0.0.1"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowlist_dot_segments" {
+  command = plan
+
+  variables {
+    http_allowlist = ["https://api.example.com/v1/../admin"]
+  }
+
+  expect_failures = [var.http_allowlist]
+}
+
+run "rejects_http_allowed_networks_not_cidr" {
+  command = plan
+
+  variables {
+    http_allowed_networks = ["169.254.169.254"]
+  }
+
+  expect_failures = [var.http_allowed_networks]
+}

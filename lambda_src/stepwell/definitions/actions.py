@@ -3,11 +3,16 @@
 An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register your own with
 `register_action(name, fn)` or `@action(name)` in the workflow code; the built-ins are:
 
-- `stepwell.put_event`: put an event on the bus (inputs: detailType, detail, source = "stepwell.definitions",
-  eventBusName = STEPWELL_EVENT_BUS_NAME).
-- `stepwell.http`: an HTTP request with urllib (inputs: url (http or https), method = GET, headers, body
-  (sent as JSON unless a string), timeoutSeconds = 10). A 5xx or 429 answer raises a retryable error, any
-  other 4xx a permanent one; the result is {status, headers, body} (body parsed as JSON when it is JSON).
+- `stepwell.put_event`: put an event on the bus (inputs: detailType, detail (an object), eventBusName =
+  STEPWELL_EVENT_BUS_NAME). The engine stamps it: source "stepwell.definitions" and detail.domain = the
+  calling context's domain, so a definition emits events for its own domain only.
+- `stepwell.http`: an HTTP request to a URL the operator allowed (inputs: url (http or https), method = GET,
+  headers, body (sent as JSON unless a string), timeoutSeconds = 10 (for the whole exchange, redirects
+  included), maxResponseBytes = 1 MiB (at most 10 MiB), followRedirects = true). `outbound` holds the
+  rules (allowlist, no loopback, link-local or private address unless allowed); a refused request or a
+  larger body raises a permanent error, a network failure or a missed deadline a retryable one, a 5xx
+  or 429 answer a retryable one, any other 4xx a permanent one; the result is {status, headers, body}
+  (body parsed as JSON when it is JSON).
 - `stepwell.invoke_lambda`: invoke a Lambda function (inputs: functionName, payload,
   invocationType = RequestResponse); a function error raises a retryable error.
 
@@ -20,8 +25,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,14 +36,20 @@ from aws_durable_execution_sdk_python.retries import (
     create_retry_strategy,
 )
 
+from stepwell.definitions import outbound
 from stepwell.definitions.model import RetryPolicy
 
 ActionFn = Callable[[dict[str, Any], "ActionContext"], Any]
 ClientFactory = Callable[[str], Any]
 
 PUT_EVENT = "stepwell.put_event"
+# The source of events definitions emit; event_sources lets it speak for every domain because the
+# engine stamps the emitting context's domain (and only the worker may put it on the module's bus).
+ENGINE_EVENT_SOURCE = "stepwell.definitions"
 HTTP = "stepwell.http"
 INVOKE_LAMBDA = "stepwell.invoke_lambda"
+HTTP_DEFAULT_MAX_BYTES = 1024 * 1024
+HTTP_MAX_BYTES = 10 * 1024 * 1024
 
 
 class ActionError(Exception):
@@ -159,8 +168,13 @@ def _require_str(inputs: Mapping[str, Any], key: str, action_name: str) -> str:
 
 def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
     detail_type = _require_str(inputs, "detailType", PUT_EVENT)
-    detail = inputs.get("detail", {})
-    source = inputs.get("source", "stepwell.definitions")
+    detail = _stamped_detail(inputs.get("detail", {}), context.domain)
+    source = inputs.get("source", ENGINE_EVENT_SOURCE)
+    if source != ENGINE_EVENT_SOURCE:
+        raise PermanentActionError(
+            f"action {PUT_EVENT!r}: source {source!r} is not allowed; definitions emit events with source "
+            f"{ENGINE_EVENT_SOURCE!r} only"
+        )
     bus = inputs.get("eventBusName") or context.event_bus_name or os.environ.get("STEPWELL_EVENT_BUS_NAME")
     if not isinstance(bus, str) or not bus:
         raise PermanentActionError(
@@ -169,9 +183,9 @@ def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
     response = context.clients("events").put_events(
         Entries=[
             {
-                "Source": str(source),
+                "Source": ENGINE_EVENT_SOURCE,
                 "DetailType": detail_type,
-                "Detail": detail if isinstance(detail, str) else json.dumps(detail),
+                "Detail": json.dumps(detail),
                 "EventBusName": bus,
             }
         ]
@@ -182,10 +196,29 @@ def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
     return {"eventId": response.get("Entries", [{}])[0].get("EventId")}
 
 
+def _stamped_detail(detail: Any, domain: str) -> dict[str, Any]:
+    """The event's detail with the calling context's domain: the router takes the engine's source at its
+    word for the domain, so a definition must not name another."""
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except json.JSONDecodeError as error:
+            raise PermanentActionError(f"action {PUT_EVENT!r}: detail is not JSON: {error}") from None
+    if not isinstance(detail, Mapping):
+        raise PermanentActionError(
+            f"action {PUT_EVENT!r}: detail must be an object (the engine adds its domain), got {detail!r}"
+        )
+    claimed = detail.get("domain", domain)
+    if claimed != domain:
+        raise PermanentActionError(
+            f"action {PUT_EVENT!r}: detail.domain {claimed!r} is not allowed; a definition of domain "
+            f"{domain!r} emits events for {domain!r} only"
+        )
+    return {**detail, "domain": domain}
+
+
 def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
     url = _require_str(inputs, "url", HTTP)
-    if not url.startswith(("http://", "https://")):
-        raise PermanentActionError(f"action {HTTP!r}: url {url!r} must start with http:// or https://")
     method = str(inputs.get("method", "GET")).upper()
     if method not in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"):
         raise PermanentActionError(
@@ -194,40 +227,57 @@ def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
     headers = inputs.get("headers") or {}
     if not isinstance(headers, Mapping):
         raise PermanentActionError(f"action {HTTP!r}: headers must be an object, got {headers!r}")
+    request_headers = {str(k): str(v) for k, v in headers.items()}
+    if any(name.lower() == "host" for name in request_headers):
+        # The allowlist judges the URL's host; a Host header would ask the server for another one.
+        raise PermanentActionError(f"action {HTTP!r}: header 'Host' is set from the url, not from headers")
     body = inputs.get("body")
     data: bytes | None = None
-    request_headers = {str(k): str(v) for k, v in headers.items()}
     if body is not None:
         if isinstance(body, str):
             data = body.encode("utf-8")
         else:
             data = json.dumps(body).encode("utf-8")
             request_headers.setdefault("Content-Type", "application/json")
-    timeout = inputs.get("timeoutSeconds", 10)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 300:
-        raise PermanentActionError(
-            f"action {HTTP!r}: timeoutSeconds must be a number 0..300, got {timeout!r}"
-        )
-    request = urllib.request.Request(url, data=data, headers=request_headers, method=method)
+    timeout = _bounded_number(inputs, "timeoutSeconds", 10, 300)
+    max_bytes = int(_bounded_number(inputs, "maxResponseBytes", HTTP_DEFAULT_MAX_BYTES, HTTP_MAX_BYTES))
+    follow = inputs.get("followRedirects", True)
+    if not isinstance(follow, bool):
+        raise PermanentActionError(f"action {HTTP!r}: followRedirects must be true or false, got {follow!r}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status = response.status
-            raw = response.read()
-            response_headers = dict(response.headers.items())
-    except urllib.error.HTTPError as error:
-        status = error.code
-        text = error.read().decode("utf-8", "replace")[:500]
+        response = outbound.send(
+            outbound.policy_from_env(),
+            method,
+            url,
+            request_headers,
+            data,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            follow_redirects=follow,
+        )
+    except outbound.RequestRefused as error:
+        raise PermanentActionError(f"action {HTTP!r}: {method} refused: {error}") from None
+    except outbound.RequestFailed as error:
+        raise ActionError(f"action {HTTP!r}: {method} {url}: {error}") from None
+    status = response.status
+    text = response.body.decode("utf-8", "replace")
+    if status >= 400:
+        failure = f"{method} {response.url}: HTTP {status}: {text[:500]}"
         if status >= 500 or status == 429:
-            raise ActionError(f"{method} {url}: HTTP {status}: {text}") from None
-        raise PermanentActionError(f"{method} {url}: HTTP {status}: {text}") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise ActionError(f"{method} {url}: {error}") from None
-    text = raw.decode("utf-8", "replace")
+            raise ActionError(failure)
+        raise PermanentActionError(failure)
     try:
         parsed: Any = json.loads(text) if text else None
     except json.JSONDecodeError:
         parsed = text
-    return {"status": status, "headers": response_headers, "body": parsed}
+    return {"status": status, "headers": response.headers, "body": parsed}
+
+
+def _bounded_number(inputs: Mapping[str, Any], key: str, default: float, limit: float) -> float:
+    value = inputs.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= limit:
+        raise PermanentActionError(f"action {HTTP!r}: {key} must be a number 0..{limit:g}, got {value!r}")
+    return float(value)
 
 
 def invoke_lambda(inputs: dict[str, Any], context: ActionContext) -> Any:

@@ -7,14 +7,23 @@ list, a leading "$." is allowed, {"const": value} gives a fixed value) or a Pyth
 `register_extractor` in the user's workflow code (it returns an `ExtractedEvent`, a dict with those keys,
 or None to reject the event).
 
+A domain is an authenticated fact, not a claim: a bus event is accepted only when `EventSources` (the
+module's `event_sources`, JSON in STEPWELL_EVENT_SOURCES) lets its `source` (and, for a key
+"<account>:<source>", its `account`) speak for the domain it maps to; none configured = no bus event is
+accepted. An event processed for an operator (`process_event(event, domain=...)`, the client and CLI) is
+for that domain only: the payload may omit the domain, and one claiming another is rejected.
+
 For each event (`Router.process_event`):
-1. extract; an event that fails the extractor or maps to no domain, subject or name is recorded as
-   rejected with the reason (EventLog.record_rejected) and the call returns; nothing is raised.
+1. extract; an event that fails the extractor, maps to no domain, subject or name, or whose domain its
+   source may not speak for is recorded as rejected with the reason (EventLog.record_rejected) and the
+   call returns; nothing is raised.
 2. an event whose id was fully processed before (a `evt#<domain>#<id>#done` record) is a duplicate.
 3. starts: the domain's definitions (one Query) whose trigger node has this event name and whose filter
    holds. The context's instance id derives from (definition, event id), so a start is at most once per
    event id: the context item and the engine execution are both conditional creates. Policy "single"
-   skips the start while the subject has a running context of that definition.
+   skips the start while the subject has a running context of that definition. A filter that fails
+   (any exception) fails that context (item FAILED with the error, no execution); a stored definition
+   that no longer parses is skipped. Neither stops the event's other starts and resumes.
 4. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
    get their callbacks completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>` record
    (conditional put) makes each context's resume at most once per event id.
@@ -27,20 +36,21 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepwell.definitions.expressions import ExpressionError
+from stepwell.definitions.actions import ENGINE_EVENT_SOURCE
 from stepwell.definitions.interpreter import INTERPRETER_NAME
-from stepwell.definitions.model import Definition, DefinitionError, DefinitionInvalid
+from stepwell.definitions.model import Definition, DefinitionError
 from stepwell.definitions.runtime import DefinitionsRuntime
 from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow, check_id
 from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
-from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded
+from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists
 from stepwell.model import make_execution_id
 
 logger = logging.getLogger("stepwell.definitions.router")
@@ -61,6 +71,91 @@ PARSED_CACHE_SIZE = 1000
 
 class ExtractorError(ValueError):
     pass
+
+
+SOURCE_RULE = "letters, digits and . _ / - (1-256, starting with a letter or digit)"
+DOMAIN_PATTERN_RULE = "a domain id, a prefix ending in '*' (e.g. 'acme-*'), or '*' for every domain"
+_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
+_ACCOUNT_KEY = re.compile(r"^([0-9]{12}):(.+)$")
+
+
+class EventSourcesError(ValueError):
+    """The event sources configuration holds a bad key or domain."""
+
+
+class EventSources:
+    """Which bus event sources may speak for which domains.
+
+    Keys are an event `source` or "<12-digit account>:<source>" (then the envelope's `account` must match
+    too); values list domain ids, prefixes ending in "*" or "*" (every domain). A source can be trusted
+    only as far as IAM restricts who may put events with it (the `events:source` condition key)."""
+
+    def __init__(self, rules: Mapping[str, Any] | None = None) -> None:
+        # (account or None, source) -> domain patterns
+        self._rules: dict[tuple[str | None, str], tuple[str, ...]] = {}
+        for key, domains in (rules or {}).items():
+            if not isinstance(key, str):
+                raise EventSourcesError(f"event source {key!r} must be a string")
+            bound = _ACCOUNT_KEY.match(key)
+            account, source = (bound.group(1), bound.group(2)) if bound else (None, key)
+            if not _SOURCE.match(source):
+                raise EventSourcesError(
+                    f"event source {key!r}: {SOURCE_RULE}, optionally after '<12-digit account>:'"
+                )
+            if not isinstance(domains, list | tuple) or not domains:
+                raise EventSourcesError(
+                    f"event source {key!r}: domains must be a non-empty list of {DOMAIN_PATTERN_RULE}"
+                )
+            for pattern in domains:
+                _check_domain_pattern(key, pattern)
+            self._rules[(account, source)] = tuple(domains)
+
+    def refusal(self, source: object, account: object, domain: str) -> str | None:
+        """Why an event from `source` (put by `account`) may not speak for `domain`; None when it may."""
+        if not self._rules:
+            return (
+                f"no event sources are configured, so no bus event may speak for domain {domain!r} "
+                "(set the module's event_sources)"
+            )
+        allowed = [
+            pattern
+            for (bound, rule_source), patterns in self._rules.items()
+            if rule_source == source and (bound is None or bound == account)
+            for pattern in patterns
+        ]
+        if not allowed:
+            return f"source {source!r} (account {account!r}) is not in event_sources"
+        if any(_domain_matches(pattern, domain) for pattern in allowed):
+            return None
+        return f"source {source!r} may not speak for domain {domain!r} (allowed: {', '.join(allowed)})"
+
+
+def _check_domain_pattern(key: str, pattern: object) -> None:
+    if pattern == "*":
+        return
+    text = pattern[:-1] if isinstance(pattern, str) and pattern.endswith("*") else pattern
+    try:
+        check_id("domain", text)
+    except InvalidId as error:
+        raise EventSourcesError(
+            f"event source {key!r}: {pattern!r} is not {DOMAIN_PATTERN_RULE} ({error})"
+        ) from None
+
+
+def _domain_matches(pattern: str, domain: str) -> bool:
+    return domain.startswith(pattern[:-1]) if pattern.endswith("*") else domain == pattern
+
+
+def _engine_stamp_refusal(event: Mapping[str, Any], domain: str) -> str | None:
+    """An event a definition emitted speaks for the domain the engine stamped in detail.domain, whatever
+    path a custom extractor reads the domain from."""
+    if event.get("source") != ENGINE_EVENT_SOURCE:
+        return None
+    detail = event.get("detail")
+    stamped = detail.get("domain") if isinstance(detail, Mapping) else None
+    if stamped == domain:
+        return None
+    return f"an event the engine stamped for domain {stamped!r} maps to domain {domain!r}"
 
 
 @dataclass(frozen=True)
@@ -160,7 +255,10 @@ def default_extractor(paths: Mapping[str, Any] | None = None) -> Extractor:
     return PathExtractor(paths) if paths else PathExtractor.from_env()
 
 
-def _normalize(raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str) -> ExtractedEvent:
+def _normalize(
+    raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str, domain: str | None = None
+) -> ExtractedEvent:
+    """The extractor's answer checked; `domain` (chosen by the operator) fills a missing domain."""
     if raw is None:
         raise ExtractorError("the extractor returned nothing for this event")
     if isinstance(raw, ExtractedEvent):
@@ -179,6 +277,8 @@ def _normalize(raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str)
         raise ExtractorError(
             f"the extractor returned {type(raw).__name__}; expected ExtractedEvent, a dict or None"
         )
+    if domain is not None and values.get("domain") in (None, ""):
+        values["domain"] = domain
     for key in ("domain", "subject", "name"):
         value = values.get(key)
         if value is None or value == "":
@@ -251,9 +351,12 @@ class Router:
         runtime: DefinitionsRuntime,
         extractor: Extractor | None = None,
         paths: Mapping[str, Any] | None = None,
+        sources: EventSources | None = None,
     ) -> None:
         self.engine = engine
         self.runtime = runtime
+        # None: no bus event may speak for any domain (events for an operator's domain still route).
+        self.sources = sources if sources is not None else EventSources()
         self._extractor = extractor
         self._paths = dict(paths) if paths else None
         self._parsed_cache: dict[tuple[str, str, int, int], Definition] = {}
@@ -278,7 +381,9 @@ class Router:
         self.runtime.events.record_rejected(event_id, reason, event, self.runtime.clock.now())
         return EventOutcome(event_id=event_id, status="rejected", reason=reason)
 
-    def process_event(self, event: Mapping[str, Any]) -> EventOutcome:
+    def process_event(self, event: Mapping[str, Any], domain: str | None = None) -> EventOutcome:
+        """Route one event. `domain`: the domain an operator sends it for (the client, the CLI), which the
+        payload may not contradict; None for a bus event, whose source must be allowed its domain."""
         raw_id = event.get("id") if isinstance(event, Mapping) else None
         fallback_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else uuid.uuid4().hex
         if not isinstance(event, Mapping):
@@ -286,9 +391,18 @@ class Router:
                 fallback_id, f"an event must be a JSON object, got {type(event).__name__}", None
             )
         try:
-            extracted = _normalize(self.extractor()(event), fallback_id)
+            extracted = _normalize(self.extractor()(event), fallback_id, domain)
         except Exception as error:  # the user's extractor may raise anything: record it, block nothing
             return self._reject(fallback_id, f"extractor failed: {error}", event)
+        if domain is None:
+            refusal = self.sources.refusal(event.get("source"), event.get("account"), extracted.domain)
+            refusal = refusal or _engine_stamp_refusal(event, extracted.domain)
+        elif extracted.domain != domain:
+            refusal = f"the event claims domain {extracted.domain!r} but was sent for domain {domain!r}"
+        else:
+            refusal = None
+        if refusal is not None:
+            return self._reject(extracted.event_id, refusal, event)
         outcome = EventOutcome(
             event_id=extracted.event_id,
             status="processed",
@@ -312,8 +426,14 @@ class Router:
         for stored in self.runtime.definitions.list_workflows(event.domain):
             try:
                 definition = self._parsed(stored)
-            except DefinitionInvalid as invalid:
+            except Exception as invalid:  # stored before a rule tightened: it blocks no other definition
                 outcome.skipped.append(f"{stored.workflow_id}: stored definition is invalid: {invalid}")
+                logger.warning(
+                    "event %s: definition %s is invalid (%s)",
+                    event.event_id,
+                    stored.workflow_id,
+                    type(invalid).__name__,
+                )
                 continue
             env = {
                 "data": event.data,
@@ -326,16 +446,53 @@ class Router:
                     continue
                 if trigger.filter is not None:
                     try:
-                        if not trigger.filter.evaluate(env):
-                            outcome.skipped.append(f"{stored.workflow_id}: filter of {trigger.id!r} is false")
-                            continue
-                    except ExpressionError as error:
-                        outcome.skipped.append(
-                            f"{stored.workflow_id}: filter of {trigger.id!r} failed: {error}"
-                        )
+                        holds = trigger.filter.evaluate(env)
+                    except Exception as error:  # the definition's fault: its context fails, no other
+                        self._fail_start(stored, trigger.id, event, error, outcome)
+                        break
+                    if not holds:
+                        outcome.skipped.append(f"{stored.workflow_id}: filter of {trigger.id!r} is false")
                         continue
                 self._start(stored, definition.concurrency, trigger.id, event, outcome)
                 break  # one context per definition and event
+
+    def _context_record(self, stored: StoredWorkflow, event: ExtractedEvent) -> ContextRecord:
+        """The context an event starts for a definition (its instance id derives from the event id)."""
+        instance_id = instance_id_for(event.domain, stored.workflow_id, event.subject_id, event.event_id)
+        return ContextRecord(
+            domain=event.domain,
+            workflow_id=stored.workflow_id,
+            subject_id=event.subject_id,
+            instance_id=instance_id,
+            version=stored.version,
+            execution_id=make_execution_id(event.domain, INTERPRETER_NAME, event.subject_id, instance_id),
+            trigger_event_id=event.event_id,
+            data=dict(event.data) if isinstance(event.data, Mapping) else {},
+        )
+
+    def _fail_start(
+        self,
+        stored: StoredWorkflow,
+        trigger_id: str,
+        event: ExtractedEvent,
+        error: Exception,
+        outcome: EventOutcome,
+    ) -> None:
+        """A trigger filter that fails: the context is recorded as FAILED with the error (it has no
+        execution); both writes are idempotent, so a redelivery changes nothing."""
+        reason = f"node {trigger_id!r} (trigger): filter failed: {error}"
+        record = self._context_record(stored, event)
+        self.runtime.contexts.create_context(record)
+        failure = {"ErrorType": type(error).__name__, "ErrorMessage": reason[:2000]}
+        self.runtime.contexts.finish(record, "FAILED", record.data, failure)
+        outcome.skipped.append(f"{stored.workflow_id}: context {record.instance_id} failed: {reason}")
+        logger.warning(  # not the error's text: it may quote the event's data
+            "event %s: context %s of definition %s failed at its trigger's filter (%s)",
+            event.event_id,
+            record.instance_id,
+            stored.workflow_id,
+            type(error).__name__,
+        )
 
     def _start(
         self,
@@ -346,8 +503,8 @@ class Router:
         outcome: EventOutcome,
     ) -> None:
         contexts = self.runtime.contexts
-        instance_id = instance_id_for(event.domain, stored.workflow_id, event.subject_id, event.event_id)
-        execution_id = make_execution_id(event.domain, INTERPRETER_NAME, event.subject_id, instance_id)
+        record = self._context_record(stored, event)
+        instance_id = record.instance_id
         if concurrency == "single":
             for other in contexts.get_contexts(event.domain, stored.workflow_id, event.subject_id):
                 if (
@@ -360,33 +517,30 @@ class Router:
                         f"{other.instance_id!r} (policy single)"
                     )
                     return
-        record = ContextRecord(
-            domain=event.domain,
-            workflow_id=stored.workflow_id,
-            subject_id=event.subject_id,
-            instance_id=instance_id,
-            version=stored.version,
-            execution_id=execution_id,
-            trigger_event_id=event.event_id,
-            data=dict(event.data) if isinstance(event.data, Mapping) else {},
-        )
         contexts.create_context(record)  # False on a redelivery: the start below is idempotent too
-        started = self.engine.start_execution(
-            INTERPRETER_NAME,
-            {
-                "domain": event.domain,
-                "workflowId": stored.workflow_id,
-                "subjectId": event.subject_id,
-                "instanceId": instance_id,
-                "version": stored.version,
-                "definition": stored.definition,
-                "trigger": trigger_id,
-                "event": event.payload(),
-            },
-            execution_name=instance_id,
-            domain=event.domain,
-            subject_id=event.subject_id,
-        )
+        try:
+            started = self.engine.start_execution(
+                INTERPRETER_NAME,
+                {
+                    "domain": event.domain,
+                    "workflowId": stored.workflow_id,
+                    "subjectId": event.subject_id,
+                    "instanceId": instance_id,
+                    "version": stored.version,
+                    "definition": stored.definition,
+                    "trigger": trigger_id,
+                    "event": event.payload(),
+                },
+                execution_name=instance_id,
+                domain=event.domain,
+                subject_id=event.subject_id,
+            )
+        except ExecutionAlreadyExists:
+            # An earlier delivery of this event started it, before the definition got a new version.
+            outcome.skipped.append(
+                f"{stored.workflow_id}: context {instance_id} was started by an earlier delivery"
+            )
+            return
         outcome.started.append(started)
 
     def _still_running(self, context: ContextRecord) -> bool:
@@ -453,6 +607,8 @@ __all__ = [
     "DEFAULT_PATHS",
     "DefinitionError",
     "EventOutcome",
+    "EventSources",
+    "EventSourcesError",
     "ExtractedEvent",
     "ExtractorError",
     "PathExtractor",

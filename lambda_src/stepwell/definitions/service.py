@@ -21,7 +21,7 @@ from stepwell.config import StepwellConfig
 from stepwell.definitions.actions import ActionRegistry, default_actions
 from stepwell.definitions.interpreter import INTERPRETER_NAME, register_interpreter
 from stepwell.definitions.mermaid import to_mermaid
-from stepwell.definitions.router import EventOutcome, PathExtractor, Router
+from stepwell.definitions.router import EventOutcome, EventSources, PathExtractor, Router
 from stepwell.definitions.runtime import DefinitionsRuntime, configure, get_runtime
 from stepwell.definitions.store import (
     ContextRecord,
@@ -32,7 +32,7 @@ from stepwell.definitions.store import (
     StoreError,
     check_id,
 )
-from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
 from stepwell.engine import Engine
 from stepwell.errors import ExecutionNotFound
 from stepwell.history import format_timeline
@@ -80,12 +80,18 @@ def install(
     registry: Registry | None = None,
 ) -> Router:
     """Worker start-up: the process-wide runtime on the deployment's tables, the interpreter registered,
-    and the Router for bus events (extractor: a registered callable, else config.event_extractor paths)."""
+    and the Router for bus events (extractor: a registered callable, else config.event_extractor paths;
+    the domains each event source may speak for: config.event_sources)."""
     configure(runtime_from_config(config, clients, clock=engine.clock))
     chosen = registry if registry is not None else default_registry
     if INTERPRETER_NAME not in chosen:
         register_interpreter(chosen)
-    return Router(engine, get_runtime(), paths=config.event_extractor or None)
+    return Router(
+        engine,
+        get_runtime(),
+        paths=config.event_extractor or None,
+        sources=EventSources(config.event_sources),
+    )
 
 
 class DefinitionsService:
@@ -108,6 +114,11 @@ class DefinitionsService:
 
     def validate(self, document: Any, check_actions: bool = False) -> list[str]:
         return validate_definition(document, self.runtime.actions.names() if check_actions else None)
+
+    def action_warnings(self, document: Any) -> list[str]:
+        """Action names this process has not registered: warnings, not errors, as the deployed worker may
+        register more (its workflow modules); `check_actions=True` on validate/put makes them errors."""
+        return unregistered_actions(document, self.runtime.actions.names())
 
     def put_definition(
         self, domain: str, document: Mapping[str, Any], check_actions: bool = False
@@ -181,7 +192,7 @@ class DefinitionsService:
     def send_event(
         self, domain: str, subject_id: str, name: str, data: Any = None, event_id: str | None = None
     ) -> EventOutcome:
-        """Process an event here (as the worker would, through the configured extractor's defaults)."""
+        """Process an event for `domain` here (as the worker would, through the extractor's defaults)."""
         check_id("domain", domain)
         check_id("subject id", subject_id)
         envelope = {
@@ -191,16 +202,19 @@ class DefinitionsService:
             "source": "stepwell.client",
             "detail": {"domain": domain, "subjectId": subject_id, "data": data},
         }
-        return Router(self.engine, self.runtime, extractor=PathExtractor()).process_event(envelope)
+        return Router(self.engine, self.runtime, extractor=PathExtractor()).process_event(envelope, domain)
 
-    def process_event(self, event: Mapping[str, Any]) -> EventOutcome:
-        """Process a raw event (e.g. an EventBridge envelope) with the configured extractor."""
-        return self.router.process_event(event)
+    def process_event(self, event: Mapping[str, Any], domain: str) -> EventOutcome:
+        """Process a raw event (e.g. an EventBridge envelope) with the configured extractor, for the
+        operator's `domain`: an event claiming another domain is rejected."""
+        check_id("domain", domain)
+        return self.router.process_event(event, domain)
 
     def publish_event(
         self, domain: str, subject_id: str, name: str, data: Any = None, source: str = "stepwell.client"
     ) -> str:
-        """Put the event on the bus (the default extractor's layout); the bus rule takes it to the worker."""
+        """Put the event on the bus (the default extractor's layout); the bus rule takes it to the worker,
+        which accepts it only if the module's event_sources lets `source` speak for `domain`."""
         check_id("domain", domain)
         check_id("subject id", subject_id)
         bus = self.runtime.event_bus_name

@@ -131,3 +131,20 @@ def hold(event: dict[str, Any], context: DurableContext) -> str:
         return f"held-{run}"
 
     return context.step(held, name="held")
+
+
+@workflow("payloads.long_wait")
+@durable_execution
+def long_wait(event: dict[str, Any], context: DurableContext) -> dict[str, int]:
+    """An offloaded input, step result and callback result, around two waits of `days` (longer than the
+    stack's retention): tests/deploy/test_payload_retention_deployed.py."""
+    size = len(event["blob"])
+
+    def big_result(_: StepContext) -> str:
+        return "r" * size
+
+    result = context.step(big_result, name="big-result")
+    context.wait(Duration.from_days(int(event["days"])))
+    approval = context.create_callback(name="approval").result()
+    context.wait(Duration.from_days(int(event["days"])))
+    return {"input": size, "result": len(result), "callback": len(approval or "")}
