@@ -49,3 +49,8 @@ class SequenceConflict(StepwellError):
 
 class StaleCheckpointToken(StepwellError):
     """A checkpoint arrived with a token that is not the current one of this invocation."""
+
+
+class PayloadMissing(StepwellError, LookupError):
+    """A payload reference names no object: after an ended execution's retention its payloads expire
+    (possibly before its items do), or the bucket lost it."""

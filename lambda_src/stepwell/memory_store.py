@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from stepwell.errors import SequenceConflict
+from stepwell.errors import PayloadMissing, SequenceConflict
 from stepwell.model import (
     Batch,
     CallbackRef,
@@ -260,7 +260,7 @@ class MemoryPayloadStore:
         with self._lock:
             data = self._objects.get(reference)
         if data is None:
-            raise KeyError(f"no payload stored under reference {reference!r}")
+            raise PayloadMissing(f"no payload stored under reference {reference!r}")
         return data
 
     def retire(self, execution_id: str) -> int:
@@ -269,6 +269,13 @@ class MemoryPayloadStore:
             references = [reference for reference in self._objects if reference.startswith(folder)]
             self.retired.update(references)
         return len(references)
+
+    def expire(self, reference: str) -> None:
+        """Remove one object, as the bucket's lifecycle rule does once an ended execution's retention
+        has passed (tests)."""
+        with self._lock:
+            self._objects.pop(reference, None)
+            self.retired.discard(reference)
 
     def references(self, execution_id: str) -> list[str]:
         """The references of one execution's payloads (tests count and inspect them)."""

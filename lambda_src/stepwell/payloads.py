@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from stepwell.errors import PayloadMissing
+
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
@@ -30,7 +32,11 @@ _LABEL_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 
 
 class PayloadError(RuntimeError):
-    """A payload reference is malformed or its object is missing."""
+    """A payload reference is malformed."""
+
+
+class PayloadObjectMissing(PayloadError, PayloadMissing):
+    """A payload reference's object is not in the bucket."""
 
 
 def execution_folder(execution_id: str) -> str:
@@ -64,7 +70,9 @@ class S3PayloadStore:
         try:
             response = self._s3.get_object(Bucket=self.bucket, Key=key)
         except self._s3.exceptions.NoSuchKey as error:
-            raise PayloadError(f"payload {reference!r} is missing from bucket {self.bucket!r}") from error
+            raise PayloadObjectMissing(
+                f"payload {reference!r} is missing from bucket {self.bucket!r}"
+            ) from error
         body: bytes = response["Body"].read()
         return body
 

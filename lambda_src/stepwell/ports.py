@@ -145,7 +145,9 @@ class PayloadStore(Protocol):
         """Store `data` and return a reference string to keep in its place."""
         ...
 
-    def get(self, reference: str) -> str: ...
+    def get(self, reference: str) -> str:
+        """The data a reference names; PayloadMissing when its object is gone."""
+        ...
 
     def retire(self, execution_id: str) -> int:
         """The execution has ended: start its payloads' retention (until now they never expire).

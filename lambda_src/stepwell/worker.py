@@ -21,7 +21,7 @@ from aws_durable_execution_sdk_python.execution import (
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
 from stepwell.engine import Engine
-from stepwell.errors import InvalidMessage, SequenceConflict, WorkflowNotFound
+from stepwell.errors import InvalidMessage, PayloadMissing, SequenceConflict, WorkflowNotFound
 from stepwell.journal import Journal
 from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InvokeMessage, WorkOutcome
 from stepwell.service import StoreServiceClient
@@ -111,9 +111,14 @@ class Worker:
     def _run_leased(self, record: ExecutionRecord, owner: str, lambda_context: Any | None) -> WorkOutcome:
         engine = self.engine
         execution_id = record.execution_id
-        journal = engine.load_journal(execution_id)
+        try:
+            journal = engine.load_journal(execution_id)
+            inputs = self._inputs(execution_id)
+        except PayloadMissing:
+            if not record.status.is_terminal:
+                raise
+            return self._expired(record)
         now = engine.clock.now()
-        inputs = self._inputs(execution_id)
         if record.status.is_terminal:
             return self._settle_ended(record, journal, inputs, now)
         if journal.is_empty:
@@ -274,6 +279,16 @@ class Worker:
         if won:
             engine.notify_parent(record, status, result, error)
         return WorkOutcome(record.execution_id, "finished", status=status)
+
+    def _expired(self, record: ExecutionRecord) -> WorkOutcome:
+        """A message for an ended execution whose payloads have expired (S3's lifecycle may remove them
+        before the tables' TTL removes its items): nothing is left to settle, so the message is done
+        instead of failing until it reaches the DLQ."""
+        pending = self.engine.store.list_external_inputs(record.execution_id)
+        if pending:
+            self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in pending])
+        reason = {"reason": "ended; payloads expired"}
+        return WorkOutcome(record.execution_id, "ignored", status=record.status, details=reason)
 
     def _settle_ended(
         self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float

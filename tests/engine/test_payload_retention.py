@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from stepwell.errors import PayloadMissing
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
 
@@ -95,6 +96,25 @@ def test_a_worker_that_dies_before_retiring_leaves_it_to_the_next_message(
 
     assert outcome.details == {"reason": "ended"}
     assert payloads.retired == set(payloads.references(execution_id))
+
+
+def test_a_message_for_an_ended_execution_whose_payloads_expired_is_done_not_retried(
+    stepwell_local: LocalStepwell,
+) -> None:
+    # S3's lifecycle rule and the tables' TTL both start at the end, but neither is exact: the payloads
+    # may be gone while the execution's items are still there, and a late message must not fail forever.
+    execution_id = _start(stepwell_local)
+    stepwell_local.run_to_completion(execution_id, on_idle=_send_callback_once(execution_id))
+    payloads = stepwell_local.payloads
+    for reference in payloads.references(execution_id):
+        payloads.expire(reference)
+
+    outcome = stepwell_local.worker.run(execution_id)  # a duplicated or late message
+
+    assert outcome.action == "ignored" and outcome.details == {"reason": "ended; payloads expired"}
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.SUCCEEDED
+    with pytest.raises(PayloadMissing):
+        stepwell_local.describe(execution_id)
 
 
 def test_starting_an_ended_execution_again_leaves_its_payloads_retired(stepwell_local: LocalStepwell) -> None:
