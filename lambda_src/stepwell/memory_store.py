@@ -264,9 +264,8 @@ class MemoryPayloadStore:
         return data
 
     def retire(self, execution_id: str) -> int:
-        folder = self._folder(execution_id)
+        references = self.references(execution_id)
         with self._lock:
-            references = [reference for reference in self._objects if reference.startswith(folder)]
             self.retired.update(references)
         return len(references)
 
