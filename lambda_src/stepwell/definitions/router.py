@@ -359,7 +359,8 @@ class Router:
         self.sources = sources if sources is not None else EventSources()
         self._extractor = extractor
         self._paths = dict(paths) if paths else None
-        self._parsed_cache: dict[tuple[str, str, int, int], Definition] = {}
+        # A version that no longer parses is kept with its error, so it is not parsed again per event.
+        self._parsed_cache: dict[tuple[str, str, int, int], Definition | Exception] = {}
 
     def _parsed(self, stored: StoredWorkflow) -> Definition:
         """Parse a stored definition once per version (a warm worker parses nothing per event)."""
@@ -368,7 +369,13 @@ class Router:
         if found is None:
             if len(self._parsed_cache) >= PARSED_CACHE_SIZE:
                 self._parsed_cache.clear()
-            found = self._parsed_cache[key] = parse_definition(stored.definition)
+            try:
+                found = parse_definition(stored.definition)
+            except Exception as invalid:
+                found = invalid
+            self._parsed_cache[key] = found
+        if isinstance(found, Exception):
+            raise found.with_traceback(None)  # not the frames of every earlier event that raised it
         return found
 
     def extractor(self) -> Extractor:

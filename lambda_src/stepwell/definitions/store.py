@@ -136,9 +136,9 @@ Validator = Callable[[Mapping[str, Any]], object]
 
 
 def _default_validator(document: Mapping[str, Any]) -> object:
-    from stepwell.definitions.validation import parse_definition
+    from stepwell.definitions.validation import parse_storable_definition
 
-    return parse_definition(document)
+    return parse_storable_definition(document)
 
 
 class DefinitionStore(Protocol):

@@ -4,8 +4,9 @@
 list of errors. Checks: the document's shape (schema version 1), unknown node types, duplicate ids,
 per-type fields (bad durations, bad expressions, unknown actions when the action names are given),
 dangling edges, outgoing edges per type (missing or unknown branches), triggers without incoming edges,
-unreachable nodes, cycles with no wait in them, parallel/join pairing, and what storage would refuse (a
-definition too large for its DynamoDB item, NaN or Infinity). `unregistered_actions` lists, as warnings,
+unreachable nodes and cycles with no wait in them, parallel/join pairing. `parse_storable_definition`
+(the store's check before a put, and `validate_definition`'s) adds what storage would refuse: a definition
+too large for its DynamoDB item, NaN or Infinity. `unregistered_actions` lists, as warnings,
 action nodes naming an action a process has not registered (the deployed worker may register more).
 """
 
@@ -66,7 +67,6 @@ def parse_definition(document: object, actions: Collection[str] | None = None) -
     if not isinstance(document, Mapping):
         raise DefinitionInvalid([f"a definition must be a JSON object, got {type(document).__name__}"])
     doc: dict[str, Any] = dict(document)
-    _check_size(doc, errors)
     unknown_top = sorted(set(doc) - _TOP_KEYS)
     if unknown_top:
         errors.append(f"unknown top-level keys {unknown_top} (allowed: {sorted(_TOP_KEYS)})")
@@ -182,10 +182,24 @@ def unregistered_actions(document: object, actions: Collection[str]) -> list[str
     return warnings
 
 
-def validate_definition(document: object, actions: Collection[str] | None = None) -> list[str]:
-    """The list of problems (empty when the definition is valid)."""
+def parse_storable_definition(document: object, actions: Collection[str] | None = None) -> Definition:
+    """parse_definition, and also what storage would refuse (the definition's size as stored). Only what
+    is stored needs this: a stored definition is parsed again on every invocation of its contexts, and the
+    size check encodes the whole document."""
+    errors = _storage_errors(document) if isinstance(document, Mapping) else []
     try:
-        parse_definition(document, actions)
+        definition = parse_definition(document, actions)
+    except DefinitionInvalid as invalid:
+        raise DefinitionInvalid(errors + invalid.errors) from None
+    if errors:
+        raise DefinitionInvalid(errors)
+    return definition
+
+
+def validate_definition(document: object, actions: Collection[str] | None = None) -> list[str]:
+    """The list of problems (empty when the definition is valid and storable)."""
+    try:
+        parse_storable_definition(document, actions)
     except DefinitionInvalid as invalid:
         return invalid.errors
     return []
@@ -194,19 +208,19 @@ def validate_definition(document: object, actions: Collection[str] | None = None
 # --- nodes and edges ------------------------------------------------------------------------------
 
 
-def _check_size(document: dict[str, Any], errors: list[str]) -> None:
+def _storage_errors(document: Mapping[str, Any]) -> list[str]:
     """The definition must fit in its DynamoDB item, as the store writes it."""
     try:
         size = len(encode_definition(document))
     except (TypeError, ValueError, RecursionError) as error:
-        errors.append(f"the definition is not storable as JSON: {error}")
-        return
+        return [f"the definition is not storable as JSON: {error}"]
     if size > MAX_DEFINITION_BYTES:
-        errors.append(
+        return [
             f"the definition is {size:,} bytes as stored (compact JSON); at most {MAX_DEFINITION_BYTES:,} "
             f"fit in its DynamoDB item ({DYNAMODB_ITEM_BYTES:,} bytes, {DEFINITION_ITEM_OVERHEAD:,} of them "
             "kept for its keys and version attributes)"
-        )
+        ]
+    return []
 
 
 def _expression(node_label: str, key: str, value: object, errors: list[str]) -> Any:
