@@ -277,25 +277,34 @@ def callback_ids_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[
     option. After `callback ACTION`, the first word that is neither an option of ACTION nor an option's
     value is the id: if it starts with "-", it moves behind "--", where argparse reads it as the id."""
     words = list(argv)
-    if "--" in words or "callback" not in words:
+    if "--" in words:
         return words
-    at = words.index("callback")
-    if at + 1 >= len(words):
+    at = _first_positional(parser, words, 0)
+    if at is None or words[at] != "callback" or at + 1 >= len(words):
         return words
     action = _subcommand(_subcommand(parser, "callback"), words[at + 1])
     if action is None:
         return words
-    takes_value = {option: each.nargs != 0 for each in action._actions for option in each.option_strings}
-    index = at + 2
+    index = _first_positional(action, words, at + 2, unknown_stops=True)
+    if index is None or not words[index].startswith("-"):
+        return words
+    return [*words[:index], *words[index + 1 :], "--", words[index]]
+
+
+def _first_positional(
+    parser: argparse.ArgumentParser, words: Sequence[str], start: int, unknown_stops: bool = False
+) -> int | None:
+    """The index of the first word from `start` that is neither one of `parser`'s options nor an option's
+    value (with `unknown_stops`, an unknown "-word" counts as that word too); None if there is none."""
+    takes_value = {option: each.nargs != 0 for each in parser._actions for option in each.option_strings}
+    index = start
     while index < len(words):
         word = words[index]
-        if not word.startswith("-"):
-            return words
         option = word.split("=", 1)[0]
-        if option not in takes_value:
-            return [*words[:index], *words[index + 1 :], "--", word]
-        index += 2 if takes_value[option] and "=" not in word else 1
-    return words
+        if not word.startswith("-") or (unknown_stops and option not in takes_value):
+            return index
+        index += 2 if takes_value.get(option) and "=" not in word else 1
+    return None
 
 
 def _subcommand(parser: argparse.ArgumentParser | None, name: str) -> argparse.ArgumentParser | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.cli import main
+from stepwell.cli import build_parser, callback_ids_as_positionals, main
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
@@ -201,6 +201,29 @@ def test_a_callback_id_that_starts_with_a_dash_is_accepted(
     assert out.startswith(f"callback {dashed}: success ")
     driver.run_until_quiet()
     assert json.loads(json.loads(_cli(config_file, "describe", execution_id)[1])["Result"]) == "Ada: hi"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        # "callback" as a global option's value is not the command: the id after the command still moves.
+        (
+            ["--region", "callback", "callback", "success", "-abc", "--result", "hi"],
+            ["--region", "callback", "callback", "success", "--result", "hi", "--", "-abc"],
+        ),
+        (
+            ["--config=c.json", "callback", "heartbeat", "-abc"],
+            ["--config=c.json", "callback", "heartbeat", "--", "-abc"],
+        ),
+        (
+            ["callback", "success", "cbabc", "--result", "-1"],
+            ["callback", "success", "cbabc", "--result", "-1"],
+        ),
+        (["--region", "callback", "describe", "-x"], ["--region", "callback", "describe", "-x"]),
+    ],
+)
+def test_only_the_word_after_callback_action_becomes_the_id(argv: list[str], expected: list[str]) -> None:
+    assert callback_ids_as_positionals(build_parser(), argv) == expected
 
 
 def test_a_second_completion_of_a_callback_is_refused(cli_env: tuple[Path, QueueDriver]) -> None:
