@@ -355,8 +355,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 def _error_line(error: Exception) -> str:
     if isinstance(error, (CliError, definitions_cli.DefinitionsCliError, *_USER_ERRORS)):
         return _one_line(error)
-    if isinstance(error, LookupError) and not isinstance(error, KeyError):
-        return _one_line(error)  # the definitions service's "no such ..." (a KeyError is a bug)
     if isinstance(error, (ClientError, BotoCoreError)):
         return f"AWS request failed: {_one_line(error)}"
     return f"unexpected {type(error).__name__}: {_one_line(error)} (run with --debug for the traceback)"

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from stepwell.definitions.actions import default_actions
 from stepwell.definitions.mermaid import render_image, to_mermaid
+from stepwell.definitions.model import DefinitionNotFound
 from stepwell.definitions.service import DefinitionsService
 from stepwell.definitions.store import StoredWorkflow
 from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
@@ -147,7 +148,7 @@ def _stored(
     """The stored definition, or a one-line error saying what does exist."""
     try:
         return service.get_definition(domain, workflow_id, version)
-    except LookupError as error:
+    except DefinitionNotFound as error:
         versions = service.list_versions(domain, workflow_id)
         if versions:
             listed = ", ".join(str(stored.version) for stored in versions)

@@ -39,6 +39,10 @@ class DefinitionError(ValueError):
     """Base of the definitions package's errors."""
 
 
+class DefinitionNotFound(DefinitionError, LookupError):
+    """No stored definition, version or context by that name."""
+
+
 class DefinitionInvalid(DefinitionError):
     """A definition that does not validate; `errors` lists each problem."""
 

@@ -21,6 +21,7 @@ from stepwell.config import StepwellConfig
 from stepwell.definitions.actions import ActionRegistry, default_actions
 from stepwell.definitions.interpreter import INTERPRETER_NAME, register_interpreter
 from stepwell.definitions.mermaid import to_mermaid
+from stepwell.definitions.model import DefinitionNotFound
 from stepwell.definitions.router import EventOutcome, EventSources, PathExtractor, Router
 from stepwell.definitions.runtime import DefinitionsRuntime, configure, get_runtime
 from stepwell.definitions.store import (
@@ -133,7 +134,7 @@ class DefinitionsService:
         stored = self.runtime.definitions.get_workflow(domain, workflow_id, version)
         if stored is None:
             which = f" version {version}" if version is not None else ""
-            raise LookupError(f"no definition {workflow_id!r}{which} in domain {domain!r}")
+            raise DefinitionNotFound(f"no definition {workflow_id!r}{which} in domain {domain!r}")
         return stored
 
     def list_definitions(self, domain: str) -> list[StoredWorkflow]:
@@ -173,7 +174,7 @@ class DefinitionsService:
         """The context item, its execution's description and its timeline."""
         record = self.runtime.contexts.get_context(domain, workflow_id, subject_id, instance_id)
         if record is None:
-            raise LookupError(
+            raise DefinitionNotFound(
                 f"no context {instance_id!r} of definition {workflow_id!r} for subject {subject_id!r} "
                 f"in domain {domain!r}"
             )
