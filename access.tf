@@ -51,15 +51,24 @@ locals {
       Action   = "s3:GetObject"
       Resource = "${module.payloads.bucket_arn}/*"
     },
+    {
+      # `stepwell versions` and upgrades name the worker's published versions and its alias; running
+      # executions per version come from the executions table's version index (ReadState).
+      Sid      = "ReadWorkerVersions"
+      Effect   = "Allow"
+      Action   = ["lambda:ListVersionsByFunction", "lambda:ListAliases", "lambda:GetAlias"]
+      Resource = module.engine.function_arn
+    },
   ]
 
-  # Reader: describe, list, history, definitions and contexts; nothing that changes state.
+  # Reader: describe, list, history, definitions, contexts and versions; nothing that changes state.
   reader_policy = {
     Version   = "2012-10-17"
     Statement = concat(local.read_statements, local.kms_statements)
   }
 
-  # Operator: everything the client and CLI do (start, stop, callbacks, definitions, events, DLQ redrive).
+  # Operator: everything the client and CLI do (start, stop, callbacks, definitions, events, DLQ redrive,
+  # upgrades of executions to another version: a conditional UpdateItem and an invoke message).
   operator_policy = {
     Version = "2012-10-17"
     Statement = concat(local.read_statements, [

@@ -118,6 +118,7 @@ module "engine" {
   timeout                         = var.timeout
   reserved_concurrent_executions  = var.reserved_concurrent_executions
   log_retention_days              = var.log_retention_days
+  keep_versions                   = var.keep_versions
   log_level                       = var.log_level
   retention_days                  = var.retention_days
   event_extractor                 = var.event_extractor

@@ -17,6 +17,7 @@ output "client_config" {
     scheduler_role_arn   = module.scheduler.scheduler_role_arn
     payload_bucket       = module.payloads.bucket_name
     worker_function_name = module.engine.function_name
+    worker_alias         = module.engine.alias_name
   }, null)
 }
 
@@ -163,6 +164,21 @@ output "worker_function_name" {
 output "worker_function_arn" {
   description = "ARN of the worker Lambda."
   value       = try(module.engine.function_arn, null)
+}
+
+output "worker_version" {
+  description = "The worker's newest published version, the one new executions start on."
+  value       = try(module.engine.function_version, null)
+}
+
+output "worker_alias_name" {
+  description = "Name of the worker's alias (live), which the work queue's mapping invokes."
+  value       = try(module.engine.alias_name, null)
+}
+
+output "worker_alias_arn" {
+  description = "ARN of the worker's alias (live), which the work queue's mapping invokes."
+  value       = try(module.engine.alias_arn, null)
 }
 
 output "worker_role_name" {

@@ -99,3 +99,18 @@ output "workflow_modules" {
   description = "Modules the worker imports at start."
   value       = module.stepwell.workflow_modules
 }
+
+output "worker_function_arn" {
+  description = "ARN of the worker Lambda (unqualified)."
+  value       = module.stepwell.worker_function_arn
+}
+
+output "worker_version" {
+  description = "The worker's newest published version, the one new executions start on."
+  value       = module.stepwell.worker_version
+}
+
+output "worker_alias_arn" {
+  description = "ARN of the worker's alias (live), which the work queue's mapping invokes."
+  value       = module.stepwell.worker_alias_arn
+}

@@ -3,6 +3,9 @@ locals {
   account_id = data.aws_caller_identity.current.account_id
   region     = data.aws_region.current.name
 
+  # Built from its parts, not read from the function, which depends on the role's policy.
+  worker_function_arn = "${local.arn_prefix}:lambda:${local.region}:${local.account_id}:function:${local.function_name}"
+
   table_arns = [
     var.tables.definitions_arn,
     var.tables.executions_arn,
@@ -90,6 +93,24 @@ locals {
         Action    = "s3:ListBucket"
         Resource  = var.payload_bucket.arn
         Condition = { StringLike = { "s3:prefix" = ["ex/*"] } }
+      },
+      {
+        # Forwarding to a pinned version (Invoke with a version qualifier) and pruning idle versions
+        # (DeleteFunction with a Qualifier). Lambda authorizes these against the ARN the call names,
+        # qualifier included, and "function:NAME:*" matches only qualified ARNs (versions, aliases), never
+        # the unqualified "function:NAME": the worker cannot delete its function, only its versions
+        # (Lambda itself refuses to delete a version an alias points to, and $LATEST).
+        Sid      = "OwnVersions"
+        Effect   = "Allow"
+        Action   = ["lambda:InvokeFunction", "lambda:DeleteFunction"]
+        Resource = "${local.worker_function_arn}:*"
+      },
+      {
+        # Listing versions and reading the alias are authorized against the function's own ARN.
+        Sid      = "ReadOwnVersions"
+        Effect   = "Allow"
+        Action   = ["lambda:ListVersionsByFunction", "lambda:GetAlias"]
+        Resource = local.worker_function_arn
       },
       {
         Sid      = "Logs"

@@ -6,6 +6,7 @@ data "aws_region" "current" {}
 
 locals {
   function_name  = "${var.name}-worker"
+  alias_name     = "live"
   log_group_name = "/aws/lambda/${local.function_name}"
   in_vpc         = length(var.subnet_ids) > 0
 
@@ -34,6 +35,11 @@ locals {
     # Where the stepwell.http action may connect (stepwell.definitions.outbound); "[]": nowhere.
     STEPWELL_HTTP_ALLOWLIST        = jsonencode(var.http_allowlist)
     STEPWELL_HTTP_ALLOWED_NETWORKS = jsonencode(var.http_allowed_networks)
+    # The worker's own name and alias: it forwards a message for an execution pinned to another
+    # published version to that version, and the reconciler prunes idle versions beyond the newest N.
+    STEPWELL_WORKER_FUNCTION_NAME = local.function_name
+    STEPWELL_WORKER_ALIAS         = local.alias_name
+    STEPWELL_KEEP_VERSIONS        = tostring(var.keep_versions)
   }
 }
 
@@ -65,6 +71,9 @@ resource "aws_lambda_function" "worker" {
   kms_key_arn                    = var.kms_key_arn
   filename                       = local.package_path
   source_code_hash               = local.package_code_hash
+  # Every change publishes a version and leaves the older ones in place: a running execution stays on
+  # the version it started on; the reconciler deletes a version once none is pinned to it.
+  publish = true
 
   environment {
     variables = local.environment
@@ -95,9 +104,18 @@ resource "aws_lambda_function" "worker" {
   }
 }
 
+# New work reaches the newest version through the alias; messages for executions pinned to an older
+# version are forwarded to that version by the worker (docs/engine.md, Code versions).
+resource "aws_lambda_alias" "live" {
+  name             = local.alias_name
+  description      = "Stepwell worker: the newest published version, which the work queue's mapping invokes."
+  function_name    = aws_lambda_function.worker.function_name
+  function_version = aws_lambda_function.worker.version
+}
+
 resource "aws_lambda_event_source_mapping" "work_queue" {
   event_source_arn                   = var.work_queue.arn
-  function_name                      = aws_lambda_function.worker.arn
+  function_name                      = aws_lambda_alias.live.arn
   batch_size                         = var.batch_size
   maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
   function_response_types            = ["ReportBatchItemFailures"]

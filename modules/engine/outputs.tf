@@ -8,6 +8,21 @@ output "function_arn" {
   value       = try(aws_lambda_function.worker.arn, null)
 }
 
+output "function_version" {
+  description = "The worker's newest published version (the one the alias points to)."
+  value       = try(aws_lambda_function.worker.version, null)
+}
+
+output "alias_name" {
+  description = "Name of the worker's alias the work queue's mapping invokes."
+  value       = try(aws_lambda_alias.live.name, null)
+}
+
+output "alias_arn" {
+  description = "ARN of the worker's alias the work queue's mapping invokes."
+  value       = try(aws_lambda_alias.live.arn, null)
+}
+
 output "role_name" {
   description = "Name of the worker's IAM role."
   value       = try(aws_iam_role.worker.name, null)

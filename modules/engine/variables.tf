@@ -215,6 +215,13 @@ variable "reserved_concurrent_executions" {
     condition     = var.reserved_concurrent_executions == null || try(var.reserved_concurrent_executions >= 0 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions, false)
     error_message = "reserved_concurrent_executions must be a whole number >= 0, or null."
   }
+
+  validation {
+    # A worker forwarding a message to the version its execution is pinned to invokes that version
+    # synchronously: a second concurrent execution of the same function.
+    condition     = var.reserved_concurrent_executions != 1
+    error_message = "reserved_concurrent_executions 1 leaves no room to forward a message to an execution's pinned version (a second concurrent execution): reserve 0 (disabled), 2 or more, or null."
+  }
 }
 
 variable "log_retention_days" {
@@ -247,6 +254,18 @@ variable "retention_days" {
   validation {
     condition     = var.retention_days >= 1 && var.retention_days <= 3650 && floor(var.retention_days) == var.retention_days
     error_message = "retention_days must be a whole number between 1 and 3650."
+  }
+}
+
+variable "keep_versions" {
+  description = "Published worker versions the reconciler keeps however idle (the newest N); older ones are deleted once no running execution is pinned to them (STEPWELL_KEEP_VERSIONS)."
+  type        = number
+  default     = 3
+  nullable    = false
+
+  validation {
+    condition     = var.keep_versions >= 1 && var.keep_versions <= 100 && floor(var.keep_versions) == var.keep_versions
+    error_message = "keep_versions must be a whole number between 1 and 100; got ${var.keep_versions}."
   }
 }
 

@@ -4,6 +4,7 @@ locals {
   # Index names the engine relies on (docs/architecture.md); only the subject index is configurable.
   status_index_name   = "status-index"
   workflow_index_name = "workflow-index"
+  version_index_name  = "version-index"
   due_index_name      = "due-index"
 }
 
@@ -94,6 +95,11 @@ resource "aws_dynamodb_table" "executions" {
     type = "N"
   }
 
+  attribute {
+    name = "pinnedVersion"
+    type = "S"
+  }
+
   global_secondary_index {
     name            = var.subject_index_name
     hash_key        = "domain"
@@ -120,6 +126,18 @@ resource "aws_dynamodb_table" "executions" {
   global_secondary_index {
     name            = local.workflow_index_name
     hash_key        = "workflowId"
+    range_key       = "createdAt"
+    projection_type = "KEYS_ONLY"
+    read_capacity   = local.provisioned ? var.read_capacity : null
+    write_capacity  = local.provisioned ? var.write_capacity : null
+  }
+
+  # Running executions by the worker version they are pinned to (how many still need a version, which
+  # to move on an upgrade). Sparse: an item carries pinnedVersion only while RUNNING, so ended executions
+  # cost the index nothing. KEYS_ONLY like the others.
+  global_secondary_index {
+    name            = local.version_index_name
+    hash_key        = "pinnedVersion"
     range_key       = "createdAt"
     projection_type = "KEYS_ONLY"
     read_capacity   = local.provisioned ? var.read_capacity : null

@@ -63,6 +63,11 @@ output "workflow_index_name" {
   value       = local.workflow_index_name
 }
 
+output "version_index_name" {
+  description = "Name of the executions (pinnedVersion, createdAt) GSI: running executions by the worker version they are pinned to."
+  value       = local.version_index_name
+}
+
 output "due_index_name" {
   description = "Name of the coordination (dueShard, dueAt) GSI."
   value       = local.due_index_name

@@ -35,6 +35,7 @@ TABLE_KEYS = {
             "domain-subjectId-index": ([("domain", "HASH"), ("subjectId", "RANGE")], "ALL"),
             "status-index": ([("status", "HASH"), ("updatedAt", "RANGE")], "KEYS_ONLY"),
             "workflow-index": ([("workflowId", "HASH"), ("createdAt", "RANGE")], "KEYS_ONLY"),
+            "version-index": ([("pinnedVersion", "HASH"), ("createdAt", "RANGE")], "KEYS_ONLY"),
         },
     ),
     "operations_table": ([("executionId", "HASH"), ("sk", "RANGE")], {}),
@@ -225,6 +226,9 @@ def test_worker_function_environment_and_role(deployed_stack: DeployedStack, con
         "STEPWELL_PAYLOAD_BUCKET": config["payload_bucket"],
         "STEPWELL_RETENTION_DAYS": str(EXPECTED["retention_days"]),
         "STEPWELL_WORKFLOW_MODULES": ",".join(deployed_stack.outputs["workflow_modules"]),
+        "STEPWELL_WORKER_FUNCTION_NAME": config["worker_function_name"],
+        "STEPWELL_WORKER_ALIAS": config["worker_alias"],
+        "STEPWELL_KEEP_VERSIONS": "3",
     }
     assert {key: environment.get(key) for key in expected_environment} == expected_environment
     for key in ("STEPWELL_EVENT_EXTRACTOR", "STEPWELL_LOG_LEVEL"):
@@ -248,6 +252,15 @@ def test_worker_function_environment_and_role(deployed_stack: DeployedStack, con
     for table_key in ("executions_table", "operations_table", "coordination_table", "definitions_table"):
         assert any(resource.endswith(f":table/{config[table_key]}") for resource in resources), table_key
     assert config["work_queue_arn"] in resources
+    # Invoke and delete: the worker's own qualified ARNs (versions, alias) only, never the function.
+    function_arn = deployed_stack.outputs["worker_function_arn"]
+    version_resources = {
+        str(resource)
+        for statement in statements
+        if {"lambda:InvokeFunction", "lambda:DeleteFunction"} & set(_as_list(statement["Action"]))
+        for resource in _as_list(statement["Resource"])
+    }
+    assert version_resources == {f"{function_arn}:*"}
 
     logs = deployed_stack.backend.client("logs")
     group_name = f"/aws/lambda/{config['worker_function_name']}"
@@ -266,6 +279,32 @@ def test_worker_event_source_mapping(deployed_stack: DeployedStack, config: dict
     assert mapping.get("MaximumBatchingWindowInSeconds", 0) == EXPECTED["batching_window"]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["State"] in ("Enabled", "Enabling", "Creating")
+    # New work reaches the newest published version through the alias.
+    assert mapping["FunctionArn"] == deployed_stack.outputs["worker_alias_arn"]
+    assert mapping["FunctionArn"].endswith(f":{config['worker_alias']}")
+
+
+def test_worker_publishes_versions_and_the_alias_points_at_the_newest(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    lam = deployed_stack.backend.client("lambda")
+    name = config["worker_function_name"]
+    alias = lam.get_alias(FunctionName=name, Name=config["worker_alias"])
+    published = [
+        version["Version"]
+        for page in lam.get_paginator("list_versions_by_function").paginate(FunctionName=name)
+        for version in page["Versions"]
+        if version["Version"] != "$LATEST"
+    ]
+    assert published, "the worker has no published version"
+    newest = max(published, key=int)
+    assert alias["FunctionVersion"] == newest == deployed_stack.outputs["worker_version"]
+    assert alias["AliasArn"] == deployed_stack.outputs["worker_alias_arn"]
+    # The published version runs the same code as the function's latest.
+    assert (
+        lam.get_function_configuration(FunctionName=name, Qualifier=newest)["CodeSha256"]
+        == lam.get_function_configuration(FunctionName=name)["CodeSha256"]
+    )
 
 
 def test_payload_bucket_is_private_encrypted_and_tls_only(

@@ -425,6 +425,8 @@ def test_dynamodb_indexes_ttl_pitr_encryption_and_deletion_protection(session: S
             {"AttributeName": "subjectId", "AttributeType": "S"},
             {"AttributeName": "status", "AttributeType": "S"},
             {"AttributeName": "updatedAt", "AttributeType": "N"},
+            {"AttributeName": "pinnedVersion", "AttributeType": "S"},
+            {"AttributeName": "createdAt", "AttributeType": "N"},
         ],
         GlobalSecondaryIndexes=[
             {
@@ -442,6 +444,14 @@ def test_dynamodb_indexes_ttl_pitr_encryption_and_deletion_protection(session: S
                     {"AttributeName": "updatedAt", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": "version-index",
+                "KeySchema": [
+                    {"AttributeName": "pinnedVersion", "KeyType": "HASH"},
+                    {"AttributeName": "createdAt", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
             },
         ],
         BillingMode="PAY_PER_REQUEST",
@@ -463,6 +473,25 @@ def test_dynamodb_indexes_ttl_pitr_encryption_and_deletion_protection(session: S
             "subjectId": {"S": "o-1"},
         },
     )
+    # The version index is sparse: only items carrying pinnedVersion (running executions) are in it.
+    for instance, pinned in (("i-2", True), ("i-3", True), ("i-4", False)):
+        item = {
+            "contextKey": {"S": "orders#ship#o-2"},
+            "instanceId": {"S": instance},
+            "createdAt": {"N": "1"},
+        }
+        dynamodb.put_item(TableName=table, Item=item | ({"pinnedVersion": {"S": "3"}} if pinned else {}))
+    dynamodb.update_item(
+        TableName=table,
+        Key={"contextKey": {"S": "orders#ship#o-2"}, "instanceId": {"S": "i-3"}},
+        UpdateExpression="REMOVE pinnedVersion",
+    )
+    pinned = dynamodb.query(
+        TableName=table,
+        IndexName="version-index",
+        KeyConditionExpression="pinnedVersion = :v",
+        ExpressionAttributeValues={":v": {"S": "3"}},
+    )
 
     description = dynamodb.describe_table(TableName=table)["Table"]
     ttl = dynamodb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
@@ -478,7 +507,10 @@ def test_dynamodb_indexes_ttl_pitr_encryption_and_deletion_protection(session: S
     assert {index["IndexName"] for index in description["GlobalSecondaryIndexes"]} == {
         "domain-subjectId-index",
         "status-index",
+        "version-index",
     }
+    assert [item["instanceId"]["S"] for item in pinned["Items"]] == ["i-2"]
+    assert set(pinned["Items"][0]) == {"contextKey", "instanceId", "pinnedVersion", "createdAt"}  # KEYS_ONLY
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "ttl"}
     assert backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
     assert description["SSEDescription"]["Status"] == "ENABLED"

@@ -17,10 +17,27 @@ run "reader_reads_and_changes_nothing" {
       for statement in jsondecode(output.access_policies.reader).Statement : [
         for action in flatten([statement.Action]) : contains([
           "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:DescribeTable", "s3:GetObject",
+          "lambda:ListVersionsByFunction", "lambda:ListAliases", "lambda:GetAlias",
         ], action)
       ]
     ]))
-    error_message = "The reader policy grants only reads of the tables and the payload bucket."
+    error_message = "The reader policy grants only reads of the tables, the payload bucket and the worker's versions."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(output.access_policies.reader).Statement : statement.Resource
+      if anytrue([for action in flatten([statement.Action]) : startswith(action, "lambda:")])
+    ] == ["arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"]
+    error_message = "The reader lists the versions and aliases of the module's worker only."
+  }
+
+  assert {
+    condition = anytrue([
+      for statement in jsondecode(output.access_policies.reader).Statement :
+      contains(flatten([statement.Action]), "dynamodb:Query") && contains(flatten([statement.Resource]), "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-table/index/*")
+    ])
+    error_message = "The reader queries the tables' indexes (version-index: running executions per version)."
   }
 
   assert {
@@ -75,6 +92,25 @@ run "operator_has_no_wildcard_action_and_one_star_resource" {
       contains(flatten([statement.Resource]), "arn:aws:scheduler:eu-west-1:123456789012:schedule/unit/*")
     ])
     error_message = "The operator manages the schedules of the module's group only."
+  }
+
+  assert {
+    condition = (
+      anytrue([
+        for statement in jsondecode(output.access_policies.operator).Statement :
+        contains(flatten([statement.Action]), "lambda:ListVersionsByFunction") && contains(flatten([statement.Action]), "lambda:GetAlias") &&
+        statement.Resource == "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+      ]) &&
+      anytrue([
+        for statement in jsondecode(output.access_policies.operator).Statement :
+        contains(flatten([statement.Action]), "dynamodb:UpdateItem") && contains(flatten([statement.Resource]), "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-table")
+      ]) &&
+      !anytrue([
+        for statement in jsondecode(output.access_policies.operator).Statement :
+        anytrue([for action in flatten([statement.Action]) : contains(["lambda:InvokeFunction", "lambda:DeleteFunction", "lambda:UpdateAlias"], action)])
+      ])
+    )
+    error_message = "The operator reads the worker's versions and alias and upgrades executions (UpdateItem), but never invokes, deletes or moves versions."
   }
 }
 

@@ -86,6 +86,9 @@ run "function_environment_mapping_and_role" {
       # The stepwell.http action is disabled until the operator allows hosts.
       STEPWELL_HTTP_ALLOWLIST        = "[]"
       STEPWELL_HTTP_ALLOWED_NETWORKS = "[]"
+      STEPWELL_WORKER_FUNCTION_NAME  = "unit-worker"
+      STEPWELL_WORKER_ALIAS          = "live"
+      STEPWELL_KEEP_VERSIONS         = "3"
     })
     error_message = "The worker environment must be exactly the variables of docs/architecture.md."
   }
@@ -98,6 +101,52 @@ run "function_environment_mapping_and_role" {
       aws_lambda_event_source_mapping.work_queue.maximum_batching_window_in_seconds == 0
     )
     error_message = "The SQS mapping must consume the work queue with ReportBatchItemFailures."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.worker.publish &&
+      aws_lambda_alias.live.name == "live" &&
+      aws_lambda_alias.live.function_name == "unit-worker" &&
+      aws_lambda_alias.live.function_version == aws_lambda_function.worker.version &&
+      aws_lambda_alias.live.function_version == "7"
+    )
+    error_message = "The worker must publish a version per change, and the alias live must point at the newest one."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_event_source_mapping.work_queue.function_name == aws_lambda_alias.live.arn &&
+      aws_lambda_event_source_mapping.work_queue.function_name == "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
+    )
+    error_message = "The SQS mapping must invoke the alias live, so new work runs on the newest version."
+  }
+
+  assert {
+    condition = [output.alias_name, output.alias_arn, output.function_version] == [
+      "live", "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live", "7",
+    ]
+    error_message = "The module must output the alias's name and ARN and the newest version."
+  }
+
+  assert {
+    condition = {
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid => [statement.Action, statement.Resource]
+      if contains(["OwnVersions", "ReadOwnVersions"], statement.Sid)
+      } == {
+      OwnVersions     = [["lambda:InvokeFunction", "lambda:DeleteFunction"], "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:*"]
+      ReadOwnVersions = [["lambda:ListVersionsByFunction", "lambda:GetAlias"], "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"]
+    }
+    error_message = "The worker may invoke and delete only its own qualified ARNs (versions, alias) and list its own versions and read its alias."
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : [
+        for resource in flatten([statement.Resource]) : endswith(resource, ":*") && startswith(resource, "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:")
+      ] if anytrue([for action in flatten([statement.Action]) : contains(["lambda:InvokeFunction", "lambda:DeleteFunction"], action)])
+    ]))
+    error_message = "No statement may let the worker invoke or delete anything but its own function's qualified ARNs (never the unqualified one: the function itself)."
   }
 
   assert {
@@ -207,6 +256,12 @@ run "vpc_key_and_tuning" {
     event_extractor                 = { domain = "source", subject = "detail.orderId" }
     action_function_arns            = ["arn:aws:lambda:eu-west-1:123456789012:function:notify"]
     action_event_bus_arns           = ["arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"]
+    keep_versions                   = 10
+  }
+
+  assert {
+    condition     = aws_lambda_function.worker.environment[0].variables.STEPWELL_KEEP_VERSIONS == "10"
+    error_message = "keep_versions must reach the worker, whose reconciler prunes versions beyond the newest N."
   }
 
   assert {
@@ -337,6 +392,20 @@ run "subnets_without_security_groups" {
   }
 
   expect_failures = [aws_lambda_function.worker]
+}
+
+run "rejects_keep_versions_fraction" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    keep_versions = 2.5
+  }
+
+  expect_failures = [var.keep_versions]
 }
 
 run "rejects_scheduler_role_arn_not_a_role" {

@@ -16,7 +16,7 @@ run "client_config_has_the_contract_keys" {
     condition = toset(keys(output.client_config)) == toset([
       "region", "name", "definitions_table", "executions_table", "operations_table", "coordination_table",
       "subject_index_name", "work_queue_url", "work_queue_arn", "dlq_url", "event_bus_name", "event_bus_arn",
-      "schedule_group_name", "scheduler_role_arn", "payload_bucket", "worker_function_name",
+      "schedule_group_name", "scheduler_role_arn", "payload_bucket", "worker_function_name", "worker_alias",
     ])
     error_message = "client_config must hold exactly the keys of docs/architecture.md."
   }
@@ -33,9 +33,20 @@ run "client_config_has_the_contract_keys" {
       output.client_config.event_bus_name == "unit" &&
       output.client_config.schedule_group_name == "unit" &&
       output.client_config.worker_function_name == "unit-worker" &&
+      output.client_config.worker_alias == "live" &&
       output.client_config.payload_bucket == "unit-payloads-123456789012"
     )
     error_message = "client_config must name this deployment's resources."
+  }
+
+  assert {
+    condition = (
+      output.worker_alias_name == "live" &&
+      output.worker_alias_arn == "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live" &&
+      output.worker_version == "7" &&
+      module.engine.environment.STEPWELL_KEEP_VERSIONS == "3"
+    )
+    error_message = "The root outputs the worker's alias and newest version, and keep_versions (default 3) reaches the worker."
   }
 
   assert {

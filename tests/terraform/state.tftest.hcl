@@ -41,8 +41,18 @@ run "tables_keys_and_indexes" {
       "domain-subjectId-index" = ["domain", "subjectId", "ALL"]
       "status-index"           = ["status", "updatedAt", "KEYS_ONLY"]
       "workflow-index"         = ["workflowId", "createdAt", "KEYS_ONLY"]
+      "version-index"          = ["pinnedVersion", "createdAt", "KEYS_ONLY"]
     }
-    error_message = "The executions table must have the subject GSI (projection ALL) and the KEYS_ONLY status and workflow GSIs."
+    error_message = "The executions table must have the subject GSI (projection ALL) and the KEYS_ONLY status, workflow and version GSIs."
+  }
+
+  assert {
+    condition = (
+      contains([for a in aws_dynamodb_table.executions.attribute : "${a.name}:${a.type}"], "pinnedVersion:S") &&
+      !contains([aws_dynamodb_table.executions.hash_key, aws_dynamodb_table.executions.range_key], "pinnedVersion") &&
+      output.version_index_name == "version-index"
+    )
+    error_message = "The version index is keyed on pinnedVersion (a string no table key requires, so only pinned running executions are in it)."
   }
 
   assert {

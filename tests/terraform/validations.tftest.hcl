@@ -69,6 +69,36 @@ run "rejects_permissions_boundary_not_policy" {
   expect_failures = [var.permissions_boundary_arn]
 }
 
+run "rejects_keep_versions_zero" {
+  command = plan
+
+  variables {
+    keep_versions = 0
+  }
+
+  expect_failures = [var.keep_versions]
+}
+
+run "rejects_keep_versions_over_100" {
+  command = plan
+
+  variables {
+    keep_versions = 101
+  }
+
+  expect_failures = [var.keep_versions]
+}
+
+run "rejects_keep_versions_fraction" {
+  command = plan
+
+  variables {
+    keep_versions = 1.5
+  }
+
+  expect_failures = [var.keep_versions]
+}
+
 run "rejects_retention_days_zero" {
   command = plan
 
@@ -284,6 +314,16 @@ run "rejects_reserved_concurrency_negative" {
 
   variables {
     reserved_concurrent_executions = -1
+  }
+
+  expect_failures = [var.reserved_concurrent_executions]
+}
+
+run "rejects_reserved_concurrency_of_one" {
+  command = plan
+
+  variables {
+    reserved_concurrent_executions = 1
   }
 
   expect_failures = [var.reserved_concurrent_executions]

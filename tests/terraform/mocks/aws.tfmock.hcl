@@ -66,7 +66,15 @@ mock_resource "aws_cloudwatch_log_group" {
 
 mock_resource "aws_lambda_function" {
   defaults = {
-    arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+    arn           = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+    version       = "7"
+    qualified_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:7"
+  }
+}
+
+mock_resource "aws_lambda_alias" {
+  defaults = {
+    arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
   }
 }
 
