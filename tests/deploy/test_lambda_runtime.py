@@ -1,4 +1,6 @@
-"""The local Lambda runtime on moto: direct invokes, SQS mappings, batch failures, redrive, isolation."""
+"""The local Lambda runtime on moto: direct invokes, SQS mappings, batch failures, redrive, isolation;
+and Lambda versions on both backends: each version's own code, mappings on an alias, qualified and
+nested invokes through Lambda's Invoke API."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 from stepwell.testing.backends import Backend, start_backend
-from stepwell.testing.lambda_runtime import LambdaRuntime
+from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
 
 HANDLER_SOURCE = """
 import json, os, sys, time
@@ -55,6 +59,13 @@ def _zip(files: dict[str, str]) -> bytes:
         for name, text in files.items():
             archive.writestr(name, text)
     return buffer.getvalue()
+
+
+def _runtime(backend: Backend, work_dir: Path, **options: Any) -> LambdaRuntime:
+    """The harness's runtime for functions on ``backend`` (moto)."""
+    return LambdaRuntime(
+        backend.client, backend.lambda_code, backend.environment(), work_dir, region=backend.region, **options
+    )
 
 
 @pytest.fixture(scope="module")
@@ -119,14 +130,7 @@ class Setup:
         return [json.loads(message["Body"]) for message in messages]
 
     def runtime(self, tmp_path: Path) -> LambdaRuntime:
-        return LambdaRuntime(
-            self.backend.client,
-            self.backend.lambda_code,
-            self.backend.environment(),
-            tmp_path,
-            region=self.backend.region,
-            function_names=[self.function_name],
-        )
+        return _runtime(self.backend, tmp_path, function_names=[self.function_name])
 
 
 def test_invoke_runs_the_deployed_code_with_the_function_environment(
@@ -259,17 +263,290 @@ def test_background_mode_handles_messages_until_stopped(moto_backend: Backend, t
 def test_a_clock_offset_moves_the_handlers_wall_clock_only(moto_backend: Backend, tmp_path: Path) -> None:
     setup = Setup(moto_backend, timeout=30)
     three_days = 3 * 24 * 3600.0
-    runtime = LambdaRuntime(
-        moto_backend.client,
-        moto_backend.lambda_code,
-        moto_backend.environment(),
-        tmp_path,
-        region=moto_backend.region,
-        clock_offset=lambda: three_days,
-    )
+    runtime = _runtime(moto_backend, tmp_path, clock_offset=lambda: three_days)
     with runtime:
         before = time.time()
         result = runtime.invoke(setup.function_name, {"what": "time"})
     assert result.succeeded, result.error
     assert result.payload["wall_clock"] >= before + three_days
     assert 0 < result.payload["remaining_ms"] <= 30_000  # the deadline stays in real time
+
+
+# ---------------------------------------------------------------------------------------------------
+# Versions: each published version runs its own code; mappings on an alias follow the alias; Lambda's
+# Invoke API (the runtime's local endpoint on moto, LocalStack's own) runs the version it names.
+
+VERSIONED_SOURCE = """
+import json, os
+import boto3
+
+CODE = {code!r}
+
+def handler(event, context):
+    seen = {{
+        "code": CODE,
+        "env_version": os.environ.get("AWS_LAMBDA_FUNCTION_VERSION"),
+        "context_version": context.function_version,
+        "invoked_arn": context.invoked_function_arn,
+    }}
+    if "Records" in event:
+        sqs = boto3.client("sqs")
+        for record in event["Records"]:
+            body = json.loads(record["body"])
+            sqs.send_message(QueueUrl=body["report_to"], MessageBody=json.dumps({{**seen, "n": body["n"]}}))
+        return {{"batchItemFailures": []}}
+    if event.get("raise"):
+        raise ValueError(event["raise"])
+    if event.get("report_to"):
+        boto3.client("sqs").send_message(QueueUrl=event["report_to"], MessageBody=json.dumps(seen))
+    if event.get("nested"):
+        answer = boto3.client("lambda").invoke(
+            FunctionName=context.function_name, Qualifier=event["nested"], Payload=b"{{}}"
+        )
+        seen["nested"] = json.loads(answer["Payload"].read())
+        seen["nested_executed_version"] = answer["ExecutedVersion"]
+    return seen
+"""
+
+
+class Versioned:
+    """A function with versions 1 (code "one") and 2 (code "two"), the alias ``live`` on version 1, and
+    a mapping from a work queue to the alias; the handler reports what ran to a report queue."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        suffix = uuid.uuid4().hex[:8]
+        self.name = f"versioned-{suffix}"
+        iam, sqs, self.lam = backend.client("iam"), backend.client("sqs"), backend.client("lambda")
+        role = iam.create_role(RoleName=f"role-{suffix}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        self.work_url = sqs.create_queue(QueueName=f"work-{suffix}")["QueueUrl"]
+        self.report_url = sqs.create_queue(QueueName=f"report-{suffix}")["QueueUrl"]
+        created = self.lam.create_function(
+            FunctionName=self.name,
+            Runtime="python3.13",
+            Role=role,
+            Handler="app.handler",
+            Code={"ZipFile": self.package("one")},
+            Timeout=60,
+            Publish=True,
+        )
+        self.function_arn = ":".join(created["FunctionArn"].split(":")[:7])
+        self.wait("1")
+        self.lam.get_waiter("function_updated_v2").wait(FunctionName=self.name)
+        updated = self.lam.update_function_code(
+            FunctionName=self.name, ZipFile=self.package("two"), Publish=True
+        )
+        assert updated["Version"] == "2"
+        self.wait("2")
+        self.alias_arn = self.lam.create_alias(FunctionName=self.name, Name="live", FunctionVersion="1")[
+            "AliasArn"
+        ]
+        mapping = self.lam.create_event_source_mapping(
+            EventSourceArn=self.queue_arn(self.work_url), FunctionName=self.alias_arn, BatchSize=10
+        )
+        self.mapping_uuid = mapping["UUID"]
+        deadline = time.monotonic() + 120
+        while self.lam.get_event_source_mapping(UUID=self.mapping_uuid)["State"] != "Enabled":
+            assert time.monotonic() < deadline, "the event source mapping never became Enabled"
+            time.sleep(0.5)
+
+    @staticmethod
+    def package(code: str) -> bytes:
+        return _zip({"app.py": VERSIONED_SOURCE.format(code=code)})
+
+    def wait(self, version: str) -> None:
+        self.lam.get_waiter("function_active_v2").wait(FunctionName=self.name, Qualifier=version)
+
+    def queue_arn(self, url: str) -> str:
+        attributes = self.backend.client("sqs").get_queue_attributes(
+            QueueUrl=url, AttributeNames=["QueueArn"]
+        )
+        return str(attributes["Attributes"]["QueueArn"])
+
+    def send_work(self, *numbers: int) -> None:
+        sqs = self.backend.client("sqs")
+        for n in numbers:
+            sqs.send_message(
+                QueueUrl=self.work_url, MessageBody=json.dumps({"n": n, "report_to": self.report_url})
+            )
+
+    def reports(self, expected: int, timeout_seconds: float = 120.0) -> list[dict[str, Any]]:
+        sqs = self.backend.client("sqs")
+        found: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout_seconds
+        while len(found) < expected and time.monotonic() < deadline:
+            messages = sqs.receive_message(
+                QueueUrl=self.report_url, MaxNumberOfMessages=10, WaitTimeSeconds=1
+            )
+            for message in messages.get("Messages", []):
+                found.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=self.report_url, ReceiptHandle=message["ReceiptHandle"])
+        return found
+
+    def close(self) -> None:
+        self.lam.delete_event_source_mapping(UUID=self.mapping_uuid)
+        self.lam.delete_function(FunctionName=self.name)
+
+
+@pytest.fixture()
+def versioned(
+    stepwell_backend: Backend, tmp_path: Path
+) -> Iterator[tuple[Versioned, LambdaRuntime | BackendLambdaDriver, Any]]:
+    """The function, what runs it (the harness's runtime on moto, LocalStack itself), and a Lambda client
+    whose Invoke runs code (the runtime's endpoint on moto, LocalStack's API)."""
+    setup = Versioned(stepwell_backend)
+    runtime: LambdaRuntime | BackendLambdaDriver
+    if stepwell_backend.runs_lambda_code:
+        runtime = BackendLambdaDriver(stepwell_backend.client, function_names=[setup.name])
+        lambda_api = stepwell_backend.client("lambda")
+    else:
+        runtime = _runtime(stepwell_backend, tmp_path, function_names=[setup.name])
+        lambda_api = boto3.client(
+            "lambda",
+            endpoint_url=runtime.lambda_endpoint_url,
+            region_name=stepwell_backend.region,
+            **stepwell_backend.credentials,
+        )
+    try:
+        yield setup, runtime, lambda_api
+    finally:
+        runtime.close()
+        setup.close()
+
+
+def _drain(runtime: LambdaRuntime | BackendLambdaDriver) -> None:
+    assert runtime.drain(timeout_seconds=120).settled
+
+
+def test_a_mapping_on_an_alias_runs_the_aliased_version_and_follows_the_alias(
+    versioned: tuple[Versioned, LambdaRuntime | BackendLambdaDriver, Any],
+) -> None:
+    setup, runtime, _ = versioned
+    setup.send_work(1, 2)
+    _drain(runtime)
+    first = setup.reports(2)
+    assert sorted(report["n"] for report in first) == [1, 2]
+    assert {(r["code"], r["env_version"], r["context_version"]) for r in first} == {("one", "1", "1")}
+    assert {r["invoked_arn"] for r in first} == {setup.alias_arn}
+
+    setup.lam.update_alias(FunctionName=setup.name, Name="live", FunctionVersion="2")
+    setup.send_work(3)
+    _drain(runtime)
+    [moved] = setup.reports(1)
+    assert (moved["n"], moved["code"], moved["env_version"]) == (3, "two", "2")
+
+
+def test_invoke_runs_the_version_it_names_and_a_handler_can_invoke_another_version(
+    versioned: tuple[Versioned, LambdaRuntime | BackendLambdaDriver, Any],
+) -> None:
+    setup, runtime, lambda_api = versioned
+    by_qualifier = lambda_api.invoke(FunctionName=setup.name, Qualifier="1", Payload=b"{}")
+    assert by_qualifier["ExecutedVersion"] == "1"
+    assert json.loads(by_qualifier["Payload"].read())["code"] == "one"
+    by_arn = lambda_api.invoke(FunctionName=f"{setup.function_arn}:2", Payload=b"{}")
+    answer = json.loads(by_arn["Payload"].read())
+    assert (by_arn["ExecutedVersion"], answer["code"], answer["env_version"]) == ("2", "two", "2")
+    assert answer["invoked_arn"] == f"{setup.function_arn}:2"
+    by_alias = json.loads(
+        lambda_api.invoke(FunctionName=f"{setup.name}:live", Payload=b"{}")["Payload"].read()
+    )
+    assert (by_alias["code"], by_alias["invoked_arn"]) == ("one", setup.alias_arn)
+    latest = lambda_api.invoke(FunctionName=setup.name, Payload=b"{}")
+    assert latest["ExecutedVersion"] == "$LATEST"
+    assert json.loads(latest["Payload"].read())["env_version"] == "$LATEST"
+
+    # Version 2's handler synchronously invokes version 1 while it runs: two environments at once.
+    nested = runtime.invoke(setup.name, {"nested": "1"}, qualifier="2")
+    assert nested.succeeded, nested.error
+    assert nested.executed_version == "2"
+    assert nested.payload["code"] == "two"
+    assert nested.payload["nested"]["code"] == "one"
+    assert nested.payload["nested_executed_version"] == "1"
+    # And its own version: a busy version gets another environment, it does not wait for itself.
+    itself = runtime.invoke(setup.name, {"nested": "2"}, qualifier="2")
+    assert itself.succeeded, itself.error
+    assert itself.payload["nested"]["code"] == "two"
+
+
+def test_invocation_types_errors_and_unknown_versions_answer_as_lambda_does(
+    versioned: tuple[Versioned, LambdaRuntime | BackendLambdaDriver, Any],
+) -> None:
+    setup, _, lambda_api = versioned
+    dry = lambda_api.invoke(FunctionName=setup.name, Qualifier="2", InvocationType="DryRun", Payload=b"{}")
+    assert dry["StatusCode"] == 204
+    event = json.dumps({"report_to": setup.report_url}).encode()
+    queued = lambda_api.invoke(FunctionName=setup.name, Qualifier="2", InvocationType="Event", Payload=event)
+    assert queued["StatusCode"] == 202
+    [ran] = setup.reports(1)  # the Event invocation ran; the DryRun one did not
+    assert (ran["code"], ran["env_version"]) == ("two", "2")
+    assert setup.reports(1, timeout_seconds=2) == []
+
+    failed = lambda_api.invoke(FunctionName=setup.name, Qualifier="1", Payload=b'{"raise": "bad 7"}')
+    assert failed["FunctionError"] == "Unhandled"
+    assert failed["ExecutedVersion"] == "1"
+    error = json.loads(failed["Payload"].read())
+    assert (error["errorType"], error["errorMessage"]) == ("ValueError", "bad 7")
+
+    with pytest.raises(ClientError) as missing:
+        lambda_api.invoke(FunctionName=setup.name, Qualifier="99", Payload=b"{}")
+    assert missing.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    assert "99" in missing.value.response["Error"]["Message"]
+
+
+def test_the_local_invoke_api_relays_every_other_request_to_moto(
+    moto_backend: Backend, tmp_path: Path
+) -> None:
+    setup = Versioned(moto_backend)
+    with _runtime(moto_backend, tmp_path) as runtime:
+        through_runtime = boto3.client(
+            "lambda",
+            endpoint_url=runtime.lambda_endpoint_url,
+            region_name=moto_backend.region,
+            **moto_backend.credentials,
+        )
+        relayed = through_runtime.list_versions_by_function(FunctionName=setup.name)["Versions"]
+        direct = moto_backend.client("lambda").list_versions_by_function(FunctionName=setup.name)["Versions"]
+        assert relayed == direct
+        assert [version["Version"] for version in relayed] == ["$LATEST", "1", "2"]
+        assert through_runtime.get_alias(FunctionName=setup.name, Name="live")["FunctionVersion"] == "1"
+        with pytest.raises(ClientError) as refused:  # moto's errors come back as they are
+            through_runtime.get_alias(FunctionName=setup.name, Name="nope")
+        assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
+        # The runtime's workers reach the endpoint through AWS_ENDPOINT_URL_LAMBDA.
+        result = runtime.invoke(setup.name, {"nested": "1"}, qualifier="2")
+        assert result.payload["nested"]["code"] == "one"
+        # Writes are relayed too (the engine deletes idle versions through this endpoint).
+        through_runtime.delete_function(FunctionName=setup.name, Qualifier="2")
+        remaining = moto_backend.client("lambda").list_versions_by_function(FunctionName=setup.name)
+        assert [version["Version"] for version in remaining["Versions"]] == ["$LATEST", "1"]
+    setup.close()
+
+
+def test_versions_keep_their_own_code_and_numbers_are_never_reused_on_moto(moto_backend: Backend) -> None:
+    setup = Versioned(moto_backend)
+    lam = moto_backend.client("lambda")
+    assert b"'one'" in _unzip_app(moto_backend.lambda_code(f"{setup.name}:1"))
+    assert b"'two'" in _unzip_app(moto_backend.lambda_code(f"{setup.name}:2"))
+    with pytest.raises(ClientError) as aliased:  # Lambda refuses to delete a version an alias points to
+        lam.delete_function(FunctionName=setup.name, Qualifier="1")
+    assert aliased.value.response["Error"]["Code"] == "ResourceConflictException"
+    with pytest.raises(ClientError) as by_alias:  # nor an alias (moto deleted the alias's version)
+        lam.delete_function(FunctionName=setup.name, Qualifier="live")
+    assert by_alias.value.response["Error"]["Code"] == "InvalidParameterValueException"
+    assert [a["Name"] for a in lam.list_aliases(FunctionName=setup.name, FunctionVersion="1")["Aliases"]] == [
+        "live"
+    ]
+    assert lam.list_aliases(FunctionName=setup.name, FunctionVersion="2")["Aliases"] == []
+    lam.delete_function(FunctionName=setup.name, Qualifier="2")
+    republished = lam.update_function_code(
+        FunctionName=setup.name, ZipFile=Versioned.package("three"), Publish=True
+    )
+    assert republished["Version"] == "3"
+    mapping = lam.get_event_source_mapping(UUID=setup.mapping_uuid)
+    assert mapping["FunctionArn"] == setup.alias_arn  # not the version the alias pointed to at creation
+    setup.close()
+
+
+def _unzip_app(archive: bytes) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(archive)) as bundle:
+        return bundle.read("app.py")

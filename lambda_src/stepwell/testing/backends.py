@@ -9,8 +9,9 @@
 - ``CI=true``: a backend that cannot start fails the tests instead of skipping them.
 
 On moto, no Lambda code runs and no schedule fires: the harness runs handlers itself
-(``stepwell.testing.lambda_runtime``). On LocalStack, LocalStack's own event source mappings drive
-the handlers through Stepwell's runtime-executor plugin. Schedules fire through
+(``stepwell.testing.lambda_runtime``: each published version its own code, mappings on an alias, and
+Lambda's Invoke API for the handlers). On LocalStack, LocalStack's own event source mappings, versions
+and Invoke API drive the handlers through Stepwell's runtime-executor plugin. Schedules fire through
 ``stepwell.testing.scheduler`` on both. Virtual time reaches the handlers on both: on moto with each
 invocation, on a LocalStack started here through ``Backend.clock_file`` (``STEPWELL_CLOCK_OFFSET_FILE``
 in LocalStack's environment, forwarded by the plugin to its runtime workers).
@@ -165,7 +166,8 @@ class Backend:
         }
 
     def lambda_code(self, function_name: str) -> bytes:
-        """The deployed zip of a function (moto keeps it; LocalStack serves GetFunction's location)."""
+        """The deployed zip of a function, ``name`` or one version's, ``name:version`` (moto keeps it;
+        LocalStack serves GetFunction's location)."""
         if self.moto is not None:
             return self.moto.lambda_code(self.region, function_name, self.account_id)
         import urllib.request

@@ -1,11 +1,27 @@
 """A local Lambda runtime for backends that store functions but never run them (moto).
 
 moto marks functions Active, but its event source mappings never poll and its Invoke only echoes.
-``LambdaRuntime`` reads each function's configuration (handler, environment, timeout) and its SQS
-event source mappings from the Lambda API, fetches the deployed zip, unpacks it, and runs the handler
-in a worker subprocess with the function's environment plus the backend's endpoint and dummy
-credentials. A worker stays warm across invocations, like a Lambda execution environment, and is
-replaced when the function's code or configuration changes, or after a timeout or crash.
+``LambdaRuntime`` reads each function version's configuration (handler, environment, timeout) and its
+SQS event source mappings from the Lambda API, fetches that version's deployed zip, unpacks it, and
+runs the handler in a worker subprocess with the function's environment plus the backend's endpoint
+and dummy credentials. A worker stays warm across invocations, like a Lambda execution environment,
+and is replaced when the code or configuration changes, or after a timeout or crash.
+
+Versions: each published version runs its own code in its own workers (a version busy with one
+invocation gets another worker, as Lambda scales out), with ``AWS_LAMBDA_FUNCTION_VERSION`` set to
+its number (``$LATEST`` for an unqualified call) and the context's ``invoked_function_arn`` the ARN
+it was invoked by. A mapping on an alias (``...:function:name:live``) is resolved on every batch
+(GetFunctionConfiguration with the alias as qualifier), so moving the alias moves the next batch.
+
+Lambda's Invoke API, locally: the runtime serves ``lambda_endpoint_url`` (127.0.0.1), passed to its
+workers as ``AWS_ENDPOINT_URL_LAMBDA``, so a handler's boto3 Lambda client reaches it. There
+``POST /2015-03-31/functions/{name, name:qualifier, partial or full ARN}/invocations`` (query
+``Qualifier``, header ``X-Amz-Invocation-Type``: RequestResponse, Event (202, run in the background,
+no retries), DryRun (204)) runs the addressed version's code here and answers as Lambda does
+(``X-Amz-Executed-Version``; a handler error with ``X-Amz-Function-Error: Unhandled`` and the error
+as the payload; an unknown function or version is moto's ResourceNotFoundException). Every other
+request is relayed unchanged to the backend and its answer back, so ListVersionsByFunction,
+GetAlias or DeleteFunction from a handler reach moto.
 
 For each mapping it honours the batch size, the batching window (``wait_for_batching_window``),
 ``ReportBatchItemFailures`` (only the reported items stay on the queue; a malformed response fails
@@ -19,7 +35,7 @@ each invocation's handler sees ``time.time()`` moved by that offset, so an engin
 fast-forwarded schedule finds its timer due (the context's remaining time stays real).
 
 Use ``poll_once()``, ``drain()`` (until the mapped queues settle, bounded by batches and seconds),
-``start()``/``stop()`` (a background thread), and ``invoke(function_name, payload)``.
+``start()``/``stop()`` (a background thread), and ``invoke(function_name, payload, qualifier=None)``.
 
 The worker side of this module runs as ``python -P lambda_runtime.py --worker CODE_DIR HANDLER`` with
 the interpreter running the harness (it provides boto3, as Lambda's runtime does).
@@ -30,10 +46,13 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import http.client
 import io
 import json
 import os
+import re
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,8 +63,12 @@ import uuid
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from botocore.exceptions import ClientError
 
 ClientFactory = Callable[[str], Any]
 CodeFetcher = Callable[[str], bytes]
@@ -53,6 +76,14 @@ CodeFetcher = Callable[[str], bytes]
 WORKER_START_TIMEOUT_SECONDS = 60.0
 IDLE_POLL_SECONDS = 0.2
 SQS_MAX_RECEIVE = 10
+LATEST = "$LATEST"
+INVOKE_PATH = re.compile(r"/2015-03-31/functions/(?P<function>[^/]+)/invocations/?")
+INVOCATION_TYPES = ("RequestResponse", "Event", "DryRun")
+# Headers that describe one connection, not the request: the relay sets its own.
+HOP_BY_HOP_HEADERS = frozenset(
+    {"connection", "keep-alive", "proxy-authorization", "te", "trailers", "transfer-encoding", "upgrade"}
+)
+BACKEND_TIMEOUT_SECONDS = 120.0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -155,6 +186,7 @@ class InvocationResult:
     function_name: str
     payload: Any
     error: dict[str, Any] | None = None  # errorType, errorMessage, stackTrace; None on success
+    executed_version: str = LATEST
 
     @property
     def succeeded(self) -> bool:
@@ -163,8 +195,11 @@ class InvocationResult:
 
 @dataclass(frozen=True)
 class FunctionSpec:
+    """One version of a function as it runs: ``version`` is a number or ``$LATEST``."""
+
     name: str
-    arn: str
+    arn: str  # the unqualified function ARN
+    version: str
     handler: str
     timeout_seconds: int
     memory_mb: int
@@ -208,7 +243,7 @@ class _Worker:
         return line or None
 
     def invoke(
-        self, event: Any, request_id: str, clock_offset_seconds: float | None = None
+        self, event: Any, request_id: str, invoked_arn: str, clock_offset_seconds: float | None = None
     ) -> dict[str, Any]:
         assert self.process.stdin is not None
         deadline_ms = int(time.time() * 1000) + self.spec.timeout_seconds * 1000
@@ -216,7 +251,7 @@ class _Worker:
             "event": event,
             "request_id": request_id,
             "deadline_epoch_ms": deadline_ms,
-            "function_arn": self.spec.arn,
+            "function_arn": invoked_arn,
             "clock_offset_seconds": clock_offset_seconds,
         }
         self.process.stdin.write(json.dumps(request) + "\n")
@@ -249,6 +284,7 @@ class _Worker:
 class EventSourceMapping:
     uuid: str
     function_name: str
+    qualifier: str | None  # the alias or version the mapping invokes; None: $LATEST
     queue_arn: str
     batch_size: int
     batching_window_seconds: int
@@ -262,6 +298,31 @@ class DrainResult:
     failed_messages: int = 0
     settled: bool = False
     errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+class InvalidFunctionReference(ValueError):
+    """A FunctionName or Qualifier Lambda would refuse (InvalidParameterValueException)."""
+
+
+def split_function_reference(reference: str, qualifier: str | None = None) -> tuple[str, str | None]:
+    """(name, qualifier) of a FunctionName as Lambda's Invoke takes it: ``name``, ``name:qualifier``,
+    a partial ARN (``account:function:name[:qualifier]``) or a full ARN, plus a separate Qualifier."""
+    parts = reference.split(":")
+    if parts[0] == "arn" and len(parts) >= 7 and parts[5] == "function":
+        parts = parts[6:]
+    elif len(parts) >= 3 and parts[1] == "function":
+        parts = parts[2:]
+    if not parts[0] or len(parts) > 2 or (len(parts) == 2 and not parts[1]):
+        raise InvalidFunctionReference(
+            f"{reference!r} is not a function name, name:qualifier or function ARN "
+            "(arn:aws:lambda:region:account:function:name[:qualifier])"
+        )
+    in_reference = parts[1] if len(parts) == 2 else None
+    if in_reference is not None and qualifier and qualifier != in_reference:
+        raise InvalidFunctionReference(
+            f"the qualifier in {reference!r} ({in_reference}) does not match the Qualifier {qualifier!r}"
+        )
+    return parts[0], in_reference or qualifier or None
 
 
 def _queue_name_and_account(queue_arn: str) -> tuple[str, str]:
@@ -324,6 +385,126 @@ def _failed_item_ids(result: InvocationResult, batch_ids: set[str], reports_fail
     return failed
 
 
+def _invoked_arn(spec: FunctionSpec, qualifier: str | None) -> str:
+    """The ARN an invocation came through, as the context's invoked_function_arn reports it."""
+    return f"{spec.arn}:{qualifier}" if qualifier else spec.arn
+
+
+def _invoke_api_handler(runtime: LambdaRuntime) -> type[BaseHTTPRequestHandler]:
+    class LambdaApiHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as botocore expects; every answer has a length
+
+        def _serve(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            target = urlsplit(self.path)
+            match = INVOKE_PATH.fullmatch(target.path)
+            try:
+                if self.command == "POST" and match is not None:
+                    qualifier = parse_qs(target.query).get("Qualifier", [None])[0]
+                    self._invoke(unquote(match["function"]), qualifier, body)
+                else:
+                    self._relay(body)
+            except Exception as error:  # e.g. the code could not be fetched: answer, as Lambda would
+                runtime.background_errors.append(error)
+                self._error(500, "ServiceException", f"the local runtime failed: {error!r}")
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+
+        def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _error(self, status: int, error_type: str, message: str) -> None:
+            body = json.dumps({"Type": "User", "message": message}).encode()
+            headers = {"Content-Type": "application/json", "x-amzn-ErrorType": error_type}
+            self._answer(status, body, headers)
+
+        def _invoke(self, reference: str, qualifier: str | None, body: bytes) -> None:
+            invocation_type = self.headers.get("X-Amz-Invocation-Type") or "RequestResponse"
+            if invocation_type not in INVOCATION_TYPES:
+                message = f"invocation type {invocation_type!r} is not one of {', '.join(INVOCATION_TYPES)}"
+                self._error(400, "InvalidParameterValueException", message)
+                return
+            try:
+                name, resolved_qualifier = split_function_reference(reference, qualifier)
+                spec = runtime.function_spec(name, resolved_qualifier)
+            except InvalidFunctionReference as error:
+                self._error(400, "InvalidParameterValueException", str(error))
+                return
+            except ClientError as error:  # the backend's answer: an unknown function or version
+                details = error.response.get("Error", {})
+                status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400))
+                self._error(status, str(details.get("Code")), str(details.get("Message")))
+                return
+            try:
+                event = json.loads(body or b"{}")
+            except ValueError as error:
+                self._error(
+                    400, "InvalidRequestContentException", f"Could not parse request body into json: {error}"
+                )
+                return
+            invoked_arn = _invoked_arn(spec, resolved_qualifier)
+            if invocation_type == "DryRun":
+                self._answer(204, b"")
+                return
+            if invocation_type == "Event":
+                threading.Thread(
+                    target=runtime.run_in_background, args=(spec, event, invoked_arn), daemon=True
+                ).start()
+                self._answer(202, b"")
+                return
+            result = runtime.run(spec, event, invoked_arn)
+            headers = {"Content-Type": "application/json", "X-Amz-Executed-Version": spec.version}
+            if result.error is not None:
+                headers["X-Amz-Function-Error"] = "Unhandled"
+            self._answer(
+                200, json.dumps(result.payload if result.succeeded else result.error).encode(), headers
+            )
+
+        def _relay(self, body: bytes) -> None:
+            if not runtime.backend_endpoint_url:
+                self._error(502, "ServiceException", "this runtime knows no backend to relay the request to")
+                return
+            backend = urlsplit(runtime.backend_endpoint_url)
+            connection_type = (
+                http.client.HTTPSConnection if backend.scheme == "https" else http.client.HTTPConnection
+            )
+            connection = connection_type(backend.netloc, timeout=BACKEND_TIMEOUT_SECONDS)
+            headers = {
+                name: value
+                for name, value in self.headers.items()
+                if name.lower() not in HOP_BY_HOP_HEADERS | {"host", "content-length"}
+            }
+            try:
+                connection.request(self.command, self.path, body=body if body else None, headers=headers)
+                response = connection.getresponse()
+                answer = response.read()
+            except OSError as error:
+                self._error(
+                    502, "ServiceException", f"the backend at {runtime.backend_endpoint_url} failed: {error}"
+                )
+                return
+            finally:
+                connection.close()
+            self.send_response_only(response.status, response.reason)
+            for name, value in response.getheaders():
+                if name.lower() not in HOP_BY_HOP_HEADERS | {"content-length"}:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the workers' logs say what ran; a line per request is noise
+
+    return LambdaApiHandler
+
+
 class LambdaRuntime:
     """Runs deployed Python functions and drives their SQS event source mappings."""
 
@@ -339,8 +520,10 @@ class LambdaRuntime:
         function_names: list[str] | None = None,
         python_executable: str = sys.executable,
         clock_offset: Callable[[], float] | None = None,
+        backend_endpoint_url: str | None = None,
     ) -> None:
         self._client_factory = client_factory
+        # Called with "name" for $LATEST and "name:version" for a published version.
         self._code_fetcher = code_fetcher
         self._aws_environment = dict(aws_environment)
         self.work_dir = Path(work_dir)
@@ -350,8 +533,16 @@ class LambdaRuntime:
         self.function_names = function_names
         self.python_executable = python_executable
         self.clock_offset = clock_offset
-        self._workers: dict[str, _Worker] = {}
+        # Where the local Invoke API relays every other Lambda request.
+        self.backend_endpoint_url = backend_endpoint_url or self._aws_environment.get("AWS_ENDPOINT_URL")
+        self._idle_workers: dict[tuple[str, str], list[_Worker]] = {}
+        self._busy_workers: set[_Worker] = set()
+        # Guards the worker pools and the endpoint only; never held while a handler runs, so a handler
+        # may invoke another version (or its own) through the endpoint without waiting on itself.
+        self._pool_lock = threading.Lock()
+        self._endpoint: ThreadingHTTPServer | None = None
         self._queue_urls: dict[str, str] = {}
+        # One poller at a time: background mode, poll_once and drain take turns.
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -361,11 +552,17 @@ class LambdaRuntime:
 
     # -- functions -----------------------------------------------------------------------------------
 
-    def function_spec(self, function_name: str) -> FunctionSpec:
-        configuration = self._client_factory("lambda").get_function_configuration(FunctionName=function_name)
+    def function_spec(self, function_name: str, qualifier: str | None = None) -> FunctionSpec:
+        """The version ``qualifier`` (a number, an alias, ``$LATEST``; None: ``$LATEST``) names, as it
+        is now: an alias is resolved by this call, so a moved alias is seen at once."""
+        request: dict[str, str] = {"FunctionName": function_name}
+        if qualifier:
+            request["Qualifier"] = qualifier
+        configuration = self._client_factory("lambda").get_function_configuration(**request)
         return FunctionSpec(
             name=configuration["FunctionName"],
-            arn=configuration["FunctionArn"],
+            arn=":".join(configuration["FunctionArn"].split(":")[:7]),
+            version=str(configuration.get("Version") or LATEST),
             handler=configuration["Handler"],
             timeout_seconds=int(configuration.get("Timeout", 3)),
             memory_mb=int(configuration.get("MemorySize", 128)),
@@ -381,16 +578,24 @@ class LambdaRuntime:
         digest = hashlib.sha256(spec.code_sha256.encode()).hexdigest()[:16]
         target = self.work_dir / "code" / f"{spec.name}-{digest}"
         if not target.exists():
-            archive = self._code_fetcher(spec.name)
+            archive = self._code_fetcher(
+                spec.name if spec.version == LATEST else f"{spec.name}:{spec.version}"
+            )
             actual = base64.b64encode(hashlib.sha256(archive).digest()).decode()
             if spec.code_sha256 and actual != spec.code_sha256:
                 raise RuntimeError(
-                    f"fetched code of {spec.name} has sha256 {actual}, the function says {spec.code_sha256}"
+                    f"fetched code of {spec.name} version {spec.version} has sha256 {actual}, "
+                    f"the function says {spec.code_sha256}"
                 )
             staging = target.with_name(target.name + f".{uuid.uuid4().hex}")
             with zipfile.ZipFile(io.BytesIO(archive)) as bundle:
                 bundle.extractall(staging)
-            staging.rename(target)
+            try:
+                staging.rename(target)
+            except OSError:  # another worker of the same code unpacked it first
+                if not target.exists():
+                    raise
+                shutil.rmtree(staging, ignore_errors=True)
         return target
 
     def _worker_environment(self, spec: FunctionSpec, code_dir: Path) -> dict[str, str]:
@@ -399,47 +604,81 @@ class LambdaRuntime:
             **inherited,
             **spec.environment,
             **self._aws_environment,
+            "AWS_ENDPOINT_URL_LAMBDA": self.lambda_endpoint_url,
             "PYTHONPATH": str(code_dir),
             "PYTHONUNBUFFERED": "1",
             "LAMBDA_TASK_ROOT": str(code_dir),
             "_HANDLER": spec.handler,
             "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_VERSION": spec.version,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
-            "AWS_LAMBDA_LOG_STREAM_NAME": f"local/{uuid.uuid4().hex}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[{spec.version}]{uuid.uuid4().hex}",
         }
 
     def log_path(self, function_name: str) -> Path:
+        """The log every version of the function writes to."""
         return self.work_dir / "logs" / f"{function_name}.log"
 
-    def _worker(self, function_name: str) -> _Worker:
-        spec = self.function_spec(function_name)
-        current = self._workers.get(spec.name)
-        if current is not None and current.alive() and current.spec == spec:
-            return current
-        if current is not None:
-            current.kill()
+    def _checkout_worker(self, spec: FunctionSpec) -> _Worker:
+        """An idle warm worker running exactly ``spec``, else a new one."""
+        stale: list[_Worker] = []
+        found: _Worker | None = None
+        with self._pool_lock:
+            idle = self._idle_workers.setdefault((spec.name, spec.version), [])
+            while idle and found is None:
+                candidate = idle.pop()
+                if candidate.alive() and candidate.spec == spec:
+                    found = candidate
+                else:
+                    stale.append(candidate)  # the code or configuration changed, or it died
+            if found is not None:
+                self._busy_workers.add(found)
+        for worker in stale:
+            worker.kill()
+        if found is not None:
+            return found
         code_dir = self._code_dir(spec)
         log_path = self.log_path(spec.name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             environment = self._worker_environment(spec, code_dir)
             worker = _Worker(spec, code_dir, environment, log, self.python_executable)
-        self._workers[spec.name] = worker
+        with self._pool_lock:
+            self._busy_workers.add(worker)
         return worker
 
-    def invoke(self, function_name: str, payload: Any) -> InvocationResult:
-        """Run a function on ``payload`` (a JSON value, or JSON bytes/str) and return its answer."""
+    def _checkin_worker(self, worker: _Worker) -> None:
+        with self._pool_lock:
+            self._busy_workers.discard(worker)
+            if worker.alive():
+                self._idle_workers.setdefault((worker.spec.name, worker.spec.version), []).append(worker)
+                return
+        worker.kill()
+
+    def invoke(self, function_name: str, payload: Any, qualifier: str | None = None) -> InvocationResult:
+        """Run a function version on ``payload`` (a JSON value, or JSON bytes/str) and return its answer.
+        ``function_name`` may be a name, ``name:qualifier`` or an ARN; ``qualifier`` a version or alias."""
+        name, resolved_qualifier = split_function_reference(function_name, qualifier)
+        spec = self.function_spec(name, resolved_qualifier)
+        return self.run(spec, payload, _invoked_arn(spec, resolved_qualifier))
+
+    def run(self, spec: FunctionSpec, payload: Any, invoked_arn: str) -> InvocationResult:
+        """Run the version ``spec`` describes, as invoked by ``invoked_arn``."""
         if isinstance(payload, bytes | bytearray):
             payload = json.loads(payload or b"null")
-        with self._lock:
-            worker = self._worker(function_name)
-            request_id = str(uuid.uuid4())
+        request_id = str(uuid.uuid4())
+        try:
+            worker = self._checkout_worker(spec)
+        except RuntimeError as error:
+            answer: dict[str, Any] = {
+                "error": {"errorType": "Runtime.ExitError", "errorMessage": str(error), "stackTrace": []}
+            }
+        else:
             try:
                 offset = self.clock_offset() if self.clock_offset is not None else None
-                answer = worker.invoke(payload, request_id, offset)
+                answer = worker.invoke(payload, request_id, invoked_arn, offset)
             except InvocationTimeout as error:
                 answer = {
                     "error": {"errorType": "Sandbox.Timedout", "errorMessage": str(error), "stackTrace": []}
@@ -448,9 +687,35 @@ class LambdaRuntime:
                 answer = {
                     "error": {"errorType": "Runtime.ExitError", "errorMessage": str(error), "stackTrace": []}
                 }
-            result = InvocationResult(worker.spec.name, answer.get("result"), answer.get("error"))
-            self.invocations.append(result)
-            return result
+            finally:
+                self._checkin_worker(worker)
+        result = InvocationResult(spec.name, answer.get("result"), answer.get("error"), spec.version)
+        self.invocations.append(result)
+        return result
+
+    def run_in_background(self, spec: FunctionSpec, payload: Any, invoked_arn: str) -> None:
+        """``run`` for an Event invocation: nobody waits for it, so a failure goes to background_errors."""
+        try:
+            self.run(spec, payload, invoked_arn)
+        except Exception as error:
+            self.background_errors.append(error)
+
+    # -- the local Invoke API ------------------------------------------------------------------------
+
+    @property
+    def lambda_endpoint_url(self) -> str:
+        """Lambda's API on 127.0.0.1: Invoke runs here, everything else goes to the backend.
+        Started on first use."""
+        with self._pool_lock:
+            if self._endpoint is None:
+                server = ThreadingHTTPServer(("127.0.0.1", 0), _invoke_api_handler(self))
+                server.daemon_threads = True
+                threading.Thread(
+                    target=server.serve_forever, name="stepwell-lambda-invoke-api", daemon=True
+                ).start()
+                self._endpoint = server
+            host, port = self._endpoint.server_address[:2]
+        return f"http://{host!s}:{port}"
 
     # -- event source mappings -----------------------------------------------------------------------
 
@@ -466,13 +731,14 @@ class LambdaRuntime:
                     "Updating",
                 ):
                     continue
-                function_name = raw["FunctionArn"].split(":")[6]
+                function_name, qualifier = split_function_reference(raw["FunctionArn"])
                 if self.function_names is not None and function_name not in self.function_names:
                     continue
                 mappings.append(
                     EventSourceMapping(
                         uuid=raw["UUID"],
                         function_name=function_name,
+                        qualifier=qualifier,
                         queue_arn=arn,
                         batch_size=int(raw.get("BatchSize") or 10),
                         batching_window_seconds=int(raw.get("MaximumBatchingWindowInSeconds") or 0),
@@ -521,7 +787,7 @@ class LambdaRuntime:
         if not messages:
             return 0, 0, None
         event = {"Records": [_sqs_record(message, mapping.queue_arn, self.region) for message in messages]}
-        result = self.invoke(mapping.function_name, event)
+        result = self.invoke(mapping.function_name, event, mapping.qualifier)
         batch_ids = {message["MessageId"] for message in messages}
         failed_ids = _failed_item_ids(result, batch_ids, mapping.report_batch_item_failures)
         sqs = self._client_factory("sqs")
@@ -622,12 +888,18 @@ class LambdaRuntime:
             self._thread = None
 
     def close(self) -> None:
-        """Stop polling and end every worker."""
+        """Stop polling, the Invoke API and every worker."""
         self.stop()
-        with self._lock:
-            for worker in self._workers.values():
-                worker.kill()
-            self._workers.clear()
+        with self._pool_lock:
+            endpoint, self._endpoint = self._endpoint, None
+            workers = [*self._busy_workers, *(w for idle in self._idle_workers.values() for w in idle)]
+            self._busy_workers.clear()
+            self._idle_workers.clear()
+        if endpoint is not None:
+            endpoint.shutdown()
+            endpoint.server_close()
+        for worker in workers:
+            worker.kill()
 
     def __enter__(self) -> LambdaRuntime:
         return self
@@ -660,13 +932,17 @@ class BackendLambdaDriver:
             client_factory, lambda name: b"", {}, Path(tempfile.gettempdir()), function_names=function_names
         )
 
-    def invoke(self, function_name: str, payload: Any) -> InvocationResult:
+    def invoke(self, function_name: str, payload: Any, qualifier: str | None = None) -> InvocationResult:
         body = payload if isinstance(payload, bytes | bytearray) else json.dumps(payload).encode()
-        response = self._client_factory("lambda").invoke(FunctionName=function_name, Payload=bytes(body))
+        request: dict[str, Any] = {"FunctionName": function_name, "Payload": bytes(body)}
+        if qualifier:
+            request["Qualifier"] = qualifier
+        response = self._client_factory("lambda").invoke(**request)
         raw = response["Payload"].read()
         decoded = json.loads(raw) if raw else None
         error = decoded if response.get("FunctionError") else None
-        result = InvocationResult(function_name, None if error else decoded, error)
+        executed_version = str(response.get("ExecutedVersion") or LATEST)
+        result = InvocationResult(function_name, None if error else decoded, error, executed_version)
         self.invocations.append(result)
         return result
 

@@ -4,13 +4,16 @@ A child process, not moto's ``ThreadedMotoServer`` thread: moto keeps its state 
 so an in-process server would share (and lose, on every ``mock_aws`` reset) state with tests that use
 moto's decorators; a child also gets its own core for the GIL-heavy request handling.
 
-The child corrects three moto behaviours that differ from AWS (``_disable_moto_sqs_push``: no push of
+The child corrects moto behaviours that differ from AWS (``_disable_moto_sqs_push``: no push of
 SQS messages to mapped functions; ``_keep_queue_policy_on_other_updates``: SetQueueAttributes keeps
 a policy it does not name; ``_skip_statements_whose_condition_fails``: a policy statement whose
-condition is not met does not apply) and adds one route to moto's WSGI app,
-``GET /_stepwell/lambda-code?region=..&function=..``, that returns a function's deployed zip:
-moto's GetFunction answers with an S3 location it never serves, and the local Lambda runtime needs
-the code terraform uploaded.
+condition is not met does not apply; ``_version_functions_like_lambda``: version numbers are never
+reused, a version an alias points to or an alias cannot be deleted, ListAliases honours
+FunctionVersion, and an event source mapping on an alias or version keeps that qualified ARN) and
+adds one route to moto's WSGI app, ``GET /_stepwell/lambda-code?region=..&function=..`` (a name,
+optionally ``name:version``), that returns a function's deployed zip: moto's GetFunction answers
+with an S3 location it never serves (the same one for every version), and the local Lambda runtime
+needs the code terraform uploaded for each version.
 
 Run as ``python -m stepwell.testing.moto_server [--host H] [--port P]``; it prints
 ``STEPWELL_MOTO_PORT=<port>`` on stdout once it listens, and exits when its parent dies.
@@ -19,6 +22,8 @@ Run as ``python -m stepwell.testing.moto_server [--host H] [--port P]``; it prin
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import os
 import subprocess
 import sys
@@ -28,7 +33,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 READY_PREFIX = "STEPWELL_MOTO_PORT="
 LAMBDA_CODE_PATH = "/_stepwell/lambda-code"
@@ -42,6 +47,7 @@ WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 def _lambda_code_bytes(account_id: str, region: str, function_name: str) -> bytes:
     from moto.awslambda.models import lambda_backends
 
+    # moto resolves "name:qualifier" (a version or an alias) to that version's own copy of the code.
     function = lambda_backends[account_id][region].get_function(function_name)
     code: bytes = function.code_bytes
     return code
@@ -141,6 +147,106 @@ def _skip_statements_whose_condition_fails() -> None:
     IAMPolicyStatement.is_action_permitted = is_action_permitted  # type: ignore[method-assign]
 
 
+def _version_functions_like_lambda() -> None:
+    """moto numbers a new version len(versions) + 1, so after a version is deleted the next publish
+    reuses a number (two versions "3"); Lambda never reuses one. moto deletes a version an alias
+    points to, and DeleteFunction with an alias qualifier deletes the alias's version; Lambda refuses
+    both. moto's ListAliases ignores FunctionVersion. And an event source mapping created on an
+    alias reports (and keeps) the version the alias pointed to then, where Lambda keeps the alias's
+    ARN, so moving the alias moves what the mapping invokes."""
+    from moto.awslambda.exceptions import InvalidParameterValueException, LambdaClientError
+    from moto.awslambda.models import EventSourceMapping, LambdaBackend, LambdaStorage
+    from moto.awslambda.responses import LambdaResponse
+    from moto.awslambda.utils import make_function_arn
+
+    class ResourceConflict(LambdaClientError):
+        code = 409
+
+        def __init__(self, message: str) -> None:
+            super().__init__("ResourceConflictException", message)
+
+    def publish_version(self: Any, name_or_arn: str, description: str = "") -> Any:
+        function = self.get_function_by_name_or_arn_forbid_qualifier(name_or_arn)
+        versions = self._functions[function.function_name]["versions"]
+        if versions and not function.code_or_config_updated:
+            return versions[-1]  # nothing changed since the last publish: Lambda returns that version
+        function.code_or_config_updated = False
+        # The highest number ever published, kept on the storage (a moto reset starts it again).
+        highest: dict[str, int] = self.__dict__.setdefault("stepwell_highest_version", {})
+        number = max([highest.get(function.function_name, 0), *(int(v.version) for v in versions)]) + 1
+        published = copy.copy(function)
+        published.set_version(number)
+        if description:
+            published.description = description
+        versions.append(published)
+        self._arns[published.function_arn] = published
+        highest[function.function_name] = number
+        return published
+
+    original_del_function = LambdaStorage.del_function
+
+    def del_function(self: Any, name_or_arn: str, qualifier: str | None = None) -> None:
+        _, name, qualifier_in_arn = self.split_function_arn(name_or_arn)
+        qualifier = qualifier_in_arn or qualifier
+        if qualifier and qualifier != "$LATEST":
+            if not qualifier.isdigit():
+                raise InvalidParameterValueException(
+                    f"Deletion of aliases is not supported: {qualifier!r} is not a version number"
+                )
+            aliases = self._aliases.get(make_function_arn(self.region_name, self.account_id, name), {})
+            referencing = sorted(
+                alias.name for alias in aliases.values() if alias.function_version == qualifier
+            )
+            if referencing:
+                raise ResourceConflict(
+                    f"Unable to delete version {qualifier} of {name} because the following aliases "
+                    f"reference it: {referencing}"
+                )
+        original_del_function(self, name_or_arn, qualifier)
+        if not qualifier:  # a function created again under this name starts at version 1, as in Lambda
+            self.__dict__.get("stepwell_highest_version", {}).pop(name, None)
+
+    original_list_aliases = LambdaResponse.list_aliases
+
+    def list_aliases(self: Any) -> Any:
+        status, headers, body = original_list_aliases(self)
+        wanted = self.querystring.get("FunctionVersion", [None])[0]
+        if wanted is None:
+            return status, headers, body
+        answer = json.loads(body)
+        answer["Aliases"] = [alias for alias in answer["Aliases"] if alias["FunctionVersion"] == wanted]
+        return status, headers, json.dumps(answer)
+
+    def qualified_function_arn(backend: Any, function_name: str) -> str | None:
+        """The ARN a mapping on ``function_name`` reports: qualified when the name is."""
+        _, name, qualifier = backend._lambdas.split_function_arn(function_name)
+        if qualifier is None:
+            return None
+        return f"{make_function_arn(backend.region_name, backend.account_id, name)}:{qualifier}"
+
+    original_create_mapping = LambdaBackend.create_event_source_mapping
+    original_update_mapping = LambdaBackend.update_event_source_mapping
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> EventSourceMapping:
+        mapping = original_create_mapping(self, spec)
+        qualified = qualified_function_arn(self, spec.get("FunctionName", ""))
+        if qualified is not None:
+            mapping.function_arn = qualified
+        return mapping
+
+    def update_event_source_mapping(self: Any, uuid: str, spec: dict[str, Any]) -> EventSourceMapping | None:
+        mapping = original_update_mapping(self, uuid, spec)
+        if mapping is not None and "FunctionName" in spec:
+            mapping.function_arn = qualified_function_arn(self, spec["FunctionName"]) or mapping.function_arn
+        return mapping
+
+    LambdaStorage.publish_version = publish_version  # type: ignore[method-assign]
+    LambdaStorage.del_function = del_function  # type: ignore[method-assign]
+    LambdaResponse.list_aliases = list_aliases  # type: ignore[method-assign]
+    LambdaBackend.create_event_source_mapping = create_event_source_mapping  # type: ignore[method-assign]
+    LambdaBackend.update_event_source_mapping = update_event_source_mapping  # type: ignore[method-assign]
+
+
 def _exit_when_parent_dies(parent_pid: int) -> None:
     while True:
         if os.getppid() != parent_pid:
@@ -160,6 +266,7 @@ def serve(host: str, port: int) -> None:
     _disable_moto_sqs_push()
     _keep_queue_policy_on_other_updates()
     _skip_statements_whose_condition_fails()
+    _version_functions_like_lambda()
     app = _with_lambda_code_route(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=_exit_when_parent_dies, args=(os.getppid(),), daemon=True).start()
@@ -183,11 +290,9 @@ class MotoServer:
         return f"http://{self.host}:{self.port}"
 
     def lambda_code(self, region: str, function_name: str, account_id: str = DEFAULT_ACCOUNT_ID) -> bytes:
-        """The deployed zip of a function, as moto stored it."""
-        url = (
-            f"{self.endpoint_url}{LAMBDA_CODE_PATH}?region={region}&function={function_name}"
-            f"&account={account_id}"
-        )
+        """The deployed zip of a function (``name`` or ``name:version``), as moto stored it."""
+        query = urlencode({"region": region, "function": function_name, "account": account_id})
+        url = f"{self.endpoint_url}{LAMBDA_CODE_PATH}?{query}"
         with urllib.request.urlopen(url, timeout=30) as response:
             body: bytes = response.read()
         return body
