@@ -20,12 +20,18 @@ from botocore.config import Config
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
 RETRY_MODES = ("standard", "adaptive", "legacy")
 DEFAULT_MAX_ATTEMPTS = 8
+# A synchronous invoke of the worker (a forwarded batch) runs as long as that version takes, at most
+# Lambda's 15 minutes: its client waits that long instead of 30 s, and tries twice at most, as a retried
+# Invoke runs the batch again.
+INVOKE_READ_TIMEOUT_SECONDS = 900
+INVOKE_MAX_ATTEMPTS = 2
 
 
 @dataclass
@@ -148,21 +154,29 @@ class AwsClients:
             read_timeout=30,
             max_pool_connections=20,
         )
+        invoke_retries: Any = {"mode": mode, "max_attempts": INVOKE_MAX_ATTEMPTS}
+        self._invoke_config = self._config.merge(
+            Config(
+                read_timeout=INVOKE_READ_TIMEOUT_SECONDS,
+                retries=invoke_retries,
+            )
+        )
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def _client(self, service: str) -> Any:
+    def _client(self, service: str, purpose: str = "") -> Any:
+        key = f"{service}/{purpose}"
         with self._lock:
-            client = self._clients.get(service)
+            client = self._clients.get(key)
             if client is None:
                 client = self._session.client(
                     service,  # type: ignore[call-overload]
                     region_name=self.region,
                     endpoint_url=self.endpoint_url,
-                    config=self._config,
+                    config=self._invoke_config if purpose == "invoke" else self._config,
                 )
                 self.counter.attach(client)
-                self._clients[service] = client
+                self._clients[key] = client
             return client
 
     @property
@@ -188,4 +202,15 @@ class AwsClients:
     @property
     def events(self) -> EventBridgeClient:
         client: EventBridgeClient = self._client("events")
+        return client
+
+    @property
+    def lambda_(self) -> LambdaClient:
+        client: LambdaClient = self._client("lambda")
+        return client
+
+    @property
+    def lambda_invoke(self) -> LambdaClient:
+        """Lambda for synchronous invokes of the worker (see INVOKE_READ_TIMEOUT_SECONDS)."""
+        client: LambdaClient = self._client("lambda", "invoke")
         return client

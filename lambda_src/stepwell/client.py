@@ -2,8 +2,8 @@
 
 Built from the module's `client_config` output (a dict, or the JSON file `terraform output -json
 client_config` writes) or from the worker's environment variables. It runs the engine's API (start,
-describe, list, history, callbacks, stop) directly on the deployment's tables and queue, and redrives the
-dead-letter queue.
+describe, list, history, callbacks, stop, upgrades to another code version) directly on the deployment's
+tables and queue, lists the worker's code versions, and redrives the dead-letter queue.
 
     client = StepwellClient.from_config_file("client_config.json")
     execution_id = client.start_execution("orders", {"order": 7}, execution_name="order-7")
@@ -13,20 +13,23 @@ dead-letter queue.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stepwell.aws import AwsClients
 from stepwell.clock import SystemClock
-from stepwell.config import StepwellConfig
+from stepwell.config import ConfigError, StepwellConfig
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.engine import Engine, check_error_object
-from stepwell.model import ExecutionRecord, ExecutionStatus, Page
+from stepwell.lambda_versions import LambdaFunctionVersions
+from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.payloads import S3PayloadStore
-from stepwell.ports import Clock
+from stepwell.ports import Clock, FunctionVersions
 from stepwell.registry import Registry, validate_workflow_name
 from stepwell.timers import WakeScheduler
+from stepwell.versions import running_version
 from stepwell.work_queue import RedriveResult, SqsWorkQueue, redrive_dead_letters
 
 if TYPE_CHECKING:
@@ -84,6 +87,11 @@ def build_engine(
         clock=engine_clock.now,
         kms_key_arn=config.kms_key_arn,
     )
+    functions = (
+        LambdaFunctionVersions(clients.lambda_invoke, config.worker_function_name, config.worker_alias)
+        if config.worker_function_name
+        else None
+    )
     return Engine(
         store=store,
         queue=queue,
@@ -91,6 +99,8 @@ def build_engine(
         payloads=payloads if payloads is not None else _NoPayloadBucket(config.name),
         clock=engine_clock,
         registry=registry,
+        code_version=running_version(os.environ),
+        functions=functions,
     )
 
 
@@ -176,6 +186,65 @@ class StepwellClient:
     def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
         """Stop a running execution; False if it had already ended."""
         return self.engine.stop_execution(execution_id, error)
+
+    # --- code versions ---
+
+    @property
+    def functions(self) -> FunctionVersions | None:
+        """The worker function's published versions (None: the config names no worker function)."""
+        return self.engine.functions
+
+    def list_versions(self) -> list[dict[str, Any]]:
+        """The worker's published versions, oldest first: version, aliases, running (executions pinned to
+        it that are still RUNNING), lastModified, description."""
+        if self.functions is None:
+            raise ConfigError(
+                f"deployment {self.config.name!r} has no worker function configured (worker_function_name): "
+                "versions are that function's"
+            )
+        return [
+            {
+                "version": published.version,
+                "aliases": list(published.aliases),
+                "running": self.engine.store.count_pinned(published.version),
+                "lastModified": published.last_modified,
+                "description": published.description,
+            }
+            for published in self.functions.list_versions()
+        ]
+
+    def upgrade_execution(self, execution_id: str, to_version: str) -> bool:
+        """Move a running execution to `to_version` (a version number or an alias such as "live"): it
+        replays on that code now, and its history records ExecutionUpgraded. False if it already is."""
+        return self.engine.upgrade_execution(execution_id, to_version)
+
+    def upgrade_executions(
+        self, workflow_id: str, from_version: str, to_version: str, dry_run: bool = False
+    ) -> list[str]:
+        """Move every running execution of `workflow_id` pinned to `from_version` (a number: it may be a
+        deleted version; or an alias) to `to_version`. Each move is conditional on the execution still
+        being on `from_version`, so one a concurrent upgrade moved is skipped, not moved back. Returns the
+        ids moved (with `dry_run`: those that would be)."""
+        validate_workflow_name(workflow_id)
+        target = self.engine.resolve_version(to_version)
+        # A version number is taken as it is: executions may be pinned to one that was deleted.
+        numbered = from_version.isascii() and from_version.isdigit()
+        source = from_version if numbered else self.engine.resolve_version(from_version)
+        pinned: list[str] = []
+        token: str | None = None
+        while True:
+            page = self.engine.store.list_pinned(source, next_token=token)
+            pinned += [each for each in page.items if ExecutionId.parse(each).workflow_id == workflow_id]
+            token = page.next_token
+            if token is None:
+                break
+        if dry_run:
+            return pinned
+        moved: list[str] = []
+        for execution_id in pinned if source != target else []:
+            if self.engine.move_execution(execution_id, target, expected=source):
+                moved.append(execution_id)
+        return moved
 
     # --- event-driven definitions ---
 

@@ -42,11 +42,17 @@ _JSON_OBJECT_ENV: dict[str, str] = {
     "event_sources": "STEPWELL_EVENT_SOURCES",
 }
 
+# Settings that are whole numbers (client_config may give them as numbers or strings).
+_INT_SETTINGS = ("retention_days", "keep_versions")
+
 # Settings without which no adapter works.
 _REQUIRED = ("name", "executions_table", "operations_table", "coordination_table", "work_queue_url")
 
 DEFAULT_SUBJECT_INDEX = "domain-subjectId-index"
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_WORKER_ALIAS = "live"
+DEFAULT_KEEP_VERSIONS = 3
+MAX_KEEP_VERSIONS = 100
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -69,6 +75,10 @@ class StepwellConfig:
     scheduler_role_arn: str = ""
     payload_bucket: str = ""
     worker_function_name: str = ""
+    # The alias the work queue's mapping invokes (its version is the live code) and how many of the
+    # newest versions the reconciler keeps whatever runs on them.
+    worker_alias: str = DEFAULT_WORKER_ALIAS
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
     region: str = ""
     # Customer managed key the worker encrypts its one-time wake-up schedules with ("" = none).
     kms_key_arn: str = ""
@@ -89,6 +99,13 @@ class StepwellConfig:
             raise ConfigError(f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
         if self.retention_days < 1:
             raise ConfigError(f"retention_days must be a positive number of days, got {self.retention_days}")
+        if not 1 <= self.keep_versions <= MAX_KEEP_VERSIONS:
+            raise ConfigError(
+                f"keep_versions must be 1..{MAX_KEEP_VERSIONS} (how many newest worker versions to keep), "
+                f"got {self.keep_versions}"
+            )
+        if not self.worker_alias:
+            raise ConfigError("worker_alias must name the worker function's alias (default 'live'), got ''")
 
     @classmethod
     def from_client_config(cls, data: Mapping[str, Any]) -> StepwellConfig:
@@ -109,10 +126,11 @@ class StepwellConfig:
             values[key] = value
         if "workflow_modules" in values:
             values["workflow_modules"] = _parse_modules(values["workflow_modules"])
-        if "retention_days" in values:
-            values["retention_days"] = _parse_int("retention_days", values["retention_days"])
+        for key in _INT_SETTINGS:
+            if key in values:
+                values[key] = _parse_int(key, values[key])
         for key, value in values.items():
-            structured = key in ("workflow_modules", "retention_days", *_JSON_OBJECT_ENV)
+            structured = key in ("workflow_modules", *_INT_SETTINGS, *_JSON_OBJECT_ENV)
             if not structured and not isinstance(value, str):
                 raise ConfigError(f"client_config[{key!r}] must be a string, got {value!r}")
         missing = [key for key in _REQUIRED if not values.get(key)]
@@ -151,6 +169,10 @@ class StepwellConfig:
             values["kms_key_arn"] = env["STEPWELL_KMS_KEY_ARN"]
         if env.get("STEPWELL_RETENTION_DAYS"):
             values["retention_days"] = _parse_int("STEPWELL_RETENTION_DAYS", env["STEPWELL_RETENTION_DAYS"])
+        if env.get("STEPWELL_WORKER_ALIAS"):
+            values["worker_alias"] = env["STEPWELL_WORKER_ALIAS"]
+        if env.get("STEPWELL_KEEP_VERSIONS"):
+            values["keep_versions"] = _parse_int("STEPWELL_KEEP_VERSIONS", env["STEPWELL_KEEP_VERSIONS"])
         if env.get("STEPWELL_WORKFLOW_MODULES"):
             values["workflow_modules"] = _parse_modules(env["STEPWELL_WORKFLOW_MODULES"])
         for key, variable in _JSON_OBJECT_ENV.items():
@@ -175,6 +197,8 @@ class StepwellConfig:
         """The worker's environment for this deployment (what the Terraform module sets)."""
         env = {variable: str(getattr(self, key)) for key, variable in _ENV_BY_CLIENT_KEY.items()}
         env["STEPWELL_RETENTION_DAYS"] = str(self.retention_days)
+        env["STEPWELL_WORKER_ALIAS"] = self.worker_alias
+        env["STEPWELL_KEEP_VERSIONS"] = str(self.keep_versions)
         env["STEPWELL_WORKFLOW_MODULES"] = ",".join(self.workflow_modules)
         for key, variable in _JSON_OBJECT_ENV.items():
             env[variable] = json.dumps(dict(getattr(self, key)))

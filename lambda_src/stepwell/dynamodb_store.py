@@ -9,7 +9,8 @@ engine's own outcome (False, None or SequenceConflict).
 Item layout (bulk data under short attribute names to keep items small and cheap):
 - executions: contextKey, instanceId, domain, workflowId, subjectId, status, createdAt, updatedAt (the
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
-  (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl.
+  (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl, cv (the worker
+  version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key).
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>" (o owner, eid, dueShard lease#N, dueAt = expiry), "timer#<id>"
@@ -62,6 +63,7 @@ _BATCH_WRITE_SIZE = 25
 _BATCH_GET_SIZE = 100
 _STATUS_INDEX = "status-index"
 _WORKFLOW_INDEX = "workflow-index"
+_VERSION_INDEX = "version-index"
 _DUE_INDEX = "due-index"
 _CAPACITY: Literal["TOTAL"] = "TOTAL"
 
@@ -208,6 +210,10 @@ class DynamoDbExecutionStore:
             item["pe"] = _s(record.parent_execution_id)
         if record.parent_operation_id is not None:
             item["po"] = _s(record.parent_operation_id)
+        if record.code_version is not None:
+            item["cv"] = _s(record.code_version)
+            if record.status is ExecutionStatus.RUNNING:
+                item["pinnedVersion"] = _s(record.code_version)
         return item
 
     def _record(self, item: Item) -> ExecutionRecord:
@@ -232,6 +238,7 @@ class DynamoDbExecutionStore:
             ended_at=_num(item, "end"),
             parent_execution_id=_str(item, "pe"),
             parent_operation_id=_str(item, "po"),
+            code_version=_str(item, "cv"),
         )
 
     def _text(self, item: Item, name: str) -> str | None:
@@ -295,7 +302,8 @@ class DynamoDbExecutionStore:
             self._db.update_item(
                 TableName=self.executions_table,
                 Key=self._execution_key(execution_id),
-                UpdateExpression=f"SET {assignments}",
+                # An ended execution leaves the version index (its cv stays: which version ran it).
+                UpdateExpression=f"SET {assignments} REMOVE pinnedVersion",
                 ConditionExpression="attribute_exists(contextKey) AND #status = :running",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=expression_values,
@@ -361,6 +369,59 @@ class DynamoDbExecutionStore:
         records = [self._record(item) for item in items]
         last_key = response.get("LastEvaluatedKey")
         return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+    # --- code versions ---
+
+    def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
+        current = "attribute_not_exists(cv)" if expected is None else "cv = :expected"
+        values: Item = {":v": _s(version), ":running": _s(ExecutionStatus.RUNNING.value)}
+        if expected is not None:
+            values[":expected"] = _s(expected)
+        try:
+            self._db.update_item(
+                TableName=self.executions_table,
+                Key=self._execution_key(execution_id),
+                UpdateExpression="SET cv = :v, pinnedVersion = :v",
+                ConditionExpression=f"attribute_exists(contextKey) AND #status = :running AND {current}",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=values,
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def _version_query(self, version: str) -> dict[str, Any]:
+        return {
+            "TableName": self.executions_table,
+            "IndexName": _VERSION_INDEX,
+            "KeyConditionExpression": "pinnedVersion = :v",
+            "ExpressionAttributeValues": {":v": _s(version)},
+            "ReturnConsumedCapacity": _CAPACITY,
+        }
+
+    def list_pinned(self, version: str, limit: int = 100, next_token: str | None = None) -> Page[str]:
+        if not 1 <= limit <= 1000:
+            raise InvalidArgument(f"limit must be 1..1000, got {limit}")
+        listing = f"{_VERSION_INDEX}|{version}"
+        kwargs = self._version_query(version)
+        if next_token:
+            kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
+        response = self._db.query(**kwargs, Limit=limit)
+        ids = [f"{key[0]}/{key[1]}" for key in map(_item_id, response.get("Items", []))]
+        last_key = response.get("LastEvaluatedKey")
+        return Page(items=ids, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+    def count_pinned(self, version: str) -> int:
+        count = 0
+        kwargs = self._version_query(version)
+        while True:
+            response = self._db.query(**kwargs, Select="COUNT")
+            count += int(response.get("Count", 0))
+            last_key = response.get("LastEvaluatedKey")
+            if not last_key:
+                return count
+            kwargs["ExclusiveStartKey"] = last_key
 
     @staticmethod
     def _key_of(item: Item) -> Item:

@@ -21,6 +21,8 @@ from stepwell.errors import (
     ExecutionAlreadyExists,
     ExecutionNotFound,
     InvalidArgument,
+    StepwellError,
+    VersionNotFound,
     WorkflowNotFound,
 )
 from stepwell.history import events_from_bodies
@@ -39,7 +41,7 @@ from stepwell.model import (
     Page,
     make_execution_id,
 )
-from stepwell.ports import Clock, ExecutionStore, PayloadStore, Timers, WorkQueue
+from stepwell.ports import Clock, ExecutionStore, FunctionVersions, PayloadStore, Timers, WorkQueue
 from stepwell.registry import Registry, default_registry, validate_workflow_name
 
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
@@ -97,6 +99,10 @@ class Engine:
     registry: Registry = field(default_factory=lambda: default_registry)
     inline_limit: int = DEFAULT_INLINE_LIMIT
     lease_seconds: float = DEFAULT_LEASE_SECONDS
+    # The worker function version this engine runs as (None: unversioned, it never pins nor forwards)
+    # and the function's published versions (for forwarding, upgrades and pruning).
+    code_version: str | None = None
+    functions: FunctionVersions | None = None
 
     # ------------------------------------------------------------------ payloads
 
@@ -200,7 +206,10 @@ class Engine:
         subject_id: str | None = None,
         parent_execution_id: str | None = None,
         parent_operation_id: str | None = None,
+        code_version: str | None = None,
     ) -> str:
+        """`code_version`: the version the new execution is pinned to from the start (a child runs on
+        its parent's version); otherwise its first run pins it."""
         validate_workflow_name(name)
         if name not in self.registry:
             raise WorkflowNotFound(
@@ -231,6 +240,7 @@ class Engine:
             input_is_ref=input_is_ref,
             parent_execution_id=parent_execution_id,
             parent_operation_id=parent_operation_id,
+            code_version=code_version,
         )
         if self.store.create_execution(record):
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
@@ -261,6 +271,7 @@ class Engine:
                 domain=parent.domain,
                 parent_execution_id=parent.execution_id,
                 parent_operation_id=operation_id,
+                code_version=parent.code_version,
             )
         except (WorkflowNotFound, InvalidArgument, ValueError) as error:
             self.deliver(
@@ -384,6 +395,64 @@ class Engine:
             error=error if kind is not InputKind.CHILD_SUCCEEDED else None,
         )
 
+    # ------------------------------------------------------------------ code versions
+
+    def _versions(self) -> FunctionVersions:
+        if self.functions is None:
+            raise InvalidArgument(
+                "this deployment has no worker function versions configured (worker_function_name)"
+            )
+        return self.functions
+
+    def resolve_version(self, version: str) -> str:
+        """A published version number: `version` itself or, for an alias name, the version it points to.
+        VersionNotFound names the published versions otherwise."""
+        functions = self._versions()
+        published = functions.list_versions()
+        for candidate in published:
+            if candidate.version == version:
+                return version
+        for candidate in published:
+            if version in candidate.aliases:
+                return candidate.version
+        listed = ", ".join(
+            f"{v.version} ({', '.join(v.aliases)})" if v.aliases else v.version for v in published
+        )
+        raise VersionNotFound(
+            f"worker version {version!r} is not published; published: {listed or 'none'} "
+            "(give a version number or an alias name such as 'live')"
+        )
+
+    def upgrade_execution(self, execution_id: str, to_version: str) -> bool:
+        """Move a running execution to `to_version` (a version number or an alias, e.g. "live") on
+        purpose: it replays on that code now and its history records ExecutionUpgraded. False when it
+        already runs on that version."""
+        if not isinstance(to_version, str) or not to_version:
+            raise InvalidArgument(f"invalid version {to_version!r}: a version number or an alias name")
+        target = self.resolve_version(to_version)
+        for _ in range(3):  # a concurrent first run or upgrade may move it between read and write
+            record = self._record(execution_id)
+            if record.status.is_terminal:
+                raise ExecutionAlreadyEnded(
+                    f"execution {execution_id!r} has ended ({record.status.value}); only a running "
+                    "execution can be upgraded"
+                )
+            if record.code_version == target:
+                return False
+            if self.move_execution(execution_id, target, expected=record.code_version):
+                return True
+        raise StepwellError(
+            f"execution {execution_id!r} kept changing version while it was upgraded to {target!r}; try again"
+        )
+
+    def move_execution(self, execution_id: str, target: str, expected: str | None) -> bool:
+        """Pin a running execution to the published version `target` if it is still on `expected`, and
+        have it replay there now. False when it has ended or moved meanwhile."""
+        if not self.store.pin_version(execution_id, target, expected=expected):
+            return False
+        self.queue.enqueue(InvokeMessage(execution_id).to_body())
+        return True
+
     # ------------------------------------------------------------------ reading
 
     def _record(self, execution_id: str) -> ExecutionRecord:
@@ -412,6 +481,8 @@ class Engine:
             description["Error"] = record.error
         if record.parent_execution_id is not None:
             description["ParentExecutionId"] = record.parent_execution_id
+        if record.code_version is not None:
+            description["Version"] = record.code_version
         return description
 
     def list_executions(

@@ -18,6 +18,13 @@ succeeds. Message bodies (docs/architecture.md):
   has a definitions table; without one, each is logged as rejected.
 
 A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way.
+
+Code versions (docs/engine.md): a message for an execution pinned to another version of the worker is
+run by that version. The records of a batch pinned elsewhere are grouped by version and sent with one
+synchronous invoke per version, as the SQS event {"Records": [...], "stepwellForwardedFrom": "<this
+version>"}; that answer's batchItemFailures become this batch's. A forwarded event is never forwarded
+again (a record pinned elsewhere there is an item failure: SQS delivers it again through the alias). A
+direct invoke body pinned elsewhere goes back to the work queue, which reaches it through the alias.
 """
 
 from __future__ import annotations
@@ -39,11 +46,17 @@ from stepwell.client import (
     callback_result_text,
 )
 from stepwell.clock import SystemClock
-from stepwell.config import StepwellConfig
+from stepwell.config import DEFAULT_KEEP_VERSIONS, StepwellConfig
 from stepwell.definitions.router import Router
 from stepwell.definitions.service import install
 from stepwell.engine import Engine
-from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, InvalidArgument, InvalidMessage
+from stepwell.errors import (
+    CallbackNotFound,
+    ExecutionAlreadyEnded,
+    ForwardFailed,
+    InvalidArgument,
+    InvalidMessage,
+)
 from stepwell.model import InvokeMessage
 from stepwell.ports import Clock
 from stepwell.reconciler import Reconciler
@@ -58,6 +71,8 @@ _ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
 # A message that finds its execution leased by another worker comes back after this delay, doubling
 # each time it finds it busy again (up to SQS's 900 s).
 BUSY_RETRY_SECONDS = 5
+# Marks an SQS event one worker version forwarded to another (its value: the forwarding version).
+FORWARDED_FROM = "stepwellForwardedFrom"
 
 
 @dataclass
@@ -91,6 +106,10 @@ def decode_body(text: object) -> dict[str, Any]:
     return body
 
 
+def _message_id(record: object) -> str:
+    return str(record.get("messageId", "")) if isinstance(record, Mapping) else ""
+
+
 def is_bus_envelope(body: Mapping[str, Any]) -> bool:
     return all(key in body for key in _ENVELOPE_KEYS)
 
@@ -99,11 +118,17 @@ class EntryRuntime:
     """The worker, reconciler and engine of one Lambda container."""
 
     def __init__(
-        self, engine: Engine, reconciler: Reconciler | None = None, event_router: Router | None = None
+        self,
+        engine: Engine,
+        reconciler: Reconciler | None = None,
+        event_router: Router | None = None,
+        keep_versions: int = DEFAULT_KEEP_VERSIONS,
     ) -> None:
         self.engine = engine
         self.worker = Worker(engine)
-        self.reconciler = reconciler or Reconciler(engine.store, engine.queue, engine.clock)
+        self.reconciler = reconciler or Reconciler(
+            engine.store, engine.queue, engine.clock, versions=engine.functions, keep_versions=keep_versions
+        )
         # Domain events (bus events that are not stepwell.* commands) go to the definitions router.
         self.event_router = event_router
 
@@ -117,26 +142,59 @@ class EntryRuntime:
     ) -> EntryRuntime:
         aws = clients or AwsClients(region=config.region or None)
         chosen = registry if registry is not None else default_registry
-        return cls(build_engine(config, aws, chosen, clock or SystemClock()))
+        engine = build_engine(config, aws, chosen, clock or SystemClock())
+        return cls(engine, keep_versions=config.keep_versions)
 
     # --- events ---
 
     def handle_event(self, event: Any, context: Any = None) -> dict[str, Any]:
         if isinstance(event, Mapping) and isinstance(event.get("Records"), list):
-            return self.handle_sqs_batch(event["Records"], context)
+            forwarded_from = event.get(FORWARDED_FROM)
+            return self.handle_sqs_batch(
+                event["Records"], context, forwarded_from=str(forwarded_from) if forwarded_from else None
+            )
         if isinstance(event, Mapping):
             result = self.handle_body(event, context)
+            if result.action == "forward":
+                # Not run here: the queue brings it back through the alias, whose worker forwards it.
+                self.engine.queue.enqueue(event)
+                result = MessageResult(
+                    "invoke",
+                    "requeued",
+                    result.execution_id,
+                    {**result.details, "reason": "pinned elsewhere"},
+                )
             return {"kind": result.kind, "action": result.action, "executionId": result.execution_id}
         raise InvalidMessage(f"unsupported event: expected an SQS batch or an engine message, got {event!r}")
 
-    def handle_sqs_batch(self, records: list[Any], context: Any = None) -> dict[str, Any]:
+    def handle_sqs_batch(
+        self, records: list[Any], context: Any = None, forwarded_from: str | None = None
+    ) -> dict[str, Any]:
+        """`forwarded_from`: the version that forwarded these records (they are never forwarded again)."""
         failures: list[dict[str, str]] = []
+        pinned_elsewhere: dict[str, list[Mapping[str, Any]]] = {}
         for record in records:
-            message_id = str(record.get("messageId", "")) if isinstance(record, Mapping) else ""
+            message_id = _message_id(record)
             try:
                 if not isinstance(record, Mapping):
                     raise InvalidMessage(f"SQS record must be an object, got {record!r}")
                 result = self.handle_body(decode_body(record.get("body")), context)
+                if result.action == "forward":
+                    version = str(result.details.get("version"))
+                    if forwarded_from is None and self.engine.functions is not None:
+                        pinned_elsewhere.setdefault(version, []).append(record)
+                        continue
+                    logger.error(
+                        "message %s: %s is pinned to version %s and this one (%s, forwarded from %s) does "
+                        "not forward; SQS will deliver it again",
+                        message_id,
+                        result.execution_id,
+                        version,
+                        self.engine.code_version,
+                        forwarded_from,
+                    )
+                    failures.append({"itemIdentifier": message_id})
+                    continue
                 logger.info(
                     "message %s: %s %s %s", message_id, result.kind, result.action, result.execution_id or ""
                 )
@@ -158,7 +216,53 @@ class EntryRuntime:
                     "".join(traceback.format_tb(error.__traceback__)),
                 )
                 failures.append({"itemIdentifier": message_id})
+        # After this version's own records: one synchronous invoke per pinned version (a batch spans at
+        # most the versions of one transition, so running them one after another costs little).
+        for version, group in pinned_elsewhere.items():
+            failures.extend({"itemIdentifier": message_id} for message_id in self._forward(version, group))
         return {"batchItemFailures": failures}
+
+    def _forward(self, version: str, records: list[Mapping[str, Any]]) -> list[str]:
+        """Have `version` run `records`; returns the ids of those that failed there (or all, if the invoke
+        did), so SQS delivers them again."""
+        functions = self.engine.functions
+        assert functions is not None  # only a worker with functions groups records to forward
+        message_ids = [_message_id(record) for record in records]
+        logger.info(
+            "forwarding %d message(s) to version %s: %s", len(records), version, " ".join(message_ids)
+        )
+        event = {"Records": list(records), FORWARDED_FROM: self.engine.code_version}
+        try:
+            answer = functions.invoke(version, event)
+        except ForwardFailed as error:
+            if error.version_missing:
+                logger.error(
+                    "version %s no longer exists: message(s) %s for executions pinned to it stay in the "
+                    "queue until the DLQ; move those executions to published code with `stepwell "
+                    "executions upgrade ID --to-version live` (or `--workflow W --from-version %s`)",
+                    version,
+                    " ".join(message_ids),
+                    version,
+                )
+            else:
+                logger.error("%s; SQS will deliver %s again", error, " ".join(message_ids))
+            return message_ids
+        except Exception as error:
+            logger.error(
+                "forwarding to version %s failed (%s); SQS will deliver %s again",
+                version,
+                error_kind(error),
+                " ".join(message_ids),
+            )
+            return message_ids
+        reported = answer.get("batchItemFailures")
+        if not isinstance(reported, list):
+            logger.error(
+                "version %s answered without batchItemFailures; SQS will deliver them again", version
+            )
+            return message_ids
+        failed = {item.get("itemIdentifier") for item in reported if isinstance(item, Mapping)}
+        return [message_id for message_id in message_ids if message_id in failed]
 
     def handle_body(self, body: Mapping[str, Any], context: Any = None) -> MessageResult:
         kind = body.get("kind")
@@ -169,7 +273,11 @@ class EntryRuntime:
             return MessageResult(
                 "reconcile",
                 "ran",
-                details={"overdue": report.overdue_timers, "stalled": report.stalled_executions},
+                details={
+                    "overdue": report.overdue_timers,
+                    "stalled": report.stalled_executions,
+                    "deletedVersions": report.deleted_versions,
+                },
             )
         if kind is None and is_bus_envelope(body):
             return self._bus_event(body)

@@ -54,3 +54,17 @@ class StaleCheckpointToken(StepwellError):
 class PayloadMissing(StepwellError, LookupError):
     """A payload reference names no object: after an ended execution's retention its payloads expire
     (possibly before its items do), or the bucket lost it."""
+
+
+class VersionNotFound(InvalidArgument):
+    """A worker function version that is not published (or was deleted)."""
+
+
+class ForwardFailed(StepwellError):
+    """A message could not be run by the version its execution is pinned to: the synchronous invoke of
+    that version failed, or the version no longer exists (`version_missing`)."""
+
+    def __init__(self, message: str, version: str, version_missing: bool = False) -> None:
+        super().__init__(message)
+        self.version = version
+        self.version_missing = version_missing

@@ -72,7 +72,7 @@ def format_offset(seconds: float) -> str:
 
 
 def _event_note(event: dict[str, Any]) -> str:
-    """The detail a reader looks for first: an error, a retry, a wait's end, a callback id."""
+    """The detail a reader looks for first: an error, a retry, a wait's end, an upgrade, a callback id."""
     details = event.get(f"{event.get('EventType', '')}Details")
     if not isinstance(details, dict):
         return ""
@@ -87,6 +87,8 @@ def _event_note(event: dict[str, Any]) -> str:
         notes.append(f"retry {retry.get('CurrentAttempt', '?')} in {retry['NextAttemptDelaySeconds']}s")
     if isinstance(details.get("ScheduledEndTimestamp"), datetime):
         notes.append(f"until {details['ScheduledEndTimestamp']:%Y-%m-%d %H:%M:%S}Z")
+    if details.get("FromVersion") is not None and details.get("ToVersion") is not None:
+        notes.append(f"version {details['FromVersion']} -> {details['ToVersion']}")
     if details.get("CallbackId"):
         notes.append(f"callback {details['CallbackId']}")
     return "; ".join(notes)

@@ -127,6 +127,8 @@ class Journal:
     # that records it large enough, so with the input's and result's own flags this tells whether the
     # execution has payload objects to retire at its end, without listing its folder.
     offloaded_batches: bool = False
+    # The worker version the log last ran on (key "v", written when it changes; None: never versioned).
+    code_version: str | None = None
     _timers: list[tuple[float, int, str, str]] = field(default_factory=list)
     _timer_counter: int = 0
     _dirty: dict[str, Operation] = field(default_factory=dict)
@@ -161,6 +163,8 @@ class Journal:
             self.execution_error = ErrorObject.from_dict(body["x"])
         if "ir" in body:
             self.input_ref = body["ir"]
+        if "v" in body:
+            self.code_version = body["v"]
         self.next_seq = seq + 1
 
     def finish_loading(self) -> None:
@@ -287,6 +291,23 @@ class Journal:
             {"Input": {"Payload": input_payload}, "ExecutionName": execution_name},
         )
         self.needs_invocation = True
+
+    def run_on(self, version: str | None, now: float) -> None:
+        """Record that `version` of the worker runs this execution now. Moving from another version (an
+        upgrade) is an ExecutionUpgraded event and replays the log on the new code at once, so a mismatch
+        between the log and the new code shows now rather than at the next wake-up."""
+        if version is None or version == self.code_version:
+            return
+        if self.code_version is not None:
+            self._event(
+                "ExecutionUpgraded",
+                now,
+                None,
+                {"FromVersion": self.code_version, "ToVersion": version},
+            )
+            self.needs_invocation = True
+        self.code_version = version
+        self._flags["v"] = version
 
     def invocation_completed(
         self,

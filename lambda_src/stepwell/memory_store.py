@@ -8,7 +8,7 @@ import itertools
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from stepwell.errors import PayloadMissing, SequenceConflict
 from stepwell.model import (
@@ -23,6 +23,8 @@ from stepwell.model import (
     Page,
 )
 from stepwell.ports import DUE_SHARDS
+
+T = TypeVar("T")
 
 
 def due_shard(execution_id: str) -> int:
@@ -110,10 +112,40 @@ class MemoryExecutionStore:
                 ),
                 key=lambda r: (r.subject_id, r.execution_id),
             )
-        start = int(next_token) if next_token else 0
-        page = [replace(r) for r in chosen[start : start + limit]]
-        more = start + limit < len(chosen)
-        return Page(items=page, next_token=str(start + limit) if more else None)
+        return _page([replace(r) for r in chosen], limit, next_token)
+
+    # --- code versions ---
+    def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
+        with self._lock:
+            self._count("pin_version")
+            record = self._executions.get(execution_id)
+            if record is None or record.status is not ExecutionStatus.RUNNING:
+                return False
+            if record.code_version != expected:
+                return False
+            record.code_version = version
+            return True
+
+    def _pinned(self, version: str, request: str) -> list[ExecutionRecord]:
+        with self._lock:
+            self._count(request)
+            return sorted(
+                (
+                    r
+                    for r in self._executions.values()
+                    if r.status is ExecutionStatus.RUNNING and r.code_version == version
+                ),
+                key=lambda r: (r.created_at, r.execution_id),
+            )
+
+    def list_pinned(self, version: str, limit: int = 100, next_token: str | None = None) -> Page[str]:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        pinned = self._pinned(version, "list_pinned")
+        return _page([r.execution_id for r in pinned], limit, next_token)
+
+    def count_pinned(self, version: str) -> int:
+        return len(self._pinned(version, "count_pinned"))
 
     # --- the operation log ---
     def append_batch(self, execution_id: str, batch: Batch) -> None:
@@ -232,6 +264,13 @@ class MemoryExecutionStore:
     def batch_count(self, execution_id: str) -> int:
         with self._lock:
             return len(self._batches.get(execution_id, []))
+
+
+def _page(items: list[T], limit: int, next_token: str | None) -> Page[T]:
+    """One page of a listing; the token is the offset of the next page."""
+    start = int(next_token) if next_token else 0
+    more = start + limit < len(items)
+    return Page(items=items[start : start + limit], next_token=str(start + limit) if more else None)
 
 
 def _check_shard(shard: int) -> None:

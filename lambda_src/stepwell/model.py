@@ -88,6 +88,19 @@ class ExecutionRecord:
     # Set on a child started by context.invoke: the parent is resumed when this one ends.
     parent_execution_id: str | None = None
     parent_operation_id: str | None = None
+    # The worker function version the execution runs on (None: not pinned, e.g. an unversioned worker).
+    # Kept after the end, so it tells which version ran it; only a RUNNING one counts as pinned.
+    code_version: str | None = None
+
+
+@dataclass(frozen=True)
+class FunctionVersion:
+    """A published version of the worker function and the aliases that point at it."""
+
+    version: str
+    aliases: tuple[str, ...] = ()
+    last_modified: str = ""
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,7 +220,8 @@ class WorkOutcome:
     """What the worker did with one message (for logs, tests and the entry's batch response)."""
 
     execution_id: str
-    action: str  # "ran", "busy", "idle", "finished", "ignored"
+    # "ran", "busy", "idle", "finished", "ignored", or "forward" (details["version"] runs it)
+    action: str
     status: ExecutionStatus | None = None
     next_wake_at: float | None = None
     details: dict[str, Any] = field(default_factory=dict)

@@ -24,6 +24,7 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    FunctionVersion,
     Lease,
     Page,
 )
@@ -63,6 +64,20 @@ class ExecutionStore(Protocol):
         self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
     ) -> Page[ExecutionRecord]:
         """Newest first for workflow (createdAt) and status (updatedAt); by subject for domain."""
+        ...
+
+    # --- code versions (create_execution pins a record whose code_version is set) ---
+    def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
+        """Pin a RUNNING execution to `version` if it is pinned to `expected` now (None: not pinned yet);
+        conditional. True if this call pinned it."""
+        ...
+
+    def list_pinned(self, version: str, limit: int = 100, next_token: str | None = None) -> Page[str]:
+        """Ids of the RUNNING executions pinned to `version` (oldest first)."""
+        ...
+
+    def count_pinned(self, version: str) -> int:
+        """How many RUNNING executions are pinned to `version`."""
         ...
 
     # --- the operation log ---
@@ -138,6 +153,25 @@ class Timers(Protocol):
     def cancel_all(self, execution_id: str) -> None:
         """Delete the execution's pending one-time schedules (on stop)."""
         ...
+
+
+class FunctionVersions(Protocol):
+    """The published versions of the worker function (Lambda versions and the alias the queue invokes)."""
+
+    def current_version(self) -> str | None:
+        """The version the alias points to (None when it has none)."""
+        ...
+
+    def list_versions(self) -> list[FunctionVersion]:
+        """Published versions in numeric order, each with the aliases pointing at it."""
+        ...
+
+    def invoke(self, version: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Run `event` synchronously on `version` and return its answer; ForwardFailed when the version is
+        missing or the invocation failed."""
+        ...
+
+    def delete_version(self, version: str) -> None: ...
 
 
 class PayloadStore(Protocol):

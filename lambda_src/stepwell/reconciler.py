@@ -7,14 +7,22 @@ run queries the coordination table's due-index (one Query per shard and record t
 - leases that expired (the worker holding them died mid-invocation),
 and sends an invoke message for each execution. A duplicate invoke is harmless: the worker takes the
 lease, finds nothing to do or resumes, and the due timer is re-recorded or cleared by that worker.
+
+With the worker function's versions configured, each run also deletes the old versions no running
+execution needs (stepwell.versions.prune_versions); a failure there is logged and the run goes on.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
+from stepwell.config import DEFAULT_KEEP_VERSIONS
 from stepwell.model import InvokeMessage
-from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, WorkQueue
+from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, FunctionVersions, WorkQueue
+from stepwell.versions import prune_versions
+
+logger = logging.getLogger(__name__)
 
 # Scheduler's one-minute granularity plus delivery latency: later than this, a wake-up was lost.
 DEFAULT_GRACE_SECONDS = 120.0
@@ -25,6 +33,7 @@ DEFAULT_LIMIT_PER_SHARD = 100
 class ReconcileReport:
     overdue_timers: list[str] = field(default_factory=list)
     stalled_executions: list[str] = field(default_factory=list)
+    deleted_versions: list[str] = field(default_factory=list)
 
     @property
     def enqueued(self) -> int:
@@ -39,16 +48,22 @@ class Reconciler:
         clock: Clock,
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
         limit_per_shard: int = DEFAULT_LIMIT_PER_SHARD,
+        versions: FunctionVersions | None = None,
+        keep_versions: int = DEFAULT_KEEP_VERSIONS,
     ) -> None:
         if grace_seconds < 0:
             raise ValueError(f"grace_seconds must be zero or more, got {grace_seconds}")
         if limit_per_shard < 1:
             raise ValueError(f"limit_per_shard must be at least 1, got {limit_per_shard}")
+        if keep_versions < 1:
+            raise ValueError(f"keep_versions must be at least 1, got {keep_versions}")
         self._store = store
         self._queue = queue
         self._clock = clock
         self.grace_seconds = grace_seconds
         self.limit_per_shard = limit_per_shard
+        self._versions = versions
+        self.keep_versions = keep_versions
 
     def run(self) -> ReconcileReport:
         now = self._clock.now()
@@ -60,4 +75,12 @@ class Reconciler:
                 report.stalled_executions.append(lease.execution_id)
         for execution_id in sorted(set(report.overdue_timers) | set(report.stalled_executions)):
             self._queue.enqueue(InvokeMessage(execution_id).to_body())
+        if self._versions is not None:
+            try:
+                report.deleted_versions = prune_versions(self._store, self._versions, self.keep_versions)
+            except Exception as error:
+                # Old versions stay until the next run: nothing is lost, so the rest of the run stands.
+                logger.error(
+                    "pruning worker versions failed (%s); retried on the next run", type(error).__name__
+                )
         return report

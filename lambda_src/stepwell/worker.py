@@ -25,6 +25,7 @@ from stepwell.errors import InvalidMessage, PayloadMissing, SequenceConflict, Wo
 from stepwell.journal import Journal
 from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InvokeMessage, WorkOutcome
 from stepwell.service import StoreServiceClient
+from stepwell.versions import explain_replay_mismatch
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,9 @@ class Worker:
         record = engine.store.get_execution(execution_id)
         if record is None:
             return WorkOutcome(execution_id, "ignored", details={"reason": "no such execution"})
+        if self._pinned_elsewhere(record):
+            # Its own version runs it (the entry forwards the message); no lease taken here.
+            return _forward(record)
         owner = uuid.uuid4().hex
         lease = engine.store.acquire_lease(execution_id, owner, engine.clock.now(), engine.lease_seconds)
         if lease is None:
@@ -95,6 +99,17 @@ class Worker:
             engine.store.release_lease(execution_id, owner)
 
     # ------------------------------------------------------------------
+
+    def _pinned_elsewhere(self, record: ExecutionRecord) -> bool:
+        """A running execution pinned to another version than this worker's (an ended one is settled by
+        any version; an unversioned worker runs everything)."""
+        version = self.engine.code_version
+        return (
+            version is not None
+            and record.status is ExecutionStatus.RUNNING
+            and record.code_version is not None
+            and record.code_version != version
+        )
 
     def _inputs(self, execution_id: str) -> list[ExternalInput]:
         """The execution's pending inputs, offloaded payloads read back (`offloaded` keeps that they were)."""
@@ -121,8 +136,20 @@ class Worker:
         now = engine.clock.now()
         if record.status.is_terminal:
             return self._settle_ended(record, journal, inputs, now)
+        if engine.code_version is not None and record.code_version is None:
+            # Its first run (or its first since the worker was versioned): pin it to this version.
+            if engine.store.pin_version(execution_id, engine.code_version, expected=None):
+                record.code_version = engine.code_version
+            else:  # pinned or ended meanwhile: whoever won decides
+                current = engine.store.get_execution(execution_id) or record
+                if current.status.is_terminal:
+                    return self._settle_ended(current, journal, inputs, now)
+                if self._pinned_elsewhere(current):
+                    return _forward(current)
+                record = current
         if journal.is_empty:
             self._log_start(record, journal, now)
+        journal.run_on(engine.code_version, now)
         journal.absorb(inputs, now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
@@ -173,6 +200,7 @@ class Worker:
             failure = output.get("Error")
             if not failure and journal.execution_error is not None:
                 failure = dict(journal.execution_error.to_dict())
+            failure = explain_replay_mismatch(dict(failure or {}), journal.operations, engine.code_version)
             return self._end(
                 record,
                 journal,
@@ -181,7 +209,7 @@ class Worker:
                 request_id,
                 ExecutionStatus.FAILED,
                 None,
-                dict(failure or {}),
+                failure,
             )
         if status != "PENDING":
             crash_error = InvalidMessage(
@@ -320,6 +348,12 @@ def _has_payload_objects(record: ExecutionRecord, journal: Journal, inputs: Iter
         or record.result_is_ref
         or journal.offloaded_batches
         or any(item.offloaded for item in inputs)
+    )
+
+
+def _forward(record: ExecutionRecord) -> WorkOutcome:
+    return WorkOutcome(
+        record.execution_id, "forward", status=record.status, details={"version": record.code_version}
     )
 
 

@@ -42,6 +42,15 @@ test_of_completions_racing_for_a_callback_exactly_one_wins = (
     _contract.test_of_completions_racing_for_a_callback_exactly_one_wins
 )
 test_list_by_workflow_is_newest_first_and_paged = _contract.test_list_by_workflow_is_newest_first_and_paged
+test_pinning_is_conditional_on_the_current_version_and_on_running = (
+    _contract.test_pinning_is_conditional_on_the_current_version_and_on_running
+)
+test_pinned_listings_count_only_running_executions_and_an_end_keeps_the_version = (
+    _contract.test_pinned_listings_count_only_running_executions_and_an_end_keeps_the_version
+)
+test_an_execution_created_pinned_is_listed_under_its_version = (
+    _contract.test_an_execution_created_pinned_is_listed_under_its_version
+)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ checks by overriding that fixture in its own conftest and importing these tests.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -176,3 +177,68 @@ def test_a_query_needs_exactly_one_key() -> None:
         ExecutionQuery(status=ExecutionStatus.RUNNING, workflow_id="wf")
     with pytest.raises(ValueError, match="pass domain= too"):
         ExecutionQuery(workflow_id="wf", subject_id="s")
+
+
+def _all_pinned(store: ExecutionStore, version: str) -> list[str]:
+    ids: list[str] = []
+    token: str | None = None
+    while True:
+        page = store.list_pinned(version, limit=2, next_token=token)
+        ids.extend(page.items)
+        token = page.next_token
+        if token is None:
+            return ids
+
+
+def test_pinning_is_conditional_on_the_current_version_and_on_running(
+    execution_store: ExecutionStore,
+) -> None:
+    first = record("a")
+    execution_store.create_execution(first)
+
+    assert execution_store.pin_version(first.execution_id, "1", expected="7") is False  # not pinned yet
+    assert execution_store.pin_version(first.execution_id, "1", expected=None) is True
+    assert execution_store.pin_version(first.execution_id, "2", expected=None) is False  # pinned already
+    assert execution_store.pin_version(first.execution_id, "2", expected="3") is False
+    assert execution_store.pin_version(first.execution_id, "2", expected="1") is True
+    stored = execution_store.get_execution(first.execution_id)
+    assert stored is not None and stored.code_version == "2"
+
+    assert execution_store.pin_version("default#wf#s/missing", "1", expected=None) is False
+    execution_store.complete_execution(first.execution_id, ExecutionStatus.SUCCEEDED, NOW + 1)
+    assert execution_store.pin_version(first.execution_id, "3", expected="2") is False  # ended
+
+
+def test_pinned_listings_count_only_running_executions_and_an_end_keeps_the_version(
+    execution_store: ExecutionStore,
+) -> None:
+    for index in range(3):
+        created = record(f"p{index}", created=NOW + index)
+        execution_store.create_execution(created)
+        execution_store.pin_version(created.execution_id, "1", expected=None)
+    other = record("other")
+    execution_store.create_execution(other)
+    execution_store.pin_version(other.execution_id, "2", expected=None)
+    execution_store.create_execution(record("unpinned"))
+    ended = record("p0").execution_id
+
+    assert _all_pinned(execution_store, "1") == [record(f"p{i}").execution_id for i in range(3)]
+    assert execution_store.count_pinned("1") == 3
+    assert execution_store.complete_execution(ended, ExecutionStatus.FAILED, NOW + 5)
+
+    assert _all_pinned(execution_store, "1") == [record("p1").execution_id, record("p2").execution_id]
+    assert execution_store.count_pinned("1") == 2
+    assert execution_store.count_pinned("2") == 1 and execution_store.count_pinned("9") == 0
+    stored = execution_store.get_execution(ended)
+    assert stored is not None and stored.code_version == "1"  # which version ran it
+
+
+def test_an_execution_created_pinned_is_listed_under_its_version(execution_store: ExecutionStore) -> None:
+    child = dataclasses.replace(record("child"), code_version="4")
+    assert execution_store.create_execution(child) is True
+
+    stored = execution_store.get_execution(child.execution_id)
+    assert stored is not None and stored.code_version == "4"
+    assert execution_store.list_pinned("4").items == [child.execution_id]
+    assert execution_store.pin_version(child.execution_id, "5", expected="4") is True
+    assert execution_store.count_pinned("4") == 0 and execution_store.count_pinned("5") == 1

@@ -28,6 +28,7 @@ _TABLES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str, str, str]]]
             ("{subject_index}", "domain", "subjectId", "ALL"),
             ("status-index", "status", "updatedAt", "KEYS_ONLY"),
             ("workflow-index", "workflowId", "createdAt", "KEYS_ONLY"),
+            ("version-index", "pinnedVersion", "createdAt", "KEYS_ONLY"),
         ],
     ),
     "operations": ([("executionId", "HASH"), ("sk", "RANGE")], []),

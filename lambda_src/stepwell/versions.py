@@ -1,0 +1,104 @@
+"""Code versions: the engine's policy on the worker function's published versions.
+
+Executions are pinned to the version they started on (stepwell.worker pins, stepwell.entry forwards);
+here: which old versions may be deleted, and how a replay that disagrees with its log is explained.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aws_durable_execution_sdk_python.lambda_service import Operation
+
+from stepwell.errors import InvalidArgument
+from stepwell.ports import ExecutionStore, FunctionVersions
+
+logger = logging.getLogger(__name__)
+
+NONDETERMINISM_ERROR = "NonDeterministicExecutionError"
+# The SDK's message names the operation by id and each part that differs as `<part> checkpoint=<log>
+# current=<code>` (aws_durable_execution_sdk_python.identifier.OperationIdentifier.validate_checkpoint).
+_OPERATION_ID = re.compile(r"\bid='([^']*)'")
+_REPR = r"(None|'[^']*'|\"[^\"]*\")"
+_MISMATCH = re.compile(rf"\b(type|name) checkpoint={_REPR} current={_REPR}")
+
+
+def running_version(environ: Mapping[str, str]) -> str | None:
+    """The worker function version this process runs as: Lambda sets AWS_LAMBDA_FUNCTION_VERSION in each
+    version's environment. "$LATEST" or none is an unversioned worker (it never pins nor forwards)."""
+    version = environ.get("AWS_LAMBDA_FUNCTION_VERSION", "")
+    return version if version and version != "$LATEST" else None
+
+
+def _version_order(version: str) -> tuple[int, str]:
+    return (int(version), "") if version.isdigit() else (-1, version)
+
+
+def prune_versions(store: ExecutionStore, functions: FunctionVersions, keep: int) -> list[str]:
+    """Delete the published versions nothing needs any more; returns the deleted ones, oldest first.
+
+    Never deleted: the newest `keep` versions, a version an alias points to, a version newer than the
+    alias's (a deploy in progress), and a version any RUNNING execution is pinned to (counted right
+    before its deletion). Without an alias version nothing is deleted: which code is live is unknown.
+    """
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
+        raise InvalidArgument(f"keep must be a whole number of versions, at least 1; got {keep!r}")
+    current = functions.current_version()
+    if current is None:
+        return []
+    published = sorted(functions.list_versions(), key=lambda v: _version_order(v.version))
+    newest = {v.version for v in published[-keep:]}
+    deleted: list[str] = []
+    for candidate in published:
+        version = candidate.version
+        if version in newest or candidate.aliases:
+            continue
+        if _version_order(version) >= _version_order(current):
+            continue
+        if store.count_pinned(version) > 0:
+            continue
+        functions.delete_version(version)
+        logger.info("deleted worker version %s: no running execution is pinned to it", version)
+        deleted.append(version)
+    return deleted
+
+
+def _literal(text: str) -> str | None:
+    value = ast.literal_eval(text)
+    return value if isinstance(value, str) else None
+
+
+def _label(operation_type: str, name: str | None) -> str:
+    return f"{operation_type} {name!r}" if name else f"{operation_type} (unnamed)"
+
+
+def explain_replay_mismatch(
+    error: dict[str, Any], operations: Mapping[str, Operation], version: str | None
+) -> dict[str, Any]:
+    """The failure of a replay whose code disagrees with the log (the SDK's NonDeterministicExecutionError),
+    its message restated with the operation's id and name and what the log and the code each have there;
+    any other error as it is. The ErrorType stays the SDK's."""
+    message = error.get("ErrorMessage")
+    if not str(error.get("ErrorType", "")).endswith(NONDETERMINISM_ERROR) or not isinstance(message, str):
+        return error
+    found = _OPERATION_ID.search(message)
+    logged = operations.get(found.group(1)) if found else None
+    if found is None or logged is None:
+        return error
+    log_type, log_name = logged.operation_type.value, logged.name
+    code: dict[str, str | None] = {"type": log_type, "name": log_name}
+    for part, _, current in _MISMATCH.findall(message):
+        code[part] = _literal(current)
+    on_version = f" on worker version {version}" if version is not None else ""
+    explained = (
+        f"the workflow code does not match the execution's log at operation {found.group(1)!r} "
+        f"({log_name or 'unnamed'}): the log has {_label(log_type, log_name)}, the code{on_version} has "
+        f"{_label(code['type'] or '?', code['name'])}. An execution replays on the version it started on "
+        "unless moved (stepwell executions upgrade) to code whose operations match its log. "
+        f"[SDK: {message}]"
+    )
+    return {**error, "ErrorMessage": explained}

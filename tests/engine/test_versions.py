@@ -1,0 +1,317 @@
+"""Code versions in-process: executions pinned to the version they started on, forwarding between the
+worker's versions, upgrades, a replay that disagrees with its log, and pruning of old versions."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from stepwell.entry import FORWARDED_FROM
+from stepwell.errors import ExecutionAlreadyEnded, InvalidArgument, VersionNotFound
+from stepwell.history import format_timeline
+from stepwell.model import ExecutionStatus, InvokeMessage
+from stepwell.registry import Registry
+from stepwell.versions import prune_versions, running_version
+from stepwell.worker import Worker
+from versioned_stack import VersionedStack
+
+DAY = 86400
+
+
+def _order(code: str, steps: tuple[str, ...]) -> Any:
+    """An order workflow: the named steps (each adds quantity * its weight), a day's wait, a result."""
+    weights = {"price": 100, "subtotal": 100, "tax": 20}
+
+    @durable_execution
+    def order(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+        total = 0
+        for name in steps:
+
+            def amount(_: StepContext, name: str = name) -> int:
+                return int(event["quantity"]) * weights[name]
+
+            total += context.step(amount, name=name)
+        context.wait(Duration.from_days(1))
+        return {"code": code, "total": total}
+
+    return order
+
+
+def _stable(code: str) -> Any:
+    @durable_execution
+    def stable(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+        greeting = context.step(lambda _: f"hello {event['name']}", name="greet")
+        context.wait(Duration.from_days(1))
+        return {"code": code, "greeting": greeting}
+
+    return stable
+
+
+def _parent(code: str) -> Any:
+    @durable_execution
+    def parent(event: Any, context: DurableContext) -> dict[str, Any]:
+        child = context.invoke("stable", {"name": "kid"}, name="child")
+        return {"code": code, "child": child}
+
+    return parent
+
+
+def _registry(code: str, order_steps: tuple[str, ...]) -> Registry:
+    registry = Registry()
+    registry.register("order", _order(code, order_steps))
+    registry.register("stable", _stable(code))
+    registry.register("parent", _parent(code))
+    return registry
+
+
+V1 = ("v1", ("price",))
+V2 = ("v2", ("subtotal", "tax"))  # the step renamed and a step inserted before the wait
+V3 = ("v3", ("price", "tax"))  # only a step inserted before the wait
+
+
+@pytest.fixture
+def stack() -> VersionedStack:
+    stack = VersionedStack()
+    stack.publish(_registry(*V1))
+    return stack
+
+
+def _events(stack: VersionedStack, execution_id: str, event_type: str) -> list[dict[str, Any]]:
+    history = stack.live.engine.get_execution_history(execution_id)
+    return [event for event in history if event["EventType"] == event_type]
+
+
+def test_the_first_run_pins_an_execution_and_its_children_start_on_its_version(stack: VersionedStack) -> None:
+    engine = stack.live.engine
+    parent = engine.start_execution("parent", None, execution_name="p")
+    assert stack.record(parent).code_version is None  # created unpinned: its first run pins it
+
+    body = stack.queue.pop_due(stack.clock.now())
+    assert body is not None
+    stack.live.handle_sqs_batch([stack.sqs_record(body)])
+
+    assert stack.record(parent).code_version == "1"
+    children = [execution_id for execution_id in stack.store.list_pinned("1").items if execution_id != parent]
+    assert len(children) == 1 and stack.record(children[0]).parent_execution_id == parent
+    assert stack.store.counters.get("pin_version") == 1  # the child was created pinned: no extra write
+    assert engine.describe_execution(parent)["Version"] == "1"
+    # Its journal names the version it ran on (no upgrade event on a first run).
+    assert _events(stack, parent, "ExecutionUpgraded") == []
+
+
+def test_a_deploy_leaves_waiting_executions_on_their_version_and_new_ones_run_the_new_code(
+    stack: VersionedStack,
+) -> None:
+    old = [
+        stack.live.engine.start_execution("order", {"quantity": q}, execution_name=f"old-{q}") for q in (1, 2)
+    ]
+    stack.drive()
+    assert [stack.record(execution_id).code_version for execution_id in old] == ["1", "1"]
+
+    stack.publish(_registry(*V2))
+    new = stack.live.engine.start_execution("order", {"quantity": 2}, execution_name="new")
+    stack.drive()
+    stack.clock.advance(DAY + 1)  # both old wake-ups due together: they arrive in one batch
+    records = stack.run_until_ended([*old, new])
+
+    assert [json.loads(record.result or "null") for record in records] == [
+        {"code": "v1", "total": 100},
+        {"code": "v1", "total": 200},
+        {"code": "v2", "total": 240},
+    ]
+    assert [record.code_version for record in records] == ["1", "1", "2"]
+    # The two old executions' wake-ups arrived in one batch: one invoke of version 1 ran both.
+    forwards = [event for version, event in stack.functions.invocations if version == "1"]
+    assert len(forwards) == 1 and forwards[0][FORWARDED_FROM] == "2"
+    assert len(forwards[0]["Records"]) == 2
+    assert stack.store.count_pinned("1") == 0
+
+
+def test_an_upgrade_moves_a_waiting_execution_to_the_new_code_and_the_history_records_it(
+    stack: VersionedStack,
+) -> None:
+    execution_id = stack.live.engine.start_execution("stable", {"name": "bo"}, execution_name="bo")
+    stack.drive()
+    stack.publish(_registry(*V2))
+    engine = stack.live.engine
+
+    assert engine.upgrade_execution(execution_id, "live") is True
+    assert engine.upgrade_execution(execution_id, "2") is False  # already there
+    assert stack.record(execution_id).code_version == "2"
+    stack.drive()  # the upgrade's message: version 2 replays the log now, before the wait ends
+    upgraded = _events(stack, execution_id, "ExecutionUpgraded")
+    assert [event["ExecutionUpgradedDetails"] for event in upgraded] == [
+        {"FromVersion": "1", "ToVersion": "2"}
+    ]
+    assert "version 1 -> 2" in format_timeline(engine.get_execution_history(execution_id))
+
+    (record,) = stack.run_until_ended([execution_id])
+    assert json.loads(record.result or "null") == {"code": "v2", "greeting": "hello bo"}
+    assert engine.describe_execution(execution_id)["Version"] == "2"
+    assert len(_events(stack, execution_id, "ExecutionUpgraded")) == 1
+
+
+def test_an_upgrade_refuses_unpublished_versions_and_ended_executions(stack: VersionedStack) -> None:
+    engine = stack.live.engine
+    execution_id = engine.start_execution("stable", {"name": "al"}, execution_name="al")
+    stack.drive()
+
+    with pytest.raises(VersionNotFound, match=r"'7' is not published; published: 1 \(live\)"):
+        engine.upgrade_execution(execution_id, "7")
+    with pytest.raises(InvalidArgument, match="invalid version ''"):
+        engine.upgrade_execution(execution_id, "")
+    assert stack.record(execution_id).code_version == "1"
+
+    engine.stop_execution(execution_id)
+    with pytest.raises(ExecutionAlreadyEnded, match="has ended \\(STOPPED\\)"):
+        engine.upgrade_execution(execution_id, "1")
+
+    unversioned = stack.engine(Registry(), None)
+    unversioned.functions = None
+    with pytest.raises(InvalidArgument, match="no worker function versions configured"):
+        unversioned.upgrade_execution(execution_id, "1")
+
+
+@pytest.mark.parametrize(
+    ("code", "logged", "found"),
+    [
+        (V2, "the log has STEP 'price'", "has STEP 'subtotal'"),  # renamed: the names differ
+        (V3, "the log has WAIT (unnamed)", "has STEP 'tax'"),  # inserted: the types differ
+    ],
+)
+def test_a_replay_that_disagrees_with_the_log_fails_naming_the_operation(
+    stack: VersionedStack, code: tuple[str, tuple[str, ...]], logged: str, found: str
+) -> None:
+    execution_id = stack.live.engine.start_execution("order", {"quantity": 3}, execution_name="forced")
+    stack.drive()
+    stack.publish(_registry(*code))
+    stack.live.engine.upgrade_execution(execution_id, "live")
+
+    (record,) = stack.run_until_ended([execution_id])
+
+    assert record.status is ExecutionStatus.FAILED
+    error = record.error or {}
+    assert error["ErrorType"].endswith("NonDeterministicExecutionError")  # the SDK's type, kept
+    message = error["ErrorMessage"]
+    assert logged in message and f"the code on worker version 2 {found}" in message, message
+    operation_id = message.split("at operation '")[1].split("'")[0]
+    assert f"id={operation_id!r}" in message  # the SDK's own words are kept after ours
+    (failed,) = _events(stack, execution_id, "ExecutionFailed")
+    assert failed["ExecutionFailedDetails"]["Error"]["Payload"] == error
+
+
+def test_a_forwarded_batch_is_never_forwarded_again(stack: VersionedStack) -> None:
+    execution_id = stack.live.engine.start_execution("stable", {"name": "cy"}, execution_name="cy")
+    stack.drive()
+    stack.publish(_registry(*V2))
+    record = stack.sqs_record(InvokeMessage(execution_id).to_body())
+
+    # Version 2 got an event that version 1 forwarded (as if the alias had moved in between).
+    answer = stack.live.handle_event({"Records": [record], FORWARDED_FROM: "1"})
+
+    assert answer == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+    assert stack.functions.invocations == []
+
+
+def test_the_forwarded_answer_decides_each_record_and_a_missing_version_fails_its_group(
+    stack: VersionedStack, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = stack.live.engine
+    ids = [engine.start_execution("stable", {"name": n}, execution_name=n) for n in ("a", "b")]
+    stack.drive()
+    stack.publish(_registry(*V2))
+    records = [stack.sqs_record(InvokeMessage(execution_id).to_body()) for execution_id in ids]
+    local = stack.sqs_record({"kind": "reconcile"})
+
+    stack.functions.canned["1"] = {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
+    answer = stack.live.handle_sqs_batch([records[0], local, records[1]])
+    assert answer == {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
+    assert [version for version, _ in stack.functions.invocations] == ["1"]
+
+    stack.functions.canned["1"] = {"unexpected": True}
+    answer = stack.live.handle_sqs_batch(records)
+    assert len(answer["batchItemFailures"]) == 2
+
+    del stack.functions.runtimes["1"]
+    caplog.set_level(logging.ERROR, logger="stepwell.entry")
+    answer = stack.live.handle_sqs_batch(records)
+    assert {item["itemIdentifier"] for item in answer["batchItemFailures"]} == {
+        r["messageId"] for r in records
+    }
+    assert "version 1 no longer exists" in caplog.text and "stepwell executions upgrade" in caplog.text
+    assert "hello" not in caplog.text and '"name"' not in caplog.text  # no payloads in logs
+
+
+def test_a_direct_invoke_of_an_execution_pinned_elsewhere_goes_back_to_the_queue(
+    stack: VersionedStack,
+) -> None:
+    execution_id = stack.live.engine.start_execution("stable", {"name": "di"}, execution_name="di")
+    stack.drive()
+    stack.publish(_registry(*V2))
+
+    answer = stack.live.handle_event(InvokeMessage(execution_id).to_body())
+
+    assert answer == {"kind": "invoke", "action": "requeued", "executionId": execution_id}
+    assert stack.queue.pop_due(stack.clock.now()) == InvokeMessage(execution_id).to_body()
+    assert stack.functions.invocations == []
+
+
+def test_an_unversioned_worker_neither_pins_nor_forwards(stack: VersionedStack) -> None:
+    pinned = stack.live.engine.start_execution("stable", {"name": "un"}, execution_name="un")
+    stack.drive()
+    unversioned = Worker(stack.engine(_registry(*V1), None))
+    fresh = unversioned.engine.start_execution("stable", {"name": "fr"}, execution_name="fr")
+
+    assert unversioned.run(fresh).action == "ran"
+    assert stack.record(fresh).code_version is None
+    stack.clock.advance(DAY + 1)
+    assert unversioned.run(pinned).action == "finished"  # pinned to 1, run here all the same
+    assert running_version({"AWS_LAMBDA_FUNCTION_VERSION": "$LATEST"}) is None
+    assert running_version({}) is None and running_version({"AWS_LAMBDA_FUNCTION_VERSION": "4"}) == "4"
+
+
+def test_pruning_deletes_only_old_unaliased_versions_nothing_runs_on(stack: VersionedStack) -> None:
+    engine = stack.live.engine
+    waiting = engine.start_execution("stable", {"name": "w"}, execution_name="w")  # pinned to 1
+    stack.drive()
+    for code in (V2, V2, V2, V2):
+        stack.publish(_registry(*code))  # versions 2..5, the alias on 5
+    stack.functions.alias_version = "4"  # a deploy of 5 in progress: the alias still on 4
+    functions = stack.functions
+
+    # Kept: the newest three (3, 4, 5) and 1 (an execution is pinned to it); deleted: 2.
+    assert prune_versions(stack.store, functions, keep=3) == ["2"]
+    assert sorted(functions.runtimes, key=int) == ["1", "3", "4", "5"]
+    # Kept: 4 (the alias's), 5 (the newest, and newer than the alias's), 1 (pinned); deleted: 3.
+    assert prune_versions(stack.store, functions, keep=1) == ["3"]
+
+    stack.functions.alias_version = "5"
+    engine.stop_execution(waiting)
+    assert prune_versions(stack.store, functions, keep=1) == ["1", "4"]
+    assert prune_versions(stack.store, functions, keep=1) == []
+    stack.functions.alias_version = None  # no alias: which code is live is unknown, nothing goes
+    assert prune_versions(stack.store, functions, keep=1) == []
+    with pytest.raises(InvalidArgument, match="keep must be a whole number of versions, at least 1"):
+        prune_versions(stack.store, functions, keep=0)
+
+
+def test_the_reconciler_prunes_and_a_pruning_failure_does_not_stop_it(
+    stack: VersionedStack, caplog: pytest.LogCaptureFixture
+) -> None:
+    for _ in range(3):
+        stack.publish(_registry(*V2), keep_versions=1)
+
+    report = stack.live.reconciler.run()
+    assert report.deleted_versions == ["1", "2", "3"]
+
+    def broken() -> None:
+        raise RuntimeError("throttled")
+
+    stack.functions.list_versions = broken  # type: ignore[assignment,method-assign]
+    caplog.set_level(logging.ERROR, logger="stepwell.reconciler")
+    report = stack.live.reconciler.run()
+    assert report.deleted_versions == [] and "pruning worker versions failed (RuntimeError)" in caplog.text
