@@ -9,6 +9,11 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell history 'default#orders#order-7/order-7'
     stepwell callback success CALLBACK_ID --result '{"approved": true}'
     stepwell dlq redrive
+    stepwell versions
+    stepwell executions upgrade 'default#orders#order-7/order-7' --to-version live
+    stepwell executions upgrade --workflow orders --from-version 3 --to-version 4 --dry-run
+
+The execution commands are also reachable under `stepwell executions` (`stepwell executions describe ID`).
 
 Every error is one line on stderr, `stepwell: error: ...`, naming the bad value, with exit status 1 (2 for
 a command line argparse cannot read); `--debug` shows the traceback of an unexpected one.
@@ -77,6 +82,53 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_execution_commands(commands)
+    executions = commands.add_parser(
+        "executions", help="the execution commands (start, describe, list, history, stop), and upgrade"
+    )
+    execution_commands = executions.add_subparsers(dest="executions_command", required=True, metavar="ACTION")
+    _add_execution_commands(execution_commands)
+    upgrade = execution_commands.add_parser(
+        "upgrade", help="move running executions to another code version (recorded in their history)"
+    )
+    upgrade.add_argument("execution_id", nargs="?", help="the execution to move (or --workflow)")
+    upgrade.add_argument("--workflow", help="move every running execution of this workflow on --from-version")
+    upgrade.add_argument("--from-version", metavar="V", help="with --workflow: the version they run on now")
+    upgrade.add_argument(
+        "--to-version", metavar="V", required=True, help="a version number, or an alias ('live': the newest)"
+    )
+    upgrade.add_argument("--dry-run", action="store_true", help="with --workflow: list them, move nothing")
+
+    versions = commands.add_parser(
+        "versions", help="the worker's code versions and the running executions pinned to each"
+    )
+    versions.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    callback = commands.add_parser("callback", help="complete, fail or extend a callback")
+    callback_commands = callback.add_subparsers(dest="callback_command", required=True, metavar="ACTION")
+    success = callback_commands.add_parser("success", help="complete the callback with a result")
+    success.add_argument("callback_id", help=CALLBACK_ID_HELP)
+    success.add_argument("--result", help="result text the workflow receives (usually JSON)")
+    fail = callback_commands.add_parser("fail", help="fail the callback")
+    fail.add_argument("callback_id", help=CALLBACK_ID_HELP)
+    _add_error_arguments(fail)
+    heartbeat = callback_commands.add_parser("heartbeat", help="send a heartbeat for the callback")
+    heartbeat.add_argument("callback_id", help=CALLBACK_ID_HELP)
+    for action in (success, fail, heartbeat):
+        action.add_argument(
+            "--via-bus", action="store_true", help="send it as an event on the deployment's bus instead"
+        )
+
+    dlq = commands.add_parser("dlq", help="dead-letter queue")
+    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
+    redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
+    redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
+    definitions_cli.add_commands(commands)
+    return parser
+
+
+def _add_execution_commands(commands: Any) -> None:
+    """start, describe, list, history, stop: at the top level and under `executions`."""
     start = commands.add_parser("start", help="start an execution of a registered workflow")
     start.add_argument("workflow", help="registered workflow name")
     source = start.add_mutually_exclusive_group()
@@ -104,31 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("execution_id")
     history.add_argument("--json", action="store_true", help="print the events as JSON")
 
-    callback = commands.add_parser("callback", help="complete, fail or extend a callback")
-    callback_commands = callback.add_subparsers(dest="callback_command", required=True, metavar="ACTION")
-    success = callback_commands.add_parser("success", help="complete the callback with a result")
-    success.add_argument("callback_id", help=CALLBACK_ID_HELP)
-    success.add_argument("--result", help="result text the workflow receives (usually JSON)")
-    fail = callback_commands.add_parser("fail", help="fail the callback")
-    fail.add_argument("callback_id", help=CALLBACK_ID_HELP)
-    _add_error_arguments(fail)
-    heartbeat = callback_commands.add_parser("heartbeat", help="send a heartbeat for the callback")
-    heartbeat.add_argument("callback_id", help=CALLBACK_ID_HELP)
-    for action in (success, fail, heartbeat):
-        action.add_argument(
-            "--via-bus", action="store_true", help="send it as an event on the deployment's bus instead"
-        )
-
     stop = commands.add_parser("stop", help="stop a running execution")
     stop.add_argument("execution_id")
     _add_error_arguments(stop)
-
-    dlq = commands.add_parser("dlq", help="dead-letter queue")
-    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
-    redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
-    redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
-    definitions_cli.add_commands(commands)
-    return parser
 
 
 def _add_error_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,8 +227,12 @@ def _print_json(value: Any, out: TextIO) -> None:
 
 
 def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: TextIO) -> int:
-    command = args.command
-    if command == "start":
+    command = args.executions_command if args.command == "executions" else args.command
+    if command == "upgrade":
+        _upgrade(args, client, out)
+    elif command == "versions":
+        _versions(args, client, out)
+    elif command == "start":
         execution_id = client.start_execution(
             args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id
         )
@@ -270,6 +304,42 @@ def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None
         out.write(f"{row['Status']:<10} {started:<19}  {ended:<19}  {row['ExecutionId']}\n")
     if token is not None:
         out.write(f"more: --next-token {token}\n")
+
+
+def _upgrade(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    if (args.execution_id is None) == (args.workflow is None):
+        raise CliError("give an execution id or --workflow WORKFLOW --from-version V (one of them)")
+    if args.execution_id is not None:
+        if args.from_version is not None or args.dry_run:
+            raise CliError("--from-version and --dry-run go with --workflow, not with an execution id")
+        # Resolved once (an alias names a number), so the line says which version it runs on now.
+        target = client.engine.resolve_version(args.to_version)
+        upgraded = client.upgrade_execution(args.execution_id, target)
+        verb = "upgraded to" if upgraded else "already on"
+        out.write(f"{args.execution_id}: {verb} version {target}\n")
+        return
+    if args.from_version is None:
+        raise CliError("--workflow needs --from-version: the version its executions run on now")
+    target = client.engine.resolve_version(args.to_version)
+    moved = client.upgrade_executions(args.workflow, args.from_version, target, args.dry_run)
+    for execution_id in moved:
+        out.write(execution_id + "\n")
+    verb = "would upgrade" if args.dry_run else "upgraded"
+    out.write(
+        f"{verb} {len(moved)} running executions of {args.workflow!r} from version {args.from_version} to "
+        f"version {target}\n"
+    )
+
+
+def _versions(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    versions = client.list_versions()
+    if args.json:
+        _print_json({"Versions": versions}, out)
+        return
+    out.write(f"{'VERSION':<8} {'ALIASES':<12} {'RUNNING':>7}  LAST-MODIFIED\n")
+    for each in versions:
+        aliases = ",".join(each["aliases"]) or "-"
+        out.write(f"{each['version']:<8} {aliases:<12} {each['running']:>7}  {each['lastModified'] or '-'}\n")
 
 
 def callback_ids_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from stepwell.cli import build_parser, callback_ids_as_positionals, main
@@ -16,7 +18,7 @@ from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
 
-from .deployment import Deployment
+from .deployment import REGION, Deployment
 from .driver import QueueDriver
 
 CALLBACK_IDS: list[str] = []
@@ -294,3 +296,196 @@ def test_the_client_refuses_nan_results_and_malformed_errors_before_sending(depl
         client.publish_callback_event("fail", "cb-any", error={"Reason": "x"})
     with pytest.raises(ValueError, match="callback error field ErrorMessage must be a string"):
         client.publish_callback_event("fail", "cb-any", error={"ErrorMessage": 7})
+
+
+# --- code versions -----------------------------------------------------------------------------------
+
+
+def _zipped(text: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", text)
+    return buffer.getvalue()
+
+
+def _publish_worker_version(deployment: Deployment, code: str) -> str:
+    """Publish a version of the deployment's worker function in moto (created on first use) and point
+    the `live` alias at it, as `terraform apply` of a changed package does."""
+    functions = boto3.client("lambda", region_name=REGION)
+    name = deployment.config.worker_function_name
+    try:
+        functions.update_function_code(FunctionName=name, ZipFile=_zipped(code))
+    except functions.exceptions.ResourceNotFoundException:
+        role = boto3.client("iam", region_name=REGION).create_role(
+            RoleName=f"{name}-role", AssumeRolePolicyDocument="{}"
+        )["Role"]["Arn"]
+        functions.create_function(
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=role,
+            Handler="stepwell.entry.handler",
+            Code={"ZipFile": _zipped(code)},
+        )
+    version: str = functions.publish_version(FunctionName=name, Description=code)["Version"]
+    try:
+        functions.update_alias(FunctionName=name, Name="live", FunctionVersion=version)
+    except functions.exceptions.ResourceNotFoundException:
+        functions.create_alias(FunctionName=name, Name="live", FunctionVersion=version)
+    return version
+
+
+def _runtime_on(deployment: Deployment, version: str, clock: VirtualClock) -> EntryRuntime:
+    """The worker as that version of the function runs it (Lambda sets its version in its environment)."""
+    registry = Registry()
+    registry.register("greet", greet)
+    runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
+    runtime.engine.code_version = version
+    return runtime
+
+
+def _versions_json(config_file: Path) -> list[tuple[str, list[str], int]]:
+    code, out, err = _cli(config_file, "versions", "--json")
+    assert (code, err) == (0, "")
+    return [(each["version"], each["aliases"], each["running"]) for each in json.loads(out)["Versions"]]
+
+
+def test_versions_and_upgrades_one_execution_and_a_workflow_in_bulk(
+    cli_env: tuple[Path, QueueDriver], deployment: Deployment
+) -> None:
+    config_file, driver = cli_env
+    assert _publish_worker_version(deployment, "v1") == "1"
+    driver.runtime = _runtime_on(deployment, "1", driver.clock)
+    first, second, third = (
+        _cli(config_file, "start", "greet", "--input", f'{{"name": "{name}"}}', "--name", name)[1].strip()
+        for name in ("ann", "bob", "cy")
+    )
+    driver.run_until_quiet()
+    assert len(CALLBACK_IDS) == 3
+    code, out, _ = _cli(config_file, "versions")
+    assert code == 0
+    header, row = out.strip().splitlines()
+    assert header.split() == ["VERSION", "ALIASES", "RUNNING", "LAST-MODIFIED"]
+    assert row.split()[:3] == ["1", "live", "3"]
+
+    assert _publish_worker_version(deployment, "v2") == "2"
+    driver.runtime = _runtime_on(deployment, "2", driver.clock)
+    assert _versions_json(config_file) == [("1", [], 3), ("2", ["live"], 0)]
+
+    code, out, err = _cli(config_file, "executions", "upgrade", first, "--to-version", "live")
+    assert (code, out, err) == (0, f"{first}: upgraded to version 2\n", "")
+    assert _cli(config_file, "executions", "upgrade", first, "--to-version", "2")[1] == (
+        f"{first}: already on version 2\n"
+    )
+    assert json.loads(_cli(config_file, "executions", "describe", first)[1])["Version"] == "2"
+
+    bulk = ("executions", "upgrade", "--workflow", "greet", "--from-version", "1", "--to-version", "2")
+    code, out, _ = _cli(config_file, *bulk, "--dry-run")
+    assert code == 0
+    assert sorted(out.strip().splitlines()[:-1]) == sorted([second, third])
+    assert out.strip().splitlines()[-1] == (
+        "would upgrade 2 running executions of 'greet' from version 1 to version 2"
+    )
+    assert _versions_json(config_file) == [("1", [], 2), ("2", ["live"], 1)]  # a dry run moves nothing
+    code, out, _ = _cli(config_file, *bulk)
+    assert code == 0 and out.strip().splitlines()[-1].startswith("upgraded 2 running executions")
+    assert _versions_json(config_file) == [("1", [], 0), ("2", ["live"], 3)]
+    assert (
+        _cli(config_file, *bulk)[1]
+        == "upgraded 0 running executions of 'greet' from version 1 to version 2\n"
+    )
+
+    # Version 2 replays each one now (the upgrade enqueued it): recorded, and the callbacks still work.
+    driver.run_until_quiet()
+    for callback_id in CALLBACK_IDS[:3]:
+        assert _cli(config_file, "callback", "success", callback_id, "--result", "ok")[0] == 0
+    driver.run_until_quiet()
+    for execution_id in (first, second, third):
+        assert json.loads(_cli(config_file, "describe", execution_id)[1])["Status"] == "SUCCEEDED"
+        timeline = _cli(config_file, "history", execution_id)[1]
+        assert "ExecutionUpgraded" in timeline and "version 1 -> 2" in timeline
+    assert _versions_json(config_file) == [("1", [], 0), ("2", ["live"], 0)]
+    err = _one_error_line(*_cli(config_file, "executions", "upgrade", first, "--to-version", "1"))
+    assert f"execution {first!r} has ended (SUCCEEDED)" in err
+
+
+def test_bad_upgrade_and_versions_input_is_one_line(
+    cli_env: tuple[Path, QueueDriver], deployment: Deployment, tmp_path: Path
+) -> None:
+    config_file, driver = cli_env
+    _publish_worker_version(deployment, "v1")
+    driver.runtime = _runtime_on(deployment, "1", driver.clock)
+    execution_id = _cli(config_file, "start", "greet", "--input", '{"name": "ann"}', "--name", "ann")[
+        1
+    ].strip()
+    driver.run_until_quiet()
+    for argv, expected in [
+        (("executions", "upgrade", "--to-version", "1"), "give an execution id or --workflow"),
+        (
+            ("executions", "upgrade", execution_id, "--workflow", "greet", "--to-version", "1"),
+            "give an execution id or --workflow",
+        ),
+        (
+            ("executions", "upgrade", "--workflow", "greet", "--to-version", "1"),
+            "--workflow needs --from-version",
+        ),
+        (
+            ("executions", "upgrade", execution_id, "--to-version", "1", "--dry-run"),
+            "--from-version and --dry-run go with --workflow",
+        ),
+        (("executions", "upgrade", execution_id, "--to-version", "9"), "worker version '9' is not published"),
+        (
+            (
+                "executions",
+                "upgrade",
+                "--workflow",
+                "greet",
+                "--from-version",
+                "1",
+                "--to-version",
+                "nightly",
+            ),
+            "worker version 'nightly' is not published; published: 1 (live)",
+        ),
+        (
+            ("executions", "upgrade", "--workflow", "bad name", "--from-version", "1", "--to-version", "1"),
+            "invalid workflow name 'bad name'",
+        ),
+        (("executions", "upgrade", "default#greet#x/x", "--to-version", "1"), "no execution with id"),
+    ]:
+        assert expected in _one_error_line(*_cli(config_file, *argv)), argv
+    code, _, err = _cli(config_file, "executions", "upgrade", execution_id)
+    assert code == 2 and "--to-version" in err and err.count("\n") == 1
+
+    unversioned = tmp_path / "no_worker.json"
+    unversioned.write_text(json.dumps({**deployment.config.to_client_config(), "worker_function_name": ""}))
+    err = _one_error_line(*_cli(unversioned, "versions"))
+    assert "has no worker function configured (worker_function_name)" in err
+    err = _one_error_line(*_cli(unversioned, "executions", "upgrade", execution_id, "--to-version", "1"))
+    assert "worker_function_name" in err
+
+
+def test_a_bulk_upgrade_skips_an_execution_another_upgrade_moved_meanwhile(
+    cli_env: tuple[Path, QueueDriver], deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file, driver = cli_env
+    _publish_worker_version(deployment, "v1")
+    driver.runtime = _runtime_on(deployment, "1", driver.clock)
+    raced, moved = (
+        _cli(config_file, "start", "greet", "--input", f'{{"name": "{name}"}}', "--name", name)[1].strip()
+        for name in ("raced", "moved")
+    )
+    driver.run_until_quiet()
+    for code in ("v2", "v3"):
+        _publish_worker_version(deployment, code)
+    client = StepwellClient(deployment.config, deployment.clients)
+    listed = client.engine.store.list_pinned
+
+    def list_then_race(version: str, limit: int = 100, next_token: str | None = None) -> Any:
+        page = listed(version, limit, next_token)
+        assert client.upgrade_execution(raced, "3")  # another operator, between the listing and the moves
+        return page
+
+    monkeypatch.setattr(client.engine.store, "list_pinned", list_then_race)
+    assert client.upgrade_executions("greet", "1", "2") == [moved]
+    assert client.describe_execution(raced)["Version"] == "3"  # not moved back to 2
+    assert client.describe_execution(moved)["Version"] == "2"

@@ -1,5 +1,6 @@
 """The `stepwell` command line, run as a user runs it (a child process with the deployment's config), on
-each backend's server: the DLQ redrive with and without --max, and bad input as one line."""
+each backend's server: the DLQ redrive with and without --max, bad input as one line, and the worker's code
+versions with the running executions pinned to each."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from deployed_backend import DeployedTarget
 from stepwell.testing.deployed_fixtures import DeployedStack
 
 from deploy.queues import set_mapping_enabled, take_marked
@@ -79,3 +81,54 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(deployed_stack: DeployedStack
         assert done.returncode == 1, (arguments, done.stderr)
         assert done.stderr.startswith("stepwell: error: ") and done.stderr.count("\n") == 1, done.stderr
         assert expected in done.stderr
+
+
+def test_versions_lists_the_worker_versions_and_the_executions_pinned_to_each(
+    deployed_stack: DeployedStack, deployed_target: DeployedTarget, tmp_path: Path
+) -> None:
+    config = deployed_stack.client_config
+    config_file = _config_file(deployed_stack, tmp_path)
+    functions = deployed_stack.backend.client("lambda")
+    name, alias = config["worker_function_name"], config.get("worker_alias", "live")
+    name_option = f"--name=cli-versions-{uuid.uuid4().hex[:10]}"
+    started = _stepwell(
+        deployed_stack, config_file, "start", "versioned.stable", "--input", '{"name": "ana"}', name_option
+    )
+    assert (started.returncode, started.stderr) == (0, "")
+    execution_id = started.stdout.strip()
+    deployed_target.process_queue()  # its first run pins it to the live version; it then waits a day
+    described = json.loads(
+        _stepwell(deployed_stack, config_file, "executions", "describe", execution_id).stdout
+    )
+    live = functions.get_alias(FunctionName=name, Name=alias)["FunctionVersion"]
+    assert (described["Status"], described["Version"]) == ("RUNNING", live)
+
+    listed = _stepwell(deployed_stack, config_file, "versions", "--json")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    versions = json.loads(listed.stdout)["Versions"]
+    published = [
+        each["Version"]
+        for page in functions.get_paginator("list_versions_by_function").paginate(FunctionName=name)
+        for each in page["Versions"]
+        if each["Version"] != "$LATEST"
+    ]
+    assert [each["version"] for each in versions] == sorted(published, key=int)
+    assert [each["version"] for each in versions if alias in each["aliases"]] == [live]
+    running = {each["version"]: each["running"] for each in versions}
+    assert running[live] >= 1
+    table = _stepwell(deployed_stack, config_file, "versions").stdout.splitlines()
+    assert table[0].split() == ["VERSION", "ALIASES", "RUNNING", "LAST-MODIFIED"]
+    assert [line.split()[:3] for line in table[1:] if line.split()[0] == live] == [
+        [live, alias, str(running[live])]
+    ]
+
+    upgrade = _stepwell(
+        deployed_stack, config_file, "executions", "upgrade", execution_id, "--to-version", alias
+    )
+    assert (upgrade.returncode, upgrade.stdout) == (0, f"{execution_id}: already on version {live}\n")
+    assert _stepwell(deployed_stack, config_file, "stop", execution_id).stdout == f"{execution_id}: stopped\n"
+    after = json.loads(_stepwell(deployed_stack, config_file, "versions", "--json").stdout)["Versions"]
+    # An ended execution no longer counts (it keeps the version it ran on).
+    assert {each["version"]: each["running"] for each in after}[live] < running[live]
+    stopped = json.loads(_stepwell(deployed_stack, config_file, "describe", execution_id).stdout)
+    assert (stopped["Status"], stopped["Version"]) == ("STOPPED", live)

@@ -3,20 +3,41 @@
 `LocalStepwell` plays the work queue and the timers itself (a heap of messages ordered by due time) and
 drives the real Worker. `run_until_idle` processes every message due now; `run_to_completion` also skips
 the virtual clock to the next wake-up whenever nothing is due, so a three-day wait takes no real time.
+
+Code versions, as the deployed worker has them (docs/engine.md): until `deploy` is called the code is
+unversioned (nothing is pinned). Each `deploy(workflows)` publishes a version ("1", "2", ...) with its own
+registry, engine and worker over the same store, queue and clock, and makes it the live one (the alias the
+queue's messages reach). An execution is pinned to the version that first runs it; a message for one
+pinned to an older version gets a "forward" outcome from the live worker and is handed to that version's
+worker, as the deployed worker forwards it with a Lambda invoke (`forwarded` counts them). `functions` is
+the in-memory `FunctionVersions`, so `engine.upgrade_execution` and `stepwell.versions.prune_versions`
+work here too:
+
+    local = LocalStepwell()
+    local.deploy({"orders": orders_v1})
+    first = local.start("orders", {"id": 1})
+    local.run_until_idle()                     # first waits, pinned to "1"
+    local.deploy({"orders": orders_v2})        # "2" is live: new executions run v2
+    second = local.start("orders", {"id": 2})
+    local.run_to_completion(first)             # on v1 (forwarded), v1's result
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from stepwell.clock import VirtualClock
+from stepwell.config import DEFAULT_WORKER_ALIAS
 from stepwell.engine import Engine
+from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
 from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
-from stepwell.model import ExecutionRecord, ExecutionStatus, InvokeMessage, WorkOutcome
+from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
 from stepwell.registry import Handler, Registry
 from stepwell.worker import Worker, parse_invoke_message
 
@@ -72,6 +93,55 @@ class RunReport:
     outcomes: list[WorkOutcome]
 
 
+@dataclass
+class CodeVersion:
+    """One version of the workflow code: its registry and the engine and worker that run it."""
+
+    version: str | None  # None: unversioned (before the first deploy)
+    registry: Registry
+    engine: Engine
+    worker: Worker
+    published_at: float
+
+
+class LocalFunctionVersions:
+    """The in-memory worker function's versions (the FunctionVersions port): what `deploy` published,
+    the live alias pointing at the newest."""
+
+    def __init__(self, local: LocalStepwell, alias: str = DEFAULT_WORKER_ALIAS) -> None:
+        self._local = local
+        self.alias = alias
+
+    def current_version(self) -> str | None:
+        return self._local.live_version
+
+    def list_versions(self) -> list[FunctionVersion]:
+        live = self._local.live_version
+        return [
+            FunctionVersion(
+                version=version,
+                aliases=(self.alias,) if version == live else (),
+                last_modified=datetime.fromtimestamp(code.published_at, tz=UTC).isoformat(),
+            )
+            for version, code in sorted(self._local.versions.items(), key=lambda item: int(item[0]))
+        ]
+
+    def invoke(self, version: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Run an SQS batch event on `version`, as a synchronous invoke of the qualified function does."""
+        failures: list[dict[str, str]] = []
+        for record in event.get("Records", []):
+            outcome = self._local.forward(version, json.loads(record["body"]))
+            if outcome.action == "forward":  # pinned elsewhere: SQS delivers it again through the alias
+                failures.append({"itemIdentifier": str(record.get("messageId", ""))})
+        return {"batchItemFailures": failures}
+
+    def delete_version(self, version: str) -> None:
+        if version == self._local.live_version:
+            raise InvalidArgument(f"version {version} is the {self.alias!r} alias's version: not deleted")
+        self._local.code_version(version)
+        del self._local.versions[version]
+
+
 class LocalStepwell:
     """An in-process Stepwell: register workflows, start executions, send callbacks, read history."""
 
@@ -80,19 +150,71 @@ class LocalStepwell:
         self.store = MemoryExecutionStore()
         self.payloads = MemoryPayloadStore()
         self.queue = LocalQueue(self.clock)
-        self.registry = registry if registry is not None else Registry()
-        self.engine = Engine(
+        self.inline_limit = inline_limit
+        self.functions = LocalFunctionVersions(self)
+        self.versions: dict[str, CodeVersion] = {}
+        self.live_version: str | None = None
+        self._unversioned = self._code(None, registry if registry is not None else Registry())
+        self._published = 0
+        self.outcomes: list[WorkOutcome] = []
+        self.forwarded = 0  # messages the live version handed to the version their execution is pinned to
+
+    def _code(self, version: str | None, registry: Registry) -> CodeVersion:
+        engine = Engine(
             store=self.store,
             queue=self.queue,
             timers=self.queue,
             payloads=self.payloads,
             clock=self.clock,
-            registry=self.registry,
+            registry=registry,
+            code_version=version,
+            functions=self.functions if version is not None else None,
         )
-        if inline_limit is not None:
-            self.engine.inline_limit = inline_limit
-        self.worker = Worker(self.engine)
-        self.outcomes: list[WorkOutcome] = []
+        if self.inline_limit is not None:
+            engine.inline_limit = self.inline_limit
+        return CodeVersion(version, registry, engine, Worker(engine), self.clock.now())
+
+    # --- code versions ---
+    @property
+    def live(self) -> CodeVersion:
+        """The code the queue's messages reach first: the live version, or the unversioned code."""
+        return self.versions[self.live_version] if self.live_version is not None else self._unversioned
+
+    @property
+    def registry(self) -> Registry:
+        return self.live.registry
+
+    @property
+    def engine(self) -> Engine:
+        return self.live.engine
+
+    @property
+    def worker(self) -> Worker:
+        return self.live.worker
+
+    def deploy(self, workflows: Registry | Mapping[str, Handler] | None = None) -> str:
+        """Publish a new version of the code (a registry, or workflow names to handlers; by default the live
+        code's workflows) and make it the live one. Returns its version ("1", "2", ...)."""
+        if isinstance(workflows, Registry):
+            registry = workflows
+        else:
+            current = self.live.registry
+            handlers = workflows if workflows is not None else {n: current.get(n) for n in current.names()}
+            registry = Registry()
+            for name, handler in handlers.items():
+                registry.register(name, handler)
+        self._published += 1  # Lambda never reuses a version number, even after a delete
+        version = str(self._published)
+        self.versions[version] = self._code(version, registry)
+        self.live_version = version
+        return version
+
+    def code_version(self, version: str) -> CodeVersion:
+        code = self.versions.get(version)
+        if code is None:
+            published = ", ".join(self.versions) or "none"
+            raise VersionNotFound(f"no published version {version!r} (published: {published})")
+        return code
 
     # --- the engine's API, forwarded ---
     def register(self, name: str, handler: Handler) -> Handler:
@@ -135,11 +257,33 @@ class LocalStepwell:
 
     # --- driving ---
     def process_one(self, body: Mapping[str, Any]) -> WorkOutcome:
+        """Deliver one message to the live code; one for an execution pinned to another version is
+        handed to that version, as the deployed worker forwards it."""
+        outcome = self.run_on(self.live, body)
+        if outcome.action == "forward":
+            self.forwarded += 1
+            outcome = self.forward(str(outcome.details["version"]), body)
+            if outcome.action == "forward":  # upgraded meanwhile: SQS delivers it again through the alias
+                self.queue.schedule(outcome.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
+        self.outcomes.append(outcome)
+        return outcome
+
+    def forward(self, version: str, body: Mapping[str, Any]) -> WorkOutcome:
+        """One message on `version`'s worker, as a forwarded invoke runs it; ForwardFailed when that
+        version was deleted."""
+        try:
+            code = self.code_version(version)
+        except VersionNotFound as error:
+            message = f"cannot forward to the local worker's version: {error}"
+            raise ForwardFailed(message, version, version_missing=True) from error
+        return self.run_on(code, body)
+
+    def run_on(self, code: CodeVersion, body: Mapping[str, Any]) -> WorkOutcome:
+        """One message on one version's worker (a busy execution's message comes back later)."""
         message = parse_invoke_message(body)
-        outcome = self.worker.run(message.execution_id)
+        outcome = code.worker.run(message.execution_id)
         if outcome.action == "busy":
             self.queue.schedule(message.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
-        self.outcomes.append(outcome)
         return outcome
 
     def run_until_idle(self) -> int:

@@ -14,7 +14,16 @@
         stepwell_local.engine.send_callback_success(callback_id, '"yes"')
         assert stepwell_local.run_to_completion(execution_id).status.value == "SUCCEEDED"
 
-Each test gets a fresh engine over an empty memory store, with its own registry and virtual clock.
+    def test_a_deploy_keeps_waiting_orders_on_their_code(stepwell_local):
+        stepwell_local.deploy({"order": order_v1})  # version "1", live
+        waiting = stepwell_local.start("order", {"id": 7})
+        stepwell_local.run_until_idle()  # it waits, pinned to version "1"
+        stepwell_local.deploy({"order": order_v2})  # version "2", live: new executions run v2
+        assert json.loads(stepwell_local.run_to_completion(waiting).result) == v1_result
+        assert stepwell_local.forwarded == 1  # its wake-up went to version "1"
+
+Each test gets a fresh engine over an empty memory store, with its own registry and virtual clock; until
+`deploy` is called its code is unversioned (see stepwell.testing.local).
 """
 
 from __future__ import annotations
