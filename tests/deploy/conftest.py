@@ -4,7 +4,8 @@ per-backend conformance summary at the end of the run.
 The stack (one apply per backend, shared by every deployed test) carries:
 - the conformance handlers (`stepwell_conformance`, written by tests/conformance/deployed_backend.py)
   when AWS's conformance cases are present, and
-- `stepwell_test_workflows` (tests/deploy/workflows/): the failure tests' workflows.
+- `stepwell_test_workflows` (tests/deploy/workflows/): the failure tests' workflows, and
+- `stepwell_versioned` (tests/deploy/workflows/versions/v1.py; test_versions_deployed.py deploys v2.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from stepwell.testing.deployed_fixtures import DeployedStack  # noqa: E402
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime  # noqa: E402
 from stepwell.testing.scheduler import SchedulerFirer, VirtualClock  # noqa: E402
 
+from deploy.versioned import VERSIONED_MODULE, VERSIONED_SOURCES  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def stepwell_workflows_writer() -> Callable[[Path], None]:
@@ -40,6 +43,7 @@ def stepwell_workflows_writer() -> Callable[[Path], None]:
         if cases:
             write_conformance_workflows(workflows_dir, cases)
         shutil.copyfile(TEST_WORKFLOWS, workflows_dir / TEST_WORKFLOWS.name)
+        shutil.copyfile(VERSIONED_SOURCES["v1"], workflows_dir / VERSIONED_MODULE)
 
     return write
 

@@ -5,7 +5,11 @@ deployed worker's zip with the harness's local Lambda runtime. Two orders then g
 `orders.fulfil` (examples/complete/workflows/fulfilment.py): a flaky payment step that retries, a
 three-day cooling-off wait (the harness's scheduler fast-forwards the one-time EventBridge Scheduler
 schedule, and the runtime's clock skips with it), a manager's approval sent with the `stepwell` CLI, and a
-parallel fulfilment fan-out. At the end it prints each execution's timeline with the CLI.
+parallel fulfilment fan-out. While both orders wait out the cooling-off period, Terraform deploys
+release 2 of the workflow (examples/complete/releases/v2/fulfilment.py: a fraud screening step inserted
+before the wait). The worker publishes a new Lambda version; the two orders stay pinned to the version
+they started on and complete with release 1's code, while a third order, started after the deploy, runs
+release 2. At the end it prints each execution's timeline with the CLI.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ ORDERS: list[dict[str, Any]] = [
         ],
     },
 ]
+LATE_ORDER: dict[str, Any] = {
+    "order_id": "C-3003",
+    "email": "chen@example.com",
+    "lines": [{"sku": "teapot", "quantity": 1, "unit_price_cents": 3900}],
+}
+RELEASE_2 = REPO_ROOT / "examples" / "complete" / "releases" / "v2" / "fulfilment.py"
 APPROVER = {"approved_by": "maria@example.com", "note": "cooling-off passed, stock reserved"}
 MAX_ROUNDS = 60
 
@@ -95,6 +105,14 @@ def next_schedule_delay(firer: SchedulerFirer) -> timedelta | None:
     return max(min(due_times) - now, timedelta(0)) + timedelta(seconds=1)
 
 
+def deploy_release_2(stack: TerraformStack, config_path: Path, backend: Backend) -> None:
+    """`terraform apply` of the next release of the workflow code, as a team would on a weekday."""
+    say("Deploying release 2 of orders.fulfil (a fraud screening step before the cooling-off wait)")
+    shutil.copyfile(RELEASE_2, stack.working_dir / "workflows" / "fulfilment.py")
+    stack.apply()
+    print(stepwell_cli(config_path, backend, "versions"))
+
+
 def run_story(backend: Backend, work_dir: Path) -> int:
     say("Applying examples/complete to moto's server with Terraform (about two minutes)")
     stack = TerraformStack(backend, module_dir="examples/complete", work_root=work_dir / "terraform")
@@ -132,6 +150,7 @@ def run_story(backend: Backend, work_dir: Path) -> int:
         for order_id, execution_id in executions.items():
             print(f"{order_id}: {execution_id}")
         approved: set[str] = set()
+        release_1 = {order_id: "" for order_id in executions}
         for _ in range(MAX_ROUNDS):
             runtime.drain()
             statuses = {oid: client.describe_execution(eid)["Status"] for oid, eid in executions.items()}
@@ -159,6 +178,17 @@ def run_story(backend: Backend, work_dir: Path) -> int:
             delay = next_schedule_delay(firer)
             if delay is None:
                 continue
+            if LATE_ORDER["order_id"] not in executions and delay > timedelta(days=1):
+                release_1 = {
+                    order_id: client.describe_execution(execution_id)["Version"]
+                    for order_id, execution_id in executions.items()
+                }
+                deploy_release_2(stack, config_path, backend)
+                say(f"Starting order {LATE_ORDER['order_id']} after the deploy")
+                executions[LATE_ORDER["order_id"]] = client.start_execution(
+                    WORKFLOW, LATE_ORDER, execution_name=f"order-{LATE_ORDER['order_id']}"
+                )
+                continue
             say(f"Nothing to do until the next wake-up: skipping {delay} of virtual time")
             for fired in firer.advance_and_fire(delay):
                 print(f"fired schedule {fired.name}")
@@ -166,11 +196,18 @@ def run_story(backend: Backend, work_dir: Path) -> int:
         failed = 0
         for order_id, execution_id in executions.items():
             description = client.describe_execution(execution_id)
-            print(f"{order_id}: {description['Status']}")
+            version = description.get("Version")
+            print(f"{order_id}: {description['Status']} on worker version {version}")
             if description["Status"] == "SUCCEEDED":
                 print(json.dumps(json.loads(description["Result"]), indent=2))
             else:
                 failed += 1
+            if order_id in release_1 and version != release_1[order_id]:
+                print(f"{order_id} started on version {release_1[order_id]} but ended on {version}")
+                failed += 1
+        if LATE_ORDER["order_id"] not in executions:
+            print("the deploy of release 2 never happened")
+            failed += 1
         say("Timelines")
         for execution_id in executions.values():
             print(stepwell_cli(config_path, backend, "history", execution_id))
