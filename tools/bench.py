@@ -16,6 +16,8 @@ listing it in `SECTIONS`.
   on moto in-process (`moto.mock_aws`). AWS requests per durable operation by API, DynamoDB units from
   item sizes, cost per million operations at us-east-1 list prices.
 - operations: the same set-up, for a mixed workflow and for the marginal cost of each non-step operation.
+- versions: the same set-up, for what pinning executions to worker versions costs: once per execution,
+  per message outside a transition, and per message while executions run on an older version.
 - cpu: CPU time per operation (time.process_time) on the local backend (stepwell.testing.local) and in
   the SDK's own local test runner (aws_durable_execution_sdk_python_testing.DurableFunctionTestRunner),
   each size in a fresh subprocess.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -405,17 +408,19 @@ class DynamoMeter:
 class ModelledCharges:
     """Requests AWS makes on the deployment's behalf, which the bench plays: the Lambda event source
     mapping's SQS ReceiveMessage and DeleteMessageBatch, Lambda invocations, Scheduler invocations and the
-    SQS SendMessage each one makes."""
+    SQS SendMessage each one makes. `forwarded_invocations` are the Lambda invocations one worker version
+    makes of another (a synchronous Invoke, also counted in `lambda_invocations`)."""
 
     esm_receives: int = 0
     esm_deletes: int = 0
     lambda_invocations: int = 0
     scheduler_invocations: int = 0
     scheduler_sends: int = 0
+    forwarded_invocations: int = 0
 
     def reset(self) -> None:
         self.esm_receives = self.esm_deletes = self.lambda_invocations = 0
-        self.scheduler_invocations = self.scheduler_sends = 0
+        self.scheduler_invocations = self.scheduler_sends = self.forwarded_invocations = 0
 
 
 @dataclass
@@ -506,12 +511,14 @@ class MotoStack:
         self.sqs: Any = boto3.client("sqs", region_name=REGION)
         self.scheduler: Any = boto3.client("scheduler", region_name=REGION)
         self.modelled = ModelledCharges()
+        self.delivered_messages = 0  # SQS messages handed to the worker (not a charge: a per-message unit)
         self._runs = 0
 
     def reset_counters(self) -> None:
         self.clients.counter.reset()
         self.meter.reset()
         self.modelled.reset()
+        self.delivered_messages = 0
 
     # --- driving ---
 
@@ -588,8 +595,9 @@ class MotoStack:
             kinds[f"{kind}/{sub}" if sub and kind == "CONTEXT" else kind] += 1
         return kinds
 
-    def drain(self) -> None:
-        """Deliver messages and fire schedules until nothing is left (waiting out short SQS delays)."""
+    def drain(self, fire_schedules: bool = True) -> None:
+        """Deliver messages and fire schedules until nothing is left (waiting out short SQS delays); without
+        `fire_schedules`, stop when only schedules are left (executions waiting on a long wait)."""
         queue_url = self.config.work_queue_url
         for _ in range(100_000):
             self.modelled.esm_receives += 1
@@ -610,7 +618,7 @@ class MotoStack:
             if int(waiting.get("ApproximateNumberOfMessagesDelayed", "0")):
                 time.sleep(0.1)
                 continue
-            if self._fire_next_schedule():
+            if fire_schedules and self._fire_next_schedule():
                 continue
             return
         raise RuntimeError("the work queue did not go quiet")
@@ -626,6 +634,7 @@ class MotoStack:
             for m in messages
         ]
         self.modelled.lambda_invocations += 1
+        self.delivered_messages += len(records)
         response = self.runtime.handle_event({"Records": records}, None)
         failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
         if failed:
@@ -767,6 +776,7 @@ def _api_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
         ("sqs SendMessage (by Scheduler, modelled)", lambda m: m.modelled.scheduler_sends),
         ("scheduler invocation (modelled)", lambda m: m.modelled.scheduler_invocations),
         ("lambda invocation (modelled)", lambda m: m.modelled.lambda_invocations),
+        ("of which forwards to a pinned version (modelled)", lambda m: m.modelled.forwarded_invocations),
     ]
     for label, get in modelled:
         if any(get(m) for m in measurements):
@@ -1053,6 +1063,273 @@ _MARGINAL_COLUMNS = (
 )
 
 
+# ------------------------------------------------------------------------------ code versions
+
+VERSIONS_WORKFLOW = "single-long-wait"
+VERSIONS_EXECUTIONS = 25
+
+
+class BenchVersions:
+    """The worker function's published versions for the bench (the FunctionVersions port): each version
+    is an entry runtime in this process whose engine runs as that version; the live one is the runtime the
+    played event source mapping reaches. A forward runs its event on the pinned version's runtime and is
+    counted as one Lambda invocation (modelled): the synchronous Invoke request is that invocation."""
+
+    def __init__(self, stack: MotoStack) -> None:
+        self._stack = stack
+        self._unversioned = stack.runtime
+        self.runtimes: dict[str, Any] = {}
+        self.live: str | None = None
+
+    def publish(self) -> Any:
+        """A new version, made live; returns its runtime."""
+        from stepwell.entry import EntryRuntime
+
+        version = str(len(self.runtimes) + 1)
+        engine = dataclasses.replace(self._unversioned.engine, code_version=version, functions=self)
+        self.runtimes[version] = EntryRuntime(engine)
+        self.live = version
+        return self.runtimes[version]
+
+    def current_version(self) -> str | None:
+        return self.live
+
+    def list_versions(self) -> list[Any]:
+        from stepwell.model import FunctionVersion
+
+        return [FunctionVersion(v, ("live",) if v == self.live else ()) for v in self.runtimes]
+
+    def invoke(self, version: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        self._stack.modelled.lambda_invocations += 1
+        self._stack.modelled.forwarded_invocations += 1
+        answer: dict[str, Any] = self.runtimes[version].handle_event(dict(event), None)
+        return answer
+
+    def delete_version(self, version: str) -> None:
+        del self.runtimes[version]
+
+
+@dataclass
+class PerMessage:
+    """One phase of a set of executions, per SQS message the worker received."""
+
+    label: str
+    measurement: Measurement
+    messages: int
+
+    def per(self, value: float) -> float:
+        return value / self.messages if self.messages else 0.0
+
+    @property
+    def requests(self) -> int:
+        """Every AWS request: the engine's, and those made on its behalf (the mapping's SQS requests,
+        Scheduler's SendMessage, the forwarding Invoke)."""
+        m = self.measurement
+        modelled = m.modelled
+        return (
+            sum(m.calls.values())
+            + modelled.esm_receives
+            + modelled.esm_deletes
+            + modelled.scheduler_sends
+            + modelled.forwarded_invocations
+        )
+
+    def row(self) -> list[str]:
+        m = self.measurement
+        return [
+            self.label,
+            f"{m.executions:,}",
+            f"{self.messages:,}",
+            fmt(self.per(m.modelled.lambda_invocations)),
+            fmt(self.per(m.modelled.forwarded_invocations)),
+            fmt(self.per(self.requests)),
+            fmt(self.per(m.service_calls("dynamodb"))),
+            fmt(self.per(m.write_units)),
+            fmt(self.per(m.read_units)),
+            usd(self.per(sum(m.costs().values())) * 1_000_000),
+        ]
+
+
+def _start_phase(stack: MotoStack, label: str, prefix: str) -> tuple[PerMessage, list[str]]:
+    """Start the executions and run them to their wait, counting from the StartExecution requests on."""
+    stack.reset_counters()
+    started = time.perf_counter()
+    execution_ids = [
+        stack.client.start_execution(VERSIONS_WORKFLOW, {}, execution_name=f"{prefix}-{index}")
+        for index in range(VERSIONS_EXECUTIONS)
+    ]
+    stack.drain(fire_schedules=False)
+    return _per_message(stack, label, execution_ids, started), execution_ids
+
+
+def _end_phase(stack: MotoStack, label: str, execution_ids: Sequence[str]) -> PerMessage:
+    """Fire the waiting executions' wake-ups and run them to their end, counting from the first wake-up."""
+    stack.reset_counters()
+    started = time.perf_counter()
+    stack.drain()
+    return _per_message(stack, label, execution_ids, started)
+
+
+def _per_message(stack: MotoStack, label: str, execution_ids: Sequence[str], started: float) -> PerMessage:
+    measurement = stack.measure(label, execution_ids, time.perf_counter() - started)
+    return PerMessage(label, measurement, stack.delivered_messages)
+
+
+def _write_units_by_request(*phases: PerMessage) -> dict[str, float]:
+    units: dict[str, float] = {}
+    for phase in phases:
+        for key, tally in phase.measurement.dynamo.items():
+            units[key] = units.get(key, 0.0) + tally.write_units
+    return units
+
+
+def _check_ended_on(stack: MotoStack, execution_ids: Sequence[str], version: str | None) -> None:
+    for execution_id in execution_ids:
+        description = stack.client.describe_execution(execution_id)
+        if description["Status"] != "SUCCEEDED" or description.get("Version") != version:
+            raise RuntimeError(
+                f"{execution_id} ended {description['Status']} on version {description.get('Version')}, "
+                f"not SUCCEEDED on {version}"
+            )
+
+
+def section_versions(options: Options) -> SectionResult:
+    """What pinning executions to code versions costs: per execution, and per message outside and during a
+    transition (a deploy while executions wait)."""
+    stack = options.stacks.moto()
+    versions = BenchVersions(stack)
+    unversioned_runtime = stack.runtime
+    phases: dict[str, PerMessage] = {}
+    try:
+        log(f"versions: {VERSIONS_EXECUTIONS} executions of {VERSIONS_WORKFLOW} per row on moto")
+        phases["u1"], ids = _start_phase(stack, "unversioned: start to the wait", "unversioned")
+        phases["u2"] = _end_phase(stack, "unversioned: wake-up to the end", ids)
+        _check_ended_on(stack, ids, None)
+
+        stack.runtime = versions.publish()  # version 1 is live
+        phases["p1"], ids = _start_phase(stack, "pinned to the live version: start to the wait", "pinned")
+        phases["p2"] = _end_phase(stack, "pinned to the live version: wake-up to the end", ids)
+        _check_ended_on(stack, ids, "1")
+
+        _, ids = _start_phase(stack, "", "transition")  # they wait, pinned to version 1
+        stack.runtime = versions.publish()  # the deploy: version 2 is live, the mapping reaches it
+        phases["t2"] = _end_phase(stack, "pinned to an older version (a transition): wake-up to the end", ids)
+        _check_ended_on(stack, ids, "1")
+    finally:
+        stack.runtime = unversioned_runtime
+    u1, u2, p1, p2, t2 = (phases[key] for key in ("u1", "u2", "p1", "p2", "t2"))
+    executions = VERSIONS_EXECUTIONS
+
+    def per_execution(first: PerMessage, second: PerMessage, value: Callable[[PerMessage], float]) -> float:
+        return (value(first) + value(second)) / executions
+
+    pin_units = per_execution(p1, p2, lambda p: p.measurement.write_units) - per_execution(
+        u1, u2, lambda p: p.measurement.write_units
+    )
+    pin_requests = per_execution(p1, p2, lambda p: p.requests) - per_execution(u1, u2, lambda p: p.requests)
+    pin_usd = per_execution(p1, p2, lambda p: sum(p.measurement.costs().values())) - per_execution(
+        u1, u2, lambda p: sum(p.measurement.costs().values())
+    )
+    steady_invocations = p2.per(p2.measurement.modelled.lambda_invocations) - u2.per(
+        u2.measurement.modelled.lambda_invocations
+    )
+    steady_requests = p2.per(p2.requests) - u2.per(u2.requests)
+    extra_invocations = t2.per(t2.measurement.modelled.lambda_invocations) - p2.per(
+        p2.measurement.modelled.lambda_invocations
+    )
+    extra_requests = t2.per(t2.requests) - p2.per(p2.requests)
+    extra_dynamodb = t2.per(t2.measurement.service_calls("dynamodb")) - p2.per(
+        p2.measurement.service_calls("dynamodb")
+    )
+    extra_reads = t2.per(t2.measurement.read_units) - p2.per(p2.measurement.read_units)
+    extra_usd = (
+        t2.per(sum(t2.measurement.costs().values())) - p2.per(sum(p2.measurement.costs().values()))
+    ) * 1_000_000
+    by_request = _write_units_by_request(p1, p2)
+    for key, units in _write_units_by_request(u1, u2).items():
+        by_request[key] = by_request.get(key, 0.0) - units
+    pin_parts = ", ".join(
+        f"{key} {fmt(units / executions)}" for key, units in sorted(by_request.items()) if units
+    )
+    findings = [
+        f"**Pinning, once per execution: {fmt(pin_units)} write units, {fmt(pin_requests)} request(s)** "
+        f"({usd(pin_usd * 1_000_000)} per million executions): the conditional UpdateItem that pins it on "
+        "its first run (the item, its new `version-index` entry and its entry in the subject index, which "
+        "projects every attribute) and the `version-index` entry's removal when it ends "
+        f"(write units per execution by request, pinned minus unversioned: {pin_parts}).",
+        f"**Outside a transition: {fmt(steady_invocations)} extra Lambda invocations and "
+        f"{fmt(steady_requests)} extra requests per message** (a wake-up of an execution pinned to the live "
+        "version against the same wake-up unversioned).",
+        f"**During a transition: {fmt(extra_invocations)} extra Lambda invocation and {fmt(extra_requests)} "
+        f"extra requests per message** ({fmt(extra_dynamodb)} DynamoDB, {fmt(extra_reads)} read units; "
+        f"{usd(extra_usd)} per million messages) for an execution pinned to an older version: the live "
+        "version reads the execution, finds it pinned elsewhere and forwards the message with one "
+        "synchronous Invoke of that version, which then runs it as usual.",
+    ]
+    targets = [
+        (
+            "versions: nothing extra per message outside a transition",
+            f"+{fmt(steady_invocations)} invocations, +{fmt(steady_requests)} requests per message",
+            "met" if steady_invocations == 0 and steady_requests == 0 else "NOT met",
+        ),
+        (
+            "versions: one extra invocation per message during a transition",
+            f"+{fmt(extra_invocations)} invocations per message",
+            "met" if extra_invocations <= 1.0 else "NOT met",
+        ),
+    ]
+    markdown = "\n\n".join(
+        [
+            _VERSIONS_INTRO.format(executions=executions, workflow=VERSIONS_WORKFLOW),
+            md_table(
+                [
+                    "phase",
+                    "executions",
+                    "messages",
+                    "Lambda invocations / message",
+                    "of which forwards",
+                    "AWS requests / message",
+                    "DynamoDB requests / message",
+                    "write units / message",
+                    "read units / message",
+                    "$ / million messages",
+                ],
+                [phase.row() for phase in (u1, u2, p1, p2, t2)],
+            ),
+            "\n".join(f"- {finding}" for finding in findings),
+            _VERSIONS_NOTES,
+        ]
+    )
+    summary = ["Code versions (per message; per execution for the pin):"] + [
+        "  " + finding.replace("**", "") for finding in findings
+    ]
+    return SectionResult("Code versions: pinning and forwarding (moto backend)", markdown, summary, targets)
+
+
+_VERSIONS_INTRO = _prose(
+    """
+    Workflow `{workflow}` (`tools/bench_workflows.py`: a 2 h wait, then a step), {executions} executions per
+    row, driven as in the sections above, in two phases each: from the start to the wait (the first message:
+    the execution's first run, which pins it) and from the wake-up (a fired schedule's message) to the end.
+    Unversioned: the worker without a version (`AWS_LAMBDA_FUNCTION_VERSION` unset or `$LATEST`), which never
+    pins nor forwards. Pinned to the live version: the worker runs as version 1, the version the queue's
+    alias reaches. A transition: executions started on version 1 wait; version 2 is published and made
+    live (a deploy); each wake-up reaches version 2, which forwards it to version 1. The worker's versions
+    are entry runtimes in this process (`BenchVersions` in `tools/bench.py`); a forward runs the event on the
+    pinned version's runtime and counts as one Lambda invocation.
+    """
+)
+_VERSIONS_NOTES = _prose(
+    """
+    Here each wake-up comes alone (one fired schedule, one message, one batch), the worst case: a batch of
+    up to 10 messages pinned to one version is forwarded with one invoke, so a busier transition costs less
+    than one extra invocation per message. Not included (as everywhere in this file): Lambda duration; the
+    forwarding invocation waits for the invoke it makes, so a forwarded message is billed about twice the
+    handler's duration, during a transition only.
+    """
+)
+
+
 def cpu_probe(runner: str, steps: int) -> dict[str, Any]:
     """Run in a fresh process: CPU seconds (time.process_time, all threads) per operation for executions
     of `steps` sequential steps, after one unmeasured warm-up execution."""
@@ -1334,6 +1611,7 @@ def section_definitions(options: Options) -> SectionResult:
 SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("aws", section_aws),
     ("operations", section_operations),
+    ("versions", section_versions),
     ("definitions", section_definitions),
     ("cpu", section_cpu),
 ]
