@@ -24,10 +24,12 @@ from stepwell.config import ConfigError, StepwellConfig
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.engine import Engine, check_error_object
 from stepwell.lambda_versions import LambdaFunctionVersions
+from stepwell.metrics import Metrics, NoMetrics
 from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.payloads import S3PayloadStore
 from stepwell.ports import Clock, FunctionVersions
 from stepwell.registry import Registry, validate_workflow_name
+from stepwell.status_events import EventBridgeStatusEvents, NoStatusEvents
 from stepwell.timers import WakeScheduler
 from stepwell.versions import running_version
 from stepwell.work_queue import RedriveResult, SqsWorkQueue, redrive_dead_letters
@@ -64,8 +66,9 @@ def build_engine(
     clients: AwsClients,
     registry: Registry,
     clock: Clock | None = None,
+    metrics: Metrics | None = None,
 ) -> Engine:
-    """The engine on a deployment's AWS resources."""
+    """The engine on a deployment's AWS resources (`metrics`: the worker's; a client emits none)."""
     payloads = S3PayloadStore(clients.s3, config.payload_bucket) if config.payload_bucket else None
     store = DynamoDbExecutionStore(
         clients.dynamodb,
@@ -101,6 +104,12 @@ def build_engine(
         registry=registry,
         code_version=running_version(os.environ),
         functions=functions,
+        status_events=(
+            EventBridgeStatusEvents(clients.events, config.event_bus_name)
+            if config.status_events and config.event_bus_name
+            else NoStatusEvents()
+        ),
+        metrics=metrics or NoMetrics(),
     )
 
 

@@ -88,6 +88,8 @@ class StepwellConfig:
     # Event source -> the domains its bus events may speak for (stepwell.definitions.router.EventSources).
     event_sources: Mapping[str, Any] = field(default_factory=dict)
     log_level: str = "INFO"
+    # Whether the worker puts executions' status-change events on the bus (stepwell.status_events).
+    status_events: bool = True
 
     def __post_init__(self) -> None:
         for key in _REQUIRED:
@@ -126,11 +128,13 @@ class StepwellConfig:
             values[key] = value
         if "workflow_modules" in values:
             values["workflow_modules"] = _parse_modules(values["workflow_modules"])
+        if "status_events" in values:
+            values["status_events"] = _parse_bool("status_events", values["status_events"])
         for key in _INT_SETTINGS:
             if key in values:
                 values[key] = _parse_int(key, values[key])
         for key, value in values.items():
-            structured = key in ("workflow_modules", *_INT_SETTINGS, *_JSON_OBJECT_ENV)
+            structured = key in ("workflow_modules", "status_events", *_INT_SETTINGS, *_JSON_OBJECT_ENV)
             if not structured and not isinstance(value, str):
                 raise ConfigError(f"client_config[{key!r}] must be a string, got {value!r}")
         missing = [key for key in _REQUIRED if not values.get(key)]
@@ -180,6 +184,8 @@ class StepwellConfig:
                 values[key] = _parse_object(variable, env[variable])
         if env.get("STEPWELL_LOG_LEVEL"):
             values["log_level"] = env["STEPWELL_LOG_LEVEL"].upper()
+        if env.get("STEPWELL_STATUS_EVENTS"):
+            values["status_events"] = _parse_bool("STEPWELL_STATUS_EVENTS", env["STEPWELL_STATUS_EVENTS"])
         missing = [_ENV_BY_CLIENT_KEY[key] for key in _REQUIRED if key not in values]
         if missing:
             raise ConfigError(f"Stepwell environment is missing {', '.join(missing)}")
@@ -203,6 +209,7 @@ class StepwellConfig:
         for key, variable in _JSON_OBJECT_ENV.items():
             env[variable] = json.dumps(dict(getattr(self, key)))
         env["STEPWELL_LOG_LEVEL"] = self.log_level
+        env["STEPWELL_STATUS_EVENTS"] = "true" if self.status_events else "false"
         env["STEPWELL_KMS_KEY_ARN"] = self.kms_key_arn
         if self.region:
             env["AWS_REGION"] = self.region
@@ -214,6 +221,14 @@ def _parse_int(name: str, value: object) -> int:
         return int(str(value))
     except ValueError as error:
         raise ConfigError(f"{name} must be a whole number, got {value!r}") from error
+
+
+def _parse_bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
 
 
 def _parse_modules(value: object) -> tuple[str, ...]:

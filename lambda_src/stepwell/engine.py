@@ -27,11 +27,13 @@ from stepwell.errors import (
 )
 from stepwell.history import events_from_bodies
 from stepwell.journal import FlushedBatch, Journal, decode_body, encode_body, restore_execution_input
+from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
     KEY_PART_RULE,
     Batch,
     CallbackRef,
+    ExecutionId,
     ExecutionQuery,
     ExecutionRecord,
     ExecutionStatus,
@@ -41,8 +43,17 @@ from stepwell.model import (
     Page,
     make_execution_id,
 )
-from stepwell.ports import Clock, ExecutionStore, FunctionVersions, PayloadStore, Timers, WorkQueue
+from stepwell.ports import (
+    Clock,
+    ExecutionStore,
+    FunctionVersions,
+    PayloadStore,
+    StatusEvents,
+    Timers,
+    WorkQueue,
+)
 from stepwell.registry import Registry, default_registry, validate_workflow_name
+from stepwell.status_events import NoStatusEvents, status_change_detail
 
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
 # DynamoDB items stay under 350 KB with room for the other attributes.
@@ -103,13 +114,20 @@ class Engine:
     # and the function's published versions (for forwarding, upgrades and pruning).
     code_version: str | None = None
     functions: FunctionVersions | None = None
+    # Where the worker announces executions' status changes (stepwell.status_events).
+    status_events: StatusEvents = field(default_factory=NoStatusEvents)
+    # Where the facts of each message handled go (stepwell.metrics; the entry and harness flush them).
+    metrics: Metrics = field(default_factory=NoMetrics)
 
     # ------------------------------------------------------------------ payloads
 
     def offload(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, bool]:
-        if text is None or len(text.encode("utf-8")) <= self.inline_limit:
+        size = len(text.encode("utf-8")) if text is not None else 0
+        if text is None or size <= self.inline_limit:
             return text, False
-        return self.payloads.put(execution_id, label, text), True
+        reference = self.payloads.put(execution_id, label, text)
+        self.metrics.add(Metric.PAYLOAD_BYTES_OFFLOADED, size, ExecutionId.parse(execution_id).workflow_id)
+        return reference, True
 
     def resolve(self, text: str | None, is_ref: bool) -> str | None:
         if text is None or not is_ref:
@@ -170,6 +188,12 @@ class Engine:
             ),
         )
         journal.next_seq = seq + 1
+        # Counted once written: a fenced worker's batch is not, and seq 0 (only one worker writes it)
+        # holds the execution's start.
+        if seq == 0:
+            self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
+        if flushed.operations:
+            self.metrics.add(Metric.OPERATIONS_RECORDED, len(flushed.operations), record.workflow_id)
         if flushed.absorbed_input_ids:
             self.store.delete_external_inputs(record.execution_id, flushed.absorbed_input_ids)
         for callback_id in flushed.timed_out_callbacks:
@@ -373,6 +397,10 @@ class Engine:
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
         self.notify_parent(record, ExecutionStatus.STOPPED, None, stop_error)
         return True
+
+    def announce_status(self, record: ExecutionRecord, *statuses: ExecutionStatus) -> None:
+        """Put the status-change events of `record` reaching `statuses`, in one request."""
+        self.status_events.publish([status_change_detail(record, status) for status in statuses])
 
     def notify_parent(
         self,

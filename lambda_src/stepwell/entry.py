@@ -57,10 +57,13 @@ from stepwell.errors import (
     InvalidArgument,
     InvalidMessage,
 )
+from stepwell.logs import install_json_logging, log_context, workflow_of
+from stepwell.metrics import EmfMetrics, Metric, Metrics
 from stepwell.model import InvokeMessage
 from stepwell.ports import Clock
 from stepwell.reconciler import Reconciler
 from stepwell.registry import Registry, default_registry, import_workflow_modules
+from stepwell.status_events import STATUS_EVENT_SOURCE
 from stepwell.timers import is_early
 from stepwell.work_queue import MAX_DELAY_SECONDS
 from stepwell.worker import Worker, parse_invoke_message
@@ -127,7 +130,12 @@ class EntryRuntime:
         self.engine = engine
         self.worker = Worker(engine)
         self.reconciler = reconciler or Reconciler(
-            engine.store, engine.queue, engine.clock, versions=engine.functions, keep_versions=keep_versions
+            engine.store,
+            engine.queue,
+            engine.clock,
+            versions=engine.functions,
+            keep_versions=keep_versions,
+            metrics=engine.metrics,
         )
         # Domain events (bus events that are not stepwell.* commands) go to the definitions router.
         self.event_router = event_router
@@ -139,22 +147,32 @@ class EntryRuntime:
         clients: AwsClients | None = None,
         registry: Registry | None = None,
         clock: Clock | None = None,
+        metrics: Metrics | None = None,
     ) -> EntryRuntime:
         aws = clients or AwsClients(region=config.region or None)
         chosen = registry if registry is not None else default_registry
-        engine = build_engine(config, aws, chosen, clock or SystemClock())
+        engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics)
         return cls(engine, keep_versions=config.keep_versions)
 
     # --- events ---
 
     def handle_event(self, event: Any, context: Any = None) -> dict[str, Any]:
+        # Lambda's request id on every line this invocation writes.
+        request_id = getattr(context, "aws_request_id", None)
+        with log_context(invocation_id=request_id if isinstance(request_id, str) else None):
+            return self._handle_event(event, context)
+
+    def _handle_event(self, event: Any, context: Any) -> dict[str, Any]:
         if isinstance(event, Mapping) and isinstance(event.get("Records"), list):
             forwarded_from = event.get(FORWARDED_FROM)
             return self.handle_sqs_batch(
                 event["Records"], context, forwarded_from=str(forwarded_from) if forwarded_from else None
             )
         if isinstance(event, Mapping):
-            result = self.handle_body(event, context)
+            try:
+                result = self.handle_body(event, context)
+            finally:
+                self.engine.metrics.flush()
             if result.action == "forward":
                 # Not run here: the queue brings it back through the alias, whose worker forwards it.
                 self.engine.queue.enqueue(event)
@@ -183,6 +201,9 @@ class EntryRuntime:
                     version = str(result.details.get("version"))
                     if forwarded_from is None and self.engine.functions is not None:
                         pinned_elsewhere.setdefault(version, []).append(record)
+                        self.engine.metrics.add(
+                            Metric.FORWARDED_MESSAGES, 1, workflow_of(result.execution_id or "")
+                        )
                         continue
                     logger.error(
                         "message %s: %s is pinned to version %s and this one (%s, forwarded from %s) does "
@@ -195,9 +216,14 @@ class EntryRuntime:
                     )
                     failures.append({"itemIdentifier": message_id})
                     continue
-                logger.info(
-                    "message %s: %s %s %s", message_id, result.kind, result.action, result.execution_id or ""
-                )
+                with log_context(result.execution_id):
+                    logger.info(
+                        "message %s: %s %s %s",
+                        message_id,
+                        result.kind,
+                        result.action,
+                        result.execution_id or "",
+                    )
             except (InvalidMessage, InvalidArgument) as error:
                 # Not the error's text: it may quote the message's payload (the DLQ keeps the message).
                 logger.error(
@@ -216,6 +242,9 @@ class EntryRuntime:
                     "".join(traceback.format_tb(error.__traceback__)),
                 )
                 failures.append({"itemIdentifier": message_id})
+            finally:
+                # One EMF record per message (and workflow), whatever became of it.
+                self.engine.metrics.flush()
         # After this version's own records: one synchronous invoke per pinned version (a batch spans at
         # most the versions of one transition, so running them one after another costs little).
         for version, group in pinned_elsewhere.items():
@@ -287,6 +316,10 @@ class EntryRuntime:
 
     def _invoke(self, body: Mapping[str, Any], context: Any) -> MessageResult:
         message = parse_invoke_message(body)
+        with log_context(message.execution_id):
+            return self._invoke_message(message, body, context)
+
+    def _invoke_message(self, message: InvokeMessage, body: Mapping[str, Any], context: Any) -> MessageResult:
         now = self.engine.clock.now()
         if message.due_at is not None and is_early(body, now):
             # Woken before its time (a clock or scheduler quirk): wake again at the due time, run nothing.
@@ -304,6 +337,11 @@ class EntryRuntime:
         return MessageResult("invoke", outcome.action, message.execution_id, details)
 
     def _bus_event(self, envelope: Mapping[str, Any]) -> MessageResult:
+        if envelope.get("source") == STATUS_EVENT_SOURCE:
+            # The worker's own announcements, sent back by a rule whose pattern lets them through: they
+            # are for users' rules, nothing here acts on them (not routed, not left to the DLQ).
+            logger.info("ignored bus event %s: a status-change event", envelope.get("id"))
+            return MessageResult("event", "ignored", details={"reason": "status-change event"})
         detail_type = envelope.get("detail-type")
         detail = envelope.get("detail")
         if detail_type not in CALLBACK_DETAIL_TYPES.values() and self.event_router is not None:
@@ -355,10 +393,10 @@ def load_runtime(environ: Mapping[str, str] | None = None) -> EntryRuntime:
     with _runtime_lock:
         if _runtime is None:
             config = StepwellConfig.from_env(environ)
-            logging.getLogger("stepwell").setLevel(config.log_level)
+            install_json_logging(config.log_level)
             import_workflow_modules(config.workflow_modules)
             clients = AwsClients(region=config.region or None)
-            runtime = EntryRuntime.from_config(config, clients)
+            runtime = EntryRuntime.from_config(config, clients, metrics=EmfMetrics(config.name))
             if config.definitions_table:
                 runtime.event_router = install(runtime.engine, config, clients, default_registry)
             _runtime = runtime

@@ -13,7 +13,7 @@ its checkpoint token; a stale worker whose seq was taken by a newer one gets `Se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from stepwell.model import (
@@ -172,6 +172,14 @@ class FunctionVersions(Protocol):
         ...
 
     def delete_version(self, version: str) -> None: ...
+
+
+class StatusEvents(Protocol):
+    """Where executions' status-change events go (stepwell.status_events: the bus, memory, or nowhere)."""
+
+    def publish(self, details: Sequence[Mapping[str, Any]]) -> None:
+        """Put one event per detail, in one request; raises when any of them was not put."""
+        ...
 
 
 class PayloadStore(Protocol):

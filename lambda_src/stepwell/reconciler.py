@@ -10,6 +10,9 @@ lease, finds nothing to do or resumes, and the due timer is re-recorded or clear
 
 With the worker function's versions configured, each run also deletes the old versions no running
 execution needs (stepwell.versions.prune_versions); a failure there is logged and the run goes on.
+
+Each run adds the number of stalled executions and overdue wake-ups it found to the metrics (also when
+zero, so an alarm on them sees a steady series).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import logging
 from dataclasses import dataclass, field
 
 from stepwell.config import DEFAULT_KEEP_VERSIONS
+from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import InvokeMessage
 from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, FunctionVersions, WorkQueue
 from stepwell.versions import prune_versions
@@ -50,6 +54,7 @@ class Reconciler:
         limit_per_shard: int = DEFAULT_LIMIT_PER_SHARD,
         versions: FunctionVersions | None = None,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
+        metrics: Metrics | None = None,
     ) -> None:
         if grace_seconds < 0:
             raise ValueError(f"grace_seconds must be zero or more, got {grace_seconds}")
@@ -64,6 +69,7 @@ class Reconciler:
         self.limit_per_shard = limit_per_shard
         self._versions = versions
         self.keep_versions = keep_versions
+        self._metrics = metrics or NoMetrics()
 
     def run(self) -> ReconcileReport:
         now = self._clock.now()
@@ -75,6 +81,8 @@ class Reconciler:
                 report.stalled_executions.append(lease.execution_id)
         for execution_id in sorted(set(report.overdue_timers) | set(report.stalled_executions)):
             self._queue.enqueue(InvokeMessage(execution_id).to_body())
+        self._metrics.add(Metric.STALLED_EXECUTIONS, len(set(report.stalled_executions)))
+        self._metrics.add(Metric.OVERDUE_WAKE_UPS, len(set(report.overdue_timers)))
         if self._versions is not None:
             try:
                 report.deleted_versions = prune_versions(self._store, self._versions, self.keep_versions)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,12 +24,16 @@ from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 from stepwell.engine import Engine
 from stepwell.errors import InvalidMessage, PayloadMissing, SequenceConflict, WorkflowNotFound
 from stepwell.journal import Journal
+from stepwell.logs import log_context, workflow_of
+from stepwell.metrics import ENDED, Metric
 from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InvokeMessage, WorkOutcome
 from stepwell.service import StoreServiceClient
 from stepwell.versions import explain_replay_mismatch
 
 logger = logging.getLogger(__name__)
 
+# Outcomes of a message that ran the execution (its wake-up lag is measured on those).
+_RAN_THE_EXECUTION = frozenset({"ran", "finished", "crashed"})
 # After this many invocations in a row that crashed (the handler process died), the execution fails.
 MAX_CONSECUTIVE_CRASHES = 5
 CRASH_RETRY_BASE_SECONDS = 1
@@ -77,9 +82,19 @@ class Worker:
 
     def handle_message(self, body: Mapping[str, Any], lambda_context: Any | None = None) -> WorkOutcome:
         message = parse_invoke_message(body)
-        return self.run(message.execution_id, lambda_context)
+        arrived_at = self.engine.clock.now()
+        outcome = self.run(message.execution_id, lambda_context)
+        if message.due_at is not None and outcome.action in _RAN_THE_EXECUTION:
+            # How late the wake-up came (the entry re-schedules one that comes early).
+            lag_millis = max(0.0, arrived_at - message.due_at) * 1000
+            self.engine.metrics.add(Metric.WAKE_UP_LAG, lag_millis, workflow_of(message.execution_id))
+        return outcome
 
     def run(self, execution_id: str, lambda_context: Any | None = None) -> WorkOutcome:
+        with log_context(execution_id):
+            return self._run(execution_id, lambda_context)
+
+    def _run(self, execution_id: str, lambda_context: Any | None) -> WorkOutcome:
         engine = self.engine
         record = engine.store.get_execution(execution_id)
         if record is None:
@@ -90,11 +105,12 @@ class Worker:
         owner = uuid.uuid4().hex
         lease = engine.store.acquire_lease(execution_id, owner, engine.clock.now(), engine.lease_seconds)
         if lease is None:
+            engine.metrics.add(Metric.LEASE_BUSY, 1, record.workflow_id)
             return WorkOutcome(execution_id, "busy", status=record.status)
         try:
             return self._run_leased(record, owner, lambda_context)
         except SequenceConflict:
-            return WorkOutcome(execution_id, "fenced", status=record.status)
+            return self._fenced(record)
         finally:
             engine.store.release_lease(execution_id, owner)
 
@@ -148,6 +164,9 @@ class Worker:
                     return _forward(current)
                 record = current
         if journal.is_empty:
+            # Before the first batch, which only one worker writes: a retry of a failed announcement finds
+            # the log still empty and announces it again.
+            engine.announce_status(record, ExecutionStatus.RUNNING)
             self._log_start(record, journal, now)
         journal.run_on(engine.code_version, now)
         journal.absorb(inputs, now)
@@ -179,14 +198,22 @@ class Worker:
             updated_operation_ids=journal.unflushed_operation_ids(),
         )
         started_at = now
+        timer = time.monotonic()
         try:
-            output = handler(invocation_input, lambda_context or InvocationContext(request_id))
+            # In Lambda its request id names the invocation in the log lines; elsewhere the engine's.
+            with log_context(invocation_id=request_id, keep_invocation=True):
+                output = handler(invocation_input, lambda_context or InvocationContext(request_id))
         except BaseException as crash:
             if isinstance(crash, KeyboardInterrupt):
                 raise
             return self._crashed(record, journal, client, started_at, request_id, crash)
+        finally:
+            engine.metrics.add(Metric.INVOCATIONS, 1, record.workflow_id)
+            engine.metrics.add(
+                Metric.INVOCATION_DURATION, (time.monotonic() - timer) * 1000, record.workflow_id
+            )
         if client.fenced:
-            return WorkOutcome(execution_id, "fenced", status=record.status)
+            return self._fenced(record)
         end = engine.clock.now()
         status = output.get("Status") if isinstance(output, Mapping) else None
         if status == "SUCCEEDED":
@@ -257,7 +284,8 @@ class Worker:
     ) -> WorkOutcome:
         engine = self.engine
         if client.fenced:
-            return WorkOutcome(record.execution_id, "fenced", status=record.status)
+            return self._fenced(record)
+        engine.metrics.add(Metric.INVOCATION_CRASHES, 1, record.workflow_id)
         now = engine.clock.now()
         error_type = (
             "Runtime.ExitError" if isinstance(crash, SystemExit) else f"Runtime.{type(crash).__name__}"
@@ -294,12 +322,17 @@ class Worker:
         won = engine.store.complete_execution(
             record.execution_id, status, now, result=stored_result, result_is_ref=result_is_ref, error=error
         )
+        ended = dataclasses.replace(record, status=status, ended_at=now, error=error)
         if not won:
             # Stopped meanwhile: the log records the stop, not this invocation's outcome.
-            current = engine.store.get_execution(record.execution_id) or record
-            status, result, error = current.status, None, current.error
+            ended = engine.store.get_execution(record.execution_id) or record
+            status, result, error = ended.status, None, ended.error
         journal.execution_ended(status.value, now, result, error)
+        # Whoever writes the terminal batch announces the end, right before it (see _settle_ended).
+        engine.announce_status(ended, status)
         engine.append_journal(record, journal, terminal=True)
+        # Once written: a terminal batch is written once per execution, whatever messages repeat.
+        engine.metrics.add(ENDED[status.value], 1, record.workflow_id)
         # After the last write of the execution's payloads (the terminal batch may be one).
         if result_is_ref or _has_payload_objects(record, journal, ()):
             engine.payloads.retire(record.execution_id)
@@ -307,6 +340,11 @@ class Worker:
         if won:
             engine.notify_parent(record, status, result, error)
         return WorkOutcome(record.execution_id, "finished", status=status)
+
+    def _fenced(self, record: ExecutionRecord) -> WorkOutcome:
+        """A newer worker took the execution's log from this one (its lease had expired)."""
+        self.engine.metrics.add(Metric.LEASE_FENCED, 1, record.workflow_id)
+        return WorkOutcome(record.execution_id, "fenced", status=record.status)
 
     def _expired(self, record: ExecutionRecord) -> WorkOutcome:
         """A message for an ended execution whose payloads have expired (S3's lifecycle may remove them
@@ -325,12 +363,19 @@ class Worker:
         engine = self.engine
         if not journal.ended:
             journal.absorbed_input_ids.update(item.input_id for item in inputs)
+            announced = [record.status]
             if journal.is_empty:  # stopped before its first invocation: the log still tells the story
+                announced.insert(0, ExecutionStatus.RUNNING)
                 self._log_start(record, journal, now)
-            journal.execution_ended(
-                record.status.value, now, engine.resolve(record.result, record.result_is_ref), record.error
-            )
+            result = engine.resolve(record.result, record.result_is_ref)
+            journal.execution_ended(record.status.value, now, result, record.error)
+            # The end is not logged yet: a stop, or the worker that ended it died before its terminal batch
+            # (e.g. the bus refused its announcement): announce it now, and resume a waiting parent.
+            engine.announce_status(record, *announced)
             engine.append_journal(record, journal, terminal=True)
+            engine.metrics.add(ENDED[record.status.value], 1, record.workflow_id)
+            if record.status is not ExecutionStatus.STOPPED:  # a stop resumes the parent itself
+                engine.notify_parent(record, record.status, result, record.error)
         # Also when the end is already logged: this message may be the retry of a worker that died
         # between its terminal batch and retiring the payloads.
         if _has_payload_objects(record, journal, inputs):

@@ -36,14 +36,68 @@ from stepwell.clock import VirtualClock
 from stepwell.config import DEFAULT_WORKER_ALIAS
 from stepwell.engine import Engine
 from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
+from stepwell.logs import workflow_of
 from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
+from stepwell.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
 from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
 from stepwell.registry import Handler, Registry
+from stepwell.status_events import MemoryStatusEvents
 from stepwell.worker import Worker, parse_invoke_message
 
 # A message whose execution is busy (leased) is retried this much later, as SQS would after a visibility
 # timeout.
 BUSY_RETRY_SECONDS = 1.0
+
+
+# CloudWatch's units (PutMetricData's MetricDatum.Unit) the engine uses.
+_CLOUDWATCH_UNITS = {"Milliseconds", "Bytes", "Count"}
+
+
+def check_emf_record(record: dict[str, Any]) -> None:
+    """AssertionError unless `record` keeps the rules of CloudWatch's embedded metric format specification
+    (and the contract's units): epoch-millisecond timestamp, one directive in namespace "Stepwell", 1..100
+    metrics of 1..100 numbers each, every dimension a non-empty string of the record, valid JSON."""
+    metadata = record["_aws"]
+    assert isinstance(metadata["Timestamp"], int) and metadata["Timestamp"] > 1_600_000_000_000, metadata
+    (directive,) = metadata["CloudWatchMetrics"]
+    assert directive["Namespace"] == NAMESPACE, directive
+    assert 1 <= len(directive["Metrics"]) <= 100, directive
+    for dimension_set in directive["Dimensions"]:
+        assert 1 <= len(dimension_set) <= 30, dimension_set
+        for dimension in dimension_set:
+            assert isinstance(record.get(dimension), str) and record[dimension], (dimension, record)
+    for metric in directive["Metrics"]:
+        assert metric["Unit"] in _CLOUDWATCH_UNITS and metric["Unit"] == UNITS[Metric(metric["Name"])], metric
+        value = record[metric["Name"]]
+        values = value if isinstance(value, list) else [value]
+        assert 1 <= len(values) <= 100 and all(isinstance(v, int | float) for v in values), (metric, value)
+    json.dumps(record, allow_nan=False)
+
+
+def metric_totals(records: list[dict[str, Any]], workflow: str | None = None) -> dict[str, Any]:
+    """The metrics of EMF `records` for one workflow (None: the records of no workflow, the
+    reconciler's), summed over the records; timings (lists of values) are concatenated."""
+    totals: dict[str, Any] = {}
+    for record in records:
+        if record.get("Workflow") != workflow:
+            continue
+        for directive in record["_aws"]["CloudWatchMetrics"]:
+            for metric in directive["Metrics"]:
+                name, value = metric["Name"], record[metric["Name"]]
+                if isinstance(value, list):
+                    totals[name] = [*totals.get(name, []), *value]
+                else:
+                    totals[name] = totals.get(name, 0) + value
+    return totals
+
+
+class MemoryMetrics(EmfMetrics):
+    """The worker's EMF records kept in `records` (the harness flushes after each message, as the
+    entry does), so a test asserts the metrics of a run: `metric_totals(local.metrics.records, "orders")`."""
+
+    def __init__(self, deployment: str = "local") -> None:
+        self.records: list[dict[str, Any]] = []
+        super().__init__(deployment, write=self.records.append)
 
 
 class ExecutionStuck(RuntimeError):
@@ -150,6 +204,10 @@ class LocalStepwell:
         self.store = MemoryExecutionStore()
         self.payloads = MemoryPayloadStore()
         self.queue = LocalQueue(self.clock)
+        # Every version's worker announces status changes here (`status_events.published`, in order).
+        self.status_events = MemoryStatusEvents()
+        # Every version's worker adds its metrics here, one EMF record per message (and workflow).
+        self.metrics = MemoryMetrics()
         self.inline_limit = inline_limit
         self.functions = LocalFunctionVersions(self)
         self.versions: dict[str, CodeVersion] = {}
@@ -169,6 +227,8 @@ class LocalStepwell:
             registry=registry,
             code_version=version,
             functions=self.functions if version is not None else None,
+            status_events=self.status_events,
+            metrics=self.metrics,
         )
         if self.inline_limit is not None:
             engine.inline_limit = self.inline_limit
@@ -258,13 +318,17 @@ class LocalStepwell:
     # --- driving ---
     def process_one(self, body: Mapping[str, Any]) -> WorkOutcome:
         """Deliver one message to the live code; one for an execution pinned to another version is
-        handed to that version, as the deployed worker forwards it."""
-        outcome = self.run_on(self.live, body)
-        if outcome.action == "forward":
-            self.forwarded += 1
-            outcome = self.forward(str(outcome.details["version"]), body)
-            if outcome.action == "forward":  # upgraded meanwhile: SQS delivers it again through the alias
-                self.queue.schedule(outcome.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
+        handed to that version, as the deployed worker forwards it. Its metrics are flushed after it."""
+        try:
+            outcome = self.run_on(self.live, body)
+            if outcome.action == "forward":
+                self.forwarded += 1
+                self.metrics.add(Metric.FORWARDED_MESSAGES, 1, workflow_of(outcome.execution_id))
+                outcome = self.forward(str(outcome.details["version"]), body)
+                if outcome.action == "forward":  # upgraded meanwhile: SQS delivers it again via the alias
+                    self.queue.schedule(outcome.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
+        finally:
+            self.metrics.flush()
         self.outcomes.append(outcome)
         return outcome
 
@@ -281,7 +345,7 @@ class LocalStepwell:
     def run_on(self, code: CodeVersion, body: Mapping[str, Any]) -> WorkOutcome:
         """One message on one version's worker (a busy execution's message comes back later)."""
         message = parse_invoke_message(body)
-        outcome = code.worker.run(message.execution_id)
+        outcome = code.worker.handle_message(body)
         if outcome.action == "busy":
             self.queue.schedule(message.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
         return outcome

@@ -8,11 +8,13 @@ definitions benchmark) runs on the same layout.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import boto3
 
 from stepwell.config import DEFAULT_SUBJECT_INDEX, StepwellConfig
+from stepwell.status_events import STATUS_EVENT_SOURCE
 
 NAME = "sw-test"
 REGION = "us-east-1"
@@ -93,8 +95,9 @@ def create_deployment(name: str = NAME, region: str = REGION) -> StepwellConfig:
     s3.create_bucket(Bucket=f"{name}-payloads")
     scheduler.create_schedule_group(Name=name)
     bus_arn = events.create_event_bus(Name=name)["EventBusArn"]
-    # The module's rule: every event on the bus goes to the work queue.
-    events.put_rule(Name=f"{name}-engine", EventBusName=name, EventPattern='{"source": [{"prefix": ""}]}')
+    # The module's rule: every event on the bus but the worker's status-change events goes to the work queue.
+    pattern = json.dumps({"source": [{"anything-but": [STATUS_EVENT_SOURCE]}]})
+    events.put_rule(Name=f"{name}-engine", EventBusName=name, EventPattern=pattern)
     events.put_targets(
         Rule=f"{name}-engine", EventBusName=name, Targets=[{"Id": "work-queue", "Arn": queue_arn}]
     )

@@ -1,0 +1,110 @@
+"""Status-change events: every change of an execution's status (RUNNING, then SUCCEEDED, FAILED, STOPPED
+or TIMED_OUT) as an event on the deployment's bus, so users react to them with their own rules.
+
+The event (docs/architecture.md, Status-change events): source `stepwell.executions`, detail-type
+"Stepwell Execution Status Change", detail {executionId, executionName, workflow, domain, subjectId,
+status, startTime, endTime, errorType, version, eventId}. The worker announces a change right before the
+log write only one worker can make (the first batch, the terminal batch), so a duplicated message finds
+the change written and announces nothing; a worker that dies between the announcement and the write
+leaves it to the retry, which announces it again with the same `eventId` (at least once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from stepwell.errors import StepwellError
+from stepwell.model import ExecutionRecord, ExecutionStatus
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
+
+STATUS_EVENT_SOURCE = "stepwell.executions"
+STATUS_EVENT_DETAIL_TYPE = "Stepwell Execution Status Change"
+
+
+class StatusEventNotPut(StepwellError):
+    """The bus refused a status-change event: the message fails, so its retry announces it again."""
+
+
+def status_event_id(execution_id: str, status: ExecutionStatus) -> str:
+    """The same for the same execution and status, however often the change is announced."""
+    return hashlib.sha256(f"{execution_id}|{status.value}".encode()).hexdigest()
+
+
+def _iso(epoch_seconds: float | None) -> str | None:
+    if epoch_seconds is None:
+        return None
+    moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def status_change_detail(record: ExecutionRecord, status: ExecutionStatus) -> dict[str, Any]:
+    """The event detail of `record` reaching `status` (for a terminal status, the record has ended)."""
+    ended = status.is_terminal
+    error_type = record.error.get("ErrorType") if ended and record.error else None
+    return {
+        "executionId": record.execution_id,
+        "executionName": record.execution_name,
+        "workflow": record.workflow_id,
+        "domain": record.domain,
+        "subjectId": record.subject_id,
+        "status": status.value,
+        "startTime": _iso(record.created_at),
+        "endTime": _iso(record.ended_at) if ended else None,
+        "errorType": error_type if isinstance(error_type, str) else None,
+        "version": record.code_version,
+        "eventId": status_event_id(record.execution_id, status),
+    }
+
+
+class EventBridgeStatusEvents:
+    """StatusEvents on an EventBridge bus: one PutEvents per announcement (at most two entries)."""
+
+    def __init__(self, events: EventBridgeClient, event_bus_name: str) -> None:
+        self._events = events
+        self._bus = event_bus_name
+
+    def publish(self, details: Sequence[Mapping[str, Any]]) -> None:
+        entries: list[Any] = [
+            {
+                "EventBusName": self._bus,
+                "Source": STATUS_EVENT_SOURCE,
+                "DetailType": STATUS_EVENT_DETAIL_TYPE,
+                "Detail": json.dumps(dict(detail)),
+            }
+            for detail in details
+        ]
+        response = self._events.put_events(Entries=entries)
+        if response.get("FailedEntryCount"):
+            refused = [
+                f"{detail['status']} of {detail['executionId']}: {entry.get('ErrorCode')}"
+                for detail, entry in zip(details, response["Entries"], strict=False)
+                if "EventId" not in entry
+            ]
+            raise StatusEventNotPut(f"bus {self._bus!r} refused status-change events: {'; '.join(refused)}")
+
+
+class NoStatusEvents:
+    """StatusEvents switched off (STEPWELL_STATUS_EVENTS=false, or no bus): nothing is put."""
+
+    def publish(self, details: Sequence[Mapping[str, Any]]) -> None:
+        return None
+
+
+class MemoryStatusEvents:
+    """StatusEvents kept in memory (the local backend): `published` lists the details in order."""
+
+    def __init__(self) -> None:
+        self.published: list[dict[str, Any]] = []
+
+    def publish(self, details: Sequence[Mapping[str, Any]]) -> None:
+        self.published.extend(dict(detail) for detail in details)
+
+    def statuses(self, execution_id: str) -> list[str]:
+        """The statuses announced for one execution, in order."""
+        return [str(d["status"]) for d in self.published if d["executionId"] == execution_id]
