@@ -73,6 +73,8 @@ locals {
         Condition = { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
       },
       {
+        # Any source: its definitions' events (stepwell.definitions) and its status-change events
+        # (stepwell.executions), which the module's bus lets no one else put.
         Sid      = "PutEvents"
         Effect   = "Allow"
         Action   = "events:PutEvents"

@@ -40,6 +40,8 @@ locals {
     STEPWELL_WORKER_FUNCTION_NAME = local.function_name
     STEPWELL_WORKER_ALIAS         = local.alias_name
     STEPWELL_KEEP_VERSIONS        = tostring(var.keep_versions)
+    # "true": every execution status change goes on the bus (stepwell.status_events).
+    STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }
 }
 

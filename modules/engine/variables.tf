@@ -269,6 +269,13 @@ variable "keep_versions" {
   }
 }
 
+variable "status_change_events" {
+  description = "Whether the worker puts each execution status change on the bus (source stepwell.executions, STEPWELL_STATUS_EVENTS)."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "event_extractor" {
   description = "Paths mapping a bus event to the engine's (domain, subject, name, data) (STEPWELL_EVENT_EXTRACTOR); empty uses the engine's defaults."
   type        = map(string)

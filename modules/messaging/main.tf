@@ -1,7 +1,8 @@
 locals {
-  # Matches every event: EventBridge rejects an empty pattern, and every event has a `source`.
-  match_all_events_pattern = jsonencode({ source = [{ prefix = "" }] })
-  event_pattern            = coalesce(var.event_pattern, local.match_all_events_pattern)
+  # Every event but the worker's own status-change events (they are for users' rules): EventBridge rejects
+  # an empty pattern, and every event has a `source`.
+  default_event_pattern = jsonencode({ source = [{ "anything-but" = [var.status_event_source] }] })
+  event_pattern         = coalesce(var.event_pattern, local.default_event_pattern)
 
   event_bus_arn  = var.create_event_bus ? aws_cloudwatch_event_bus.this[0].arn : var.event_bus_arn
   event_bus_name = var.create_event_bus ? aws_cloudwatch_event_bus.this[0].name : try(regex("event-bus/(.+)$", var.event_bus_arn)[0], "")
@@ -48,10 +49,11 @@ resource "aws_cloudwatch_event_bus" "this" {
   tags = var.tags
 }
 
-# The engine trusts its own source for every domain (it stamps the domain itself), so nobody but the
-# worker may put events with that source on the bus; a deny grants nothing else and overrides any allow.
+# The engine trusts its own sources (its definitions' events speak for every domain, its status-change
+# events for every execution), so nobody but the worker may put events with them on the bus; a deny
+# grants nothing else and overrides any allow.
 resource "aws_cloudwatch_event_bus_policy" "engine_source" {
-  count = var.create_event_bus && var.engine_event_source != null ? 1 : 0
+  count = var.create_event_bus && length(var.engine_event_sources) > 0 ? 1 : 0
 
   event_bus_name = aws_cloudwatch_event_bus.this[0].name
   policy = jsonencode({
@@ -63,7 +65,7 @@ resource "aws_cloudwatch_event_bus_policy" "engine_source" {
       Action    = "events:PutEvents"
       Resource  = aws_cloudwatch_event_bus.this[0].arn
       Condition = {
-        StringEquals = { "events:source" = var.engine_event_source }
+        StringEquals = { "events:source" = var.engine_event_sources }
         ArnNotEquals = { "aws:PrincipalArn" = var.engine_role_arn }
       }
     }]
@@ -72,7 +74,7 @@ resource "aws_cloudwatch_event_bus_policy" "engine_source" {
   lifecycle {
     precondition {
       condition     = var.engine_role_arn != null
-      error_message = "engine_role_arn is required with engine_event_source: it is the one principal allowed to put that source."
+      error_message = "engine_role_arn is required with engine_event_sources: it is the one principal allowed to put those sources."
     }
   }
 }

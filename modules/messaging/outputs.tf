@@ -52,3 +52,13 @@ output "event_rule_arn" {
   description = "ARN of the rule sending bus events to the work queue."
   value       = try(aws_cloudwatch_event_rule.engine.arn, null)
 }
+
+output "event_rule_pattern" {
+  description = "Event pattern of the rule sending bus events to the work queue (by default every event but the worker's status-change events)."
+  value       = try(aws_cloudwatch_event_rule.engine.event_pattern, null)
+}
+
+output "event_bus_policy" {
+  description = "Policy of the created bus reserving the engine's sources for the worker (null on an existing bus, or without engine_event_sources)."
+  value       = try(aws_cloudwatch_event_bus_policy.engine_source[0].policy, null)
+}

@@ -98,7 +98,7 @@ variable "event_bus_arn" {
 }
 
 variable "event_pattern" {
-  description = "EventBridge event pattern (JSON) of the rule that sends events to the work queue; null matches every event on the bus."
+  description = "EventBridge event pattern (JSON) of the rule that sends events to the work queue; null matches every event on the bus but the worker's status-change events (status_event_source)."
   type        = string
   default     = null
 
@@ -119,19 +119,30 @@ variable "sender_role_arns" {
   }
 }
 
-variable "engine_event_source" {
-  description = "Event source the engine's definitions emit with (their domain stamped by the engine); on a bus this module creates, only engine_role_arn may put events with it. null: no such restriction."
-  type        = string
-  default     = null
+variable "engine_event_sources" {
+  description = "Event sources only the engine emits (its definitions' events, its status-change events); on a bus this module creates, only engine_role_arn may put events with them. Empty: no such restriction."
+  type        = list(string)
+  default     = []
 
   validation {
-    condition     = var.engine_event_source == null || can(regex("^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", var.engine_event_source))
-    error_message = "engine_event_source must be an event source (1-256 letters, digits and . _ / -, starting with a letter or digit) or null."
+    condition     = alltrue([for source in var.engine_event_sources : can(regex("^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", source))])
+    error_message = "engine_event_sources must hold event sources (1-256 letters, digits and . _ / -, starting with a letter or digit); got ${jsonencode([for source in var.engine_event_sources : source if !can(regex("^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", source))])}."
+  }
+}
+
+variable "status_event_source" {
+  description = "Source of the worker's status-change events: the rule's default pattern (event_pattern null) takes every event but these."
+  type        = string
+  default     = "stepwell.executions"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", var.status_event_source))
+    error_message = "status_event_source must be an event source (1-256 letters, digits and . _ / -, starting with a letter or digit); got ${jsonencode(var.status_event_source)}."
   }
 }
 
 variable "engine_role_arn" {
-  description = "The worker's IAM role: the only principal the created bus lets put events with engine_event_source (required with engine_event_source)."
+  description = "The worker's IAM role: the only principal the created bus lets put events with engine_event_sources (required with engine_event_sources)."
   type        = string
   default     = null
 

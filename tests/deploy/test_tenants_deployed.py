@@ -14,6 +14,7 @@ from deployed_backend import DeployedTarget
 from stepwell.client import StepwellClient
 from stepwell.definitions.actions import ENGINE_EVENT_SOURCE, PUT_EVENT
 from stepwell.definitions.service import DefinitionsService
+from stepwell.status_events import STATUS_EVENT_SOURCE
 from stepwell.testing.deployed_fixtures import DeployedStack
 
 from .test_definitions_deployed import contexts, journey, put_events, settle_until, source_for
@@ -144,6 +145,6 @@ def test_the_worker_trusts_the_configured_sources_and_only_it_may_put_the_engine
         "*",
     )
     assert statement["Condition"] == {
-        "StringEquals": {"events:source": ENGINE_EVENT_SOURCE},
+        "StringEquals": {"events:source": [ENGINE_EVENT_SOURCE, STATUS_EVENT_SOURCE]},
         "ArnNotEquals": {"aws:PrincipalArn": worker_role},
     }

@@ -67,8 +67,8 @@ run "queues_redrive_rule_and_policy" {
   }
 
   assert {
-    condition     = jsondecode(aws_cloudwatch_event_rule.engine.event_pattern) == { source = [{ prefix = "" }] }
-    error_message = "The default rule pattern must match every event on the bus."
+    condition     = jsondecode(aws_cloudwatch_event_rule.engine.event_pattern) == { source = [{ "anything-but" = ["stepwell.executions"] }] }
+    error_message = "The default rule pattern must match every event on the bus but the worker's status-change events."
   }
 
   assert {
@@ -109,13 +109,13 @@ run "existing_bus_custom_pattern_and_key" {
   }
 
   variables {
-    name                = "unit"
-    create_event_bus    = false
-    event_bus_arn       = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
-    event_pattern       = "{\"source\":[{\"prefix\":\"orders.\"}]}"
-    kms_key_arn         = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    engine_event_source = "stepwell.definitions"
-    engine_role_arn     = "arn:aws:iam::123456789012:role/unit-worker"
+    name                 = "unit"
+    create_event_bus     = false
+    event_bus_arn        = "arn:aws:events:eu-west-1:123456789012:event-bus/platform-events"
+    event_pattern        = "{\"source\":[{\"prefix\":\"orders.\"}]}"
+    kms_key_arn          = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    engine_event_sources = ["stepwell.definitions", "stepwell.executions"]
+    engine_role_arn      = "arn:aws:iam::123456789012:role/unit-worker"
   }
 
   assert {
@@ -196,7 +196,7 @@ run "rejects_data_key_reuse_too_short" {
   expect_failures = [var.kms_data_key_reuse_period_seconds]
 }
 
-run "only_the_worker_puts_the_engine_source" {
+run "only_the_worker_puts_the_engine_sources" {
   command = plan
 
   module {
@@ -204,9 +204,9 @@ run "only_the_worker_puts_the_engine_source" {
   }
 
   variables {
-    name                = "unit"
-    engine_event_source = "stepwell.definitions"
-    engine_role_arn     = "arn:aws:iam::123456789012:role/unit-worker"
+    name                 = "unit"
+    engine_event_sources = ["stepwell.definitions", "stepwell.executions"]
+    engine_role_arn      = "arn:aws:iam::123456789012:role/unit-worker"
   }
 
   assert {
@@ -217,10 +217,55 @@ run "only_the_worker_puts_the_engine_source" {
       action    = "events:PutEvents"
       principal = "*"
       condition = {
-        StringEquals = { "events:source" = "stepwell.definitions" }
+        StringEquals = { "events:source" = ["stepwell.definitions", "stepwell.executions"] }
         ArnNotEquals = { "aws:PrincipalArn" = "arn:aws:iam::123456789012:role/unit-worker" }
       }
     }]
-    error_message = "The created bus must deny putting the engine's source to every principal but the worker role."
+    error_message = "The created bus must deny putting the engine's sources (definitions' and status-change events) to every principal but the worker role."
   }
+}
+
+run "engine_sources_need_the_worker_role" {
+  command = plan
+
+  module {
+    source = "./modules/messaging"
+  }
+
+  variables {
+    name                 = "unit"
+    engine_event_sources = ["stepwell.executions"]
+  }
+
+  expect_failures = [aws_cloudwatch_event_bus_policy.engine_source]
+}
+
+run "rejects_a_status_event_source_that_is_not_a_source" {
+  command = plan
+
+  module {
+    source = "./modules/messaging"
+  }
+
+  variables {
+    name                = "unit"
+    status_event_source = "not a source"
+  }
+
+  expect_failures = [var.status_event_source]
+}
+
+run "rejects_an_engine_source_that_is_not_a_source" {
+  command = plan
+
+  module {
+    source = "./modules/messaging"
+  }
+
+  variables {
+    name                 = "unit"
+    engine_event_sources = ["stepwell.definitions", "-bad"]
+  }
+
+  expect_failures = [var.engine_event_sources]
 }
