@@ -10,6 +10,9 @@ locals {
   # engine, so their source speaks for every domain; on the module's own bus only the worker may put
   # that source (the bus policy), on an existing bus the operator must ensure it and list it here.
   engine_event_source = "stepwell.definitions"
+  # The worker's status-change events (stepwell.status_events): for users' rules, never taken back by the
+  # module's own rule, and on the module's bus put by the worker only.
+  status_event_source = "stepwell.executions"
   event_sources       = merge(var.create_event_bus ? { (local.engine_event_source) = ["*"] } : {}, var.event_sources)
 }
 
@@ -41,7 +44,8 @@ module "messaging" {
   dlq_message_retention_seconds = var.dlq_message_retention_seconds
   max_receive_count             = var.max_receive_count
   sender_role_arns              = [module.scheduler.scheduler_role_arn]
-  engine_event_source           = local.engine_event_source
+  engine_event_sources          = [local.engine_event_source, local.status_event_source]
+  status_event_source           = local.status_event_source
   engine_role_arn               = module.engine.role_arn
 }
 
@@ -119,6 +123,7 @@ module "engine" {
   reserved_concurrent_executions  = var.reserved_concurrent_executions
   log_retention_days              = var.log_retention_days
   keep_versions                   = var.keep_versions
+  status_change_events            = var.status_change_events
   log_level                       = var.log_level
   retention_days                  = var.retention_days
   event_extractor                 = var.event_extractor
@@ -133,4 +138,18 @@ module "engine" {
   workflow_modules                = var.workflow_modules
   package_build_dir               = var.package_build_dir
   python_executable               = var.python_executable
+}
+
+module "monitoring" {
+  source = "./modules/monitoring"
+
+  name                 = var.name
+  tags                 = var.tags
+  kms_key_arn          = var.kms_key_arn
+  alarm_topic_arn      = var.alarm_topic_arn
+  alarms               = var.alarms
+  dashboard_enabled    = var.dashboard_enabled
+  work_queue_name      = module.messaging.work_queue_name
+  dlq_name             = module.messaging.dlq_name
+  worker_function_name = module.engine.function_name
 }

@@ -215,3 +215,18 @@ output "event_sources" {
   description = "The event sources the worker accepts domain events from and the domains each may speak for (event_sources, plus the engine's own source when the module created the bus)."
   value       = local.event_sources
 }
+
+output "alarm_topic_arn" {
+  description = "SNS topic the alarms notify (created or alarm_topic_arn); null when no alarm is enabled and none was given."
+  value       = try(module.monitoring.alarm_topic_arn, null)
+}
+
+output "alarm_names" {
+  description = "Names of the enabled alarms by key (dlq_messages, oldest_message_age, worker_errors, worker_throttles, failed_executions, stalled_executions, wake_up_lag)."
+  value       = try(module.monitoring.alarm_names, null)
+}
+
+output "dashboard_name" {
+  description = "Name of the CloudWatch dashboard; null when dashboard_enabled is false."
+  value       = try(module.monitoring.dashboard_name, null)
+}

@@ -17,7 +17,7 @@ variable "tags" {
 }
 
 variable "kms_key_arn" {
-  description = "Customer managed KMS key for the tables, queues, bucket, logs and function environment; null uses AWS managed encryption. Its key policy must let the services (events, scheduler, logs) use it."
+  description = "Customer managed KMS key for the tables, queues, bucket, logs, function environment and alarm topic; null uses AWS managed encryption (the alarm topic: none, as CloudWatch cannot publish under the AWS managed SNS key). Its key policy must let the services (events, scheduler, logs, cloudwatch) use it."
   type        = string
   default     = null
 
@@ -133,7 +133,7 @@ variable "event_bus_arn" {
 }
 
 variable "event_pattern" {
-  description = "EventBridge event pattern (JSON) of the rule sending bus events to the work queue; null matches every event on the bus."
+  description = "EventBridge event pattern (JSON) of the rule sending bus events to the work queue; null matches every event on the bus but the worker's status-change events (source stepwell.executions)."
   type        = string
   default     = null
 
@@ -366,6 +366,13 @@ variable "keep_versions" {
   }
 }
 
+variable "status_change_events" {
+  description = "Put every status change of an execution (RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT) on the bus as an event (source stepwell.executions, detail-type \"Stepwell Execution Status Change\"; docs/architecture.md), for your own rules to react to."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "log_retention_days" {
   description = "Retention of the worker's log group in days."
   type        = number
@@ -407,6 +414,11 @@ variable "event_sources" {
   validation {
     condition     = alltrue([for source in keys(var.event_sources) : can(regex("^([0-9]{12}:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", source))])
     error_message = "event_sources keys must be an event source (1-256 letters, digits and . _ / -, starting with a letter or digit), optionally after \"ACCOUNT:\" (12 digits); got ${jsonencode([for source in keys(var.event_sources) : source if !can(regex("^([0-9]{12}:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$", source))])}."
+  }
+
+  validation {
+    condition     = !contains([for source in keys(var.event_sources) : reverse(split(":", source))[0]], "stepwell.executions")
+    error_message = "event_sources must not list stepwell.executions: that source is the worker's status-change events, which only the worker may put and which are never domain events."
   }
 
   validation {
@@ -520,4 +532,106 @@ variable "python_executable" {
   description = "Python (3.9+, with pip) that runs the package builder."
   type        = string
   default     = "python3"
+}
+
+# --- Monitoring (alarms, SNS topic, dashboard) ---
+
+variable "alarms" {
+  description = "The module's CloudWatch alarms (README, Monitoring): each one's switch, the threshold it fires above, its period (seconds), evaluation periods and datapoints to alarm (null: all evaluation periods). Alarm and OK go to the alarm topic."
+  type = object({
+    dlq_messages = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 0)
+      period_seconds      = optional(number, 60)
+      evaluation_periods  = optional(number, 1)
+      datapoints_to_alarm = optional(number)
+    }), {})
+    oldest_message_age = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 900)
+      period_seconds      = optional(number, 300)
+      evaluation_periods  = optional(number, 3)
+      datapoints_to_alarm = optional(number)
+    }), {})
+    worker_errors = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 0)
+      period_seconds      = optional(number, 300)
+      evaluation_periods  = optional(number, 1)
+      datapoints_to_alarm = optional(number)
+    }), {})
+    worker_throttles = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 0)
+      period_seconds      = optional(number, 300)
+      evaluation_periods  = optional(number, 1)
+      datapoints_to_alarm = optional(number)
+    }), {})
+    failed_executions = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 0)
+      period_seconds      = optional(number, 300)
+      evaluation_periods  = optional(number, 1)
+      datapoints_to_alarm = optional(number)
+    }), {})
+    stalled_executions = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 0)
+      period_seconds      = optional(number, 900)
+      evaluation_periods  = optional(number, 1)
+      datapoints_to_alarm = optional(number)
+    }), {})
+    wake_up_lag = optional(object({
+      enabled             = optional(bool, true)
+      threshold           = optional(number, 300000)
+      period_seconds      = optional(number, 300)
+      evaluation_periods  = optional(number, 3)
+      datapoints_to_alarm = optional(number, 2)
+    }), {})
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for alarm in values(var.alarms) : alarm.threshold >= 0])
+    error_message = "alarms thresholds must be >= 0; bad: ${jsonencode({ for key, alarm in var.alarms : key => alarm.threshold if alarm.threshold < 0 })}."
+  }
+
+  validation {
+    condition     = alltrue([for alarm in values(var.alarms) : alarm.period_seconds >= 60 && alarm.period_seconds % 60 == 0])
+    error_message = "alarms period_seconds must be a multiple of 60 (the engine's and AWS's metrics have one-minute resolution); bad: ${jsonencode({ for key, alarm in var.alarms : key => alarm.period_seconds if !(alarm.period_seconds >= 60 && alarm.period_seconds % 60 == 0) })}."
+  }
+
+  validation {
+    condition     = alltrue([for alarm in values(var.alarms) : alarm.evaluation_periods >= 1 && floor(alarm.evaluation_periods) == alarm.evaluation_periods])
+    error_message = "alarms evaluation_periods must be a whole number >= 1; bad: ${jsonencode({ for key, alarm in var.alarms : key => alarm.evaluation_periods if !(alarm.evaluation_periods >= 1 && floor(alarm.evaluation_periods) == alarm.evaluation_periods) })}."
+  }
+
+  # CloudWatch looks back at most seven days, and at most one day with periods under an hour.
+  validation {
+    condition     = alltrue([for alarm in values(var.alarms) : alarm.period_seconds * alarm.evaluation_periods <= (alarm.period_seconds < 3600 ? 86400 : 604800)])
+    error_message = "alarms period_seconds x evaluation_periods must be at most 86400 (one day) with periods under 3600, at most 604800 (seven days) otherwise; bad: ${jsonencode({ for key, alarm in var.alarms : key => "${alarm.period_seconds} x ${alarm.evaluation_periods}" if alarm.period_seconds * alarm.evaluation_periods > (alarm.period_seconds < 3600 ? 86400 : 604800) })}."
+  }
+
+  validation {
+    condition     = alltrue([for alarm in values(var.alarms) : alarm.datapoints_to_alarm == null ? true : alarm.datapoints_to_alarm >= 1 && alarm.datapoints_to_alarm <= alarm.evaluation_periods && floor(alarm.datapoints_to_alarm) == alarm.datapoints_to_alarm])
+    error_message = "alarms datapoints_to_alarm must be a whole number between 1 and the alarm's evaluation_periods, or null; bad: ${jsonencode({ for key, alarm in var.alarms : key => "${alarm.datapoints_to_alarm} of ${alarm.evaluation_periods}" if alarm.datapoints_to_alarm == null ? false : !(alarm.datapoints_to_alarm >= 1 && alarm.datapoints_to_alarm <= alarm.evaluation_periods && floor(alarm.datapoints_to_alarm) == alarm.datapoints_to_alarm) })}."
+  }
+}
+
+variable "alarm_topic_arn" {
+  description = "An existing SNS topic the alarms notify; null creates `{name}-alarms` (encrypted with kms_key_arn when given) when any alarm is enabled. Subscribe to the topic to be told."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.alarm_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", var.alarm_topic_arn))
+    error_message = "alarm_topic_arn must be an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME) or null; got ${jsonencode(var.alarm_topic_arn)}."
+  }
+}
+
+variable "dashboard_enabled" {
+  description = "Create the CloudWatch dashboard `{name}`: the engine's metrics per workflow, the reconciler's, the queues', the worker's, and the alarms."
+  type        = bool
+  default     = true
 }

@@ -73,6 +73,20 @@ module "stepwell" {
   batch_size                       = 10
   maximum_batching_window_seconds  = 1
   workflows_dir                    = "${path.module}/workflows"
+
+  # Monitoring: every alarm notifies the module's topic {name}-alarms (subscribe to it: email, chat,
+  # pager); the dashboard {name} graphs the engine's metrics per workflow.
+  dashboard_enabled = true
+  alarm_topic_arn   = null
+  alarms = {
+    dlq_messages       = { threshold = 0, period_seconds = 60 }
+    oldest_message_age = { threshold = 900, period_seconds = 300, evaluation_periods = 3 }
+    worker_errors      = { threshold = 0 }
+    worker_throttles   = { threshold = 0 }
+    failed_executions  = { threshold = 0 }
+    stalled_executions = { threshold = 0, period_seconds = 900 }
+    wake_up_lag        = { threshold = 300000, evaluation_periods = 3, datapoints_to_alarm = 2 }
+  }
 }
 
 output "client_config" {
@@ -108,6 +122,21 @@ output "worker_function_arn" {
 output "worker_version" {
   description = "The worker's newest published version, the one new executions start on."
   value       = module.stepwell.worker_version
+}
+
+output "alarm_topic_arn" {
+  description = "SNS topic the alarms notify."
+  value       = module.stepwell.alarm_topic_arn
+}
+
+output "alarm_names" {
+  description = "Names of the alarms by key."
+  value       = module.stepwell.alarm_names
+}
+
+output "dashboard_name" {
+  description = "Name of the CloudWatch dashboard."
+  value       = module.stepwell.dashboard_name
 }
 
 output "worker_alias_arn" {

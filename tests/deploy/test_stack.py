@@ -46,6 +46,18 @@ TABLE_KEYS = {
 }
 NUMBER_ATTRIBUTES = {"updatedAt", "createdAt", "dueAt"}
 
+# The alarms examples/complete sets: key -> (namespace, metric, dimension, threshold, period seconds).
+# The dimension's value comes from client_config (queue names, the worker, the deployment's name).
+EXPECTED_ALARMS = {
+    "dlq_messages": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", 0, 60),
+    "oldest_message_age": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", 900, 300),
+    "worker_errors": ("AWS/Lambda", "Errors", "FunctionName", 0, 300),
+    "worker_throttles": ("AWS/Lambda", "Throttles", "FunctionName", 0, 300),
+    "failed_executions": ("Stepwell", "ExecutionsFailed", "Deployment", 0, 300),
+    "stalled_executions": ("Stepwell", "StalledExecutions", "Deployment", 0, 900),
+    "wake_up_lag": ("Stepwell", "WakeUpLag", "Deployment", 300000, 300),
+}
+
 
 def _keys(schema: list[dict[str, str]]) -> list[tuple[str, str]]:
     return [(key["AttributeName"], key["KeyType"]) for key in schema]
@@ -332,6 +344,78 @@ def test_payload_bucket_is_private_encrypted_and_tls_only(
     assert expiring and all(rule["Status"] == "Enabled" for rule in expiring)
     # Only objects of ended executions expire (tests/deploy/test_payload_retention_deployed.py).
     assert [rule["Filter"] for rule in expiring] == [{"Tag": {"Key": "stepwell-retention", "Value": "ended"}}]
+
+
+def _alarm_dimension_values(config: dict[str, Any]) -> dict[str, str]:
+    return {
+        "dlq_messages": config["dlq_url"].rsplit("/", 1)[-1],
+        "oldest_message_age": config["work_queue_url"].rsplit("/", 1)[-1],
+        "worker_errors": config["worker_function_name"],
+        "worker_throttles": config["worker_function_name"],
+        "failed_executions": config["name"],
+        "stalled_executions": config["name"],
+        "wake_up_lag": config["name"],
+    }
+
+
+def test_alarms_notify_the_alarm_topic(deployed_stack: DeployedStack, config: dict[str, Any]) -> None:
+    alarm_names = deployed_stack.outputs["alarm_names"]
+    assert set(alarm_names) == set(EXPECTED_ALARMS)
+    topic_arn = deployed_stack.outputs["alarm_topic_arn"]
+    cloudwatch = deployed_stack.backend.client("cloudwatch")
+    described = cloudwatch.describe_alarms(AlarmNames=sorted(alarm_names.values()))["MetricAlarms"]
+    alarms = {alarm["AlarmName"]: alarm for alarm in described}
+    assert set(alarms) == set(alarm_names.values())
+    dimension_values = _alarm_dimension_values(config)
+    for key, (namespace, metric, dimension, threshold, period) in EXPECTED_ALARMS.items():
+        alarm = alarms[alarm_names[key]]
+        assert (alarm["Namespace"], alarm["MetricName"]) == (namespace, metric), key
+        assert alarm["Dimensions"] == [{"Name": dimension, "Value": dimension_values[key]}], key
+        assert (alarm["Threshold"], alarm["Period"]) == (threshold, period), key
+        assert alarm["ComparisonOperator"] == "GreaterThanThreshold", key
+        assert alarm["TreatMissingData"] == "notBreaching", key
+        assert alarm["AlarmActions"] == alarm["OKActions"] == [topic_arn], key
+    assert alarms[alarm_names["wake_up_lag"]]["ExtendedStatistic"] == "p99"
+
+    attributes = deployed_stack.backend.client("sns").get_topic_attributes(TopicArn=topic_arn)["Attributes"]
+    assert topic_arn.rsplit(":", 1)[-1] == f"{config['name']}-alarms"
+    statements = _statements(attributes["Policy"])
+    assert [(s["Effect"], s["Principal"], s["Action"]) for s in statements] == [
+        ("Allow", {"Service": "cloudwatch.amazonaws.com"}, "sns:Publish")
+    ]
+    assert statements[0]["Resource"] == topic_arn
+    alarm_arns = {alarm["AlarmArn"] for alarm in described}
+    assert set(_as_list(statements[0]["Condition"]["ArnEquals"]["aws:SourceArn"])) == alarm_arns
+
+
+def test_dashboard_graphs_the_engine_per_workflow_and_shows_the_alarms(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    cloudwatch = deployed_stack.backend.client("cloudwatch")
+    dashboard = cloudwatch.get_dashboard(DashboardName=deployed_stack.outputs["dashboard_name"])
+    assert dashboard["DashboardName"] == config["name"]
+    widgets = json.loads(dashboard["DashboardBody"])["widgets"]
+    series = [entry for widget in widgets for entry in widget["properties"].get("metrics", [])]
+    searches = {entry[0]["expression"] for entry in series if isinstance(entry[0], dict)}
+    for metric in ("ExecutionsStarted", "ExecutionsFailed", "WakeUpLag", "LeaseFenced", "InvocationDuration"):
+        assert any(
+            search.startswith("SEARCH('{Stepwell,Deployment,Workflow} ")
+            and f'Deployment="{config["name"]}"' in search
+            and f'MetricName="{metric}"' in search
+            for search in searches
+        ), metric
+    plain = {tuple(entry[:4]) for entry in series if isinstance(entry[0], str)}
+    assert ("Stepwell", "StalledExecutions", "Deployment", config["name"]) in plain
+    assert ("AWS/Lambda", "Errors", "FunctionName", config["worker_function_name"]) in plain
+    alarm_arns = {
+        alarm["AlarmArn"]
+        for alarm in cloudwatch.describe_alarms(
+            AlarmNames=sorted(deployed_stack.outputs["alarm_names"].values())
+        )["MetricAlarms"]
+    }
+    assert [set(widget["properties"]["alarms"]) for widget in widgets if widget["type"] == "alarm"] == [
+        alarm_arns
+    ]
 
 
 def test_a_second_plan_shows_no_changes(deployed_stack: DeployedStack) -> None:

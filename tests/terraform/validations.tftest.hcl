@@ -532,6 +532,16 @@ run "rejects_event_sources_no_domains" {
   expect_failures = [var.event_sources]
 }
 
+run "rejects_event_sources_status_event_source" {
+  command = plan
+
+  variables {
+    event_sources = { "123456789012:stepwell.executions" = ["*"] }
+  }
+
+  expect_failures = [var.event_sources]
+}
+
 run "http_allowlist_every_form_reaches_the_worker" {
   command = plan
 
@@ -647,4 +657,64 @@ run "rejects_http_allowed_networks_not_cidr" {
   }
 
   expect_failures = [var.http_allowed_networks]
+}
+
+run "rejects_alarms_negative_threshold" {
+  command = plan
+
+  variables {
+    alarms = { dlq_messages = { threshold = -1 } }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "rejects_alarms_period_not_a_minute_multiple" {
+  command = plan
+
+  variables {
+    alarms = { worker_errors = { period_seconds = 90 } }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "rejects_alarms_evaluation_periods_zero" {
+  command = plan
+
+  variables {
+    alarms = { failed_executions = { evaluation_periods = 0 } }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "rejects_alarms_window_over_a_day_with_short_periods" {
+  command = plan
+
+  variables {
+    alarms = { oldest_message_age = { period_seconds = 1800, evaluation_periods = 49 } }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "rejects_alarms_datapoints_over_evaluation_periods" {
+  command = plan
+
+  variables {
+    alarms = { wake_up_lag = { evaluation_periods = 3, datapoints_to_alarm = 4 } }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "rejects_alarm_topic_arn_not_sns" {
+  command = plan
+
+  variables {
+    alarm_topic_arn = "arn:aws:sqs:eu-west-1:123456789012:ops"
+  }
+
+  expect_failures = [var.alarm_topic_arn]
 }

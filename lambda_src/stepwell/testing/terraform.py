@@ -50,6 +50,8 @@ ENDPOINT_SERVICES = (
     "sts",
     "kms",
     "ec2",
+    "cloudwatch",
+    "sns",
 )
 _PROVIDER_BLOCK = re.compile(r'^\s*provider\s+"aws"\s*\{', re.MULTILINE)
 _COPY_LOCK = threading.Lock()

@@ -83,3 +83,15 @@ mock_resource "aws_scheduler_schedule_group" {
     arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit"
   }
 }
+
+mock_resource "aws_sns_topic" {
+  defaults = {
+    arn = "arn:aws:sns:eu-west-1:123456789012:unit-alarms"
+  }
+}
+
+mock_resource "aws_cloudwatch_metric_alarm" {
+  defaults = {
+    arn = "arn:aws:cloudwatch:eu-west-1:123456789012:alarm:unit-alarm"
+  }
+}
