@@ -13,12 +13,13 @@ export PATH := $(BIN):$(PATH)
 
 TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
 
-.PHONY: help setup venv tfrc localstack lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo bench clean
+.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo screenshot bench clean
 
 help:
 	@echo "make demo   run the main story on the embedded (moto) backend"
 	@echo "make test   run every check and test suite (both backends)"
 	@echo "make bench  write BENCHMARKS.md"
+	@echo "make screenshot  write docs/console-timeline.png (the console's timeline of the demo's order)"
 
 setup: venv tfrc
 
@@ -35,6 +36,14 @@ $(CACHE)/terraformrc: tools/terraform_cli_config.sh
 
 localstack: venv
 	tools/localstack/setup.sh
+
+# Debian's Chromium and its driver for the console's browser test and `make screenshot` (we run as root).
+CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
+browser:
+	if [ ! -x $(CHROMIUM) ] || [ ! -x $(CHROMEDRIVER) ]; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
 
 checkov-venv: $(CACHE)/checkov/.installed
 $(CACHE)/checkov/.installed:
@@ -72,7 +81,7 @@ docs-check: venv
 
 lint: fmt-check validate ruff mypy checkov docs-check
 
-pytest: venv tfrc localstack
+pytest: venv tfrc localstack browser
 	$(BIN)/python -m pytest
 
 test: lint tf-test pytest
@@ -80,6 +89,9 @@ test: lint tf-test pytest
 demo: venv tfrc
 	$(BIN)/python -m stepwell.testing.demo
 	$(BIN)/python examples/definitions/demo.py
+
+screenshot: venv tfrc browser
+	$(BIN)/python -m stepwell.testing.demo --console-screenshot docs/console-timeline.png
 
 bench: venv tfrc
 	$(BIN)/python tools/bench.py --write BENCHMARKS.md

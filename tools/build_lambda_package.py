@@ -3,7 +3,7 @@
 
 Standard library only (it runs from Terraform's local-exec on any machine with Python and pip).
 The zip holds:
-  stepwell/      the engine package (without stepwell/testing and bytecode)
+  stepwell/      the engine package (without stepwell/testing, stepwell/console and bytecode)
   <deps>         the pinned requirements, installed for the Lambda's platform and Python version
   workflows/     the user's workflow code (optional)
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -32,7 +33,11 @@ from pathlib import Path
 FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 SKIPPED_DIR_NAMES = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
-ENGINE_EXCLUDED_TOP_LEVEL = {"testing"}  # the test harness never ships in the Lambda
+# The test harness and the console never ship in the Lambda; modules/engine/package.tf reads the same list.
+EXCLUDES_FILE = Path(__file__).resolve().with_name("lambda_package_excludes.json")
+ENGINE_EXCLUDED_TOP_LEVEL = frozenset(
+    json.loads(EXCLUDES_FILE.read_text(encoding="utf-8"))["engine_excluded_top_level"]
+)
 DEPS_EXCLUDED_TOP_LEVEL = {"bin"}  # console scripts pip writes for the installing machine
 PLATFORMS = ("manylinux2014_aarch64", "manylinux2014_x86_64")
 
@@ -127,7 +132,7 @@ def zip_entries(engine_dir: Path, deps_dir: Path | None, workflows_dir: Path | N
             raise BuildError(f"two files want the same zip entry {name!r}: {entries[name]} and {path}")
         entries[name] = path
 
-    for relative, path in iter_files(engine_dir, frozenset(ENGINE_EXCLUDED_TOP_LEVEL)):
+    for relative, path in iter_files(engine_dir, ENGINE_EXCLUDED_TOP_LEVEL):
         add(f"stepwell/{relative}", path)
     if deps_dir is not None:
         for relative, path in iter_files(deps_dir, frozenset(DEPS_EXCLUDED_TOP_LEVEL | {".complete"})):

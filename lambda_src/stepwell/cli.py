@@ -12,6 +12,7 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell versions
     stepwell executions upgrade 'default#orders#order-7/order-7' --to-version live
     stepwell executions upgrade --workflow orders --from-version 3 --to-version 4 --dry-run
+    stepwell console --open                     (a local web page; needs the `console` extra)
 
 The execution commands are also reachable under `stepwell executions` (`stepwell executions describe ID`).
 
@@ -123,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
     redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
     redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
+    console = commands.add_parser("console", help="serve the web console here (the 'console' extra)")
+    console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    console.add_argument("--port", type=int, default=8080, help="port (default: %(default)s; 0: any free)")
+    console.add_argument("--open", action="store_true", help="open it in the default web browser")
+    console.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host other machines reach (it acts as you)"
+    )
     definitions_cli.add_commands(commands)
     return parser
 
@@ -228,7 +236,9 @@ def _print_json(value: Any, out: TextIO) -> None:
 
 def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: TextIO) -> int:
     command = args.executions_command if args.command == "executions" else args.command
-    if command == "upgrade":
+    if command == "console":
+        _console(args, client, out)
+    elif command == "upgrade":
         _upgrade(args, client, out)
     elif command == "versions":
         _versions(args, client, out)
@@ -329,6 +339,23 @@ def _upgrade(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> N
         f"{verb} {len(moved)} running executions of {args.workflow!r} from version {args.from_version} to "
         f"version {target}\n"
     )
+
+
+# The web layer of `stepwell console` (the `console` extra): missing, the command names the extra.
+_CONSOLE_PACKAGES = frozenset({"flask", "werkzeug", "jinja2", "markupsafe", "itsdangerous", "blinker"})
+
+
+def _console(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    try:
+        from stepwell.console.server import serve
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in _CONSOLE_PACKAGES:
+            raise
+        raise CliError(
+            f"the console needs the 'console' extra ({error.name} is not installed): "
+            "pip install 'stepwell[console]'"
+        ) from error
+    serve(client, out, args.host, args.port, args.open, args.allow_remote)
 
 
 def _versions(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:

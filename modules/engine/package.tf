@@ -7,12 +7,15 @@ locals {
   engine_dir        = "${local.source_dir}/stepwell"
   requirements_file = "${local.source_dir}/requirements.txt"
   builder_script    = "${path.module}/../../tools/build_lambda_package.py"
+  excludes_file     = "${path.module}/../../tools/lambda_package_excludes.json"
   build_package     = var.lambda_package_path == null
 
-  # The same selection the builder makes: no test harness, no bytecode.
+  # The same selection the builder makes, from the same list: no test harness, no console, no bytecode.
+  engine_excluded = jsondecode(file(local.excludes_file)).engine_excluded_top_level
   engine_files = sort([
     for file in fileset(local.engine_dir, "**") : file
-    if !startswith(file, "testing/") && !strcontains(file, "__pycache__") && !endswith(file, ".pyc")
+    if !anytrue([for top in local.engine_excluded : startswith(file, "${top}/")]) &&
+    !strcontains(file, "__pycache__") && !endswith(file, ".pyc")
   ])
   workflow_files = var.workflows_dir == null ? [] : sort([
     for file in fileset(var.workflows_dir, "**") : file
@@ -34,6 +37,7 @@ locals {
     workflows    = { for file in local.workflow_files : file => filesha256("${var.workflows_dir}/${file}") }
     requirements = filesha256(local.requirements_file)
     builder      = filesha256(local.builder_script)
+    excludes     = filesha256(local.excludes_file)
     platform     = local.pip_platform
     python       = local.python_version
   })) : null

@@ -1,4 +1,4 @@
-# modules/engine: the worker function, its environment, SQS mapping, log group and least-privilege role.
+# modules/engine: the worker function, its environment, SQS mapping, log group, least-privilege role and package.
 
 mock_provider "aws" {
   override_during = plan
@@ -89,6 +89,7 @@ run "function_environment_mapping_and_role" {
       STEPWELL_WORKER_FUNCTION_NAME  = "unit-worker"
       STEPWELL_WORKER_ALIAS          = "live"
       STEPWELL_KEEP_VERSIONS         = "3"
+      STEPWELL_STATUS_EVENTS         = "true"
     })
     error_message = "The worker environment must be exactly the variables of docs/architecture.md."
   }
@@ -420,4 +421,27 @@ run "rejects_scheduler_role_arn_not_a_role" {
   }
 
   expect_failures = [var.scheduler_role_arn]
+}
+
+run "package_selection_excludes_harness_and_console" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  assert {
+    condition     = contains(local.engine_files, "engine.py") && contains(local.engine_files, "definitions/schema.json")
+    error_message = "The engine's own files are hashed into the package."
+  }
+
+  assert {
+    condition     = length([for file in local.engine_files : file if startswith(file, "testing/") || startswith(file, "console/")]) == 0
+    error_message = "stepwell/testing and stepwell/console never count towards the package: the builder leaves them out."
+  }
+
+  assert {
+    condition     = toset(local.engine_excluded) == toset(["console", "testing"])
+    error_message = "The module reads the builder's exclusion list (tools/lambda_package_excludes.json)."
+  }
 }

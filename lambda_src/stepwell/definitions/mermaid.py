@@ -26,6 +26,11 @@ def _escape(text: str) -> str:
 
 
 def _label(node: Node) -> str:
+    return _escape(describe_node(node))
+
+
+def describe_node(node: Node) -> str:
+    """`id: what it does`, the text a node is drawn with (here and in the console's graphs)."""
     if node.type == "trigger":
         detail = f"on {node.event}"
     elif node.type == "action":
@@ -44,7 +49,7 @@ def _label(node: Node) -> str:
         detail = f"join {node.mode}" + (f" {node.n}" if node.n else "")
     else:
         detail = node.type
-    return _escape(f"{node.id}: {detail}")
+    return f"{node.id}: {detail}"
 
 
 def to_mermaid(definition: Definition) -> str:

@@ -30,6 +30,7 @@ import boto3
 
 from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
+from stepwell.console.timeline import open_callbacks
 from stepwell.testing.backends import Backend, start_backend
 from stepwell.testing.lambda_runtime import LambdaRuntime
 from stepwell.testing.scheduler import SchedulerFirer
@@ -79,15 +80,7 @@ def stepwell_cli(config_path: Path, backend: Backend, *arguments: str) -> str:
 
 def open_callback_ids(history: list[dict[str, Any]]) -> list[str]:
     """Callbacks that started and have not ended yet."""
-    started: dict[str, str] = {}
-    ended: set[str] = set()
-    for event in history:
-        event_type = event.get("EventType", "")
-        if event_type == "CallbackStarted":
-            started[event["Id"]] = event["CallbackStartedDetails"]["CallbackId"]
-        elif event_type.startswith("Callback"):
-            ended.add(event["Id"])
-    return [callback_id for operation_id, callback_id in started.items() if operation_id not in ended]
+    return [callback_id for callback_id, _ in open_callbacks(history)]
 
 
 def next_schedule_delay(firer: SchedulerFirer) -> timedelta | None:
@@ -113,7 +106,7 @@ def deploy_release_2(stack: TerraformStack, config_path: Path, backend: Backend)
     print(stepwell_cli(config_path, backend, "versions"))
 
 
-def run_story(backend: Backend, work_dir: Path) -> int:
+def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None = None) -> int:
     say("Applying examples/complete to moto's server with Terraform (about two minutes)")
     stack = TerraformStack(backend, module_dir="examples/complete", work_root=work_dir / "terraform")
     stack.variables["region"] = backend.region
@@ -211,6 +204,13 @@ def run_story(backend: Backend, work_dir: Path) -> int:
         say("Timelines")
         for execution_id in executions.values():
             print(stepwell_cli(config_path, backend, "history", execution_id))
+        if console_screenshot is not None:
+            # Imported here: the browser and the console are developer extras the story itself needs not.
+            from stepwell.testing.console_browser import save_timeline_screenshot
+
+            first_order = executions[ORDERS[0]["order_id"]]
+            say(f"Saving the console's timeline of {ORDERS[0]['order_id']} as {console_screenshot}")
+            save_timeline_screenshot(client, first_order, console_screenshot)
         return 1 if failed else 0
     finally:
         runtime.close()
@@ -220,11 +220,17 @@ def run_story(backend: Backend, work_dir: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--keep", action="store_true", help="keep the working folder (logs, state)")
+    parser.add_argument(
+        "--console-screenshot",
+        metavar="PNG",
+        type=Path,
+        help="after the story, save the console's timeline of the first order there (headless Chromium)",
+    )
     options = parser.parse_args(argv)
     work_dir = Path(tempfile.mkdtemp(prefix="stepwell-demo-", dir=_cache_dir()))
     try:
         with start_backend("moto", log_dir=str(work_dir)) as backend:
-            return run_story(backend, work_dir)
+            return run_story(backend, work_dir, options.console_screenshot)
     finally:
         if not options.keep:
             shutil.rmtree(work_dir, ignore_errors=True)

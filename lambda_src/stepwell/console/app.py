@@ -1,0 +1,330 @@
+"""The console's Flask app: server-rendered pages and the small JSON API their script polls.
+
+Everything runs on the operator's machine with their own AWS credentials through a StepwellClient (see
+docs/console.md for the access policies it needs). Every page is Jinja-autoescaped; the SVG pictures
+escape their own text (stepwell.console.timeline, stepwell.console.graph). A request that changes
+something is a POST carrying the per-process token the pages embed (CSRF), so another site open in the
+same browser cannot make the console stop an execution.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from botocore.exceptions import BotoCoreError, ClientError
+from flask import Flask, Response, abort, flash, jsonify, redirect, render_template, request, url_for
+from markupsafe import Markup
+from werkzeug.wrappers import Response as BaseResponse
+
+from stepwell.client import StepwellClient
+from stepwell.config import ConfigError
+from stepwell.console import graph, timeline
+from stepwell.definitions.service import DefinitionsService
+from stepwell.definitions.validation import parse_definition
+from stepwell.errors import ExecutionNotFound, StepwellError
+from stepwell.model import ExecutionRecord, ExecutionStatus
+from stepwell.work_queue import QueueError
+
+CSRF_FIELD = "csrf_token"
+PAGE_SIZE = 25
+MAX_PAGE_SIZE = 100
+# Errors whose message is meant for the operator: shown on the page, not as a server error.
+USER_ERRORS = (StepwellError, ConfigError, QueueError, ValueError, LookupError, ClientError, BotoCoreError)
+# The names a browser on this machine uses for it: a request naming another host is refused, so a web page
+# whose domain is re-pointed at 127.0.0.1 (DNS rebinding) cannot read the console or its token.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def create_app(
+    client: StepwellClient,
+    csrf_token: str | None = None,
+    definitions: Callable[[], DefinitionsService] | None = None,
+    trusted_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+) -> Flask:
+    """The console for `client`'s deployment. `csrf_token` defaults to a fresh random one;
+    `trusted_hosts`: the Host names it answers (None: any, for a console served to other machines)."""
+    app = Flask(__name__)
+    app.config["TRUSTED_HOSTS"] = list(trusted_hosts) if trusted_hosts is not None else None
+    app.secret_key = secrets.token_bytes(32)  # signs the flash messages' session cookie
+    token = csrf_token or secrets.token_urlsafe(32)
+    definitions_service: list[DefinitionsService] = []
+
+    def service() -> DefinitionsService:
+        if not definitions_service:
+            definitions_service.append(
+                definitions() if definitions else DefinitionsService.for_client(client)
+            )
+        return definitions_service[0]
+
+    @app.context_processor
+    def page_globals() -> dict[str, Any]:
+        return {
+            "csrf_field": CSRF_FIELD,
+            "csrf_token": token,
+            "deployment": client.config.name,
+            "statuses": [status.value for status in ExecutionStatus],
+            "stamp": stamp,
+        }
+
+    @app.before_request
+    def check_host_and_csrf() -> None:
+        _ = request.host  # checked against TRUSTED_HOSTS: a SecurityError (400) for any other name
+        if request.method == "POST":
+            sent = request.form.get(CSRF_FIELD, "")
+            if not hmac.compare_digest(sent.encode(), token.encode()):
+                abort(403, description="missing or wrong console token: reload the page and try again")
+
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        # Only the console's own files, no framing: a page of user data stays inert.
+        response.headers["Content-Security-Policy"] = (
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+    @app.errorhandler(ExecutionNotFound)
+    def not_found(error: ExecutionNotFound) -> tuple[str, int]:
+        return render_template("error.html", message=str(error)), 404
+
+    @app.errorhandler(403)
+    def forbidden(error: Any) -> tuple[str, int]:
+        return render_template("error.html", message=getattr(error, "description", "forbidden")), 403
+
+    @app.get("/")
+    def index() -> BaseResponse:
+        return redirect(url_for("executions"))
+
+    @app.get("/executions")
+    def executions() -> str | tuple[str, int]:
+        query = _listing_query(request.args)
+        try:
+            rows, next_token = _list(client, query)
+        except USER_ERRORS as error:
+            return render_template(
+                "executions.html", query=query, rows=[], next_url=None, error=str(error)
+            ), 400
+        next_url = None
+        if next_token is not None:
+            next_url = url_for("executions") + "?" + urlencode({**query, "next_token": next_token})
+        return render_template("executions.html", query=query, rows=rows, next_url=next_url, error=None)
+
+    @app.get("/api/executions")
+    def api_executions() -> Response | tuple[Response, int]:
+        query = _listing_query(request.args)
+        try:
+            rows, next_token = _list(client, query)
+        except USER_ERRORS as error:
+            return jsonify({"error": str(error)}), 400
+        return jsonify({"Executions": [_record_json(row) for row in rows], "NextToken": next_token})
+
+    @app.get("/execution")
+    def execution() -> str:
+        execution_id = _required(request.args, "id")
+        description = client.describe_execution(execution_id)
+        history = client.get_execution_history(execution_id)
+        rows = timeline.build_rows(history, datetime.now(tz=UTC))
+        return render_template(
+            "execution.html",
+            execution=description,
+            execution_id=execution_id,
+            timeline_svg=Markup(timeline.render_svg(rows)),  # render_svg escapes every text
+            legend=timeline.legend(),
+            callbacks=timeline.open_callbacks(history),
+            input_text=pretty(description.get("InputPayload")),
+            result_text=pretty(description.get("Result")) if "Result" in description else None,
+            error_text=pretty(description.get("Error")) if "Error" in description else None,
+            history_text=pretty(history),
+        )
+
+    @app.get("/api/execution")
+    def api_execution() -> Response:
+        execution_id = _required(request.args, "id")
+        return jsonify({"Execution": _jsonable(client.describe_execution(execution_id))})
+
+    @app.post("/execution/stop")
+    def stop() -> BaseResponse:
+        execution_id = _required(request.form, "id")
+        error = _error_object(request.form)
+
+        def stop_it() -> str:
+            stopped = client.stop_execution(execution_id, error)
+            return f"stopped {execution_id}" if stopped else f"{execution_id} had already ended"
+
+        _act(stop_it)
+        return redirect(_execution_url(execution_id))
+
+    @app.post("/callback")
+    def callback() -> BaseResponse:
+        callback_id = _required(request.form, "callback_id")
+        outcome = request.form.get("outcome", "")
+
+        def send() -> str:
+            if outcome == "success":
+                client.send_callback_success(callback_id, request.form.get("result") or None)
+            elif outcome == "failure":
+                client.send_callback_failure(callback_id, _error_object(request.form))
+            else:
+                raise ValueError(f"callback outcome {outcome!r} is not one of success, failure")
+            return f"callback {callback_id}: {outcome} sent"
+
+        _act(send)
+        execution_id = request.form.get("execution_id")
+        return redirect(_execution_url(execution_id) if execution_id else url_for("executions"))
+
+    @app.post("/dlq/redrive")
+    def redrive() -> BaseResponse:
+        def move() -> str:
+            result = client.redrive_dlq()
+            if result.method == "move-task":
+                return f"redrive started (SQS message move task {result.task_handle})"
+            return f"moved {result.moved} messages from the DLQ to the work queue"
+
+        _act(move)
+        return redirect(url_for("executions"))
+
+    @app.get("/definitions")
+    def definitions_page() -> str | tuple[str, int]:
+        domain = request.args.get("domain", "").strip()
+        listed: list[Any] = []
+        error = None
+        if domain:
+            try:
+                listed = service().list_definitions(domain)
+            except USER_ERRORS as failure:
+                error = str(failure)
+        return render_template("definitions.html", domain=domain, definitions=listed, error=error), (
+            400 if error else 200
+        )
+
+    @app.get("/definition")
+    def definition_page() -> str | tuple[str, int]:
+        domain = _required(request.args, "domain")
+        workflow_id = _required(request.args, "id")
+        subject_id = request.args.get("subject", "").strip() or None
+        try:
+            stored = service().get_definition(domain, workflow_id)
+            parsed = parse_definition(stored.definition)
+            contexts = []
+            if subject_id is not None:
+                page = service().list_contexts(domain, subject_id, workflow_id)
+                for context in page.items:
+                    try:
+                        history = service().engine.get_execution_history(context.execution_id)
+                    except ExecutionNotFound:
+                        history = []
+                    states = graph.node_states(parsed, history, context.waiting)
+                    contexts.append((context, Markup(graph.render_svg(parsed, states))))
+        except USER_ERRORS as error:
+            return render_template("error.html", message=str(error)), 400
+        return render_template(
+            "definition.html",
+            stored=stored,
+            subject_id=subject_id,
+            graph_svg=Markup(graph.render_svg(parsed)),  # render_svg escapes every text
+            contexts=contexts,
+            document_text=pretty(stored.definition),
+        )
+
+    return app
+
+
+def _act(action: Callable[[], str]) -> None:
+    """Run a button's action; its outcome (or the error's one line) is shown on the next page."""
+    try:
+        flash(action(), "info")
+    except USER_ERRORS as error:
+        flash(f"{type(error).__name__}: {error}", "error")
+
+
+def _required(values: Mapping[str, str], name: str) -> str:
+    value = values.get(name, "").strip()
+    if not value:
+        abort(400, description=f"the request needs a non-empty {name!r}")
+    return value
+
+
+def _execution_url(execution_id: str) -> str:
+    return url_for("execution") + "?" + urlencode({"id": execution_id})
+
+
+def _listing_query(args: Mapping[str, str]) -> dict[str, str]:
+    """The list filter from the query string: one of status, workflow, domain (+ subject); RUNNING when
+    none is given."""
+    query = {key: args.get(key, "").strip() for key in ("status", "workflow", "domain", "subject", "limit")}
+    query = {key: value for key, value in query.items() if value}
+    if not {"status", "workflow", "domain"} & query.keys():
+        query["status"] = ExecutionStatus.RUNNING.value
+    return query
+
+
+def _list(client: StepwellClient, query: Mapping[str, str]) -> tuple[list[ExecutionRecord], str | None]:
+    limit_text = query.get("limit", str(PAGE_SIZE))
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE_SIZE:
+        raise ValueError(f"limit {limit_text!r} is not a whole number from 1 to {MAX_PAGE_SIZE}")
+    page = client.list_executions(
+        query.get("status"),
+        query.get("workflow"),
+        query.get("domain"),
+        query.get("subject"),
+        int(limit_text),
+        request.args.get("next_token") or None,
+    )
+    return page.items, page.next_token
+
+
+def _error_object(form: Mapping[str, str]) -> dict[str, str] | None:
+    error = {
+        key: form.get(field, "").strip()
+        for key, field in (("ErrorType", "error_type"), ("ErrorMessage", "error_message"))
+        if form.get(field, "").strip()
+    }
+    return error or None
+
+
+def _record_json(record: ExecutionRecord) -> dict[str, Any]:
+    return {
+        "ExecutionId": record.execution_id,
+        "WorkflowName": record.workflow_id,
+        "Domain": record.domain,
+        "SubjectId": record.subject_id,
+        "Status": record.status.value,
+        "StartTimestamp": stamp(record.created_at),
+        "EndTimestamp": stamp(record.ended_at),
+    }
+
+
+def stamp(epoch: float | None) -> str:
+    """An epoch time as ISO-8601 UTC with milliseconds; "" for none."""
+    if epoch is None:
+        return ""
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+
+
+def pretty(value: Any) -> str:
+    """A value as indented JSON; JSON text is parsed first, other text is shown as it is."""
+    if isinstance(value, str):
+        text = value
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
