@@ -152,4 +152,7 @@ module "monitoring" {
   work_queue_name      = module.messaging.work_queue_name
   dlq_name             = module.messaging.dlq_name
   worker_function_name = module.engine.function_name
+  event_bus_name       = module.messaging.event_bus_name
+  status_event_source  = local.status_event_source
+  notify_statuses      = var.status_change_events ? var.notify_statuses : []
 }

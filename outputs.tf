@@ -230,3 +230,8 @@ output "dashboard_name" {
   description = "Name of the CloudWatch dashboard; null when dashboard_enabled is false."
   value       = try(module.monitoring.dashboard_name, null)
 }
+
+output "status_notifications_rule_name" {
+  description = "Name of the EventBridge rule sending status-change events of notify_statuses to the alarm topic; null when none."
+  value       = try(module.monitoring.status_notifications_rule_name, null)
+}

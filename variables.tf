@@ -373,6 +373,18 @@ variable "status_change_events" {
   nullable    = false
 }
 
+variable "notify_statuses" {
+  description = "Execution statuses whose status-change events go to the alarm topic (the created one or alarm_topic_arn) through an EventBridge rule on the bus; [] creates no rule. Ignored when status_change_events is false."
+  type        = list(string)
+  default     = ["FAILED", "TIMED_OUT"]
+  nullable    = false
+
+  validation {
+    condition     = length(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"])) == 0
+    error_message = "notify_statuses must be among RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT; unknown: ${jsonencode(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"]))}."
+  }
+}
+
 variable "log_retention_days" {
   description = "Retention of the worker's log group in days."
   type        = number

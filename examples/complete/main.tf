@@ -74,10 +74,13 @@ module "stepwell" {
   maximum_batching_window_seconds  = 1
   workflows_dir                    = "${path.module}/workflows"
 
-  # Monitoring: every alarm notifies the module's topic {name}-alarms (subscribe to it: email, chat,
-  # pager); the dashboard {name} graphs the engine's metrics per workflow.
-  dashboard_enabled = true
-  alarm_topic_arn   = null
+  # Monitoring: every alarm, and every failed or timed-out execution (its status-change event), notifies
+  # the module's topic {name}-alarms (subscribe to it: email, chat, pager); the dashboard {name} graphs
+  # the engine's metrics per workflow.
+  dashboard_enabled    = true
+  alarm_topic_arn      = null
+  status_change_events = true
+  notify_statuses      = ["FAILED", "TIMED_OUT"]
   alarms = {
     dlq_messages       = { threshold = 0, period_seconds = 60 }
     oldest_message_age = { threshold = 900, period_seconds = 300, evaluation_periods = 3 }
@@ -137,6 +140,11 @@ output "alarm_names" {
 output "dashboard_name" {
   description = "Name of the CloudWatch dashboard."
   value       = module.stepwell.dashboard_name
+}
+
+output "status_notifications_rule_name" {
+  description = "Name of the rule sending failed and timed-out executions' status-change events to the alarm topic."
+  value       = module.stepwell.status_notifications_rule_name
 }
 
 output "worker_alias_arn" {

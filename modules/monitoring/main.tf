@@ -68,7 +68,8 @@ locals {
   }
 
   enabled_alarms  = { for key, alarm in var.alarms : key => merge(local.alarm_metrics[key], alarm) if alarm.enabled }
-  create_topic    = var.alarm_topic_arn == null && length(local.enabled_alarms) > 0
+  notify          = length(var.notify_statuses) > 0
+  create_topic    = var.alarm_topic_arn == null && (length(local.enabled_alarms) > 0 || local.notify)
   alarm_topic_arn = local.create_topic ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn
   alarm_names     = { for key in keys(local.alarm_metrics) : key => "${var.name}-${replace(key, "_", "-")}" }
 }
@@ -89,7 +90,7 @@ resource "aws_sns_topic_policy" "alarms" {
   arn = aws_sns_topic.alarms[0].arn
   policy = jsonencode({
     Version = "2012-10-17"
-    Statement = [{
+    Statement = concat(length(local.enabled_alarms) == 0 ? [] : [{
       Sid       = "DeploymentAlarmsPublish"
       Effect    = "Allow"
       Principal = { Service = "cloudwatch.amazonaws.com" }
@@ -104,8 +105,50 @@ resource "aws_sns_topic_policy" "alarms" {
           ])
         }
       }
-    }]
+      }], !local.notify ? [] : [{
+      Sid       = "StatusNotificationsPublish"
+      Effect    = "Allow"
+      Principal = { Service = "events.amazonaws.com" }
+      Action    = "sns:Publish"
+      Resource  = aws_sns_topic.alarms[0].arn
+      Condition = {
+        ArnEquals = { "aws:SourceArn" = local.status_rule_arn }
+      }
+    }])
   })
+}
+
+# Status-change events of the listed statuses (a failed execution, by default) go to the alarm topic, so
+# whoever is subscribed hears of them without writing a rule. The rule's ARN is built from its name: the
+# topic policy must not wait for the rule (the target needs the policy first).
+locals {
+  status_rule_name = "${var.name}-status-notifications"
+  status_rule_arn  = "arn:${data.aws_partition.current.partition}:events:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:rule/${var.event_bus_name == "default" ? "" : "${var.event_bus_name}/"}${local.status_rule_name}"
+}
+
+resource "aws_cloudwatch_event_rule" "status_notifications" {
+  count = local.notify ? 1 : 0
+
+  name           = local.status_rule_name
+  description    = "Stepwell: status-change events of ${join(", ", var.notify_statuses)} executions to the alarm topic."
+  event_bus_name = var.event_bus_name
+  event_pattern = jsonencode({
+    source        = [var.status_event_source]
+    "detail-type" = ["Stepwell Execution Status Change"]
+    detail        = { status = var.notify_statuses }
+  })
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "status_notifications" {
+  count = local.notify ? 1 : 0
+
+  rule           = aws_cloudwatch_event_rule.status_notifications[0].name
+  event_bus_name = var.event_bus_name
+  target_id      = "alarm-topic"
+  arn            = local.alarm_topic_arn
+
+  depends_on = [aws_sns_topic_policy.alarms]
 }
 
 resource "aws_cloudwatch_metric_alarm" "this" {

@@ -12,3 +12,8 @@ output "dashboard_name" {
   description = "Name of the CloudWatch dashboard; null when dashboard_enabled is false."
   value       = try(aws_cloudwatch_dashboard.this[0].dashboard_name, null)
 }
+
+output "status_notifications_rule_name" {
+  description = "Name of the rule sending status-change events of notify_statuses to the alarm topic; null when none."
+  value       = try(aws_cloudwatch_event_rule.status_notifications[0].name, null)
+}

@@ -72,3 +72,25 @@ variable "worker_function_name" {
   description = "Name of the worker Lambda (FunctionName dimension: every version and alias together)."
   type        = string
 }
+
+variable "event_bus_name" {
+  description = "Name of the bus the worker puts its status-change events on."
+  type        = string
+}
+
+variable "status_event_source" {
+  description = "Source of the worker's status-change events (the engine's; docs/architecture.md)."
+  type        = string
+}
+
+variable "notify_statuses" {
+  description = "Execution statuses whose status-change events the module forwards to the alarm topic (an EventBridge rule on the bus); [] creates no rule. Needs status_change_events."
+  type        = list(string)
+  default     = ["FAILED", "TIMED_OUT"]
+  nullable    = false
+
+  validation {
+    condition     = length(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"])) == 0
+    error_message = "notify_statuses must be among RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT; unknown: ${jsonencode(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"]))}."
+  }
+}

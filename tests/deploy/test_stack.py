@@ -380,12 +380,34 @@ def test_alarms_notify_the_alarm_topic(deployed_stack: DeployedStack, config: di
     attributes = deployed_stack.backend.client("sns").get_topic_attributes(TopicArn=topic_arn)["Attributes"]
     assert topic_arn.rsplit(":", 1)[-1] == f"{config['name']}-alarms"
     statements = _statements(attributes["Policy"])
-    assert [(s["Effect"], s["Principal"], s["Action"]) for s in statements] == [
-        ("Allow", {"Service": "cloudwatch.amazonaws.com"}, "sns:Publish")
+    assert [(s["Effect"], s["Principal"], s["Action"], s["Resource"]) for s in statements] == [
+        ("Allow", {"Service": "cloudwatch.amazonaws.com"}, "sns:Publish", topic_arn),
+        ("Allow", {"Service": "events.amazonaws.com"}, "sns:Publish", topic_arn),
     ]
-    assert statements[0]["Resource"] == topic_arn
     alarm_arns = {alarm["AlarmArn"] for alarm in described}
     assert set(_as_list(statements[0]["Condition"]["ArnEquals"]["aws:SourceArn"])) == alarm_arns
+
+
+def test_failed_executions_notify_the_alarm_topic(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    """The status-change events of failed and timed-out executions go to the alarm topic, which only that
+    rule may publish to through EventBridge."""
+    events = deployed_stack.backend.client("events")
+    name = deployed_stack.outputs["status_notifications_rule_name"]
+    rule = events.describe_rule(Name=name, EventBusName=config["event_bus_name"])
+    assert json.loads(rule["EventPattern"]) == {
+        "source": ["stepwell.executions"],
+        "detail-type": ["Stepwell Execution Status Change"],
+        "detail": {"status": ["FAILED", "TIMED_OUT"]},
+    }
+    targets = events.list_targets_by_rule(Rule=name, EventBusName=config["event_bus_name"])["Targets"]
+    topic_arn = deployed_stack.outputs["alarm_topic_arn"]
+    assert [target["Arn"] for target in targets] == [topic_arn]
+    sns = deployed_stack.backend.client("sns")
+    policy = sns.get_topic_attributes(TopicArn=topic_arn)["Attributes"]["Policy"]
+    publishers = [s for s in _statements(policy) if s["Principal"] == {"Service": "events.amazonaws.com"}]
+    assert [_as_list(s["Condition"]["ArnEquals"]["aws:SourceArn"]) for s in publishers] == [[rule["Arn"]]]
 
 
 def test_dashboard_graphs_the_engine_per_workflow_and_shows_the_alarms(

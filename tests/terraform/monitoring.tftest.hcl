@@ -11,6 +11,8 @@ variables {
   work_queue_name      = "unit-work"
   dlq_name             = "unit-dlq"
   worker_function_name = "unit-worker"
+  event_bus_name       = "unit-bus"
+  status_event_source  = "stepwell.executions"
   # Distinct values per alarm, so each assertion proves its alarm reads its own settings.
   alarms = {
     dlq_messages       = { enabled = true, threshold = 1, period_seconds = 60, evaluation_periods = 1 }
@@ -28,6 +30,15 @@ run "each_alarm_watches_its_metric_and_notifies_the_created_topic" {
 
   module {
     source = "./modules/monitoring"
+  }
+
+  variables {
+    notify_statuses = []
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_event_rule.status_notifications) == 0 && output.status_notifications_rule_name == null
+    error_message = "notify_statuses = [] creates no status notifications rule."
   }
 
   assert {
@@ -208,6 +219,7 @@ run "without_alarms_there_is_no_topic_and_no_alarm_widget" {
   }
 
   variables {
+    notify_statuses = []
     alarms = {
       dlq_messages = { enabled = false, threshold = 0, period_seconds = 60, evaluation_periods = 1 }
       wake_up_lag  = { enabled = false, threshold = 300000, period_seconds = 300, evaluation_periods = 3 }
@@ -324,6 +336,67 @@ run "rejects_an_unknown_alarm_key" {
   expect_failures = [var.alarms]
 }
 
+run "failed_executions_are_sent_to_the_topic" {
+  command = plan
+
+  module {
+    source = "./modules/monitoring"
+  }
+
+  assert {
+    condition = jsondecode(aws_cloudwatch_event_rule.status_notifications[0].event_pattern) == {
+      source        = ["stepwell.executions"]
+      "detail-type" = ["Stepwell Execution Status Change"]
+      detail        = { status = ["FAILED", "TIMED_OUT"] }
+    }
+    error_message = "By default the rule takes the status-change events of failed and timed-out executions only."
+  }
+
+  assert {
+    condition = (
+      aws_cloudwatch_event_rule.status_notifications[0].event_bus_name == "unit-bus" &&
+      aws_cloudwatch_event_target.status_notifications[0].arn == "arn:aws:sns:eu-west-1:123456789012:unit-alarms" &&
+      output.status_notifications_rule_name == "unit-status-notifications"
+    )
+    error_message = "The rule lives on the engine's bus and targets the alarm topic."
+  }
+
+  assert {
+    condition = [for statement in jsondecode(aws_sns_topic_policy.alarms[0].policy).Statement : statement if statement.Sid == "StatusNotificationsPublish"] == [{
+      Sid       = "StatusNotificationsPublish"
+      Effect    = "Allow"
+      Principal = { Service = "events.amazonaws.com" }
+      Action    = "sns:Publish"
+      Resource  = "arn:aws:sns:eu-west-1:123456789012:unit-alarms"
+      Condition = { ArnEquals = { "aws:SourceArn" = "arn:aws:events:eu-west-1:123456789012:rule/unit-bus/unit-status-notifications" } }
+    }]
+    error_message = "EventBridge may publish to the topic only for this rule."
+  }
+}
+
+run "notifications_alone_create_the_topic" {
+  command = plan
+
+  module {
+    source = "./modules/monitoring"
+  }
+
+  variables {
+    notify_statuses = ["FAILED"]
+    alarms = {
+      dlq_messages = { enabled = false, threshold = 0, period_seconds = 60, evaluation_periods = 1 }
+    }
+  }
+
+  assert {
+    condition = (
+      length(aws_cloudwatch_metric_alarm.this) == 0 && length(aws_sns_topic.alarms) == 1 &&
+      [for statement in jsondecode(aws_sns_topic_policy.alarms[0].policy).Statement : statement.Sid] == ["StatusNotificationsPublish"]
+    )
+    error_message = "With every alarm off, notifications still need the topic, and only EventBridge may publish to it."
+  }
+}
+
 # The root: by default every alarm, the topic and the dashboard exist, with the documented defaults.
 run "the_root_turns_monitoring_on_by_default" {
   command = plan
@@ -350,6 +423,11 @@ run "the_root_turns_monitoring_on_by_default" {
   assert {
     condition     = output.alarm_topic_arn == "arn:aws:sns:eu-west-1:123456789012:unit-alarms" && output.dashboard_name == "unit"
     error_message = "By default the module creates the alarm topic and the dashboard."
+  }
+
+  assert {
+    condition     = output.status_notifications_rule_name == "unit-status-notifications"
+    error_message = "By default failed and timed-out executions are sent to the alarm topic."
   }
 
   assert {

@@ -718,3 +718,13 @@ run "rejects_alarm_topic_arn_not_sns" {
 
   expect_failures = [var.alarm_topic_arn]
 }
+
+run "rejects_notify_statuses_unknown" {
+  command = plan
+
+  variables {
+    notify_statuses = ["FAILED", "CRASHED"]
+  }
+
+  expect_failures = [var.notify_statuses]
+}
