@@ -75,6 +75,42 @@ def status_event_queue(backend: Backend, config: dict[str, Any], domain: str) ->
         sqs.delete_queue(QueueUrl=queue_url)
 
 
+@contextmanager
+def topic_queue(backend: Backend, topic_arn: str) -> Iterator[str]:
+    """A queue subscribed (raw delivery) to the stack's alarm topic, removed afterwards."""
+    sqs = backend.client("sqs")
+    sns = backend.client("sns")
+    queue_url = sqs.create_queue(QueueName=f"alarm-topic-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "sns.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+                "Condition": {"ArnEquals": {"aws:SourceArn": topic_arn}},
+            }
+        ],
+    }
+    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
+    subscription = sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=queue_arn,
+        Attributes={"RawMessageDelivery": "true"},
+        ReturnSubscriptionArn=True,
+    )["SubscriptionArn"]
+    try:
+        yield queue_url
+    finally:
+        sns.unsubscribe(SubscriptionArn=subscription)
+        sqs.delete_queue(QueueUrl=queue_url)
+
+
 def receive_events(backend: Backend, queue_url: str, expected: int) -> list[dict[str, Any]]:
     """The events on the queue: waits for `expected`, then for QUIET_SECONDS more (to see any extra)."""
     sqs = backend.client("sqs")
@@ -104,7 +140,11 @@ def test_each_status_change_is_one_event_for_a_users_rule(
     config = deployed_stack.client_config
     run = uuid.uuid4().hex[:10]
     domain = f"status-{run}"
-    with status_event_queue(backend, config, domain) as queue_url:
+    topic_arn = deployed_stack.outputs["alarm_topic_arn"]
+    with (
+        status_event_queue(backend, config, domain) as queue_url,
+        topic_queue(backend, topic_arn) as topic_url,
+    ):
         succeeded = deployed_client.start_execution(
             "orders.confirm", {"order_id": run, "lines": []}, f"ok-{run}", domain, "order-1"
         )
@@ -123,6 +163,13 @@ def test_each_status_change_is_one_event_for_a_users_rule(
         deployed_target.process_queue()
 
         received = receive_events(backend, queue_url, expected=6)
+        # The module's notifications rule sends failed executions' events to the alarm topic.
+        ours = {succeeded, failed, stopped}
+        notified = [
+            event["detail"]
+            for event in receive_events(backend, topic_url, expected=1)
+            if event.get("detail", {}).get("executionId") in ours
+        ]
 
     assert {(event["source"], event["detail-type"]) for event in received} == {
         (STATUS_EVENT_SOURCE, STATUS_EVENT_DETAIL_TYPE)
@@ -164,6 +211,8 @@ def test_each_status_change_is_one_event_for_a_users_rule(
     assert by_change[(succeeded, "SUCCEEDED")]["subjectId"] == "order-1"
     assert by_change[(failed, "FAILED")]["errorType"] == "stepwell.errors.WorkflowNotFound"
     assert by_change[(stopped, "STOPPED")]["errorType"] == "Stopped"
+
+    assert [(detail["executionId"], detail["status"]) for detail in notified] == [(failed, "FAILED")]
 
     # The module's rule left them out of the work queue (the worker would log them as ignored).
     lines = deployed_target.log_lines()

@@ -247,6 +247,36 @@ def _version_functions_like_lambda() -> None:
     LambdaBackend.update_event_source_mapping = update_event_source_mapping  # type: ignore[method-assign]
 
 
+def _deliver_events_to_sns_targets() -> None:
+    """moto's rules deliver to log groups, archives, queues and buses, and raise NotImplementedError (a
+    500 for the whole PutEvents) for an SNS topic target. EventBridge publishes the event (its input
+    transformed, as for the other targets) to the topic: do that, and leave every other target to moto."""
+    import copy
+    import json
+
+    from moto.events.models import Rule
+    from moto.sns.models import sns_backends
+    from moto.utilities.arns import parse_arn
+
+    original_send = Rule.send_to_targets
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        topics = [target for target in self.targets if parse_arn(target["Arn"]).service == "sns"]
+        if not topics or not self.event_pattern.matches_event(original_event):
+            original_send(self, original_event, transform_input)
+            return
+        # A copy with the other targets: the rule itself is shared by concurrent PutEvents requests.
+        without_topics = copy.copy(self)
+        without_topics.targets = [target for target in self.targets if target not in topics]
+        original_send(without_topics, original_event, transform_input)
+        for target in topics:
+            arn = parse_arn(target["Arn"])
+            message = original_event if target.get("Input") is None else json.loads(target["Input"])
+            sns_backends[arn.account][arn.region].publish(json.dumps(message), arn=target["Arn"])
+
+    Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]
+
+
 def _exit_when_parent_dies(parent_pid: int) -> None:
     while True:
         if os.getppid() != parent_pid:
@@ -267,6 +297,7 @@ def serve(host: str, port: int) -> None:
     _keep_queue_policy_on_other_updates()
     _skip_statements_whose_condition_fails()
     _version_functions_like_lambda()
+    _deliver_events_to_sns_targets()
     app = _with_lambda_code_route(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=_exit_when_parent_dies, args=(os.getppid(),), daemon=True).start()
