@@ -29,18 +29,42 @@ QUIET_SECONDS = 3.0
 
 
 @contextmanager
+def temporary_queue(backend: Backend, name: str) -> Iterator[tuple[str, str]]:
+    """A queue (its URL and ARN) for the test's own deliveries, deleted afterwards."""
+    sqs = backend.client("sqs")
+    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    try:
+        attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+        yield queue_url, attributes["Attributes"]["QueueArn"]
+    finally:
+        sqs.delete_queue(QueueUrl=queue_url)
+
+
+def allow_sender(backend: Backend, queue_url: str, queue_arn: str, service: str, source_arn: str) -> None:
+    """Let `service` send to the queue on behalf of `source_arn` only (as a user would set it up)."""
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": service},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+                "Condition": {"ArnEquals": {"aws:SourceArn": source_arn}},
+            }
+        ],
+    }
+    backend.client("sqs").set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
+
+
+@contextmanager
 def status_event_queue(backend: Backend, config: dict[str, Any], domain: str) -> Iterator[str]:
     """A queue receiving, through a rule on the stack's bus, the status-change events of `domain`'s
-    executions (as a user would set it up); both are removed afterwards, so the bus can be destroyed."""
-    sqs = backend.client("sqs")
+    executions; both are removed afterwards, so the bus can be destroyed."""
     events = backend.client("events")
     name = f"{config['name']}-status-{uuid.uuid4().hex[:8]}"
-    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
     bus = config["event_bus_name"]
-    try:
+    with temporary_queue(backend, name) as (queue_url, queue_arn):
         rule_arn = events.put_rule(
             Name=name,
             EventBusName=bus,
@@ -52,63 +76,32 @@ def status_event_queue(backend: Backend, config: dict[str, Any], domain: str) ->
                 }
             ),
         )["RuleArn"]
-        policy = {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": "events.amazonaws.com"},
-                    "Action": "sqs:SendMessage",
-                    "Resource": queue_arn,
-                    "Condition": {"ArnEquals": {"aws:SourceArn": rule_arn}},
-                }
-            ],
-        }
-        sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
+        allow_sender(backend, queue_url, queue_arn, "events.amazonaws.com", rule_arn)
         events.put_targets(Rule=name, EventBusName=bus, Targets=[{"Id": "status-queue", "Arn": queue_arn}])
         try:
             yield queue_url
         finally:
             events.remove_targets(Rule=name, EventBusName=bus, Ids=["status-queue"])
             events.delete_rule(Name=name, EventBusName=bus)
-    finally:
-        sqs.delete_queue(QueueUrl=queue_url)
 
 
 @contextmanager
 def topic_queue(backend: Backend, topic_arn: str) -> Iterator[str]:
     """A queue subscribed (raw delivery) to the stack's alarm topic, removed afterwards."""
-    sqs = backend.client("sqs")
     sns = backend.client("sns")
-    queue_url = sqs.create_queue(QueueName=f"alarm-topic-{uuid.uuid4().hex[:8]}")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "sns.amazonaws.com"},
-                "Action": "sqs:SendMessage",
-                "Resource": queue_arn,
-                "Condition": {"ArnEquals": {"aws:SourceArn": topic_arn}},
-            }
-        ],
-    }
-    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
-    subscription = sns.subscribe(
-        TopicArn=topic_arn,
-        Protocol="sqs",
-        Endpoint=queue_arn,
-        Attributes={"RawMessageDelivery": "true"},
-        ReturnSubscriptionArn=True,
-    )["SubscriptionArn"]
-    try:
-        yield queue_url
-    finally:
-        sns.unsubscribe(SubscriptionArn=subscription)
-        sqs.delete_queue(QueueUrl=queue_url)
+    with temporary_queue(backend, f"alarm-topic-{uuid.uuid4().hex[:8]}") as (queue_url, queue_arn):
+        allow_sender(backend, queue_url, queue_arn, "sns.amazonaws.com", topic_arn)
+        subscription = sns.subscribe(
+            TopicArn=topic_arn,
+            Protocol="sqs",
+            Endpoint=queue_arn,
+            Attributes={"RawMessageDelivery": "true"},
+            ReturnSubscriptionArn=True,
+        )["SubscriptionArn"]
+        try:
+            yield queue_url
+        finally:
+            sns.unsubscribe(SubscriptionArn=subscription)
 
 
 def receive_events(backend: Backend, queue_url: str, expected: int) -> list[dict[str, Any]]:
