@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 RETRY_MODES = ("standard", "adaptive", "legacy")
 DEFAULT_MAX_ATTEMPTS = 8
-# A synchronous invoke of the worker (a forwarded batch) runs as long as that version takes, at most
-# Lambda's 15 minutes: its client waits that long instead of 30 s, and tries twice at most, as a retried
-# Invoke runs the batch again.
+# A synchronous invoke of the worker (a forwarded batch) or of a Lambda function context.invoke names runs
+# as long as that function takes, at most Lambda's 15 minutes: its client waits that long instead of 30 s,
+# and tries twice at most, as a retried Invoke runs the function again.
 INVOKE_READ_TIMEOUT_SECONDS = 900
 INVOKE_MAX_ATTEMPTS = 2
 
@@ -211,6 +211,7 @@ class AwsClients:
 
     @property
     def lambda_invoke(self) -> LambdaClient:
-        """Lambda for synchronous invokes of the worker (see INVOKE_READ_TIMEOUT_SECONDS)."""
+        """Lambda for synchronous invokes of the worker and of context.invoke's Lambda targets (see
+        INVOKE_READ_TIMEOUT_SECONDS)."""
         client: LambdaClient = self._client("lambda", "invoke")
         return client

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from stepwell.errors import InvalidArgument
+from stepwell.invoke_targets import parse_function_arn
+
 
 class ConfigError(ValueError):
     """The configuration is missing a setting or holds a bad value."""
@@ -41,6 +44,8 @@ _JSON_OBJECT_ENV: dict[str, str] = {
     "event_extractor": "STEPWELL_EVENT_EXTRACTOR",
     "event_sources": "STEPWELL_EVENT_SOURCES",
 }
+
+INVOKE_FUNCTIONS_ENV = "STEPWELL_INVOKE_FUNCTIONS"
 
 # Settings that are whole numbers (client_config may give them as numbers or strings).
 _INT_SETTINGS = ("retention_days", "keep_versions")
@@ -90,6 +95,8 @@ class StepwellConfig:
     log_level: str = "INFO"
     # Whether the worker puts executions' status-change events on the bus (stepwell.status_events).
     status_events: bool = True
+    # Lambda functions context.invoke may call (unqualified function ARNs; the module's invoke_function_arns).
+    invoke_functions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for key in _REQUIRED:
@@ -108,6 +115,11 @@ class StepwellConfig:
             )
         if not self.worker_alias:
             raise ConfigError("worker_alias must name the worker function's alias (default 'live'), got ''")
+        for arn in self.invoke_functions:
+            try:
+                parse_function_arn(arn)
+            except InvalidArgument as error:
+                raise ConfigError(f"invoke_functions ({INVOKE_FUNCTIONS_ENV}): {error}") from None
 
     @classmethod
     def from_client_config(cls, data: Mapping[str, Any]) -> StepwellConfig:
@@ -130,11 +142,19 @@ class StepwellConfig:
             values["workflow_modules"] = _parse_modules(values["workflow_modules"])
         if "status_events" in values:
             values["status_events"] = _parse_bool("status_events", values["status_events"])
+        if "invoke_functions" in values:
+            values["invoke_functions"] = _parse_arn_list("invoke_functions", values["invoke_functions"])
         for key in _INT_SETTINGS:
             if key in values:
                 values[key] = _parse_int(key, values[key])
         for key, value in values.items():
-            structured = key in ("workflow_modules", "status_events", *_INT_SETTINGS, *_JSON_OBJECT_ENV)
+            structured = key in (
+                "workflow_modules",
+                "status_events",
+                "invoke_functions",
+                *_INT_SETTINGS,
+                *_JSON_OBJECT_ENV,
+            )
             if not structured and not isinstance(value, str):
                 raise ConfigError(f"client_config[{key!r}] must be a string, got {value!r}")
         missing = [key for key in _REQUIRED if not values.get(key)]
@@ -186,6 +206,8 @@ class StepwellConfig:
             values["log_level"] = env["STEPWELL_LOG_LEVEL"].upper()
         if env.get("STEPWELL_STATUS_EVENTS"):
             values["status_events"] = _parse_bool("STEPWELL_STATUS_EVENTS", env["STEPWELL_STATUS_EVENTS"])
+        if env.get(INVOKE_FUNCTIONS_ENV):
+            values["invoke_functions"] = _parse_arn_list(INVOKE_FUNCTIONS_ENV, env[INVOKE_FUNCTIONS_ENV])
         missing = [_ENV_BY_CLIENT_KEY[key] for key in _REQUIRED if key not in values]
         if missing:
             raise ConfigError(f"Stepwell environment is missing {', '.join(missing)}")
@@ -195,6 +217,7 @@ class StepwellConfig:
         """The `client_config` shape (round-trips through `from_client_config`)."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["workflow_modules"] = list(self.workflow_modules)
+        out["invoke_functions"] = list(self.invoke_functions)
         for key in _JSON_OBJECT_ENV:
             out[key] = dict(getattr(self, key))
         return out
@@ -211,6 +234,7 @@ class StepwellConfig:
         env["STEPWELL_LOG_LEVEL"] = self.log_level
         env["STEPWELL_STATUS_EVENTS"] = "true" if self.status_events else "false"
         env["STEPWELL_KMS_KEY_ARN"] = self.kms_key_arn
+        env[INVOKE_FUNCTIONS_ENV] = json.dumps(list(self.invoke_functions))
         if self.region:
             env["AWS_REGION"] = self.region
         return {key: value for key, value in env.items() if value}
@@ -243,6 +267,21 @@ def _parse_modules(value: object) -> tuple[str, ...]:
         if not all(part.isidentifier() for part in module.split(".")):
             raise ConfigError(f"workflow module {module!r} is not a dotted Python module name")
     return modules
+
+
+def _parse_arn_list(name: str, value: object) -> tuple[str, ...]:
+    """A JSON list (text, as the environment has it, or a list) of strings; __post_init__ checks each."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{name} is not valid JSON: {error}") from error
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(
+            f"{name} must be a JSON list of Lambda function ARNs (strings), "
+            f"got {json.dumps(value, default=str)}"
+        )
+    return tuple(value)
 
 
 def _parse_object(variable: str, text: str) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from stepwell.errors import (
     InvalidArgument,
     InvalidMessage,
 )
+from stepwell.invoke_targets import BotoLambdaInvoker
 from stepwell.logs import install_json_logging, log_context, workflow_of
 from stepwell.metrics import EmfMetrics, Metric, Metrics
 from stepwell.model import InvokeMessage
@@ -151,6 +152,8 @@ class EntryRuntime:
     ) -> EntryRuntime:
         aws = clients or AwsClients(region=config.region or None)
         chosen = registry if registry is not None else default_registry
+        if config.invoke_functions:
+            chosen.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(aws))
         engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics)
         return cls(engine, keep_versions=config.keep_versions)
 

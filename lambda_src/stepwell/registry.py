@@ -1,7 +1,9 @@
-"""Workflow registration: names map to `@durable_execution` handlers.
+"""Registration: names map to `@durable_execution` handlers, and to plain functions `context.invoke` calls.
 
-User modules register their handlers at import (`register(name, handler)` or `@workflow(name)`); the worker
-imports the modules listed in STEPWELL_WORKFLOW_MODULES at start.
+User modules register at import (`register(name, handler)` or `@workflow(name)` for durable workflows,
+`register_function(name, fn)` or `@function(name)` for plain Lambda-style handlers); the worker imports the
+modules listed in STEPWELL_WORKFLOW_MODULES at start. The worker's entry also allows Lambda functions as
+invoke targets (`allow_lambda_targets`, from STEPWELL_INVOKE_FUNCTIONS).
 """
 
 from __future__ import annotations
@@ -11,15 +13,45 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
 
-from stepwell.errors import DuplicateWorkflow, InvalidWorkflowName, WorkflowNotFound
-
-Handler = Callable[[Any, Any], Any]
+from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
+from stepwell.invoke_targets import (
+    LATEST_VERSION,
+    Handler,
+    LambdaInvoker,
+    LambdaTarget,
+    PlainFunction,
+    lambda_target_handler,
+    parse_function_arn,
+    parse_target,
+    plain_function_handler,
+)
 
 WORKFLOW_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 WORKFLOW_NAME_RULE = "1-64 characters: a letter, then letters, digits, '_', '.' or '-'"
 MODULES_ENV = "STEPWELL_WORKFLOW_MODULES"
+# AWS's DurableConfig ExecutionTimeout: 1 second to 366 days.
+MAX_EXECUTION_TIMEOUT_SECONDS = 31_622_400
+
+__all__ = [
+    "MAX_EXECUTION_TIMEOUT_SECONDS",
+    "MODULES_ENV",
+    "WORKFLOW_NAME_PATTERN",
+    "WORKFLOW_NAME_RULE",
+    "Handler",
+    "PlainFunction",
+    "Registry",
+    "WorkflowOptions",
+    "default_registry",
+    "function",
+    "import_workflow_modules",
+    "register",
+    "register_function",
+    "validate_execution_timeout",
+    "validate_workflow_name",
+    "workflow",
+]
 
 
 def validate_workflow_name(name: object) -> str:
@@ -28,56 +60,216 @@ def validate_workflow_name(name: object) -> str:
     return name
 
 
+def validate_execution_timeout(name: str, timeout: object) -> int | None:
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int)
+        or not 1 <= timeout <= MAX_EXECUTION_TIMEOUT_SECONDS
+    ):
+        raise InvalidArgument(
+            f"invalid execution_timeout {timeout!r} for workflow {name!r}: whole seconds from 1 to "
+            f"{MAX_EXECUTION_TIMEOUT_SECONDS} (366 days), or None for no timeout"
+        )
+    return timeout
+
+
+@dataclass(frozen=True)
+class WorkflowOptions:
+    """How a registered name runs. `execution_timeout`: seconds from the start until the execution ends
+    TIMED_OUT (None: never). `plain`: a plain function (or Lambda function), not a durable workflow."""
+
+    execution_timeout: int | None = None
+    plain: bool = False
+
+
+@dataclass(frozen=True)
+class _Registration:
+    handler: Handler  # what the worker runs: the durable handler, or the wrapper of a plain function
+    source: Callable[..., object]  # what the user registered (tells a module re-import from a clash)
+    options: WorkflowOptions
+
+
 class Registry:
-    """Names to handlers. Registering the same handler twice under a name is allowed (module re-import)."""
+    """Names to handlers. Registering the same callable twice under a name is allowed (module re-import).
+
+    A name is a durable workflow (`register`) or a plain function (`register_function`); `context.invoke`
+    may also name a Lambda function the entry allowed (`allow_lambda_targets`): `get`, `in`, `options`,
+    `is_durable` and `executed_version` answer for all three. A registered name wins over a Lambda
+    function of the same name.
+    """
 
     def __init__(self) -> None:
-        self._handlers: dict[str, Handler] = {}
+        self._registrations: dict[str, _Registration] = {}
+        self._lambda_targets: tuple[LambdaTarget, ...] = ()
+        self._invoker: LambdaInvoker | None = None
         self._lock = threading.Lock()
 
-    def register(self, name: str, handler: Handler) -> Handler:
+    def register(self, name: str, handler: Handler, *, execution_timeout: int | None = None) -> Handler:
+        """Register a durable workflow (a `@durable_execution` handler)."""
         validate_workflow_name(name)
         if not callable(handler):
             raise TypeError(f"workflow {name!r}: handler must be callable, got {type(handler).__name__}")
-        with self._lock:
-            existing = self._handlers.get(name)
-            if existing is not None and existing is not handler and _qualname(existing) != _qualname(handler):
-                raise DuplicateWorkflow(
-                    f"workflow name {name!r} is already registered to {_qualname(existing)}; "
-                    f"cannot register {_qualname(handler)} under it"
-                )
-            self._handlers[name] = handler
+        options = WorkflowOptions(execution_timeout=validate_execution_timeout(name, execution_timeout))
+        self._add(name, _Registration(handler, handler, options))
         return handler
 
-    def workflow(self, name: str) -> Callable[[Handler], Handler]:
+    def workflow(self, name: str, *, execution_timeout: int | None = None) -> Callable[[Handler], Handler]:
         validate_workflow_name(name)
+        validate_execution_timeout(name, execution_timeout)
 
         def decorate(handler: Handler) -> Handler:
-            return self.register(name, handler)
+            return self.register(name, handler, execution_timeout=execution_timeout)
 
         return decorate
 
+    def register_function(self, name: str, fn: PlainFunction) -> PlainFunction:
+        """Register a plain function `fn(event, lambda_context)` that `context.invoke(name, ...)` calls
+        as a Lambda handler: its return value is the invoke's result, an exception its error."""
+        validate_workflow_name(name)
+        if not callable(fn):
+            raise TypeError(f"function {name!r}: fn must be callable, got {type(fn).__name__}")
+        self._add(name, _Registration(plain_function_handler(fn), fn, WorkflowOptions(plain=True)))
+        return fn
+
+    def function(self, name: str) -> Callable[[PlainFunction], PlainFunction]:
+        validate_workflow_name(name)
+
+        def decorate(fn: PlainFunction) -> PlainFunction:
+            return self.register_function(name, fn)
+
+        return decorate
+
+    def _add(self, name: str, registration: _Registration) -> None:
+        with self._lock:
+            existing = self._registrations.get(name)
+            if existing is not None:
+                same_kind = existing.options.plain == registration.options.plain
+                same_source = existing.source is registration.source or _qualname(
+                    existing.source
+                ) == _qualname(registration.source)
+                if not (same_kind and same_source):
+                    raise DuplicateWorkflow(
+                        f"name {name!r} is already registered to {_describe(existing)}; "
+                        f"cannot register {_describe(registration)} under it"
+                    )
+            self._registrations[name] = registration
+
+    def allow_lambda_targets(self, arns: Iterable[str], invoker: LambdaInvoker) -> None:
+        """Let `context.invoke` call these Lambda functions (unqualified function ARNs; the code may name
+        one by name, name:qualifier, ARN or ARN:qualifier) through `invoker`. Replaces an earlier list."""
+        targets = tuple(parse_function_arn(arn) for arn in arns)
+        with self._lock:
+            self._lambda_targets = targets
+            self._invoker = invoker
+
+    def copy(self, *, registrations: bool = True) -> Registry:
+        """A new registry with the same allowed Lambda functions (deployment settings) and, unless
+        `registrations` is False, the same workflows and functions (the code)."""
+        copied = Registry()
+        with self._lock:
+            if registrations:
+                copied._registrations = dict(self._registrations)
+            copied._lambda_targets = self._lambda_targets
+            copied._invoker = self._invoker
+        return copied
+
+    def lambda_targets(self) -> list[str]:
+        """The allowed Lambda function ARNs."""
+        return [target.arn for target in self._lambda_targets]
+
     def unregister(self, name: str) -> None:
         with self._lock:
-            self._handlers.pop(name, None)
+            self._registrations.pop(name, None)
 
     def get(self, name: str) -> Handler:
-        handler = self._handlers.get(name)
-        if handler is None:
-            known = ", ".join(sorted(self._handlers)) or "none"
-            raise WorkflowNotFound(f"no workflow registered as {name!r} (registered: {known})")
-        return handler
+        registration = self._registrations.get(name)
+        if registration is not None:
+            return registration.handler
+        target = self._lambda_target(name)
+        assert self._invoker is not None  # set together with the targets
+        return lambda_target_handler(target, self._invoker)
+
+    def _lambda_target(self, name: str) -> LambdaTarget:
+        """The allowed Lambda function `name` calls, with its qualifier; WorkflowNotFound saying what is
+        allowed when there is none."""
+        try:
+            wanted = parse_target(name) if self._lambda_targets else None
+        except InvalidArgument as error:
+            raise WorkflowNotFound(f"{error}; {self._allowed()}") from None
+        matches = [
+            allowed for allowed in self._lambda_targets if wanted is not None and allowed.matches(wanted)
+        ]
+        if len(matches) > 1:
+            raise WorkflowNotFound(
+                f"invoke target {name!r} names more than one allowed Lambda function "
+                f"({', '.join(m.arn for m in matches)}); name it by its ARN"
+            )
+        if matches and wanted is not None:
+            return matches[0].with_qualifier(wanted.qualifier)
+        raise WorkflowNotFound(f"no workflow, function or Lambda target {name!r}; {self._allowed()}")
+
+    def _allowed(self) -> str:
+        workflows = [n for n, r in sorted(self._registrations.items()) if not r.options.plain]
+        functions = [n for n, r in sorted(self._registrations.items()) if r.options.plain]
+        return (
+            f"registered workflows: {', '.join(workflows) or 'none'}; "
+            f"registered functions: {', '.join(functions) or 'none'}; "
+            "allowed Lambda functions (STEPWELL_INVOKE_FUNCTIONS): "
+            f"{', '.join(self.lambda_targets()) or 'none'}"
+        )
 
     def __contains__(self, name: object) -> bool:
-        return name in self._handlers
+        if not isinstance(name, str):
+            return False
+        if name in self._registrations:
+            return True
+        try:
+            self._lambda_target(name)
+        except WorkflowNotFound:
+            return False
+        return True
 
     def names(self) -> list[str]:
-        return sorted(self._handlers)
+        """The registered names (durable workflows and plain functions)."""
+        return sorted(self._registrations)
+
+    def options(self, name: str) -> WorkflowOptions:
+        """How `name` runs. An allowed Lambda function is plain; a name not known here (a client that does
+        not import the workflow code) has the default options."""
+        registration = self._registrations.get(name)
+        if registration is not None:
+            return registration.options
+        return WorkflowOptions(plain=True) if name in self else WorkflowOptions()
+
+    def is_durable(self, name: str) -> bool:
+        """Whether `name` is a registered durable workflow (an invoke of it has a DurableExecutionArn)."""
+        registration = self._registrations.get(name)
+        return registration is not None and not registration.options.plain
+
+    def executed_version(self, name: str, code_version: str | None) -> str | None:
+        """The version of `name` that an invoke runs (ChainedInvokeStarted's ExecutedVersion): this
+        worker's `code_version` ("$LATEST" unversioned) for what it registered; for a Lambda function its
+        version qualifier, "$LATEST" unqualified, None for an alias (only Lambda knows where it points).
+        None for an unknown name."""
+        if name in self._registrations:
+            return code_version or LATEST_VERSION
+        try:
+            target = self._lambda_target(name)
+        except WorkflowNotFound:
+            return None
+        return target.executed_version
 
 
-def _qualname(handler: Handler) -> str:
+def _qualname(handler: Callable[..., object]) -> str:
     module = getattr(handler, "__module__", "?")
     return f"{module}.{getattr(handler, '__qualname__', type(handler).__name__)}"
+
+
+def _describe(registration: _Registration) -> str:
+    kind = "function" if registration.options.plain else "workflow"
+    return f"{kind} {_qualname(registration.source)}"
 
 
 def import_workflow_modules(modules: Iterable[str] | None = None) -> list[str]:
@@ -100,3 +292,5 @@ def import_workflow_modules(modules: Iterable[str] | None = None) -> list[str]:
 default_registry = Registry()
 register = default_registry.register
 workflow = default_registry.workflow
+register_function = default_registry.register_function
+function = default_registry.function

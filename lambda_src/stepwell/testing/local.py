@@ -36,11 +36,12 @@ from stepwell.clock import VirtualClock
 from stepwell.config import DEFAULT_WORKER_ALIAS
 from stepwell.engine import Engine
 from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
+from stepwell.invoke_targets import MemoryLambdaInvoker
 from stepwell.logs import workflow_of
 from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
 from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
-from stepwell.registry import Handler, Registry
+from stepwell.registry import Handler, PlainFunction, Registry
 from stepwell.status_events import MemoryStatusEvents
 from stepwell.worker import Worker, parse_invoke_message
 
@@ -254,14 +255,15 @@ class LocalStepwell:
 
     def deploy(self, workflows: Registry | Mapping[str, Handler] | None = None) -> str:
         """Publish a new version of the code (a registry, or workflow names to handlers; by default the live
-        code's workflows) and make it the live one. Returns its version ("1", "2", ...)."""
+        code's workflows and functions) and make it the live one. Returns its version ("1", "2", ...)."""
         if isinstance(workflows, Registry):
             registry = workflows
+        elif workflows is None:
+            registry = self.live.registry.copy()
         else:
-            current = self.live.registry
-            handlers = workflows if workflows is not None else {n: current.get(n) for n in current.names()}
-            registry = Registry()
-            for name, handler in handlers.items():
+            # The allowed Lambda functions are the deployment's, not the code's: a new version keeps them.
+            registry = self.live.registry.copy(registrations=False)
+            for name, handler in workflows.items():
                 registry.register(name, handler)
         self._published += 1  # Lambda never reuses a version number, even after a delete
         version = str(self._published)
@@ -277,8 +279,20 @@ class LocalStepwell:
         return code
 
     # --- the engine's API, forwarded ---
-    def register(self, name: str, handler: Handler) -> Handler:
-        return self.registry.register(name, handler)
+    def register(self, name: str, handler: Handler, *, execution_timeout: int | None = None) -> Handler:
+        return self.registry.register(name, handler, execution_timeout=execution_timeout)
+
+    def register_function(self, name: str, fn: PlainFunction) -> PlainFunction:
+        """Register a plain function that `context.invoke(name, ...)` calls (stepwell.registry)."""
+        return self.registry.register_function(name, fn)
+
+    def allow_lambda_functions(self, functions: Mapping[str, PlainFunction]) -> MemoryLambdaInvoker:
+        """Let `context.invoke` call these in-process functions as Lambda functions (unqualified function
+        ARN -> fn(event, lambda_context)), as STEPWELL_INVOKE_FUNCTIONS allows deployed ones; the returned
+        invoker records the invokes (`calls`)."""
+        invoker = MemoryLambdaInvoker(functions)
+        self.registry.allow_lambda_targets(functions, invoker)
+        return invoker
 
     def start(self, name: str, input: Any = None, **options: Any) -> str:
         return self.engine.start_execution(name, input, **options)

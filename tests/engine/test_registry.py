@@ -1,0 +1,225 @@
+"""The registry: durable workflows, plain functions, allowed Lambda functions, and their options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
+from stepwell.invoke_targets import MemoryLambdaInvoker
+from stepwell.registry import MAX_EXECUTION_TIMEOUT_SECONDS, Registry, WorkflowOptions
+
+PRICING = "arn:aws:lambda:eu-west-1:123456789012:function:pricing"
+PRICING_ELSEWHERE = "arn:aws:lambda:us-east-1:210987654321:function:pricing"
+TAX = "arn:aws:lambda:eu-west-1:123456789012:function:tax"
+
+
+def durable(event: Any, context: Any) -> Any:
+    return event
+
+
+def other_durable(event: Any, context: Any) -> Any:
+    return None
+
+
+def plain(event: Any, lambda_context: Any) -> Any:
+    return event
+
+
+def with_lambda_targets(*arns: str) -> Registry:
+    registry = Registry()
+    registry.allow_lambda_targets(arns, MemoryLambdaInvoker({arn: plain for arn in arns}))
+    return registry
+
+
+def test_options_say_how_each_name_runs() -> None:
+    registry = with_lambda_targets(PRICING)
+    registry.register("orders", durable, execution_timeout=3600)
+    registry.register("refunds", other_durable)
+    registry.register_function("quote", plain)
+
+    assert registry.options("orders") == WorkflowOptions(execution_timeout=3600, plain=False)
+    assert registry.options("refunds") == WorkflowOptions(execution_timeout=None, plain=False)
+    assert registry.options("quote") == WorkflowOptions(execution_timeout=None, plain=True)
+    assert registry.options("pricing:live") == WorkflowOptions(execution_timeout=None, plain=True)
+    # A name this registry does not know (a client without the workflow code) has the defaults.
+    assert registry.options("unknown") == WorkflowOptions()
+    assert [registry.is_durable(name) for name in ("orders", "quote", "pricing", PRICING, "unknown")] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    assert registry.names() == ["orders", "quote", "refunds"]
+    assert registry.lambda_targets() == [PRICING]
+    assert all(name in registry for name in ("orders", "quote", "pricing", f"{PRICING}:3"))
+    assert "tax" not in registry and 7 not in registry
+
+
+def test_decorators_register_with_options() -> None:
+    registry = Registry()
+
+    @registry.workflow("nightly", execution_timeout=MAX_EXECUTION_TIMEOUT_SECONDS)
+    def nightly(event: Any, context: Any) -> Any:
+        return event
+
+    @registry.function("lookup")
+    def lookup(event: Any, lambda_context: Any) -> Any:
+        return {"found": event}
+
+    assert registry.get("nightly") is nightly
+    assert registry.options("nightly").execution_timeout == MAX_EXECUTION_TIMEOUT_SECONDS
+    assert registry.options("lookup").plain is True
+    assert lookup({"id": 1}, None) == {"found": {"id": 1}}  # the decorator returns the function itself
+    assert registry.get("lookup") is not lookup  # the worker runs it through its durable wrapper
+
+
+@pytest.mark.parametrize("timeout", [0, -5, MAX_EXECUTION_TIMEOUT_SECONDS + 1, 1.5, True, "60"])
+def test_a_bad_execution_timeout_is_refused_naming_it(timeout: Any) -> None:
+    registry = Registry()
+    expected = (
+        rf"invalid execution_timeout {timeout!r} for workflow 'orders': whole seconds from 1 to "
+        rf"31622400 \(366 days\), or None for no timeout"
+    )
+    with pytest.raises(InvalidArgument, match=expected):
+        registry.register("orders", durable, execution_timeout=timeout)
+    with pytest.raises(InvalidArgument, match=expected):
+        registry.workflow("orders", execution_timeout=timeout)
+    assert "orders" not in registry
+
+
+def test_the_bounds_of_an_execution_timeout_are_allowed() -> None:
+    registry = Registry()
+    registry.register("shortest", durable, execution_timeout=1)
+    registry.register("longest", other_durable, execution_timeout=MAX_EXECUTION_TIMEOUT_SECONDS)
+    assert registry.options("shortest").execution_timeout == 1
+    assert registry.options("longest").execution_timeout == MAX_EXECUTION_TIMEOUT_SECONDS
+
+
+def test_a_name_holds_one_workflow_or_one_function() -> None:
+    registry = Registry()
+    registry.register("orders", durable)
+    registry.register("orders", durable)  # a module imported again
+    registry.register_function("quote", plain)
+    registry.register_function("quote", plain)
+
+    with pytest.raises(DuplicateWorkflow, match=r"name 'quote' is already registered to function .*plain; "):
+        registry.register("quote", durable)
+    with pytest.raises(
+        DuplicateWorkflow, match=r"name 'orders' is already registered to workflow .*durable; "
+    ):
+        registry.register_function("orders", durable)
+    with pytest.raises(DuplicateWorkflow, match=r"cannot register workflow .*other_durable under it"):
+        registry.register("orders", other_durable)
+    with pytest.raises(InvalidWorkflowName, match="invalid workflow name 'a b'"):
+        registry.register_function("a b", plain)
+    with pytest.raises(TypeError, match="function 'quote2': fn must be callable, got int"):
+        registry.register_function("quote2", 3)  # type: ignore[arg-type]
+
+
+def test_executed_version_is_the_version_that_runs() -> None:
+    registry = with_lambda_targets(PRICING)
+    registry.register("orders", durable)
+    registry.register_function("quote", plain)
+
+    # What this worker registered runs on its own code version.
+    assert registry.executed_version("orders", "12") == "12"
+    assert registry.executed_version("quote", "12") == "12"
+    assert registry.executed_version("orders", None) == "$LATEST"
+    # A Lambda function: its version qualifier, $LATEST unqualified, unknown behind an alias.
+    assert registry.executed_version("pricing", "12") == "$LATEST"
+    assert registry.executed_version(PRICING, "12") == "$LATEST"
+    assert registry.executed_version("pricing:4", "12") == "4"
+    assert registry.executed_version(f"{PRICING}:4", None) == "4"
+    assert registry.executed_version("pricing:live", "12") is None
+    assert registry.executed_version("unknown", "12") is None
+
+
+def test_lambda_targets_match_by_name_or_arn_with_any_qualifier() -> None:
+    registry = with_lambda_targets(PRICING, TAX)
+
+    for target in ("pricing", "pricing:4", "pricing:live", PRICING, f"{PRICING}:4", f"{PRICING}:live"):
+        assert target in registry, target
+    not_allowed = (
+        "arn:aws:lambda:eu-west-1:123456789012:function:shipping",  # another function
+        "arn:aws:lambda:us-east-1:123456789012:function:pricing",  # another region
+        "arn:aws:lambda:eu-west-1:999999999999:function:pricing",  # another account
+        "arn:aws-cn:lambda:eu-west-1:123456789012:function:pricing",  # another partition
+        "shipping",
+    )
+    for target in not_allowed:
+        assert target not in registry, target
+        with pytest.raises(WorkflowNotFound) as raised:
+            registry.get(target)
+        assert str(raised.value) == (
+            f"no workflow, function or Lambda target {target!r}; registered workflows: none; "
+            "registered functions: none; allowed Lambda functions (STEPWELL_INVOKE_FUNCTIONS): "
+            f"{PRICING}, {TAX}"
+        )
+
+
+def test_latest_and_malformed_targets_are_refused_with_the_rule() -> None:
+    registry = with_lambda_targets(PRICING)
+    with pytest.raises(
+        WorkflowNotFound, match=r"invoke target 'pricing:\$LATEST': the qualifier \$LATEST is not"
+    ):
+        registry.get("pricing:$LATEST")
+    with pytest.raises(WorkflowNotFound, match=r"the qualifier \$LATEST is not accepted; omit the qualifier"):
+        registry.get(f"{PRICING}:$LATEST")
+    with pytest.raises(
+        WorkflowNotFound, match=r"invalid invoke target 'pricing:a:b': must be a function name or"
+    ):
+        registry.get("pricing:a:b")
+    assert "pricing:$LATEST" not in registry
+
+
+def test_a_bare_name_matching_two_allowed_functions_must_be_an_arn() -> None:
+    registry = with_lambda_targets(PRICING, PRICING_ELSEWHERE)
+    with pytest.raises(
+        WorkflowNotFound, match=f"names more than one allowed Lambda function .*{PRICING_ELSEWHERE}"
+    ):
+        registry.get("pricing")
+    assert PRICING_ELSEWHERE in registry and f"{PRICING}:2" in registry
+
+
+def test_a_registered_name_wins_over_a_lambda_function_of_that_name() -> None:
+    registry = with_lambda_targets(PRICING)
+    registry.register("pricing", durable)
+    assert registry.get("pricing") is durable
+    assert registry.is_durable("pricing")
+    assert registry.get(PRICING) is not durable
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "pricing",
+        f"{PRICING}:live",
+        f"{PRICING}:$LATEST",
+        "arn:aws:lambda:eu-west-1:123456789012:function:*",
+        "arn:aws:lambda:eu-west-1:1234:function:pricing",
+        "arn:aws:s3:::bucket",
+    ],
+)
+def test_only_unqualified_function_arns_may_be_allowed(arn: str) -> None:
+    registry = Registry()
+    with pytest.raises(InvalidArgument) as raised:
+        registry.allow_lambda_targets([arn], MemoryLambdaInvoker({}))
+    assert str(raised.value) == (
+        f"invalid Lambda function ARN {arn!r}: must be an unqualified Lambda function ARN: "
+        "arn:<partition>:lambda:<region>:<account>:function:<name>"
+    )
+    assert registry.lambda_targets() == []
+
+
+def test_a_copy_keeps_the_lambda_targets_and_optionally_the_code() -> None:
+    registry = with_lambda_targets(PRICING)
+    registry.register("orders", durable, execution_timeout=60)
+    full = registry.copy()
+    settings_only = registry.copy(registrations=False)
+    registry.register_function("later", plain)  # the copies do not follow the original
+
+    assert full.names() == ["orders"] and full.options("orders").execution_timeout == 60
+    assert settings_only.names() == []
+    assert "pricing" in full and "pricing" in settings_only
