@@ -6,7 +6,7 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell --config client_config.json start orders --input '{"order": 7}' --name order-7
     stepwell describe 'default#orders#order-7/order-7'
     stepwell list --status RUNNING
-    stepwell history 'default#orders#order-7/order-7'
+    stepwell history 'default#orders#order-7/order-7' [--no-data] [--reverse] [--json]
     stepwell callback success CALLBACK_ID --result '{"approved": true}'
     stepwell dlq redrive
     stepwell versions
@@ -163,6 +163,10 @@ def _add_execution_commands(commands: Any) -> None:
     history = commands.add_parser("history", help="show an execution's events as a timeline")
     history.add_argument("execution_id")
     history.add_argument("--json", action="store_true", help="print the events as JSON")
+    history.add_argument(
+        "--no-data", action="store_true", help="leave out inputs, results and errors (marked Truncated)"
+    )
+    history.add_argument("--reverse", action="store_true", help="newest event first")
 
     stop = commands.add_parser("stop", help="stop a running execution")
     stop.add_argument("execution_id")
@@ -252,7 +256,9 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
     elif command == "list":
         _list(args, client, out)
     elif command == "history":
-        events = client.get_execution_history(args.execution_id)
+        events = client.get_execution_history(
+            args.execution_id, include_execution_data=not args.no_data, reverse_order=args.reverse
+        )
         if args.json:
             _print_json(events, out)
         else:

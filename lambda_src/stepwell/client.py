@@ -189,8 +189,14 @@ class StepwellClient:
         `next_token` back for the next one."""
         return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token)
 
-    def get_execution_history(self, execution_id: str) -> list[dict[str, Any]]:
-        return self.engine.get_execution_history(execution_id)
+    def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
+        """The execution's events in GetDurableExecutionHistory's vocabulary; `options` are
+        Engine.get_execution_history's: include_execution_data, reverse_order, max_items, marker."""
+        return self.engine.get_execution_history(execution_id, **options)
+
+    def get_execution_history_page(self, execution_id: str, **options: Any) -> dict[str, Any]:
+        """One page: {"Events": [...], "NextMarker": ...} (Engine.get_execution_history_page)."""
+        return self.engine.get_execution_history_page(execution_id, **options)
 
     def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
         """Stop a running execution; False if it had already ended."""

@@ -7,7 +7,6 @@ queue, timers and payload store).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import uuid
@@ -25,8 +24,15 @@ from stepwell.errors import (
     VersionNotFound,
     WorkflowNotFound,
 )
-from stepwell.history import events_from_bodies
-from stepwell.journal import FlushedBatch, Journal, decode_body, encode_body, restore_execution_input
+from stepwell.history import events_from_bodies, without_execution_data
+from stepwell.journal import (
+    ChildStart,
+    FlushedBatch,
+    Journal,
+    decode_body,
+    encode_body,
+    restore_execution_input,
+)
 from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
@@ -41,7 +47,7 @@ from stepwell.model import (
     InputKind,
     InvokeMessage,
     Page,
-    make_execution_id,
+    child_execution_id,
 )
 from stepwell.ports import (
     Clock,
@@ -199,7 +205,7 @@ class Engine:
         for callback_id in flushed.timed_out_callbacks:
             self.store.complete_callback(callback_id, self.clock.now())
         for child in flushed.child_starts:
-            self.start_child(record, child.operation_id, child.workflow_name, child.payload)
+            self.start_child(record, child)
         return flushed
 
     # ------------------------------------------------------------------ starting
@@ -228,43 +234,55 @@ class Engine:
         execution_name: str | None = None,
         domain: str = "default",
         subject_id: str | None = None,
-        parent_execution_id: str | None = None,
-        parent_operation_id: str | None = None,
-        code_version: str | None = None,
     ) -> str:
-        """`code_version`: the version the new execution is pinned to from the start (a child runs on
-        its parent's version); otherwise its first run pins it."""
+        """Start workflow `name` with its input as JSON text; idempotent on `execution_name`."""
         validate_workflow_name(name)
-        if name not in self.registry:
-            raise WorkflowNotFound(
-                f"no workflow registered as {name!r} "
-                f"(registered: {', '.join(self.registry.names()) or 'none'})"
-            )
+        self._check_registered(name)
         _check_key_part("domain", domain)
         if execution_name is not None:
             _check_key_part("execution name", execution_name)
         if subject_id is not None:
             _check_key_part("subject id", subject_id)
         instance_id = execution_name or uuid.uuid4().hex
-        subject = subject_id or instance_id
-        execution_id = make_execution_id(domain, name, subject, instance_id)
+        return self._create_execution(
+            ExecutionId(domain, name, subject_id or instance_id, instance_id), input_payload
+        )
+
+    def _check_registered(self, name: str) -> None:
+        if name not in self.registry:
+            self.registry.get(name)  # raises WorkflowNotFound naming what is registered and allowed
+            raise WorkflowNotFound(
+                f"no workflow registered as {name!r} "
+                f"(registered: {', '.join(self.registry.names()) or 'none'})"
+            )
+
+    def _create_execution(
+        self,
+        ids: ExecutionId,
+        input_payload: str | None,
+        parent: ExecutionRecord | None = None,
+        parent_operation_id: str | None = None,
+    ) -> str:
+        """Create the execution (a child of `parent`'s chained invoke: pinned to the parent's version) and
+        enqueue its first run; the same id again is the same start only with the same input."""
+        execution_id = str(ids)
         now = self.clock.now()
         stored_input, input_is_ref = self.offload(execution_id, "input", input_payload)
         record = ExecutionRecord(
             execution_id=execution_id,
-            domain=domain,
-            workflow_id=name,
-            subject_id=subject,
-            instance_id=instance_id,
-            execution_name=instance_id,
+            domain=ids.domain,
+            workflow_id=ids.workflow_id,
+            subject_id=ids.subject_id,
+            instance_id=ids.instance_id,
+            execution_name=ids.instance_id,
             status=ExecutionStatus.RUNNING,
             created_at=now,
             updated_at=now,
             input_payload=stored_input,
             input_is_ref=input_is_ref,
-            parent_execution_id=parent_execution_id,
+            parent_execution_id=parent.execution_id if parent is not None else None,
             parent_operation_id=parent_operation_id,
-            code_version=code_version,
+            code_version=parent.code_version if parent is not None else None,
         )
         if self.store.create_execution(record):
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
@@ -276,34 +294,63 @@ class Engine:
         # As AWS: the same name and input is the same start; another input under that name is refused.
         if self.resolve(existing.input_payload, existing.input_is_ref) != input_payload:
             raise ExecutionAlreadyExists(
-                f"execution {instance_id!r} of workflow {name!r} (id {execution_id!r}) already exists with "
-                "a different input; start it with its original input or choose another execution name"
+                f"execution {ids.instance_id!r} of workflow {ids.workflow_id!r} (id {execution_id!r}) "
+                "already exists with a different input; start it with its original input or choose "
+                "another execution name"
             )
         return execution_id
 
-    def start_child(
-        self, parent: ExecutionRecord, operation_id: str, workflow_name: str, payload: str | None
-    ) -> None:
-        """Start the child of a chained invoke (idempotent: its name derives from the parent's operation)."""
-        digest = hashlib.sha256(f"{parent.execution_id}|{operation_id}".encode()).hexdigest()[:20]
-        child_name = f"{parent.instance_id[:100]}-{digest}"
-        try:
-            self.start_execution_json(
-                workflow_name,
-                payload,
-                execution_name=child_name,
-                domain=parent.domain,
-                parent_execution_id=parent.execution_id,
-                parent_operation_id=operation_id,
-                code_version=parent.code_version,
+    def chained_invoke_details(
+        self, parent: ExecutionRecord, operation_id: str, target: str, tenant_id: str | None
+    ) -> dict[str, Any]:
+        """What ChainedInvokeStarted says about the target beyond the code's options: the version that
+        runs (ExecutedVersion) and, for a durable workflow, the child's id (DurableExecutionArn; omitted
+        when the child cannot be started, e.g. a bad tenant id)."""
+        if target not in self.registry:
+            return {}
+        details: dict[str, Any] = {}
+        version = self.registry.executed_version(target, parent.code_version)
+        if version is not None:
+            details["ExecutedVersion"] = version
+        if self.registry.is_durable(target) and (tenant_id is None or KEY_PART_PATTERN.match(tenant_id)):
+            details["DurableExecutionArn"] = child_execution_id(
+                parent.execution_id, operation_id, target, tenant_id
             )
+        return details
+
+    def start_child(self, parent: ExecutionRecord, child: ChildStart) -> None:
+        """Start the child of a chained invoke (idempotent: its id derives from the parent's operation);
+        a target that cannot start fails the invoke with the reason."""
+        try:
+            self._check_registered(child.workflow_name)
+            if child.tenant_id is not None:
+                _check_key_part("tenant id", child.tenant_id)
+            ids = ExecutionId.parse(
+                child_execution_id(
+                    parent.execution_id, child.operation_id, child.workflow_name, child.tenant_id
+                )
+            )
+            self._create_execution(ids, child.payload, parent=parent, parent_operation_id=child.operation_id)
         except (WorkflowNotFound, InvalidArgument, ValueError) as error:
             self.deliver(
                 parent.execution_id,
                 InputKind.CHILD_FAILED,
-                operation_id,
+                child.operation_id,
                 error={"ErrorType": type(error).__name__, "ErrorMessage": str(error)},
             )
+
+    def stop_children(self, record: ExecutionRecord, journal: Journal, error_type: str) -> None:
+        """Stop the children of the ended `record`'s chained invokes that are still waiting (a stopped or
+        timed-out parent stops its children); idempotent, so any message for the parent may repeat it."""
+        for child in journal.waiting_children():
+            child_id = child_execution_id(
+                record.execution_id, child.operation_id, child.workflow_name, child.tenant_id
+            )
+            message = f"parent execution {record.execution_id!r} ended {record.status.value}"
+            try:
+                self.stop_execution(child_id, {"ErrorType": error_type, "ErrorMessage": message})
+            except ExecutionNotFound:
+                continue  # never started (its target could not start): nothing runs
 
     # ------------------------------------------------------------------ inputs from outside
 
@@ -414,6 +461,7 @@ class Engine:
         kind = {
             ExecutionStatus.SUCCEEDED: InputKind.CHILD_SUCCEEDED,
             ExecutionStatus.STOPPED: InputKind.CHILD_STOPPED,
+            ExecutionStatus.TIMED_OUT: InputKind.CHILD_TIMED_OUT,
         }.get(status, InputKind.CHILD_FAILED)
         self.deliver(
             record.parent_execution_id,
@@ -531,7 +579,53 @@ class Engine:
         query = ExecutionQuery(status=status, workflow_id=workflow, domain=domain, subject_id=subject_id)
         return self.store.list_executions(query, limit=limit, next_token=next_token)
 
-    def get_execution_history(self, execution_id: str) -> list[dict[str, Any]]:
-        """Events in EventId order, in the vocabulary of GetDurableExecutionHistory."""
+    def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
+        """Events in EventId order, in the vocabulary of GetDurableExecutionHistory: all of them, or the
+        page `options` choose (get_execution_history_page's: include_execution_data, reverse_order,
+        max_items, marker)."""
+        events: list[dict[str, Any]] = self.get_execution_history_page(execution_id, **options)["Events"]
+        return events
+
+    def get_execution_history_page(
+        self,
+        execution_id: str,
+        *,
+        include_execution_data: bool = True,
+        reverse_order: bool = False,
+        max_items: int | None = None,
+        marker: str | None = None,
+    ) -> dict[str, Any]:
+        """{"Events": [...], "NextMarker": ...}: up to `max_items` (1..1000; None: all) events from `marker`
+        (a previous page's NextMarker, for the same order), newest first with `reverse_order`. Without
+        `include_execution_data` every payload is left out and marked Truncated, as AWS does."""
+        if max_items is not None and (
+            isinstance(max_items, bool) or not isinstance(max_items, int) or not 1 <= max_items <= 1000
+        ):
+            raise InvalidArgument(f"invalid max_items {max_items!r}: an integer from 1 to 1000, or None: all")
         self._record(execution_id)
-        return events_from_bodies([body for _, body, _ in self._batch_bodies(execution_id)])
+        events = events_from_bodies([body for _, body, _ in self._batch_bodies(execution_id)])
+        if reverse_order:
+            events.reverse()
+        start = _history_marker_position(marker, len(events))
+        end = len(events) if max_items is None else min(len(events), start + max_items)
+        page = events[start:end]
+        answer: dict[str, Any] = {"Events": page if include_execution_data else without_execution_data(page)}
+        if end < len(events):
+            answer["NextMarker"] = f"{_HISTORY_MARKER_PREFIX}{end}"
+        return answer
+
+
+_HISTORY_MARKER_PREFIX = "events-from-"
+
+
+def _history_marker_position(marker: str | None, count: int) -> int:
+    """The position a NextMarker names; a marker this engine did not hand out is refused."""
+    if marker is None:
+        return 0
+    text = marker.removeprefix(_HISTORY_MARKER_PREFIX) if isinstance(marker, str) else ""
+    if not isinstance(marker, str) or text == marker or not text.isdigit() or int(text) > count:
+        raise InvalidArgument(
+            f"invalid history marker {marker!r}: pass the NextMarker of a previous page of this "
+            f"execution's history (of the form '{_HISTORY_MARKER_PREFIX}<position>', at most {count})"
+        )
+    return int(text)

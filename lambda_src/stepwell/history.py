@@ -12,6 +12,8 @@ from typing import Any
 
 from stepwell.journal import operation_result
 
+# The details' members that hold a payload: EventInput, EventResult, EventError.
+_PAYLOAD_HOLDERS = ("Input", "Result", "Error")
 _TIMESTAMP_KEYS = frozenset({"EventTimestamp", "StartTimestamp", "EndTimestamp", "ScheduledEndTimestamp"})
 
 
@@ -55,8 +57,35 @@ def _restore_event(stored: dict[str, Any], operations: list[dict[str, Any]], eve
     details = dict(stored.get("d", {}))
     if stored.get("r") and identity is not None:
         details["Result"] = {"Payload": operation_result(identity), **details.get("Result", {})}
+    for key in _PAYLOAD_HOLDERS:
+        holder = details.get(key)
+        if isinstance(holder, dict):
+            # AWS leaves out a payload that is not there (e.g. a callback completed without a result);
+            # every input, result and error says whether it was truncated (never, with execution data:
+            # Stepwell returns payloads whole). Added here, not stored, so batches stay small.
+            details[key] = {
+                **{name: value for name, value in holder.items() if value is not None or name != "Payload"},
+                "Truncated": False,
+            }
     event[f"{event_type}Details"] = details
     return event
+
+
+def without_execution_data(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events with every input, result and error payload left out and marked `Truncated`, as
+    GetDurableExecutionHistory answers with IncludeExecutionData false."""
+    stripped = []
+    for event in events:
+        details_key = f"{event.get('EventType')}Details"
+        details = event.get(details_key)
+        if isinstance(details, dict):
+            details = {
+                key: {"Truncated": True} if key in _PAYLOAD_HOLDERS and isinstance(value, dict) else value
+                for key, value in details.items()
+            }
+            event = {**event, details_key: details}
+        stripped.append(event)
+    return stripped
 
 
 def format_offset(seconds: float) -> str:
@@ -97,11 +126,15 @@ def _event_note(event: dict[str, Any]) -> str:
 def format_timeline(events: Iterable[dict[str, Any]]) -> str:
     """A readable timeline: one line per event (time since start, id, type, operation name, key detail)."""
     lines = []
-    first: datetime | None = None
+    events = list(events)
+    # Offsets count from the earliest event, so a timeline printed newest first reads the same.
+    stamps = [
+        event["EventTimestamp"] for event in events if isinstance(event.get("EventTimestamp"), datetime)
+    ]
+    first = min(stamps, default=None)
     for event in events:
         stamp = event.get("EventTimestamp")
-        if isinstance(stamp, datetime):
-            first = first or stamp
+        if isinstance(stamp, datetime) and first is not None:
             offset = format_offset((stamp - first).total_seconds())
         else:
             offset = ""

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from aws_durable_execution_sdk_python.lambda_service import (
     CallbackDetails,
@@ -48,6 +48,13 @@ TERMINAL_STATUSES = frozenset(
 )
 CALLBACK_TIMEOUT_TYPE = "Callback.Timeout"
 CALLBACK_HEARTBEAT_TYPE = "Callback.Heartbeat"
+
+# A chained invoke's child ended without a result: the operation's status and the parent's event.
+_CHILD_ENDINGS = {
+    InputKind.CHILD_FAILED: (OperationStatus.FAILED, "ChainedInvokeFailed"),
+    InputKind.CHILD_STOPPED: (OperationStatus.STOPPED, "ChainedInvokeStopped"),
+    InputKind.CHILD_TIMED_OUT: (OperationStatus.TIMED_OUT, "ChainedInvokeTimedOut"),
+}
 
 _TIMER_WAIT = "wait"
 _TIMER_RETRY = "retry"
@@ -82,13 +89,21 @@ def _operation_from_json(data: dict[str, Any]) -> Operation:
     return Operation.from_dict(data)
 
 
+class InvokeDescriber(Protocol):
+    """What ChainedInvokeStarted says about a target that only the engine knows (its ExecutedVersion and,
+    for a durable workflow, the child's DurableExecutionArn): (operation id, target, tenant id) -> details."""
+
+    def __call__(self, operation_id: str, target: str, tenant_id: str | None) -> dict[str, Any]: ...
+
+
 @dataclass
 class ChildStart:
     """A chained invoke the journal saw start: the engine starts the child execution after the flush."""
 
     operation_id: str
-    workflow_name: str
+    workflow_name: str  # the target as the code named it (FunctionName)
     payload: str | None
+    tenant_id: str | None = None
 
 
 @dataclass
@@ -129,6 +144,10 @@ class Journal:
     offloaded_batches: bool = False
     # The worker version the log last ran on (key "v", written when it changes; None: never versioned).
     code_version: str | None = None
+    # The workflow's execution timeout in seconds when it started (key "to"; None: none).
+    execution_timeout: int | None = None
+    # Set by the worker for the invocation: the engine's view of chained invoke targets.
+    describe_invoke: InvokeDescriber | None = None
     _timers: list[tuple[float, int, str, str]] = field(default_factory=list)
     _timer_counter: int = 0
     _dirty: dict[str, Operation] = field(default_factory=dict)
@@ -165,6 +184,8 @@ class Journal:
             self.input_ref = body["ir"]
         if "v" in body:
             self.code_version = body["v"]
+        if "to" in body:
+            self.execution_timeout = int(body["to"])
         self.next_seq = seq + 1
 
     def finish_loading(self) -> None:
@@ -241,7 +262,10 @@ class Journal:
         """Chained invokes still waiting for their child execution (with the child's target and input)."""
         return [
             ChildStart(
-                op.operation_id, self.meta[op.operation_id]["target"], self.meta[op.operation_id].get("input")
+                op.operation_id,
+                self.meta[op.operation_id]["target"],
+                self.meta[op.operation_id].get("input"),
+                self.meta[op.operation_id].get("tenant"),
             )
             for op in self.operations.values()
             if op.operation_type is OperationType.CHAINED_INVOKE
@@ -272,9 +296,14 @@ class Journal:
         return self.execution_id.rsplit("/", 1)[-1]
 
     def start_execution(
-        self, input_payload: str | None, now: float, execution_name: str, input_ref: str | None = None
+        self,
+        input_payload: str | None,
+        now: float,
+        input_ref: str | None = None,
+        execution_timeout: int | None = None,
     ) -> None:
-        """`input_ref`: the reference `input_payload` was read from when it is offloaded."""
+        """`input_ref`: the reference `input_payload` was read from when it is offloaded;
+        `execution_timeout`: the workflow's timeout in seconds, if it has one."""
         self.input_ref = input_ref
         op = Operation(
             operation_id=self.execution_operation_id,
@@ -284,12 +313,12 @@ class Journal:
             execution_details=ExecutionDetails(input_payload=input_payload),
         )
         self._set(op)
-        self._event(
-            "ExecutionStarted",
-            now,
-            None,
-            {"Input": {"Payload": input_payload}, "ExecutionName": execution_name},
-        )
+        details: dict[str, Any] = {"Input": {"Payload": input_payload}}
+        if execution_timeout is not None:
+            details["ExecutionTimeout"] = execution_timeout
+            self.execution_timeout = execution_timeout
+            self._flags["to"] = execution_timeout
+        self._event("ExecutionStarted", now, None, details)
         self.needs_invocation = True
 
     def run_on(self, version: str | None, now: float) -> None:
@@ -342,12 +371,15 @@ class Journal:
                 "SUCCEEDED": OperationStatus.SUCCEEDED,
                 "FAILED": OperationStatus.FAILED,
                 "STOPPED": OperationStatus.STOPPED,
+                "TIMED_OUT": OperationStatus.TIMED_OUT,
             }.get(status, OperationStatus.FAILED)
             self._set(dataclasses.replace(execution_op, status=op_status, end_timestamp=to_datetime(now)))
         if status == "SUCCEEDED":
             self._event("ExecutionSucceeded", now, None, {"Result": {"Payload": result}})
         elif status == "STOPPED":
             self._event("ExecutionStopped", now, None, {"Error": {"Payload": error or {}}})
+        elif status == "TIMED_OUT":
+            self._event("ExecutionTimedOut", now, None, {"Error": {"Payload": error or {}}})
         else:
             self._event("ExecutionFailed", now, None, {"Error": {"Payload": error or {}}})
         self.needs_invocation = False
@@ -459,24 +491,16 @@ class Journal:
             )
             self._set(done)
             self._event("ChainedInvokeSucceeded", now, done, {"Result": {"Payload": item.payload}})
-        elif item.kind is InputKind.CHILD_FAILED:
+        elif item.kind in _CHILD_ENDINGS:
+            status, event_type = _CHILD_ENDINGS[item.kind]
             done = dataclasses.replace(
                 op,
-                status=OperationStatus.FAILED,
+                status=status,
                 end_timestamp=end,
                 chained_invoke_details=ChainedInvokeDetails(error=error),
             )
             self._set(done)
-            self._event("ChainedInvokeFailed", now, done, {"Error": {"Payload": _error_dict(error)}})
-        elif item.kind is InputKind.CHILD_STOPPED:
-            done = dataclasses.replace(
-                op,
-                status=OperationStatus.STOPPED,
-                end_timestamp=end,
-                chained_invoke_details=ChainedInvokeDetails(error=error),
-            )
-            self._set(done)
-            self._event("ChainedInvokeStopped", now, done, {"Error": {"Payload": _error_dict(error)}})
+            self._event(event_type, now, done, {"Error": {"Payload": _error_dict(error)}})
         else:
             return False
         return True
@@ -547,14 +571,17 @@ class Journal:
             )
             self._set(op)
             self._push_timer(next_at, op.operation_id, _TIMER_RETRY)
-            details: dict[str, Any] = {
-                "RetryDetails": {"CurrentAttempt": attempt + 1, "NextAttemptDelaySeconds": delay}
-            }
-            if update.error is not None:
-                details["Error"] = {"Payload": _error_dict(update.error)}
-            if update.payload is not None:
-                details["Result"] = {"Payload": update.payload, "Truncated": False}
-            self._event("StepFailed", now, op, details)
+            retry = {"CurrentAttempt": attempt + 1, "NextAttemptDelaySeconds": delay}
+            if update.error is None:
+                # A poll of wait_for_condition that asks to check again: AWS records the state it
+                # returned as a succeeded attempt; only a retry with an error is a failed one.
+                result: dict[str, Any] = {"Truncated": False}
+                if update.payload is not None:
+                    result["Payload"] = update.payload
+                self._event("StepSucceeded", now, op, {"Result": result, "RetryDetails": retry})
+            else:
+                error = {"Payload": _error_dict(update.error)}
+                self._event("StepFailed", now, op, {"Error": error, "RetryDetails": retry})
         elif action is OperationAction.SUCCEED:
             op = dataclasses.replace(
                 self._base(update, current, OperationStatus.SUCCEEDED, now),
@@ -690,14 +717,23 @@ class Journal:
             chained_invoke_details=ChainedInvokeDetails(),
         )
         self._set(op)
-        self._set_meta(op.operation_id, target=options.function_name, input=update.payload)
-        self._child_starts.append(ChildStart(op.operation_id, options.function_name, update.payload))
-        self._event(
-            "ChainedInvokeStarted",
-            now,
-            op,
-            {"FunctionName": options.function_name, "Input": {"Payload": update.payload}},
+        tenant_id = options.tenant_id
+        meta: dict[str, Any] = {"target": options.function_name, "input": update.payload}
+        if tenant_id is not None:
+            meta["tenant"] = tenant_id
+        self._set_meta(op.operation_id, **meta)
+        self._child_starts.append(
+            ChildStart(op.operation_id, options.function_name, update.payload, tenant_id)
         )
+        details: dict[str, Any] = {
+            "FunctionName": options.function_name,
+            "Input": {"Payload": update.payload},
+        }
+        if tenant_id is not None:
+            details["TenantId"] = tenant_id
+        if self.describe_invoke is not None:
+            details.update(self.describe_invoke(op.operation_id, options.function_name, tenant_id))
+        self._event("ChainedInvokeStarted", now, op, details)
 
     # ------------------------------------------------------------------ flushing
 

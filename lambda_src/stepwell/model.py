@@ -6,6 +6,7 @@ Times are epoch seconds (float) unless a name says otherwise.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -37,6 +38,17 @@ def context_key(domain: str, workflow_id: str, subject_id: str) -> str:
 
 def make_execution_id(domain: str, workflow_id: str, subject_id: str, instance_id: str) -> str:
     return f"{context_key(domain, workflow_id, subject_id)}/{instance_id}"
+
+
+def child_execution_id(
+    parent_execution_id: str, operation_id: str, target: str, tenant_id: str | None = None
+) -> str:
+    """The id of the execution a chained invoke starts: derived from the parent's operation, so starting
+    it again is the same start, and in the tenant's domain when the invoke names one (else the parent's)."""
+    parent = ExecutionId.parse(parent_execution_id)
+    digest = hashlib.sha256(f"{parent_execution_id}|{operation_id}".encode()).hexdigest()[:20]
+    name = f"{parent.instance_id[:100]}-{digest}"
+    return make_execution_id(tenant_id if tenant_id is not None else parent.domain, target, name, name)
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,7 @@ class InputKind(StrEnum):
     CHILD_SUCCEEDED = "child_succeeded"
     CHILD_FAILED = "child_failed"
     CHILD_STOPPED = "child_stopped"
+    CHILD_TIMED_OUT = "child_timed_out"
     STOP = "stop"
 
 

@@ -9,6 +9,7 @@ that finds nothing new to do (a duplicate, an early timer) changes nothing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -37,6 +38,12 @@ _RAN_THE_EXECUTION = frozenset({"ran", "finished", "crashed"})
 # After this many invocations in a row that crashed (the handler process died), the execution fails.
 MAX_CONSECUTIVE_CRASHES = 5
 CRASH_RETRY_BASE_SECONDS = 1
+EXECUTION_TIMED_OUT_TYPE = "Execution.TimedOut"
+# The ErrorType a child of a chained invoke is stopped with when its parent ends this way.
+_PARENT_ENDED_ERROR_TYPES = {
+    ExecutionStatus.STOPPED: "ParentStopped",
+    ExecutionStatus.TIMED_OUT: "ParentTimedOut",
+}
 
 
 class InvocationContext:
@@ -163,23 +170,30 @@ class Worker:
                 if self._pinned_elsewhere(current):
                     return _forward(current)
                 record = current
+        journal.describe_invoke = functools.partial(engine.chained_invoke_details, record)
         if journal.is_empty:
             # Before the first batch, which only one worker writes: a retry of a failed announcement finds
             # the log still empty and announces it again.
             engine.announce_status(record, ExecutionStatus.RUNNING)
             self._log_start(record, journal, now)
         journal.run_on(engine.code_version, now)
+        deadline = _deadline(record, journal)
+        if deadline is not None and now >= deadline:
+            # Whatever it waits for (a wait, a callback, a child), the execution has run out of time.
+            # Checked before inputs and timers: a late message must not record a wait that ended or a
+            # callback that arrived after the deadline, and nothing follows ExecutionTimedOut.
+            return self._time_out(record, journal, inputs, now)
         journal.absorb(inputs, now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
             if journal.has_unflushed:  # repeated inputs: record them as absorbed so they are dropped
                 engine.append_journal(record, journal)
             return WorkOutcome(
-                execution_id, "idle", status=record.status, next_wake_at=journal.next_wake_at()
+                execution_id, "idle", status=record.status, next_wake_at=_next_wake_at(record, journal)
             )
         for child in journal.waiting_children():
             # Idempotent: recovers a child whose start was lost between its batch and its start.
-            engine.start_child(record, child.operation_id, child.workflow_name, child.payload)
+            engine.start_child(record, child)
 
         try:
             handler = engine.registry.get(record.workflow_id)
@@ -251,13 +265,29 @@ class Worker:
         journal.start_execution(
             self.engine.resolve(record.input_payload, record.input_is_ref),
             now,
-            record.execution_name,
             input_ref=record.input_payload if record.input_is_ref else None,
+            execution_timeout=self.engine.registry.options(record.workflow_id).execution_timeout,
         )
+
+    def _time_out(
+        self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float
+    ) -> WorkOutcome:
+        """End the execution TIMED_OUT at its deadline; its pending wake-up and unread inputs go with it."""
+        error = {
+            "ErrorType": EXECUTION_TIMED_OUT_TYPE,
+            "ErrorMessage": f"the execution ran past its execution timeout of {journal.execution_timeout} "
+            "seconds from its start",
+        }
+        self.engine.timers.cancel_all(record.execution_id)
+        journal.absorbed_input_ids.update(item.input_id for item in inputs)
+        outcome = self._end(record, journal, None, now, "", ExecutionStatus.TIMED_OUT, None, error)
+        if inputs:
+            self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
+        return outcome
 
     def _schedule_next(self, record: ExecutionRecord, journal: Journal, now: float) -> WorkOutcome:
         engine = self.engine
-        wake_at = journal.next_wake_at()
+        wake_at = _next_wake_at(record, journal)
         if journal.needs_invocation:
             wake_at = now
         if wake_at is None:
@@ -298,10 +328,11 @@ class Worker:
             return self._end(record, journal, None, now, request_id, ExecutionStatus.FAILED, None, error)
         engine.append_journal(record, journal)
         delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
-        engine.store.record_due_timer(record.execution_id, now + delay)
-        engine.timers.schedule(record.execution_id, now + delay)
+        retry_at = min(now + delay, _deadline(record, journal) or now + delay)
+        engine.store.record_due_timer(record.execution_id, retry_at)
+        engine.timers.schedule(record.execution_id, retry_at)
         return WorkOutcome(
-            record.execution_id, "crashed", status=ExecutionStatus.RUNNING, next_wake_at=now + delay
+            record.execution_id, "crashed", status=ExecutionStatus.RUNNING, next_wake_at=retry_at
         )
 
     def _end(
@@ -339,6 +370,7 @@ class Worker:
         self._clear_due_timer(record, journal)
         if won:
             engine.notify_parent(record, status, result, error)
+        _stop_children(engine, ended, journal)
         return WorkOutcome(record.execution_id, "finished", status=status)
 
     def _fenced(self, record: ExecutionRecord) -> WorkOutcome:
@@ -380,6 +412,8 @@ class Worker:
         # between its terminal batch and retiring the payloads.
         if _has_payload_objects(record, journal, inputs):
             engine.payloads.retire(record.execution_id)
+        # Also when the end is already logged: the worker that logged it may have died before this.
+        _stop_children(engine, record, journal)
         if inputs:
             engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return WorkOutcome(record.execution_id, "ignored", status=record.status, details={"reason": "ended"})
@@ -394,6 +428,26 @@ def _has_payload_objects(record: ExecutionRecord, journal: Journal, inputs: Iter
         or journal.offloaded_batches
         or any(item.offloaded for item in inputs)
     )
+
+
+def _deadline(record: ExecutionRecord, journal: Journal) -> float | None:
+    """When the execution times out (its start plus its timeout), if it has a timeout."""
+    if journal.execution_timeout is None:
+        return None
+    return record.created_at + journal.execution_timeout
+
+
+def _next_wake_at(record: ExecutionRecord, journal: Journal) -> float | None:
+    """The next timer of the log or the deadline, whichever comes first."""
+    candidates = [at for at in (journal.next_wake_at(), _deadline(record, journal)) if at is not None]
+    return min(candidates, default=None)
+
+
+def _stop_children(engine: Engine, ended: ExecutionRecord, journal: Journal) -> None:
+    """A stopped or timed-out parent stops the children its chained invokes still wait for."""
+    error_type = _PARENT_ENDED_ERROR_TYPES.get(ended.status)
+    if error_type is not None:
+        engine.stop_children(ended, journal, error_type)
 
 
 def _forward(record: ExecutionRecord) -> WorkOutcome:

@@ -73,6 +73,25 @@ def test_rows_nest_children_and_show_retries_waits_and_open_callbacks() -> None:
     assert 'data-state="retrying"' in svg and "+3d 00:00:01.000" in svg
 
 
+def test_a_wait_for_condition_poll_that_checks_again_shows_its_delay() -> None:
+    poll = {
+        "Result": {"Payload": "1", "Truncated": False},
+        "RetryDetails": {"CurrentAttempt": 1, "NextAttemptDelaySeconds": 600},
+    }
+    events = [
+        _event(0, "ExecutionStarted"),
+        _event(1, "StepStarted", Id="q", Name="ready?", SubType="WaitForCondition"),
+        _event(2, "StepSucceeded", Id="q", Name="ready?", SubType="WaitForCondition", details=poll),
+        _event(602, "StepStarted", Id="q", Name="ready?", SubType="WaitForCondition"),
+        _event(603, "StepSucceeded", Id="q", Name="ready?", SubType="WaitForCondition"),
+    ]
+    rows = {row.label: row for row in timeline.build_rows(events, now=T0 + timedelta(hours=1))}
+    segments = rows["ready?"].segments
+    assert [segment.state for segment in segments] == ["retrying", "retry-delay", "succeeded"]
+    assert segments[1].note == "poll 1 in 600s"
+    assert segments[1].end - segments[1].start == timedelta(seconds=600)
+
+
 def test_an_ended_execution_closes_its_row_and_labels_are_escaped() -> None:
     events = [
         _event(0, "ExecutionStarted"),

@@ -53,7 +53,7 @@ def test_a_repeated_succeed_of_a_finished_step_is_a_no_op() -> None:
 
 def test_folding_the_flushed_batches_rebuilds_the_same_state() -> None:
     journal = Journal(EXECUTION)
-    journal.start_execution('{"x": 1}', NOW, "instance")
+    journal.start_execution('{"x": 1}', NOW)
     journal.apply_update(update("a", STEP, START), NOW)
     journal.apply_update(update("a", STEP, SUCCEED, payload="42"), NOW)
     first = journal.flush().body

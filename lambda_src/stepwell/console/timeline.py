@@ -151,9 +151,12 @@ def build_rows(events: Sequence[dict[str, Any]], now: datetime) -> list[Row]:
         state = _END_STATES[phase]
         note = _error_note(details) or phase.lower()
         retry = details.get("RetryDetails")
-        if phase == "Failed" and isinstance(retry, dict) and retry.get("NextAttemptDelaySeconds") is not None:
+        # A retried step ends an attempt with StepFailed; a wait_for_condition poll that checks again
+        # ends it with StepSucceeded (its state as the result). Both wait NextAttemptDelaySeconds.
+        if isinstance(retry, dict) and retry.get("NextAttemptDelaySeconds") is not None:
             state = "retrying"
-            delay = f"retry {retry.get('CurrentAttempt', '?')} in {retry['NextAttemptDelaySeconds']}s"
+            again = "retry" if phase == "Failed" else "poll"
+            delay = f"{again} {retry.get('CurrentAttempt', '?')} in {retry['NextAttemptDelaySeconds']}s"
             retry_from[operation_id] = (stamp, delay)
         row.segments.append(Segment(open_since.pop(operation_id, stamp), stamp, state, note))
     if execution_start is not None:
