@@ -113,6 +113,7 @@ module "engine" {
   kms_key_arn                     = var.kms_key_arn
   permissions_boundary_arn        = var.permissions_boundary_arn
   action_function_arns            = var.action_function_arns
+  invoke_function_arns            = var.invoke_function_arns
   action_event_bus_arns           = var.action_event_bus_arns
   http_allowlist                  = var.http_allowlist
   http_allowed_networks           = var.http_allowed_networks

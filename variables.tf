@@ -242,6 +242,24 @@ variable "action_function_arns" {
   }
 }
 
+variable "invoke_function_arns" {
+  description = "Lambda functions workflow code may call with context.invoke by name or ARN (optionally with a version or alias qualifier), as unqualified function ARNs; the worker is granted lambda:InvokeFunction on each and its versions and aliases (STEPWELL_INVOKE_FUNCTIONS). Empty: context.invoke reaches only registered workflows and functions."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for arn in var.invoke_function_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", arn))])
+    error_message = "invoke_function_arns must hold unqualified Lambda function ARNs (arn:aws:lambda:REGION:ACCOUNT:function:NAME): no :VERSION or :ALIAS qualifier (each function's versions and aliases are allowed with it) and no wildcards; bad: ${jsonencode([for arn in var.invoke_function_arns : arn if !can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", arn))])}."
+  }
+
+  validation {
+    # The worker is run by its work queue; invoked with a workflow's input it would only fail.
+    condition     = !anytrue([for arn in var.invoke_function_arns : endswith(arn, ":function:${var.name}-worker")])
+    error_message = "invoke_function_arns may not list this deployment's own worker (function ${var.name}-worker): context.invoke reaches its workflows by name."
+  }
+}
+
 variable "action_event_bus_arns" {
   description = "Further event buses the engine's definitions may put events on (granted events:PutEvents) besides its own bus; empty: none."
   type        = list(string)

@@ -27,6 +27,65 @@ variable "name" {
   default     = "stepwell-demo"
 }
 
+# A plain Lambda function (functions/greeter.py) the workflows may call with context.invoke by ARN.
+locals {
+  greeter_name    = "${var.name}-greeter"
+  greeter_source  = "${path.module}/functions/greeter.py"
+  greeter_package = "${path.module}/.terraform/stepwell-build/${local.greeter_name}.zip"
+}
+
+# Zipped by Python's standard library from a local-exec, as the module builds the worker: no archive
+# provider. Plan never reads the zip: source_code_hash is the source's hash, which triggers the build.
+resource "terraform_data" "greeter_package" {
+  triggers_replace = filesha256(local.greeter_source)
+
+  provisioner "local-exec" {
+    interpreter = [
+      "python3", "-c",
+      "import os, sys, zipfile\nos.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as bundle: bundle.write(sys.argv[2], 'greeter.py')",
+      local.greeter_package,
+    ]
+    command = local.greeter_source
+  }
+}
+
+resource "aws_iam_role" "greeter" {
+  name        = local.greeter_name
+  description = "The example's plain Lambda function: writes its own logs, nothing else."
+  assume_role_policy = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Principal = { Service = "lambda.amazonaws.com" }, Action = "sts:AssumeRole" }]
+  })
+}
+
+resource "aws_cloudwatch_log_group" "greeter" {
+  name              = "/aws/lambda/${local.greeter_name}"
+  retention_in_days = 14
+}
+
+resource "aws_iam_role_policy" "greeter_logs" {
+  name = "logs"
+  role = aws_iam_role.greeter.id
+  policy = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${aws_cloudwatch_log_group.greeter.arn}:*" }]
+  })
+}
+
+resource "aws_lambda_function" "greeter" {
+  function_name    = local.greeter_name
+  description      = "Stepwell example: a plain function workflows call with context.invoke."
+  role             = aws_iam_role.greeter.arn
+  handler          = "greeter.handler"
+  runtime          = "python3.13"
+  architectures    = ["arm64"]
+  timeout          = 10
+  filename         = local.greeter_package
+  source_code_hash = filebase64sha256(local.greeter_source)
+
+  depends_on = [terraform_data.greeter_package, aws_cloudwatch_log_group.greeter, aws_iam_role_policy.greeter_logs]
+}
+
 module "stepwell" {
   source = "../.."
 
@@ -73,6 +132,10 @@ module "stepwell" {
   batch_size                       = 10
   maximum_batching_window_seconds  = 1
   workflows_dir                    = "${path.module}/workflows"
+
+  # Lambda functions context.invoke may call besides the registered workflows (unqualified ARNs; their
+  # versions and aliases are allowed with them).
+  invoke_function_arns = [aws_lambda_function.greeter.arn]
 
   # Monitoring: every alarm, and every failed or timed-out execution (its status-change event), notifies
   # the module's topic {name}-alarms (subscribe to it: email, chat, pager); the dashboard {name} graphs
@@ -150,4 +213,9 @@ output "status_notifications_rule_name" {
 output "worker_alias_arn" {
   description = "ARN of the worker's alias (live), which the work queue's mapping invokes."
   value       = module.stepwell.worker_alias_arn
+}
+
+output "greeter_function_arn" {
+  description = "ARN of the example's plain Lambda function (listed in invoke_function_arns)."
+  value       = aws_lambda_function.greeter.arn
 }

@@ -128,6 +128,14 @@ locals {
       Action   = "lambda:InvokeFunction"
       Resource = var.action_function_arns
     }],
+    length(var.invoke_function_arns) == 0 ? [] : [{
+      # context.invoke of a Lambda target: the listed functions, unqualified or with any version or
+      # alias qualifier (Lambda authorizes Invoke against the ARN the call names, qualifier included).
+      Sid      = "InvokeTargets"
+      Effect   = "Allow"
+      Action   = "lambda:InvokeFunction"
+      Resource = flatten([for arn in var.invoke_function_arns : [arn, "${arn}:*"]])
+    }],
     var.kms_key_arn == null ? [] : [{
       Sid      = "CustomerKey"
       Effect   = "Allow"

@@ -35,6 +35,8 @@ locals {
     # Where the stepwell.http action may connect (stepwell.definitions.outbound); "[]": nowhere.
     STEPWELL_HTTP_ALLOWLIST        = jsonencode(var.http_allowlist)
     STEPWELL_HTTP_ALLOWED_NETWORKS = jsonencode(var.http_allowed_networks)
+    # Lambda functions context.invoke may call (stepwell.registry.Registry.allow_lambda_targets); "[]": none.
+    STEPWELL_INVOKE_FUNCTIONS = jsonencode(var.invoke_function_arns)
     # The worker's own name and alias: it forwards a message for an execution pinned to another
     # published version to that version, and the reconciler prunes idle versions beyond the newest N.
     STEPWELL_WORKER_FUNCTION_NAME = local.function_name

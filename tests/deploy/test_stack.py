@@ -264,15 +264,21 @@ def test_worker_function_environment_and_role(deployed_stack: DeployedStack, con
     for table_key in ("executions_table", "operations_table", "coordination_table", "definitions_table"):
         assert any(resource.endswith(f":table/{config[table_key]}") for resource in resources), table_key
     assert config["work_queue_arn"] in resources
-    # Invoke and delete: the worker's own qualified ARNs (versions, alias) only, never the function.
+    # Delete: the worker's own qualified ARNs (versions, alias) only, never the function. Invoke: those,
+    # and the functions context.invoke may call (invoke_function_arns: the example's greeter).
     function_arn = deployed_stack.outputs["worker_function_arn"]
-    version_resources = {
-        str(resource)
-        for statement in statements
-        if {"lambda:InvokeFunction", "lambda:DeleteFunction"} & set(_as_list(statement["Action"]))
-        for resource in _as_list(statement["Resource"])
-    }
-    assert version_resources == {f"{function_arn}:*"}
+    greeter_arn = deployed_stack.outputs["greeter_function_arn"]
+
+    def resources_of(action: str) -> set[str]:
+        return {
+            str(resource)
+            for statement in statements
+            if action in _as_list(statement["Action"])
+            for resource in _as_list(statement["Resource"])
+        }
+
+    assert resources_of("lambda:DeleteFunction") == {f"{function_arn}:*"}
+    assert resources_of("lambda:InvokeFunction") == {f"{function_arn}:*", greeter_arn, f"{greeter_arn}:*"}
 
     logs = deployed_stack.backend.client("logs")
     group_name = f"/aws/lambda/{config['worker_function_name']}"

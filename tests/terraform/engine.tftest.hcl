@@ -86,10 +86,12 @@ run "function_environment_mapping_and_role" {
       # The stepwell.http action is disabled until the operator allows hosts.
       STEPWELL_HTTP_ALLOWLIST        = "[]"
       STEPWELL_HTTP_ALLOWED_NETWORKS = "[]"
-      STEPWELL_WORKER_FUNCTION_NAME  = "unit-worker"
-      STEPWELL_WORKER_ALIAS          = "live"
-      STEPWELL_KEEP_VERSIONS         = "3"
-      STEPWELL_STATUS_EVENTS         = "true"
+      # context.invoke reaches no Lambda function until the operator lists some.
+      STEPWELL_INVOKE_FUNCTIONS     = "[]"
+      STEPWELL_WORKER_FUNCTION_NAME = "unit-worker"
+      STEPWELL_WORKER_ALIAS         = "live"
+      STEPWELL_KEEP_VERSIONS        = "3"
+      STEPWELL_STATUS_EVENTS        = "true"
     })
     error_message = "The worker environment must be exactly the variables of docs/architecture.md."
   }
@@ -220,7 +222,7 @@ run "function_environment_mapping_and_role" {
   }
 
   assert {
-    condition     = length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if contains(["VpcNetworkInterfaces", "CustomerKey", "ActionFunctions"], statement.Sid)]) == 0
+    condition     = length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if contains(["VpcNetworkInterfaces", "CustomerKey", "ActionFunctions", "InvokeTargets"], statement.Sid)]) == 0
     error_message = "No EC2, KMS or Lambda permissions without a VPC, a key or action functions."
   }
 
@@ -338,6 +340,64 @@ run "vpc_key_and_tuning" {
     condition     = output.package_platform == "manylinux2014_x86_64"
     error_message = "Dependencies must be installed for the function's architecture."
   }
+}
+
+run "invoke_targets_reach_the_worker_and_its_role" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    invoke_function_arns = [
+      "arn:aws:lambda:eu-west-1:123456789012:function:greeter",
+      "arn:aws:lambda:eu-west-1:210987654321:function:billing-export",
+    ]
+  }
+
+  assert {
+    condition = jsondecode(aws_lambda_function.worker.environment[0].variables.STEPWELL_INVOKE_FUNCTIONS) == [
+      "arn:aws:lambda:eu-west-1:123456789012:function:greeter",
+      "arn:aws:lambda:eu-west-1:210987654321:function:billing-export",
+    ]
+    error_message = "invoke_function_arns must reach the worker as the JSON list STEPWELL_INVOKE_FUNCTIONS."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : [statement.Effect, statement.Action, statement.Resource]
+      if statement.Sid == "InvokeTargets"
+      ] == [["Allow", "lambda:InvokeFunction", [
+        "arn:aws:lambda:eu-west-1:123456789012:function:greeter",
+        "arn:aws:lambda:eu-west-1:123456789012:function:greeter:*",
+        "arn:aws:lambda:eu-west-1:210987654321:function:billing-export",
+        "arn:aws:lambda:eu-west-1:210987654321:function:billing-export:*",
+    ]]]
+    error_message = "The worker may invoke exactly the listed functions, unqualified or with a version or alias qualifier, and nothing else."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid
+      if contains(flatten([statement.Action]), "lambda:InvokeFunction")
+    ] == ["OwnVersions", "InvokeTargets"]
+    error_message = "Only the worker's own versions and the listed targets may be invoked."
+  }
+}
+
+run "rejects_engine_invoke_function_arns_qualified" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:function:greeter:live"]
+  }
+
+  expect_failures = [var.invoke_function_arns]
 }
 
 run "default_platform_is_arm64" {

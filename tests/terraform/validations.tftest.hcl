@@ -482,6 +482,69 @@ run "rejects_action_function_arns_not_functions" {
   expect_failures = [var.action_function_arns]
 }
 
+run "invoke_function_arns_reach_the_worker" {
+  command = plan
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:function:greeter", "arn:aws-cn:lambda:cn-north-1:123456789012:function:Report_Export-2"]
+  }
+
+  assert {
+    condition     = tolist(jsondecode(module.engine.environment.STEPWELL_INVOKE_FUNCTIONS)) == var.invoke_function_arns
+    error_message = "invoke_function_arns must reach the worker as the JSON list STEPWELL_INVOKE_FUNCTIONS."
+  }
+}
+
+run "rejects_invoke_function_arns_not_functions" {
+  command = plan
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:layer:greeter"]
+  }
+
+  expect_failures = [var.invoke_function_arns]
+}
+
+run "rejects_invoke_function_arns_names" {
+  command = plan
+
+  variables {
+    invoke_function_arns = ["greeter"]
+  }
+
+  expect_failures = [var.invoke_function_arns]
+}
+
+run "rejects_invoke_function_arns_qualified" {
+  command = plan
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:function:greeter:3"]
+  }
+
+  expect_failures = [var.invoke_function_arns]
+}
+
+run "rejects_invoke_function_arns_wildcard" {
+  command = plan
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:function:*"]
+  }
+
+  expect_failures = [var.invoke_function_arns]
+}
+
+run "rejects_invoke_function_arns_own_worker" {
+  command = plan
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"]
+  }
+
+  expect_failures = [var.invoke_function_arns]
+}
+
 run "rejects_action_event_bus_arns_not_buses" {
   command = plan
 

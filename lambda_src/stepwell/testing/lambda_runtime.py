@@ -127,11 +127,16 @@ class _LambdaContext:
         return max(0, self._deadline_epoch_ms - int(_REAL_TIME() * 1000))
 
 
-def _error_payload(error: BaseException, error_type: str | None = None) -> dict[str, Any]:
+def _error_payload(error: BaseException, request_id: str, error_type: str | None = None) -> dict[str, Any]:
+    """A function error as Lambda's Python runtime reports it: the handler's frames only (this runner's
+    own are noise), each as one ``traceback.format_list`` line."""
     return {
-        "errorType": error_type or type(error).__name__,
         "errorMessage": str(error),
-        "stackTrace": traceback.format_exception(error),
+        "errorType": error_type or type(error).__name__,
+        "requestId": request_id,
+        "stackTrace": traceback.format_list(
+            [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename != __file__]
+        ),
     }
 
 
@@ -151,24 +156,25 @@ def run_worker(code_dir: str, handler_spec: str) -> None:
         module = importlib.import_module(module_name)
         handler = getattr(module, function_name)
     except BaseException as error:  # any import failure is the function's error, as in Lambda
-        init_error = _error_payload(error, "Runtime.ImportModuleError")
+        init_error = _error_payload(error, "", "Runtime.ImportModuleError")
     protocol.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
         if request.get("clock_offset_seconds") is not None:
             _VirtualTime.set_offset(float(request["clock_offset_seconds"]))
         if init_error is not None or handler is None:
-            answer: dict[str, Any] = {"error": init_error}
+            answer: dict[str, Any] = {"error": {**(init_error or {}), "requestId": request["request_id"]}}
         else:
             try:
                 result = handler(request["event"], _LambdaContext(request))
                 answer = {"result": result}
             except Exception as error:  # the handler's exception is the invocation's FunctionError
-                answer = {"error": _error_payload(error)}
+                answer = {"error": _error_payload(error, request["request_id"])}
         try:
             encoded = json.dumps(answer)
         except (TypeError, ValueError) as error:
-            encoded = json.dumps({"error": _error_payload(error, "Runtime.MarshalError")})
+            marshal_error = _error_payload(error, request["request_id"], "Runtime.MarshalError")
+            encoded = json.dumps({"error": marshal_error})
         protocol.write(encoded + "\n")
         sys.stderr.flush()
 

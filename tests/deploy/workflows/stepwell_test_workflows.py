@@ -148,3 +148,12 @@ def long_wait(event: dict[str, Any], context: DurableContext) -> dict[str, int]:
     approval = context.create_callback(name="approval").result()
     context.wait(Duration.from_days(int(event["days"])))
     return {"input": size, "result": len(result), "callback": len(approval or "")}
+
+
+@workflow("invoke.lambda_target")
+@durable_execution
+def invoke_lambda_target(event: dict[str, Any], context: DurableContext) -> Any:
+    """`context.invoke` of the Lambda function `event["target"]` (a name or ARN, as given) on
+    `event["input"]`; its result is the execution's, its error the execution's failure:
+    tests/deploy/test_invoke_deployed.py."""
+    return context.invoke(event["target"], event["input"], name="call-target")
