@@ -3,7 +3,8 @@
 How the cases reach the deployed worker: `write_conformance_workflows` writes a package
 `stepwell_conformance` into the stack's `workflows_dir` (beside the example's own workflow modules):
 one module per case (a copy of its handler) and an `__init__` that registers each case's `handler` as
-`conformance.<suite>.<id>` and its `WORKFLOWS` under their own names. The package also sends the durable
+`conformance.<suite>.<id>` and its `WORKFLOWS` and `FUNCTIONS` under their own names (with a copy of
+case_registration.py, the registration the local backend uses too). The package also sends the durable
 logger's lines (records carrying `executionArn`) to the function's log with a `[conformance-log]` prefix,
 so `ExpectedLogs` is checked on what the deployed handler logged.
 
@@ -36,15 +37,20 @@ from runner import (
     Case,
     CaseResult,
     Placeholders,
+    check_children,
+    check_history,
     check_logs,
     check_result,
-    match_history,
+    child_executions,
 )
 
 # Passes per suite on each deployed backend: {backend: (passed, total, seconds)}; tests/deploy reports it.
 SUMMARY: dict[str, tuple[Counter[str], Counter[str], float]] = {}
 
 PACKAGE_NAME = "stepwell_conformance"
+# How a case's module is registered (handler, WORKFLOWS, WORKFLOW_OPTIONS, FUNCTIONS): the local
+# backend's code, copied into the package.
+CASE_REGISTRATION = Path(__file__).resolve().parent / "case_registration.py"
 LOG_PREFIX = "[conformance-log]"
 FINISHED = ("SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED")
 DUE_SHARDS = 4
@@ -59,7 +65,9 @@ import importlib
 import logging
 import sys
 
-from stepwell.registry import register
+from stepwell.registry import register, register_function
+
+from .case_registration import register_case_module
 
 CASES = {cases!r}
 LOG_PREFIX = {prefix!r}
@@ -91,9 +99,7 @@ if _root.getEffectiveLevel() > logging.INFO:
 
 for _name, _module_name in CASES.items():
     _module = importlib.import_module(f"{{__name__}}.{{_module_name}}")
-    register(_name, _module.handler)
-    for _extra_name, _extra_handler in getattr(_module, "WORKFLOWS", {{}}).items():
-        register(_extra_name, _extra_handler)
+    register_case_module(_module, _name, register, register_function)
 '''
 
 
@@ -118,6 +124,7 @@ def write_conformance_workflows(workflows_dir: Path, cases: Iterable[Case]) -> d
         module = _module_name(case)
         shutil.copyfile(case.handler_path, package / f"{module}.py")
         registered[workflow_name(case)] = module
+    shutil.copyfile(CASE_REGISTRATION, package / CASE_REGISTRATION.name)
     (package / "__init__.py").write_text(_PACKAGE_INIT.format(cases=registered, prefix=LOG_PREFIX))
     return registered
 
@@ -152,6 +159,8 @@ class StepwellApi(Protocol):
     def send_callback_failure(self, callback_id: str, error: Any = None) -> None: ...
 
     def send_callback_heartbeat(self, callback_id: str) -> None: ...
+
+    def stop_execution(self, execution_id: str, error: Any = None) -> bool: ...
 
 
 class FreezableClock(Protocol):
@@ -265,6 +274,9 @@ class _CaseBackend:
     def advance(self, seconds: float) -> None:
         self._delay = seconds
 
+    def stop(self, execution_id: str, error: dict[str, Any] | None) -> None:
+        self.target.client.stop_execution(execution_id, error)
+
     def send_callback(self, callback_id: str, operation: str, payload: Any) -> None:
         if operation not in ("success", "failure", "heartbeat"):
             raise ValueError(
@@ -297,6 +309,8 @@ class _Running:
     driver: CallbackDriver
     execution_id: str
     description: dict[str, Any] = field(default_factory=dict)
+    may_invoke: bool = False  # its handler calls context.invoke, so it may have child executions
+    children: set[str] = field(default_factory=set)
 
 
 def _finished(run: _Running) -> bool:
@@ -311,9 +325,12 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
         names.resolve_variables(case.data.get("Variables"))
         event = {"Input": names.substitute(case.data.get("Input"))}
         backend = _CaseBackend(target)
-        driver = CallbackDriver(list(case.data.get("CallbackActions") or []), names, backend)
+        driver = CallbackDriver(
+            list(case.data.get("CallbackActions") or []), names, backend, stop=case.data.get("StopExecution")
+        )
         execution_id = backend.start(case, ModuleType(workflow_name(case)), event)
-        runs.append(_Running(case, names, backend, driver, execution_id))
+        may_invoke = ".invoke(" in case.handler_path.read_text()
+        runs.append(_Running(case, names, backend, driver, execution_id, may_invoke=may_invoke))
     deadline = time.monotonic() + timeout_seconds
     target.clock.freeze()
     try:
@@ -332,7 +349,11 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
                 )
             acted = False
             for run in running:
-                if run.driver.actions and run.backend.pending_send is None and run.driver(run.execution_id):
+                if (
+                    run.driver.has_actions
+                    and run.backend.pending_send is None
+                    and run.driver(run.execution_id)
+                ):
                     acted = True
                 acted = run.backend.send_due() or acted
             if acted or target.queue_busy():
@@ -345,8 +366,16 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
     for run in runs:
         history = target.client.get_execution_history(run.execution_id)
         errors = list(run.driver.errors)
-        errors += match_history(list(run.case.data.get("ExpectedExecutionHistory") or []), history, run.names)
+        errors += check_history(
+            list(run.case.data.get("ExpectedExecutionHistory") or []),
+            history,
+            run.names,
+            target.client.describe_execution,
+        )
         errors += check_result(run.case.data.get("ExpectedResult"), run.description, run.names)
+        errors += check_children(
+            run.case.data, run.names, target.client.get_execution_history, target.client.describe_execution
+        )
         if run.case.data.get("ExpectedLogs"):
             errors += check_logs(run.case.data.get("ExpectedLogs"), _logged(log_text, run), run.names)
         results.append(CaseResult(run.case, errors, history))
@@ -368,10 +397,18 @@ def _logged(lines: list[str], run: _Running) -> list[str]:
 
 def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> None:
     """Nothing to do but wait: move the virtual clock just past the earliest wake-up (a recorded timer
-    of a running execution, or a callback action's delay) and deliver what is then due."""
+    of a running execution or of its child executions, or a callback action's delay) and deliver what is
+    then due. Children count so that their timers keep their order with everyone else's on the one
+    virtual clock (a child's deadline before its wait's end, say)."""
+    watched = {run.execution_id for run in running}
+    for run in running:
+        if run.may_invoke:
+            history = target.client.get_execution_history(run.execution_id)
+            run.children.update(child_id for _, child_id in child_executions(history))
+            watched |= run.children
     timers = {
         execution_id: due_at
-        for execution_id, due_at in target.due_timers(run.execution_id for run in running).items()
+        for execution_id, due_at in target.due_timers(watched).items()
         # A wake-up already delivered stays recorded until its invocation runs.
         if (execution_id, due_at) not in target.nudged
     }

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from case_registration import register_case_module
 from runner import Case
 from stepwell.testing.local import LocalStepwell
 
@@ -17,9 +18,7 @@ class LocalBackend:
 
     def start(self, case: Case, module: ModuleType, event: Any) -> str:
         name = f"case.{case.suite}.{case.case_id}"
-        self.stepwell.register(name, module.handler)
-        for extra_name, extra_handler in getattr(module, "WORKFLOWS", {}).items():
-            self.stepwell.register(extra_name, extra_handler)
+        register_case_module(module, name, self.stepwell.register, self.stepwell.register_function)
         return self.stepwell.start(name, event)
 
     def history(self, execution_id: str) -> list[dict[str, Any]]:
@@ -40,6 +39,9 @@ class LocalBackend:
             raise ValueError(
                 f"unknown CallbackAction Operation {operation!r}; allowed: success, failure, heartbeat"
             )
+
+    def stop(self, execution_id: str, error: dict[str, Any] | None) -> None:
+        self.stepwell.engine.stop_execution(execution_id, error)
 
     def run(self, execution_id: str, on_idle: Callable[[], bool]) -> None:
         self.stepwell.run_to_completion(execution_id, on_idle=lambda _: on_idle())

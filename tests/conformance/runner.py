@@ -1,12 +1,13 @@
 """Conformance runner: loads requirement cases, runs them on a backend, checks results and histories.
 
 A case is `<dir>/<suite>/<id>.yaml` with its handler module `<suite>/<id>.py` (exposing `handler`, and
-`WORKFLOWS = {name: handler}` for any further workflow it invokes). Our handlers for the shared cases
-live in tests/conformance/handlers/<suite>/<id>.py; CONFORMANCE_DIRS folders carry theirs beside the
-YAML. Matching follows AWS's conformance validator: expected events are matched to actual ones by
-EventId, only the keys an expected event names are compared, `{}` and '*' match anything, `${NAME}`
-binds on first sight and must repeat, `${/regex/}` searches, and known variables are substituted in
-literals.
+`WORKFLOWS`, `WORKFLOW_OPTIONS` and `FUNCTIONS` for the targets it invokes: case_registration.py). Our
+handlers for the shared cases live in tests/conformance/handlers/<suite>/<id>.py; our own cases
+(tests/conformance/cases) and CONFORMANCE_DIRS folders carry theirs beside the YAML. Matching follows
+AWS's conformance validator: expected events are matched to actual ones by EventId, only the keys an
+expected event names are compared, `{}` and '*' match anything, `${NAME}` binds on first sight and must
+repeat, `${/regex/}` searches, and known variables are substituted in literals. Every history is also
+checked against the API's shapes (tests/history_model.py).
 """
 
 from __future__ import annotations
@@ -27,18 +28,38 @@ from typing import Any, Protocol
 
 import yaml
 
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from history_model import check_history_against_model
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # ../shared/conformance beside the repository; STEPWELL_SHARED_CONFORMANCE_DIR points elsewhere.
 SHARED_CONFORMANCE_DIR = Path(
     os.environ.get("STEPWELL_SHARED_CONFORMANCE_DIR") or (REPO_ROOT / ".." / "shared" / "conformance")
 ).resolve()
 OWN_HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
-SUITES = ("step", "wait", "callback", "child", "parallel", "wait_for_callback")
+# Our own cases for the operations the shared suites do not cover; always run, handlers beside the YAML.
+OWN_CASES_DIR = Path(__file__).resolve().parent / "cases"
+SUITES = (
+    "step",
+    "wait",
+    "callback",
+    "child",
+    "parallel",
+    "wait_for_callback",
+    "wait_for_condition",
+    "invoke",
+    "map",
+)
 
 _PLACEHOLDER = re.compile(r"^\$\{(.+)\}$")
 _REGEX = re.compile(r"^\$\{/(.+)/\}$")
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _GEN_STR = re.compile(r"^\$\{GEN_STR:(\d+)\}$")
+# An expected value saying the key must not be in the actual event, or as an expected event's EventType that
+# there is no event with that EventId (ours; AWS's format has no such value).
+ABSENT = "${ABSENT}"
 
 
 # ---------------------------------------------------------------------------------------------- cases
@@ -62,6 +83,7 @@ def conformance_dirs() -> list[tuple[Path, Path | None]]:
     dirs: list[tuple[Path, Path | None]] = []
     if SHARED_CONFORMANCE_DIR.is_dir():
         dirs.append((SHARED_CONFORMANCE_DIR, OWN_HANDLERS_DIR))
+    dirs.append((OWN_CASES_DIR, None))
     for extra in os.environ.get("CONFORMANCE_DIRS", "").split(":"):
         if extra.strip():
             path = Path(extra.strip()).resolve()
@@ -158,6 +180,12 @@ def match_history(
         if event_id is None:
             errors.append(f"expected event without EventId: {expected_event}")
             continue
+        if expected_event.get("EventType") == ABSENT:
+            if event_id in by_id:
+                errors.append(
+                    f"Event[{event_id}]: expected no such event, got {by_id[event_id].get('EventType')}"
+                )
+            continue
         if event_id not in by_id:
             errors.append(
                 f"no actual event with EventId={event_id} (expected {expected_event.get('EventType')})"
@@ -167,14 +195,76 @@ def match_history(
     return errors
 
 
+def check_history(
+    expected: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    names: Placeholders,
+    describe: Callable[[str], dict[str, Any]],
+) -> list[str]:
+    """The case's expected events, the API reference's shapes (botocore's model), and that the child
+    execution each `ChainedInvokeStarted` names resolves, as AWS's DurableExecutionArn does."""
+    errors = match_history(expected, history, names)
+    errors += [f"history vs the API model: {problem}" for problem in check_history_against_model(history)]
+    for event_id, child_id in child_executions(history):
+        try:
+            describe(child_id)
+        except Exception as error:
+            errors.append(f"Event[{event_id}]: DurableExecutionArn {child_id!r} does not resolve: {error}")
+    return errors
+
+
+def child_executions(history: list[dict[str, Any]]) -> list[tuple[Any, str]]:
+    """(EventId, child execution id) of each `ChainedInvokeStarted` that names a durable child."""
+    found = []
+    for event in history:
+        child_id = event.get("ChainedInvokeStartedDetails", {}).get("DurableExecutionArn")
+        if child_id is not None:
+            found.append((event.get("EventId"), str(child_id)))
+    return found
+
+
+def check_children(
+    data: dict[str, Any],
+    names: Placeholders,
+    history: Callable[[str], list[dict[str, Any]]],
+    describe: Callable[[str], dict[str, Any]],
+) -> list[str]:
+    """Ours: `ExpectedChildExecutions`, each a `DurableExecutionArn` bound by the parent's history with its
+    own `ExpectedResult` and `ExpectedExecutionHistory`, checked as the parent's are."""
+    errors: list[str] = []
+    for index, child in enumerate(data.get("ExpectedChildExecutions") or []):
+        child_id = str(names.substitute(child.get("DurableExecutionArn", "")))
+        where = f"ExpectedChildExecutions[{index}] ({child_id})"
+        if not child_id or _REFERENCE.search(child_id):
+            errors.append(f"{where}: the parent's history did not bind its DurableExecutionArn")
+            continue
+        try:
+            description = describe(child_id)
+        except Exception as error:
+            errors.append(f"{where}: does not resolve: {error}")
+            continue
+        child_errors = check_result(child.get("ExpectedResult"), description, names)
+        expected = list(child.get("ExpectedExecutionHistory") or [])
+        child_errors += check_history(expected, history(child_id), names, describe)
+        errors += [f"{where}: {error}" for error in child_errors]
+    return errors
+
+
 def _match(expected: Any, actual: Any, path: str, names: Placeholders, errors: list[str]) -> None:
     if (isinstance(expected, dict) and not expected) or expected == "*":
         return
     if isinstance(expected, str):
         regex = _REGEX.match(expected)
         if regex:
-            if not re.search(regex.group(1), str(actual)):
-                errors.append(f"{path}: {actual!r} does not match /{regex.group(1)}/")
+            # Known variables are substituted in the pattern too (they are letters and digits).
+            pattern = names.substitute(regex.group(1))
+            if not re.search(pattern, str(actual)):
+                shown = (
+                    repr(actual)
+                    if len(str(actual)) <= 300
+                    else f"{str(actual)[:300]!r}... ({len(str(actual))} chars)"
+                )
+                errors.append(f"{path}: {shown} does not match /{pattern}/")
             return
         placeholder = _PLACEHOLDER.match(expected)
         if placeholder and not _GEN_STR.match(expected):
@@ -187,7 +277,10 @@ def _match(expected: Any, actual: Any, path: str, names: Placeholders, errors: l
             return
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key, value in expected.items():
-            if key not in actual:
+            if value == ABSENT:
+                if key in actual:
+                    errors.append(f"{path}.{key}: expected no such key, got {actual[key]!r}")
+            elif key not in actual:
                 errors.append(f"{path}.{key}: missing in actual event")
             else:
                 _match(value, actual[key], f"{path}.{key}", names, errors)
@@ -218,6 +311,8 @@ class ConformanceBackend(Protocol):
 
     def send_callback(self, callback_id: str, operation: str, payload: Any) -> None: ...
 
+    def stop(self, execution_id: str, error: dict[str, Any] | None) -> None: ...
+
     def run(self, execution_id: str, on_idle: Callable[[], bool]) -> None:
         """Drive the execution to its end, calling on_idle whenever it waits (for callbacks)."""
         ...
@@ -232,15 +327,28 @@ class ConformanceBackend(Protocol):
 
 @dataclass
 class CallbackDriver:
+    """What a case does from outside while its execution waits: its `CallbackActions`, and (ours) its
+    `StopExecution` (`AfterEventType`, optional `Error`): one stop once the history has that event."""
+
     actions: list[dict[str, Any]]
     names: Placeholders
     backend: ConformanceBackend
+    stop: dict[str, Any] | None = None
+    stopped: bool = False
     handled: set[str] = field(default_factory=set)
     used: set[int] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
 
+    @property
+    def has_actions(self) -> bool:
+        return bool(self.actions) or (self.stop is not None and not self.stopped)
+
     def __call__(self, execution_id: str) -> bool:
         events = _json_ready(self.backend.history(execution_id))
+        if self.stop is not None and not self.stopped and self._stop_is_due(events):
+            self.stopped = True
+            self.backend.stop(execution_id, self.names.substitute(self.stop.get("Error")))
+            return True
         _inherit_wait_for_callback_names(events)
         acted = False
         for event in events:
@@ -266,6 +374,10 @@ class CallbackDriver:
             # One action per round: the execution reacts before the next one, as with a real sender.
             return True
         return acted
+
+    def _stop_is_due(self, events: list[dict[str, Any]]) -> bool:
+        wanted = (self.stop or {}).get("AfterEventType")
+        return any(event.get("EventType") == wanted for event in events)
 
     def _match(self, event_name: str) -> tuple[int, dict[str, Any] | None]:
         for index, action in enumerate(self.actions):
@@ -354,14 +466,19 @@ def run_case(case: Case, backend: ConformanceBackend) -> CaseResult:
     names = Placeholders()
     names.resolve_variables(case.data.get("Variables"))
     event = {"Input": names.substitute(case.data.get("Input"))}
-    driver = CallbackDriver(list(case.data.get("CallbackActions") or []), names, backend)
+    driver = CallbackDriver(
+        list(case.data.get("CallbackActions") or []), names, backend, stop=case.data.get("StopExecution")
+    )
     with CaptureLogs() as logs:
         execution_id = backend.start(case, module, event)
         backend.run(execution_id, lambda: driver(execution_id))
     history = backend.history(execution_id)
     errors = list(driver.errors)
-    errors += match_history(list(case.data.get("ExpectedExecutionHistory") or []), history, names)
+    errors += check_history(
+        list(case.data.get("ExpectedExecutionHistory") or []), history, names, backend.describe
+    )
     errors += check_result(case.data.get("ExpectedResult"), backend.describe(execution_id), names)
+    errors += check_children(case.data, names, backend.history, backend.describe)
     errors += check_logs(case.data.get("ExpectedLogs"), logs.messages, names)
     return CaseResult(case, errors, history)
 

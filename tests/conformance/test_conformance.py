@@ -30,9 +30,9 @@ def make_backend() -> ConformanceBackend:
 def test_case(conformance_case: Case | None) -> None:
     if conformance_case is None:
         assert os.environ.get("CI", "").lower() != "true", (
-            f"CI=true but no conformance cases were found: {SHARED_CONFORMANCE_DIR} is absent"
+            f"CI=true but AWS's shared conformance cases were not found: {SHARED_CONFORMANCE_DIR} is absent"
         )
-        pytest.skip("no conformance cases")
+        pytest.skip("AWS's shared conformance cases are absent")
     result = run_case(conformance_case, make_backend())
     assert result.passed, "\n".join(
         [*result.errors, "actual history:", *(str(event) for event in result.history)]

@@ -2,8 +2,8 @@
 per-backend conformance summary at the end of the run.
 
 The stack (one apply per backend, shared by every deployed test) carries:
-- the conformance handlers (`stepwell_conformance`, written by tests/conformance/deployed_backend.py)
-  when AWS's conformance cases are present, and
+- the conformance handlers (`stepwell_conformance`, written by tests/conformance/deployed_backend.py):
+  our own cases' (tests/conformance/cases) and, when present, AWS's shared cases', and
 - `stepwell_test_workflows` (tests/deploy/workflows/): the failure tests' workflows, and
 - `stepwell_versioned` (tests/deploy/workflows/versions/v1.py; test_versions_deployed.py deploys v2.py).
 """
