@@ -68,7 +68,7 @@ locals {
   }
 
   # Operator: everything the client and CLI do (start, stop, callbacks, definitions, events, DLQ redrive,
-  # upgrades of executions to another version: a conditional UpdateItem and an invoke message).
+  # upgrades of executions to another version: a conditional UpdateItem and an invoke message; schedules).
   operator_policy = {
     Version = "2012-10-17"
     Statement = concat(local.read_statements, [
@@ -113,6 +113,14 @@ locals {
         Effect   = "Allow"
         Action   = ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"]
         Resource = "${replace(module.scheduler.schedule_group_arn, ":schedule-group/", ":schedule/")}/*"
+      },
+      {
+        # `stepwell schedules pause/resume` (UpdateSchedule): the user's schedules only (`start.*`), never
+        # the engine's wake-ups or its reconcile schedule. Create, get and delete: WakeUpSchedules.
+        Sid      = "UserSchedules"
+        Effect   = "Allow"
+        Action   = "scheduler:UpdateSchedule"
+        Resource = "${replace(module.scheduler.schedule_group_arn, ":schedule-group/", ":schedule/")}/start.*"
       },
       {
         # "*" resource: ListSchedules takes no resource-level permission (stopping an execution lists its

@@ -60,6 +60,7 @@ module "scheduler" {
   permissions_boundary_arn   = var.permissions_boundary_arn
   reconcile_interval_minutes = var.reconcile_interval_minutes
   reconcile_schedule_enabled = var.reconcile_schedule_enabled
+  schedules                  = var.schedules
 }
 
 module "payloads" {

@@ -15,6 +15,7 @@ output "client_config" {
     event_bus_arn        = module.messaging.event_bus_arn
     schedule_group_name  = module.scheduler.schedule_group_name
     scheduler_role_arn   = module.scheduler.scheduler_role_arn
+    kms_key_arn          = var.kms_key_arn
     payload_bucket       = module.payloads.bucket_name
     worker_function_name = module.engine.function_name
     worker_alias         = module.engine.alias_name
@@ -144,6 +145,11 @@ output "reconcile_schedule_name" {
 output "reconcile_schedule_arn" {
   description = "ARN of the recurring reconcile schedule."
   value       = try(module.scheduler.reconcile_schedule_arn, null)
+}
+
+output "workflow_schedule_names" {
+  description = "EventBridge Scheduler names of the `schedules` by key (`start.<key>`, in the schedule group)."
+  value       = try(module.scheduler.workflow_schedule_names, {})
 }
 
 output "payload_bucket_name" {

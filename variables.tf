@@ -212,6 +212,50 @@ variable "reconcile_schedule_enabled" {
   default     = true
 }
 
+variable "schedules" {
+  description = "Workflow schedules: name => {workflow, expression (at(), rate() or cron() as EventBridge Scheduler takes it), timezone (IANA, default UTC), input (the execution's input as JSON text, default \"{}\": text, as the inputs of different schedules have different shapes), enabled (default true), overlap (ALLOW, the default, or SKIP: start nothing while an execution of the schedule still runs)}. Each is the schedule `start.<name>` in the module's group; an occurrence starts the execution `<name>-<YYYYMMDDTHHMMSSZ>` (subject `<name>`) once, however often it is delivered."
+  type = map(object({
+    workflow   = string
+    expression = string
+    timezone   = optional(string, "UTC")
+    input      = optional(string, "{}")
+    enabled    = optional(bool, true)
+    overlap    = optional(string, "ALLOW")
+  }))
+  default = {}
+
+  validation {
+    condition     = alltrue([for key in keys(var.schedules) : can(regex("^[A-Za-z0-9][A-Za-z0-9_-]{0,57}$", key))])
+    error_message = "schedules keys must be 1-58 characters: letters, digits, '_' and '-', starting with a letter or digit; bad: ${jsonencode([for key in keys(var.schedules) : key if !can(regex("^[A-Za-z0-9][A-Za-z0-9_-]{0,57}$", key))])}."
+  }
+
+  validation {
+    condition     = alltrue([for schedule in values(var.schedules) : can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", schedule.workflow))])
+    error_message = "schedules workflow must be a workflow name: 1-64 characters, a letter, then letters, digits, '_', '.' or '-'; bad: ${jsonencode({ for key, schedule in var.schedules : key => schedule.workflow if !can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", schedule.workflow)) })}."
+  }
+
+  validation {
+    condition     = alltrue([for schedule in values(var.schedules) : can(regex("^(at\\([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\)|rate\\([1-9][0-9]*\\s+(minute|minutes|hour|hours|day|days)\\)|cron\\(\\S+(\\s+\\S+){5}\\))$", schedule.expression))])
+    error_message = "schedules expression must be at(yyyy-mm-ddThh:mm:ss), rate(N minute[s]|hour[s]|day[s]) or cron(minutes hours day-of-month month day-of-week year); bad: ${jsonencode({ for key, schedule in var.schedules : key => schedule.expression if !can(regex("^(at\\([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\)|rate\\([1-9][0-9]*\\s+(minute|minutes|hour|hours|day|days)\\)|cron\\(\\S+(\\s+\\S+){5}\\))$", schedule.expression)) })}."
+  }
+
+  validation {
+    condition     = alltrue([for schedule in values(var.schedules) : can(regex("^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$", schedule.timezone))])
+    error_message = "schedules timezone must be an IANA time zone name such as UTC or Europe/Dublin; bad: ${jsonencode({ for key, schedule in var.schedules : key => schedule.timezone if !can(regex("^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$", schedule.timezone)) })}."
+  }
+
+  validation {
+    condition     = alltrue([for schedule in values(var.schedules) : contains(["ALLOW", "SKIP"], schedule.overlap)])
+    error_message = "schedules overlap must be ALLOW or SKIP; bad: ${jsonencode({ for key, schedule in var.schedules : key => schedule.overlap if !contains(["ALLOW", "SKIP"], schedule.overlap) })}."
+  }
+
+  # Scheduler keeps a target input up to 8192 characters: the input gets 7000 of them.
+  validation {
+    condition     = alltrue([for schedule in values(var.schedules) : can(jsondecode(schedule.input)) && length(schedule.input) <= 7000])
+    error_message = "schedules input must be JSON text (e.g. jsonencode({...})) of at most 7000 characters; bad: ${jsonencode([for key, schedule in var.schedules : key if !(can(jsondecode(schedule.input)) && length(schedule.input) <= 7000)])}."
+  }
+}
+
 # --- Payloads (S3) ---
 
 variable "payload_bucket_name" {

@@ -118,6 +118,20 @@ module "stepwell" {
   # Scheduler
   reconcile_interval_minutes = 5
 
+  # Workflow schedules: orders.confirm each morning at 06:00 Dublin time with a fixed input, skipped while
+  # the previous one still runs. Disabled here, so nothing fires until an operator resumes it
+  # (`stepwell schedules resume morning-confirm`; an apply disables it again).
+  schedules = {
+    morning-confirm = {
+      workflow   = "orders.confirm"
+      expression = "cron(0 6 * * ? *)"
+      timezone   = "Europe/Dublin"
+      input      = jsonencode({ order_id = "scheduled", lines = [{ quantity = 2, unit_price_cents = 150 }] })
+      enabled    = false
+      overlap    = "SKIP"
+    }
+  }
+
   # Payloads: destroyable with objects in it, for a throwaway example.
   payload_bucket_force_destroy = true
 
@@ -168,6 +182,11 @@ output "worker_function_name" {
 output "event_rule_name" {
   description = "Name of the rule sending bus events to the work queue."
   value       = module.stepwell.event_rule_name
+}
+
+output "workflow_schedule_names" {
+  description = "Scheduler names of the workflow schedules by key."
+  value       = module.stepwell.workflow_schedule_names
 }
 
 output "reconcile_schedule_name" {

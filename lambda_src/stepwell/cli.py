@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     console.add_argument(
         "--allow-remote", action="store_true", help="allow a --host other machines reach (it acts as you)"
     )
+    _add_schedule_commands(commands)
     definitions_cli.add_commands(commands)
     return parser
 
@@ -145,15 +146,29 @@ def _add_execution_commands(commands: Any) -> None:
     start.add_argument("--name", dest="execution_name", help="execution name (starting it again is a no-op)")
     start.add_argument("--domain", default="default", help="domain (default: %(default)s)")
     start.add_argument("--subject", dest="subject_id", help="subject id (default: the execution name)")
+    start.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        metavar="KEY=VALUE",
+        help="tag the execution (repeatable, at most 10; split at the first '=')",
+    )
 
     describe = commands.add_parser("describe", help="show an execution as JSON")
     describe.add_argument("execution_id")
 
-    listing = commands.add_parser("list", help="list executions by status, workflow, or domain and subject")
-    which = listing.add_mutually_exclusive_group(required=True)
-    which.add_argument("--status", choices=[status.value for status in ExecutionStatus])
-    which.add_argument("--workflow", help="workflow name")
-    which.add_argument("--domain", help="domain (optionally with --subject)")
+    listing = commands.add_parser(
+        "list", help="list executions by status, workflow, domain and subject, or tag (see --tag)"
+    )
+    # One of status, workflow or domain; --tag combines with --domain and --status (_check_list_filter).
+    listing.add_argument("--status", choices=[status.value for status in ExecutionStatus])
+    listing.add_argument("--workflow", help="workflow name")
+    listing.add_argument("--domain", help="domain (optionally with --subject)")
+    listing.add_argument(
+        "--tag",
+        metavar="KEY=VALUE",
+        help="executions with this tag in --domain (default: default), newest first; --status filters",
+    )
     listing.add_argument("--subject", dest="subject_id", help="subject id within --domain")
     listing.add_argument("--limit", type=int, default=50, help="executions per page (default: %(default)s)")
     listing.add_argument("--next-token", help="continue from a previous page")
@@ -247,8 +262,14 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
     elif command == "versions":
         _versions(args, client, out)
     elif command == "start":
+        tags: dict[str, str] = {}
+        for text in args.tags or []:
+            key, value = _tag_argument(text)
+            if key in tags:
+                raise CliError(f"--tag {text!r}: tag {key!r} is given twice")
+            tags[key] = value
         execution_id = client.start_execution(
-            args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id
+            args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id, tags
         )
         out.write(execution_id + "\n")
     elif command == "describe":
@@ -280,6 +301,8 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
     elif command == "stop":
         stopped = client.stop_execution(args.execution_id, _error_from(args))
         out.write(f"{args.execution_id}: {'stopped' if stopped else 'had already ended'}\n")
+    elif command == "schedules":
+        _schedules(args, client, out)
     elif command == "dlq":
         result = client.redrive_dlq(args.max_messages)
         if result.method == "move-task":
@@ -289,15 +312,42 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
     return 0
 
 
+def _tag_argument(text: str) -> tuple[str, str]:
+    """KEY=VALUE of --tag, split at the first '='."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise CliError(f"--tag {text!r} is not KEY=VALUE")
+    return key, value
+
+
+def _check_list_filter(args: argparse.Namespace) -> None:
+    """`list` takes one of --status, --workflow, --domain, or --tag with optional --domain and --status."""
+    if (args.executions_command if args.command == "executions" else args.command) != "list":
+        return
+    see = f"(see 'stepwell {'executions ' if args.command == 'executions' else ''}list --help')"
+    if args.tag is not None:
+        if args.workflow is not None or args.subject_id is not None:
+            raise UsageError(
+                f"--tag lists within --domain, optionally by --status; not with --workflow or --subject {see}"
+            )
+        return
+    chosen = [f"--{name}" for name in ("status", "workflow", "domain") if getattr(args, name) is not None]
+    if not chosen:
+        raise UsageError(f"one of the arguments --status --workflow --domain --tag is required {see}")
+    if len(chosen) > 1:
+        raise UsageError(f"argument {chosen[1]}: not allowed with argument {chosen[0]} {see}")
+
+
 def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
     if args.subject_id is not None and args.domain is None:
         raise CliError("--subject filters within a domain: pass --domain too")
     definitions_cli.check_limit(args.limit)
+    tag = _tag_argument(args.tag) if args.tag is not None else None
     token = args.next_token
     rows: list[dict[str, Any]] = []
     while True:
         page = client.list_executions(
-            args.status, args.workflow, args.domain, args.subject_id, args.limit, token
+            args.status, args.workflow, args.domain, args.subject_id, args.limit, token, tag
         )
         rows.extend(
             {
@@ -375,6 +425,65 @@ def _versions(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> 
         out.write(f"{each['version']:<8} {aliases:<12} {each['running']:>7}  {each['lastModified'] or '-'}\n")
 
 
+def _add_schedule_commands(commands: Any) -> None:
+    schedules = commands.add_parser("schedules", help="workflow schedules (EventBridge Scheduler)")
+    actions = schedules.add_subparsers(dest="schedules_command", required=True, metavar="ACTION")
+    create = actions.add_parser("create", help="start a workflow on a cron, rate or at() expression")
+    create.add_argument("name", help="schedule name (its executions are NAME-<fire time>)")
+    create.add_argument("--workflow", required=True, help="registered workflow name")
+    create.add_argument("--expression", required=True, help="at(...), rate(...) or cron(...)")
+    create.add_argument("--timezone", default="UTC", help="IANA time zone (default: %(default)s)")
+    create.add_argument("--input", metavar="JSON", help="the executions' input as JSON text (default: {})")
+    create.add_argument(
+        "--overlap",
+        choices=["ALLOW", "SKIP"],
+        default="ALLOW",
+        help="SKIP: start nothing while one still runs (default: %(default)s)",
+    )
+    create.add_argument("--disabled", action="store_true", help="create it paused")
+    listing = actions.add_parser("list", help="the schedules of the deployment's group")
+    listing.add_argument("--all", action="store_true", help="the engine's own schedules too")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    for action, text in (("pause", "stop firing"), ("resume", "fire again"), ("delete", "delete")):
+        pause_or_delete = actions.add_parser(action, help=f"{text} (a schedule of `schedules`: until apply)")
+        pause_or_delete.add_argument("name")
+
+
+def _schedules(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    action = args.schedules_command
+    if action == "create":
+        input_value = definitions_cli.load_json_text(args.input, "--input") if args.input is not None else {}
+        created = client.create_schedule(
+            args.name,
+            args.workflow,
+            args.expression,
+            input=input_value,
+            timezone=args.timezone,
+            overlap=args.overlap,
+            enabled=not args.disabled,
+        )
+        out.write(f"schedule {created['name']}: created ({created['state']})\n")
+    elif action == "list":
+        listed = client.list_schedules(include_engine=args.all)
+        if args.json:
+            _print_json({"Schedules": listed}, out)
+            return
+        for each in listed:
+            what = (
+                "engine"
+                if each["kind"] == "engine"
+                else f"{each['workflow']} {each['overlap']} {each['timezone']}"
+            )
+            expression = each.get("expression") or "-"
+            out.write(f"{each['name']:<40} {each['state'] or '-':<8} {expression:<24} {what}\n")
+    elif action == "delete":
+        client.delete_schedule(args.name)
+        out.write(f"schedule {args.name}: deleted\n")
+    else:
+        changed = client.pause_schedule(args.name) if action == "pause" else client.resume_schedule(args.name)
+        out.write(f"schedule {args.name}: {changed['state']}\n")
+
+
 def callback_ids_as_positionals(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
     """Callback ids are URL-safe base64, so older ones may start with "-", which argparse takes for an
     option. After `callback ACTION`, the first word that is neither an option of ACTION nor an option's
@@ -428,6 +537,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     parser = build_parser()
     try:
         args = parser.parse_args(callback_ids_as_positionals(parser, sys.argv[1:] if argv is None else argv))
+        _check_list_filter(args)
     except UsageError as error:
         stderr.write(f"stepwell: error: {_one_line(error)}\n")
         return USAGE_EXIT_STATUS

@@ -29,6 +29,7 @@ from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.payloads import S3PayloadStore
 from stepwell.ports import Clock, FunctionVersions
 from stepwell.registry import Registry, validate_workflow_name
+from stepwell.schedules import ScheduleManager, ScheduleTarget
 from stepwell.status_events import EventBridgeStatusEvents, NoStatusEvents
 from stepwell.timers import WakeScheduler
 from stepwell.versions import running_version
@@ -169,9 +170,11 @@ class StepwellClient:
         execution_name: str | None = None,
         domain: str = "default",
         subject_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> str:
-        """Start workflow `name`; idempotent on `execution_name`. Returns the execution id."""
-        return self.engine.start_execution(name, input, execution_name, domain, subject_id)
+        """Start workflow `name` with up to 10 `tags`; idempotent on `execution_name` (a repeat keeps the
+        first start's tags). Returns the execution id."""
+        return self.engine.start_execution(name, input, execution_name, domain, subject_id, tags)
 
     def describe_execution(self, execution_id: str) -> dict[str, Any]:
         return self.engine.describe_execution(execution_id)
@@ -184,10 +187,12 @@ class StepwellClient:
         subject_id: str | None = None,
         limit: int = 100,
         next_token: str | None = None,
+        tag: tuple[str, str] | None = None,
     ) -> Page[ExecutionRecord]:
-        """One page of executions: by status, by workflow, or by domain (and subject). Pass the page's
-        `next_token` back for the next one."""
-        return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token)
+        """One page of executions: by status, by workflow, by domain (and subject), or by `tag` (key,
+        value) within `domain` (default "default"), newest first, optionally of one status. Pass the
+        page's `next_token` back for the next one."""
+        return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token, tag)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
         """The execution's events in GetDurableExecutionHistory's vocabulary; `options` are
@@ -326,6 +331,44 @@ class StepwellClient:
             reason = f"{entry.get('ErrorCode')}: {entry.get('ErrorMessage')}"
             raise RuntimeError(f"the bus refused the {detail_type} event: {reason}")
         return entry["EventId"]
+
+    # --- schedules ---
+
+    def schedules(self) -> ScheduleManager:
+        """The deployment's workflow schedules (stepwell.schedules): create, list, pause, resume, delete."""
+        missing = [
+            key
+            for key in ("schedule_group_name", "scheduler_role_arn", "work_queue_arn")
+            if not getattr(self.config, key)
+        ]
+        if missing:
+            raise ConfigError(
+                f"deployment {self.config.name!r} has no {', '.join(missing)}: schedules need them"
+            )
+        target = ScheduleTarget(
+            self.config.schedule_group_name,
+            self.config.work_queue_arn,
+            self.config.scheduler_role_arn,
+            self.config.kms_key_arn,
+        )
+        return ScheduleManager(self.clients.scheduler, target)
+
+    def create_schedule(self, name: str, workflow: str, expression: str, **options: Any) -> dict[str, Any]:
+        """Start `workflow` on `expression`; `options`: input, timezone ("UTC"), overlap ("ALLOW" or
+        "SKIP"), enabled (True). Returns the schedule as `list_schedules` shows it."""
+        return self.schedules().create_schedule(name, workflow, expression, **options)
+
+    def list_schedules(self, include_engine: bool = False) -> list[dict[str, Any]]:
+        return self.schedules().list_schedules(include_engine)
+
+    def pause_schedule(self, name: str) -> dict[str, Any]:
+        return self.schedules().pause_schedule(name)
+
+    def resume_schedule(self, name: str) -> dict[str, Any]:
+        return self.schedules().resume_schedule(name)
+
+    def delete_schedule(self, name: str) -> None:
+        self.schedules().delete_schedule(name)
 
     # --- dead-letter queue ---
 

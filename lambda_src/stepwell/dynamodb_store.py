@@ -10,7 +10,11 @@ Item layout (bulk data under short attribute names to keep items small and cheap
 - executions: contextKey, instanceId, domain, workflowId, subjectId, status, createdAt, updatedAt (the
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
   (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl, cv (the worker
-  version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key).
+  version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key),
+  tg (tags, a map). Per tag an entry item: contextKey "<domain>#~tag#<key>#<value>" (no workflow name has
+  '~', tag keys and values no '#'), instanceId "<createdAt ms:015>#<execution id>", ttl once it ended.
+  Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
+  (the last execution the schedule started); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>" (o owner, eid, dueShard lease#N, dueAt = expiry), "timer#<id>"
@@ -48,10 +52,11 @@ from stepwell.model import (
     Page,
 )
 from stepwell.payloads import S3PayloadStore
-from stepwell.ports import DUE_SHARDS
+from stepwell.ports import DUE_SHARDS, check_schedule_pointer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
 
 Item = dict[str, Any]
 
@@ -65,7 +70,11 @@ _STATUS_INDEX = "status-index"
 _WORKFLOW_INDEX = "workflow-index"
 _VERSION_INDEX = "version-index"
 _DUE_INDEX = "due-index"
+# Tag entries evaluated per listing call at most when a status filter leaves most out (the page is short).
+_MAX_TAG_ENTRIES_PER_CALL = 1000
 _CAPACITY: Literal["TOTAL"] = "TOTAL"
+# The sort key of every schedule pointer item (its partition names the schedule).
+_SCHEDULE_POINTER_SK = "pointer"
 
 
 def due_shard(execution_id: str) -> int:
@@ -102,6 +111,32 @@ def _num(item: Item, name: str) -> float | None:
 def _flag(item: Item, name: str) -> bool:
     value = item.get(name)
     return bool(value and value.get("BOOL"))
+
+
+def tag_entry_partition(domain: str, key: str, value: str) -> str:
+    """The partition of a tag's entries in the executions table (one per domain, tag key and value)."""
+    return f"{domain}#~tag#{key}#{value}"
+
+
+def schedule_pointer_key(domain: str, schedule: str) -> Item:
+    """The key of a schedule's pointer item in the executions table: no execution's contextKey has '~'
+    (workflow names have none) and no tag entry's has '~schedule' after the domain."""
+    return {"contextKey": _s(f"{domain}#~schedule#{schedule}"), "instanceId": _s(_SCHEDULE_POINTER_SK)}
+
+
+def _tag_entries(record: ExecutionRecord, ttl: int | None) -> list[Item]:
+    """The record's tag entries: their keys sort newest first, and they expire with the record."""
+    order = f"{int(record.created_at * 1000):015d}#{record.execution_id}"
+    entries: list[Item] = []
+    for key, value in record.tags.items():
+        entry: Item = {
+            "contextKey": _s(tag_entry_partition(record.domain, key, value)),
+            "instanceId": _s(order),
+        }
+        if ttl is not None:
+            entry["ttl"] = _n(ttl)
+        entries.append(entry)
+    return entries
 
 
 def _item_id(item: Item) -> tuple[str, str]:
@@ -214,6 +249,8 @@ class DynamoDbExecutionStore:
             item["cv"] = _s(record.code_version)
             if record.status is ExecutionStatus.RUNNING:
                 item["pinnedVersion"] = _s(record.code_version)
+        if record.tags:
+            item["tg"] = {"M": {key: _s(value) for key, value in record.tags.items()}}
         return item
 
     def _record(self, item: Item) -> ExecutionRecord:
@@ -239,6 +276,7 @@ class DynamoDbExecutionStore:
             parent_execution_id=_str(item, "pe"),
             parent_operation_id=_str(item, "po"),
             code_version=_str(item, "cv"),
+            tags={key: str(value["S"]) for key, value in item.get("tg", {}).get("M", {}).items()},
         )
 
     def _text(self, item: Item, name: str) -> str | None:
@@ -249,13 +287,17 @@ class DynamoDbExecutionStore:
         return text
 
     def create_execution(self, record: ExecutionRecord) -> bool:
+        put: Item = {
+            "TableName": self.executions_table,
+            "Item": self._execution_item(record),
+            "ConditionExpression": "attribute_not_exists(contextKey)",
+        }
+        if record.tags:
+            # The record and its tag entries in one transaction: none is ever written without the others.
+            ttl = int(record.ended_at) + self.retention_seconds if record.ended_at is not None else None
+            return self._write_with_tag_entries({"Put": put}, _tag_entries(record, ttl))
         try:
-            self._db.put_item(
-                TableName=self.executions_table,
-                Item=self._execution_item(record),
-                ConditionExpression="attribute_not_exists(contextKey)",
-                ReturnConsumedCapacity=_CAPACITY,
-            )
+            self._db.put_item(**put, ReturnConsumedCapacity=_CAPACITY)
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
         return True
@@ -298,19 +340,47 @@ class DynamoDbExecutionStore:
         expression_values[":running"] = _s(ExecutionStatus.RUNNING.value)
         names["#status"] = "status"
         assignments = ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
+        running = "attribute_exists(contextKey) AND #status = :running"
+        update: Item = {
+            "TableName": self.executions_table,
+            "Key": self._execution_key(execution_id),
+            # An ended execution leaves the version index (its cv stays: which version ran it).
+            "UpdateExpression": f"SET {assignments} REMOVE pinnedVersion",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": expression_values,
+        }
         try:
+            # Untagged (most executions): one conditional UpdateItem. A tagged one fails the condition
+            # and returns its item, whose tags name the entries that must expire with it.
             self._db.update_item(
-                TableName=self.executions_table,
-                Key=self._execution_key(execution_id),
-                # An ended execution leaves the version index (its cv stays: which version ran it).
-                UpdateExpression=f"SET {assignments} REMOVE pinnedVersion",
-                ConditionExpression="attribute_exists(contextKey) AND #status = :running",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=expression_values,
+                **update,
+                ConditionExpression=f"{running} AND attribute_not_exists(tg)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 ReturnConsumedCapacity=_CAPACITY,
             )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            return False
+        except self._db.exceptions.ConditionalCheckFailedException as error:
+            current: Item | None = error.response.get("Item")  # type: ignore[assignment]
+            if not current or _str(current, "status") != ExecutionStatus.RUNNING.value or "tg" not in current:
+                return False
+            # Its tag entries start their retention with it, in the same transaction.
+            entries = _tag_entries(self._record(current), int(now) + self.retention_seconds)
+            return self._write_with_tag_entries(
+                {"Update": {**update, "ConditionExpression": running}}, entries
+            )
+        return True
+
+    def _write_with_tag_entries(self, write: Item, entries: list[Item]) -> bool:
+        """One transaction: `write` (a conditional Put or Update of an execution record) and puts of its
+        tag entries. False when the record's condition failed (nothing is written)."""
+        puts = [{"Put": {"TableName": self.executions_table, "Item": entry}} for entry in entries]
+        try:
+            items: list[Any] = [write, *puts]
+            self._db.transact_write_items(TransactItems=items, ReturnConsumedCapacity=_CAPACITY)
+        except self._db.exceptions.TransactionCanceledException as error:
+            reasons = error.response.get("CancellationReasons") or [{}]
+            if reasons[0].get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
         return True
 
     def list_executions(
@@ -318,6 +388,8 @@ class DynamoDbExecutionStore:
     ) -> Page[ExecutionRecord]:
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"limit must be 1..1000, got {limit}")
+        if query.tag is not None:
+            return self._list_by_tag(query, limit, next_token)
         kwargs: dict[str, Any] = {"TableName": self.executions_table, "Limit": limit}
         if query.status is not None:
             kwargs.update(
@@ -353,13 +425,7 @@ class DynamoDbExecutionStore:
         listing = f"{kwargs['IndexName']}|{json.dumps(kwargs['ExpressionAttributeValues'], sort_keys=True)}"
         if next_token:
             kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
-        try:
-            response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
-        except (ClientError, ParamValidationError) as error:
-            code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else "Param"
-            if next_token and code in ("ValidationException", "Param"):
-                raise InvalidArgument(f"page token {next_token!r} is not one this store returned") from error
-            raise
+        response = self._query_page(kwargs, next_token)
         items = response.get("Items", [])
         if kwargs["IndexName"] != self.subject_index:
             # The status and workflow indexes are KEYS_ONLY: read the listed executions themselves.
@@ -369,6 +435,53 @@ class DynamoDbExecutionStore:
         records = [self._record(item) for item in items]
         last_key = response.get("LastEvaluatedKey")
         return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+    def _query_page(self, kwargs: dict[str, Any], next_token: str | None) -> QueryOutputTypeDef:
+        """One Query of a listing; a token DynamoDB cannot start from is the caller's InvalidArgument."""
+        try:
+            response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
+        except (ClientError, ParamValidationError) as error:
+            code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else "Param"
+            if next_token and code in ("ValidationException", "Param"):
+                raise InvalidArgument(f"page token {next_token!r} is not one this store returned") from error
+            raise
+        return response
+
+    def _list_by_tag(
+        self, query: ExecutionQuery, limit: int, next_token: str | None
+    ) -> Page[ExecutionRecord]:
+        """Newest first: a consistent Query of the tag's entries (written with their records), then the
+        records themselves (BatchGetItem). With a status filter, Queries follow until the page is full or
+        _MAX_TAG_ENTRIES_PER_CALL entries were read (the page may then be short: follow next_token)."""
+        assert query.tag is not None and query.domain is not None  # ExecutionQuery guarantees both
+        partition = tag_entry_partition(query.domain, *query.tag)
+        status = query.status.value if query.status is not None else None
+        listing = f"tag|{partition}|{status}"
+        start_key = decode_page_token(listing, next_token) if next_token else None
+        records: list[ExecutionRecord] = []
+        evaluated = 0
+        while True:
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "KeyConditionExpression": "contextKey = :p",
+                "ExpressionAttributeValues": {":p": _s(partition)},
+                "ScanIndexForward": False,
+                "ConsistentRead": True,
+                "Limit": limit - len(records),
+            }
+            if start_key:
+                kwargs["ExclusiveStartKey"] = start_key
+            response = self._query_page(kwargs, next_token)
+            entries = response.get("Items", [])
+            evaluated += len(entries)
+            # An entry's sort key ends with its execution's id; an expired record is left out.
+            ids = [(_str(entry, "instanceId") or "#").split("#", 1)[1] for entry in entries]
+            items = self._get_executions([self._execution_key(each) for each in ids])
+            records += [r for r in map(self._record, items) if status is None or r.status.value == status]
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key or len(records) >= limit or evaluated >= _MAX_TAG_ENTRIES_PER_CALL:
+                break
+        return Page(items=records, next_token=encode_page_token(listing, start_key) if start_key else None)
 
     # --- code versions ---
 
@@ -422,6 +535,37 @@ class DynamoDbExecutionStore:
             if not last_key:
                 return count
             kwargs["ExclusiveStartKey"] = last_key
+
+    # --- schedule pointers ---
+
+    def get_schedule_pointer(self, domain: str, schedule: str) -> str | None:
+        check_schedule_pointer(domain, schedule)
+        response = self._db.get_item(
+            TableName=self.executions_table,
+            Key=schedule_pointer_key(domain, schedule),
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        item = response.get("Item")
+        return None if item is None else _str(item, "eid")
+
+    def claim_schedule_pointer(
+        self, domain: str, schedule: str, expected: str | None, execution_id: str
+    ) -> bool:
+        check_schedule_pointer(domain, schedule, execution_id)
+        put: Item = {
+            "TableName": self.executions_table,
+            "Item": {**schedule_pointer_key(domain, schedule), "eid": _s(execution_id)},
+            "ConditionExpression": "attribute_not_exists(contextKey)",
+        }
+        if expected is not None:
+            put["ConditionExpression"] = "eid = :expected"
+            put["ExpressionAttributeValues"] = {":expected": _s(expected)}
+        try:
+            self._db.put_item(**put, ReturnConsumedCapacity=_CAPACITY)
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     @staticmethod
     def _key_of(item: Item) -> Item:

@@ -37,6 +37,7 @@ from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
     KEY_PART_RULE,
+    MAX_TAGS,
     Batch,
     CallbackRef,
     ExecutionId,
@@ -48,6 +49,8 @@ from stepwell.model import (
     InvokeMessage,
     Page,
     child_execution_id,
+    tag_key_problem,
+    tag_value_problem,
 )
 from stepwell.ports import (
     Clock,
@@ -71,6 +74,35 @@ def _check_key_part(label: str, value: object) -> str:
     if not isinstance(value, str) or not KEY_PART_PATTERN.match(value):
         raise InvalidArgument(f"invalid {label} {value!r}: {KEY_PART_RULE}")
     return value
+
+
+def check_tags(tags: object) -> dict[str, str]:
+    """An execution's tags as start_execution takes them: a mapping of at most MAX_TAGS keys to values
+    (model.TAG_KEY_RULE, model.TAG_VALUE_RULE); InvalidArgument names the first bad one."""
+    if tags is None:
+        return {}
+    if not isinstance(tags, Mapping):
+        raise InvalidArgument(f"tags must be a mapping of tag keys to values, got {tags!r}")
+    if len(tags) > MAX_TAGS:
+        raise InvalidArgument(f"{len(tags)} tags given ({', '.join(map(repr, tags))}); at most {MAX_TAGS}")
+    for key, value in tags.items():
+        _check_tag(key, value)
+    return dict(tags)
+
+
+def check_tag_filter(tag: object) -> tuple[str, str]:
+    """A list_executions tag filter: a (key, value) pair of a valid tag."""
+    if not isinstance(tag, tuple | list) or len(tag) != 2:
+        raise InvalidArgument(f"a tag filter is a (key, value) pair, got {tag!r}")
+    key, value = tag
+    _check_tag(key, value)
+    return key, value
+
+
+def _check_tag(key: object, value: object) -> None:
+    problem = tag_key_problem(key) or tag_value_problem(str(key), value)
+    if problem is not None:
+        raise InvalidArgument(problem)
 
 
 ERROR_TEXT_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData")
@@ -217,6 +249,7 @@ class Engine:
         execution_name: str | None = None,
         domain: str = "default",
         subject_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> str:
         """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
         try:
@@ -225,7 +258,7 @@ class Engine:
             raise InvalidArgument(
                 f"input of workflow {name!r} is not JSON-serializable (nor are NaN and Infinity): {error}"
             ) from error
-        return self.start_execution_json(name, input_payload, execution_name, domain, subject_id)
+        return self.start_execution_json(name, input_payload, execution_name, domain, subject_id, tags)
 
     def start_execution_json(
         self,
@@ -234,8 +267,10 @@ class Engine:
         execution_name: str | None = None,
         domain: str = "default",
         subject_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> str:
-        """Start workflow `name` with its input as JSON text; idempotent on `execution_name`."""
+        """Start workflow `name` with its input as JSON text; idempotent on `execution_name` (the first
+        start's tags stay: a repeat with other tags returns the same execution, as AWS)."""
         validate_workflow_name(name)
         self._check_registered(name)
         _check_key_part("domain", domain)
@@ -243,9 +278,12 @@ class Engine:
             _check_key_part("execution name", execution_name)
         if subject_id is not None:
             _check_key_part("subject id", subject_id)
+        checked_tags = check_tags(tags)
         instance_id = execution_name or uuid.uuid4().hex
         return self._create_execution(
-            ExecutionId(domain, name, subject_id or instance_id, instance_id), input_payload
+            ExecutionId(domain, name, subject_id or instance_id, instance_id),
+            input_payload,
+            tags=checked_tags,
         )
 
     def _check_registered(self, name: str) -> None:
@@ -262,6 +300,7 @@ class Engine:
         input_payload: str | None,
         parent: ExecutionRecord | None = None,
         parent_operation_id: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> str:
         """Create the execution (a child of `parent`'s chained invoke: pinned to the parent's version) and
         enqueue its first run; the same id again is the same start only with the same input."""
@@ -283,6 +322,7 @@ class Engine:
             parent_execution_id=parent.execution_id if parent is not None else None,
             parent_operation_id=parent_operation_id,
             code_version=parent.code_version if parent is not None else None,
+            tags=tags or {},
         )
         if self.store.create_execution(record):
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
@@ -559,6 +599,7 @@ class Engine:
             description["ParentExecutionId"] = record.parent_execution_id
         if record.code_version is not None:
             description["Version"] = record.code_version
+        description["Tags"] = dict(record.tags)
         return description
 
     def list_executions(
@@ -569,14 +610,22 @@ class Engine:
         subject_id: str | None = None,
         limit: int = 100,
         next_token: str | None = None,
+        tag: tuple[str, str] | None = None,
     ) -> Page[ExecutionRecord]:
+        """One page of executions by status, by workflow, by domain (and subject), or by tag: newest
+        first within a domain (`domain`, default "default"), optionally of one status."""
         if isinstance(status, str) and not isinstance(status, ExecutionStatus):
             try:
                 status = ExecutionStatus(status)
             except ValueError:
                 allowed = ", ".join(s.value for s in ExecutionStatus)
                 raise InvalidArgument(f"invalid status {status!r}; allowed: {allowed}") from None
-        query = ExecutionQuery(status=status, workflow_id=workflow, domain=domain, subject_id=subject_id)
+        if tag is not None:
+            tag = check_tag_filter(tag)
+            domain = _check_key_part("domain", "default" if domain is None else domain)
+        query = ExecutionQuery(
+            status=status, workflow_id=workflow, domain=domain, subject_id=subject_id, tag=tag
+        )
         return self.store.list_executions(query, limit=limit, next_token=next_token)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ succeeds. Message bodies (docs/architecture.md):
   One arriving before its `dueAt` is re-scheduled, not run; one finding the execution busy (leased by
   another worker) is re-sent later with `busyRetries` counting up and the delay doubling.
 - {"kind": "reconcile"}: re-enqueue overdue wake-ups and stalled executions (stepwell.reconciler).
+- {"kind": "scheduled-start", ...}: one occurrence of a schedule starts its workflow (stepwell.schedules);
+  one that cannot start anything is logged and dropped, not retried.
 - an EventBridge envelope from the bus rule. Callback commands are events whose `detail-type` is
   "stepwell.callback.success" (detail {"callbackId": ..., "result": text, or any JSON value which is
   sent as its JSON text}),
@@ -64,6 +66,7 @@ from stepwell.model import InvokeMessage
 from stepwell.ports import Clock
 from stepwell.reconciler import Reconciler
 from stepwell.registry import Registry, default_registry, import_workflow_modules
+from stepwell.schedules import SCHEDULED_START, start_scheduled
 from stepwell.status_events import STATUS_EVENT_SOURCE
 from stepwell.timers import is_early
 from stepwell.work_queue import MAX_DELAY_SECONDS
@@ -311,10 +314,15 @@ class EntryRuntime:
                     "deletedVersions": report.deleted_versions,
                 },
             )
+        if kind == SCHEDULED_START:
+            started = start_scheduled(self.engine, body)
+            details = {"reason": started.reason} if started.reason else {}
+            return MessageResult(SCHEDULED_START, started.action, started.execution_id, details)
         if kind is None and is_bus_envelope(body):
             return self._bus_event(body)
         raise InvalidMessage(
-            f"unknown message (kind {kind!r}); expected kind 'invoke' or 'reconcile', or an EventBridge event"
+            f"unknown message (kind {kind!r}); expected kind 'invoke', 'reconcile' or '{SCHEDULED_START}', "
+            "or an EventBridge event"
         )
 
     def _invoke(self, body: Mapping[str, Any], context: Any) -> MessageResult:

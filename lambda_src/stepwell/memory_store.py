@@ -22,7 +22,7 @@ from stepwell.model import (
     Lease,
     Page,
 )
-from stepwell.ports import DUE_SHARDS
+from stepwell.ports import DUE_SHARDS, check_schedule_pointer
 
 T = TypeVar("T")
 
@@ -41,6 +41,7 @@ class MemoryExecutionStore:
         self._leases: dict[str, Lease] = {}
         self._callbacks: dict[str, CallbackRef] = {}
         self._due: dict[str, float] = {}
+        self._schedule_pointers: dict[tuple[str, str], str] = {}
         # Request counters, for tests and benchmarks of the access pattern.
         self.counters: dict[str, int] = {}
 
@@ -53,14 +54,14 @@ class MemoryExecutionStore:
             self._count("create_execution")
             if record.execution_id in self._executions:
                 return False
-            self._executions[record.execution_id] = replace(record)
+            self._executions[record.execution_id] = _copy(record)
             return True
 
     def get_execution(self, execution_id: str) -> ExecutionRecord | None:
         with self._lock:
             self._count("get_execution")
             record = self._executions.get(execution_id)
-            return replace(record) if record is not None else None
+            return _copy(record) if record is not None else None
 
     def complete_execution(
         self,
@@ -92,7 +93,21 @@ class MemoryExecutionStore:
         with self._lock:
             self._count("list_executions")
             records = list(self._executions.values())
-        if query.status is not None:
+        if query.tag is not None:
+            key, value = query.tag
+            chosen = sorted(
+                (
+                    r
+                    for r in records
+                    if r.domain == query.domain
+                    and r.tags.get(key) == value
+                    and (query.status is None or r.status is query.status)
+                ),
+                # As the DynamoDB store's tag entries sort: creation in milliseconds, then the id.
+                key=lambda r: (int(r.created_at * 1000), r.execution_id),
+                reverse=True,
+            )
+        elif query.status is not None:
             chosen = sorted(
                 (r for r in records if r.status is query.status),
                 key=lambda r: (-r.updated_at, r.execution_id),
@@ -112,7 +127,7 @@ class MemoryExecutionStore:
                 ),
                 key=lambda r: (r.subject_id, r.execution_id),
             )
-        return _page([replace(r) for r in chosen], limit, next_token)
+        return _page([_copy(r) for r in chosen], limit, next_token)
 
     # --- code versions ---
     def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
@@ -146,6 +161,24 @@ class MemoryExecutionStore:
 
     def count_pinned(self, version: str) -> int:
         return len(self._pinned(version, "count_pinned"))
+
+    # --- schedule pointers ---
+    def get_schedule_pointer(self, domain: str, schedule: str) -> str | None:
+        check_schedule_pointer(domain, schedule)
+        with self._lock:
+            self._count("get_schedule_pointer")
+            return self._schedule_pointers.get((domain, schedule))
+
+    def claim_schedule_pointer(
+        self, domain: str, schedule: str, expected: str | None, execution_id: str
+    ) -> bool:
+        check_schedule_pointer(domain, schedule, execution_id)
+        with self._lock:
+            self._count("claim_schedule_pointer")
+            if self._schedule_pointers.get((domain, schedule)) != expected:
+                return False
+            self._schedule_pointers[(domain, schedule)] = execution_id
+            return True
 
     # --- the operation log ---
     def append_batch(self, execution_id: str, batch: Batch) -> None:
@@ -264,6 +297,11 @@ class MemoryExecutionStore:
     def batch_count(self, execution_id: str) -> int:
         with self._lock:
             return len(self._batches.get(execution_id, []))
+
+
+def _copy(record: ExecutionRecord) -> ExecutionRecord:
+    """A copy that shares no mutable part with the stored record."""
+    return replace(record, tags=dict(record.tags))
 
 
 def _page(items: list[T], limit: int, next_token: str | None) -> Page[T]:

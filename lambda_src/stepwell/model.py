@@ -32,6 +32,41 @@ KEY_PART_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}$")
 KEY_PART_RULE = "1-128 characters: letters, digits and _ . : @ + = , - (not starting with a symbol)"
 
 
+# Execution tags: AWS's tag rules (keys without spaces; the prefix `aws:` is reserved, as on AWS).
+MAX_TAGS = 10
+MAX_TAG_KEY_LENGTH = 128
+MAX_TAG_VALUE_LENGTH = 256
+TAG_SYMBOLS = "_.:/=+-@"
+TAG_KEY_RULE = (
+    f"1-{MAX_TAG_KEY_LENGTH} characters: letters, digits and _ . : / = + - @, not starting with 'aws:'"
+)
+TAG_VALUE_RULE = f"0-{MAX_TAG_VALUE_LENGTH} characters: letters, digits, spaces and _ . : / = + - @"
+
+
+def tag_key_problem(key: object) -> str | None:
+    """Why `key` is not a valid tag key (None: it is)."""
+    if (
+        not isinstance(key, str)
+        or not 1 <= len(key) <= MAX_TAG_KEY_LENGTH
+        or not all(char.isalnum() or char in TAG_SYMBOLS for char in key)
+    ):
+        return f"invalid tag key {key!r}: {TAG_KEY_RULE}"
+    if key.lower().startswith("aws:"):
+        return f"invalid tag key {key!r}: the prefix 'aws:' is reserved"
+    return None
+
+
+def tag_value_problem(key: str, value: object) -> str | None:
+    """Why `value` is not a valid value of tag `key` (None: it is)."""
+    if (
+        not isinstance(value, str)
+        or len(value) > MAX_TAG_VALUE_LENGTH
+        or not all(char.isalnum() or char in TAG_SYMBOLS or char == " " for char in value)
+    ):
+        return f"invalid value {value!r} of tag {key!r}: {TAG_VALUE_RULE}"
+    return None
+
+
 def context_key(domain: str, workflow_id: str, subject_id: str) -> str:
     return f"{domain}#{workflow_id}#{subject_id}"
 
@@ -103,6 +138,8 @@ class ExecutionRecord:
     # The worker function version the execution runs on (None: not pinned, e.g. an unversioned worker).
     # Kept after the end, so it tells which version ran it; only a RUNNING one counts as pinned.
     code_version: str | None = None
+    # The caller's labels (key -> value, at most MAX_TAGS), listed by tag; fixed at the start.
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -189,14 +226,24 @@ class Lease:
 
 @dataclass(frozen=True)
 class ExecutionQuery:
-    """A list_executions filter: exactly one of status, workflow_id, or domain (+ optional subject_id)."""
+    """A list_executions filter: exactly one of status, workflow_id, or domain (+ optional subject_id);
+    or a tag (key, value) within a domain, optionally with a status."""
 
     status: ExecutionStatus | None = None
     workflow_id: str | None = None
     domain: str | None = None
     subject_id: str | None = None
+    tag: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
+        if self.tag is not None:
+            if self.domain is None or self.workflow_id is not None or self.subject_id is not None:
+                raise ValueError(
+                    "tag= lists within one domain, optionally by status=: pass domain= and neither "
+                    f"workflow_id= nor subject_id= (got domain={self.domain!r}, "
+                    f"workflow_id={self.workflow_id!r}, subject_id={self.subject_id!r})"
+                )
+            return
         chosen = [self.status is not None, self.workflow_id is not None, self.domain is not None]
         if sum(chosen) != 1:
             raise ValueError(

@@ -2,7 +2,8 @@
 the AWS adapters (DynamoDB, SQS/Scheduler, S3) implement them; the engine sees nothing else.
 
 Storage layout the methods imply (docs/architecture.md has the tables):
-- executions: one ExecutionRecord per execution (GetItem by id).
+- executions: one ExecutionRecord per execution (GetItem by id); per SKIP schedule, a pointer to the
+  last execution it started (one item, claimed with a conditional write).
 - operations: per execution, an append-only log of Batch items keyed by `seq` (e.g. SK "b#000000000042"),
   plus ExternalInput items (e.g. SK "in#<input_id>") written by senders and absorbed by the next worker.
 - coordination: leases, callback ids, due timers (dueShard/dueAt) for the reconciler.
@@ -16,10 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from stepwell.errors import InvalidArgument
 from stepwell.model import (
+    KEY_PART_PATTERN,
+    KEY_PART_RULE,
     Batch,
     CallbackRef,
     DueTimer,
+    ExecutionId,
     ExecutionQuery,
     ExecutionRecord,
     ExecutionStatus,
@@ -31,6 +36,19 @@ from stepwell.model import (
 
 # The due-timer index and lease records are spread over this many shards (timer#0..3, lease#0..3).
 DUE_SHARDS = 4
+
+
+def check_schedule_pointer(domain: str, schedule: str, execution_id: str | None = None) -> None:
+    """InvalidArgument unless `domain` and `schedule` are key parts and `execution_id` (when given) is an
+    execution id: a schedule pointer's key and value (ExecutionStore.claim_schedule_pointer)."""
+    for label, value in (("domain", domain), ("schedule", schedule)):
+        if not isinstance(value, str) or not KEY_PART_PATTERN.match(value):
+            raise InvalidArgument(f"invalid {label} {value!r} of a schedule pointer: {KEY_PART_RULE}")
+    if execution_id is not None:
+        try:
+            ExecutionId.parse(execution_id)
+        except ValueError as error:
+            raise InvalidArgument(f"a schedule pointer names an execution: {error}") from None
 
 
 class Clock(Protocol):
@@ -63,7 +81,8 @@ class ExecutionStore(Protocol):
     def list_executions(
         self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
     ) -> Page[ExecutionRecord]:
-        """Newest first for workflow (createdAt) and status (updatedAt); by subject for domain."""
+        """Newest first for workflow (createdAt), status (updatedAt) and a tag within its domain
+        (createdAt; the tag's entries are written with the record); by subject for domain."""
         ...
 
     # --- code versions (create_execution pins a record whose code_version is set) ---
@@ -78,6 +97,20 @@ class ExecutionStore(Protocol):
 
     def count_pinned(self, version: str) -> int:
         """How many RUNNING executions are pinned to `version`."""
+        ...
+
+    # --- schedule pointers (stepwell.schedules: the last execution a SKIP schedule started) ---
+    def get_schedule_pointer(self, domain: str, schedule: str) -> str | None:
+        """The execution id the schedule's pointer names (consistent read); None when it has none."""
+        ...
+
+    def claim_schedule_pointer(
+        self, domain: str, schedule: str, expected: str | None, execution_id: str
+    ) -> bool:
+        """Point the schedule at `execution_id` if its pointer still names `expected` (None: it has no
+        pointer yet); conditional, so of claims from the same value exactly one wins. True if this call
+        set it. InvalidArgument for a domain or schedule that is no key part, or an id that is no
+        execution id."""
         ...
 
     # --- the operation log ---

@@ -89,3 +89,40 @@ resource "aws_scheduler_schedule" "reconcile" {
   # The role must carry its permissions before the first delivery.
   depends_on = [aws_iam_role_policy.scheduler]
 }
+
+# The user's workflow schedules. Named `start.<key>`: the engine's own schedules (`sw-...` wake-ups and
+# `<name>-reconcile`) never contain a dot, since var.name allows none, so the two never collide and a
+# listing tells them apart (stepwell.schedules.SCHEDULE_NAME_PREFIX).
+resource "aws_scheduler_schedule" "workflow" {
+  #checkov:skip=CKV_AWS_297:kms_key_arn encrypts it when given; without one AWS owned keys do.
+  for_each = var.schedules
+
+  name                         = "start.${each.key}"
+  group_name                   = aws_scheduler_schedule_group.this.name
+  description                  = "Starts Stepwell workflow ${each.value.workflow}."
+  state                        = each.value.enabled ? "ENABLED" : "DISABLED"
+  kms_key_arn                  = var.kms_key_arn
+  schedule_expression          = each.value.expression
+  schedule_expression_timezone = each.value.timezone
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = var.work_queue_arn
+    role_arn = aws_iam_role.scheduler.arn
+    # Scheduler puts the occurrence's time in place of <aws.scheduler.scheduled-time>. jsonencode writes
+    # < and > as \u003c and \u003e, which Scheduler would not recognise: the keyword is put back as is.
+    input = replace(jsonencode({
+      kind     = "scheduled-start"
+      schedule = each.key
+      workflow = each.value.workflow
+      input    = jsondecode(each.value.input)
+      overlap  = each.value.overlap
+      firedAt  = "<aws.scheduler.scheduled-time>"
+    }), "\\u003caws.scheduler.scheduled-time\\u003e", "<aws.scheduler.scheduled-time>")
+  }
+
+  depends_on = [aws_iam_role_policy.scheduler]
+}

@@ -27,3 +27,8 @@ output "reconcile_schedule_arn" {
   description = "ARN of the recurring reconcile schedule."
   value       = try(aws_scheduler_schedule.reconcile.arn, null)
 }
+
+output "workflow_schedule_names" {
+  description = "Scheduler names of the workflow schedules by key (`start.<key>`)."
+  value       = { for key, schedule in aws_scheduler_schedule.workflow : key => schedule.name }
+}

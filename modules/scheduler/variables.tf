@@ -72,3 +72,16 @@ variable "reconcile_schedule_enabled" {
   type        = bool
   default     = true
 }
+
+variable "schedules" {
+  description = "Workflow schedules (the root module's `schedules`, validated there): each becomes `start.<key>` in the group, sending a scheduled-start message to the work queue."
+  type = map(object({
+    workflow   = string
+    expression = string
+    timezone   = string
+    input      = string
+    enabled    = bool
+    overlap    = string
+  }))
+  default = {}
+}

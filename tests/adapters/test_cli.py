@@ -142,7 +142,7 @@ def test_user_errors_are_one_clear_line(cli_env: tuple[Path, QueueDriver], tmp_p
     usage = io.StringIO()
     assert main(["list"], out=io.StringIO(), err=usage) == 2
     assert usage.getvalue() == (
-        "stepwell: error: one of the arguments --status --workflow --domain is required "
+        "stepwell: error: one of the arguments --status --workflow --domain --tag is required "
         "(see 'stepwell list --help')\n"
     )
 

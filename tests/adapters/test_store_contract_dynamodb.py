@@ -51,6 +51,22 @@ test_pinned_listings_count_only_running_executions_and_an_end_keeps_the_version 
 test_an_execution_created_pinned_is_listed_under_its_version = (
     _contract.test_an_execution_created_pinned_is_listed_under_its_version
 )
+test_executions_are_listed_by_tag_newest_first_within_their_domain_and_paged = (
+    _contract.test_executions_are_listed_by_tag_newest_first_within_their_domain_and_paged
+)
+test_a_tag_listing_filters_by_status_and_the_first_create_keeps_its_tags = (
+    _contract.test_a_tag_listing_filters_by_status_and_the_first_create_keeps_its_tags
+)
+test_a_schedule_pointer_moves_only_from_the_value_read = (
+    _contract.test_a_schedule_pointer_moves_only_from_the_value_read
+)
+test_a_schedule_pointer_is_no_execution = _contract.test_a_schedule_pointer_is_no_execution
+test_of_claims_racing_from_the_same_pointer_exactly_one_wins = (
+    _contract.test_of_claims_racing_from_the_same_pointer_exactly_one_wins
+)
+test_a_schedule_pointer_refuses_keys_that_are_not_key_parts = (
+    _contract.test_a_schedule_pointer_refuses_keys_that_are_not_key_parts
+)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from stepwell.errors import SequenceConflict
+from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.memory_store import MemoryExecutionStore, due_shard
 from stepwell.model import (
     Batch,
@@ -242,3 +242,166 @@ def test_an_execution_created_pinned_is_listed_under_its_version(execution_store
     assert execution_store.list_pinned("4").items == [child.execution_id]
     assert execution_store.pin_version(child.execution_id, "5", expected="4") is True
     assert execution_store.count_pinned("4") == 0 and execution_store.count_pinned("5") == 1
+
+
+def tagged(
+    instance: str, tags: dict[str, str], domain: str = "default", created: float = NOW
+) -> ExecutionRecord:
+    return dataclasses.replace(
+        record(instance, created=created),
+        execution_id=f"{domain}#wf#s/{instance}",
+        domain=domain,
+        tags=tags,
+    )
+
+
+def _all_by_tag(
+    store: ExecutionStore,
+    tag: tuple[str, str],
+    domain: str = "default",
+    status: ExecutionStatus | None = None,
+) -> list[str]:
+    names: list[str] = []
+    token: str | None = None
+    while True:
+        page = store.list_executions(ExecutionQuery(tag=tag, domain=domain, status=status), 2, token)
+        names.extend(r.instance_id for r in page.items)
+        token = page.next_token
+        if token is None:
+            return names
+
+
+def test_executions_are_listed_by_tag_newest_first_within_their_domain_and_paged(
+    execution_store: ExecutionStore,
+) -> None:
+    for index in range(5):
+        execution_store.create_execution(
+            tagged(f"c{index}", {"customer": "c-42", "tier": str(index % 2)}, created=NOW + index)
+        )
+    execution_store.create_execution(tagged("other-value", {"customer": "c-7"}))
+    execution_store.create_execution(tagged("other-domain", {"customer": "c-42"}, domain="acme"))
+    # '=' may be in a key and a value: key "a=b" with value "c" is not key "a" with value "b=c".
+    execution_store.create_execution(tagged("key-with-equals", {"a=b": "c"}))
+    execution_store.create_execution(tagged("value-with-equals", {"a": "b=c"}))
+    execution_store.create_execution(record("untagged"))
+
+    first = execution_store.list_executions(ExecutionQuery(tag=("customer", "c-42"), domain="default"), 2)
+    assert [r.instance_id for r in first.items] == ["c4", "c3"] and first.next_token is not None
+    assert _all_by_tag(execution_store, ("customer", "c-42")) == ["c4", "c3", "c2", "c1", "c0"]
+    assert _all_by_tag(execution_store, ("tier", "1")) == ["c3", "c1"]
+    assert _all_by_tag(execution_store, ("customer", "c-42"), domain="acme") == ["other-domain"]
+    assert _all_by_tag(execution_store, ("a=b", "c")) == ["key-with-equals"]
+    assert _all_by_tag(execution_store, ("a", "b=c")) == ["value-with-equals"]
+    assert _all_by_tag(execution_store, ("customer", "c-1")) == []
+    stored = execution_store.get_execution(tagged("c4", {}).execution_id)
+    assert stored is not None and stored.tags == {"customer": "c-42", "tier": "0"}
+    # Tag entries are no executions: the other listings do not show them.
+    by_domain = execution_store.list_executions(ExecutionQuery(domain="default"), 100).items
+    assert sorted(r.instance_id for r in by_domain) == sorted(
+        [f"c{i}" for i in range(5)] + ["other-value", "key-with-equals", "value-with-equals", "untagged"]
+    )
+    assert len(execution_store.list_executions(ExecutionQuery(workflow_id="wf")).items) == 10
+
+
+def test_a_tag_listing_filters_by_status_and_the_first_create_keeps_its_tags(
+    execution_store: ExecutionStore,
+) -> None:
+    for index in range(4):
+        execution_store.create_execution(tagged(f"t{index}", {"team": "ops"}, created=NOW + index))
+    assert execution_store.create_execution(tagged("t1", {"team": "dev"})) is False
+    stored = execution_store.get_execution(tagged("t1", {}).execution_id)
+    assert stored is not None and stored.tags == {"team": "ops"}
+    assert _all_by_tag(execution_store, ("team", "dev")) == []
+
+    for ended in ("t0", "t2"):
+        assert execution_store.complete_execution(
+            tagged(ended, {}).execution_id, ExecutionStatus.SUCCEEDED, NOW + 10, result="1"
+        )
+    assert not execution_store.complete_execution(tagged("t2", {}).execution_id, ExecutionStatus.STOPPED, NOW)
+
+    assert _all_by_tag(execution_store, ("team", "ops"), status=ExecutionStatus.RUNNING) == ["t3", "t1"]
+    assert _all_by_tag(execution_store, ("team", "ops"), status=ExecutionStatus.SUCCEEDED) == ["t2", "t0"]
+    assert _all_by_tag(execution_store, ("team", "ops"), status=ExecutionStatus.FAILED) == []
+    assert _all_by_tag(execution_store, ("team", "ops")) == ["t3", "t2", "t1", "t0"]
+    ended = execution_store.get_execution(tagged("t2", {}).execution_id)
+    assert ended is not None and ended.status is ExecutionStatus.SUCCEEDED and ended.tags == {"team": "ops"}
+
+
+def test_a_tag_query_lists_within_a_domain_only() -> None:
+    with pytest.raises(ValueError, match="tag= lists within one domain"):
+        ExecutionQuery(tag=("k", "v"))
+    with pytest.raises(ValueError, match="tag= lists within one domain"):
+        ExecutionQuery(tag=("k", "v"), domain="d", workflow_id="wf")
+    assert ExecutionQuery(tag=("k", "v"), domain="d", status=ExecutionStatus.RUNNING).tag == ("k", "v")
+
+
+def test_a_schedule_pointer_moves_only_from_the_value_read(execution_store: ExecutionStore) -> None:
+    first, second, third = (record(f"nightly-{n}", subject="nightly").execution_id for n in (1, 2, 3))
+    assert execution_store.get_schedule_pointer("default", "nightly") is None
+
+    other = record("other", subject="nightly").execution_id
+    assert execution_store.claim_schedule_pointer("default", "nightly", other, first) is False  # none yet
+    assert execution_store.claim_schedule_pointer("default", "nightly", None, first) is True
+    assert execution_store.claim_schedule_pointer("default", "nightly", None, second) is False  # set already
+    assert execution_store.get_schedule_pointer("default", "nightly") == first
+
+    assert execution_store.claim_schedule_pointer("default", "nightly", second, third) is False
+    assert execution_store.claim_schedule_pointer("default", "nightly", first, second) is True
+    assert execution_store.claim_schedule_pointer("default", "nightly", first, third) is False  # moved on
+    assert execution_store.get_schedule_pointer("default", "nightly") == second
+    # One pointer per domain and schedule.
+    assert execution_store.get_schedule_pointer("acme", "nightly") is None
+    assert execution_store.get_schedule_pointer("default", "hourly") is None
+    assert execution_store.claim_schedule_pointer("acme", "nightly", None, third) is True
+    assert execution_store.get_schedule_pointer("default", "nightly") == second
+
+
+def test_a_schedule_pointer_is_no_execution(execution_store: ExecutionStore) -> None:
+    execution_store.create_execution(record("run-1", subject="nightly"))
+    assert execution_store.claim_schedule_pointer(
+        "default", "nightly", None, record("run-1", subject="nightly").execution_id
+    )
+
+    listed = [
+        execution_store.list_executions(ExecutionQuery(domain="default"), 100).items,
+        execution_store.list_executions(ExecutionQuery(domain="default", subject_id="nightly"), 100).items,
+        execution_store.list_executions(ExecutionQuery(workflow_id="wf"), 100).items,
+        execution_store.list_executions(ExecutionQuery(status=ExecutionStatus.RUNNING), 100).items,
+    ]
+    assert [[r.instance_id for r in items] for items in listed] == [["run-1"]] * 4
+
+
+def test_of_claims_racing_from_the_same_pointer_exactly_one_wins(execution_store: ExecutionStore) -> None:
+    last = record("nightly-0", subject="nightly").execution_id
+    execution_store.claim_schedule_pointer("default", "nightly", None, last)
+    racers = 8
+    start = threading.Barrier(racers)
+    ids = [record(f"nightly-{n + 1}", subject="nightly").execution_id for n in range(racers)]
+
+    def claim(index: int) -> bool:
+        start.wait()
+        return execution_store.claim_schedule_pointer("default", "nightly", last, ids[index])
+
+    with ThreadPoolExecutor(racers) as pool:
+        outcomes = list(pool.map(claim, range(racers)))
+    assert outcomes.count(True) == 1
+    assert execution_store.get_schedule_pointer("default", "nightly") == ids[outcomes.index(True)]
+
+
+@pytest.mark.parametrize(
+    ("domain", "schedule", "execution_id", "message"),
+    [
+        ("a#b", "nightly", "default#wf#s/x", "invalid domain 'a#b'"),
+        ("default", "", "default#wf#s/x", "invalid schedule ''"),
+        ("default", "night/ly", "default#wf#s/x", "invalid schedule 'night/ly'"),
+        ("default", "nightly", "not-an-id", "a schedule pointer names an execution"),
+    ],
+)
+def test_a_schedule_pointer_refuses_keys_that_are_not_key_parts(
+    execution_store: ExecutionStore, domain: str, schedule: str, execution_id: str, message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        execution_store.claim_schedule_pointer(domain, schedule, None, execution_id)
+    if execution_id != "not-an-id":
+        with pytest.raises(InvalidArgument, match=message):
+            execution_store.get_schedule_pointer(domain, schedule)

@@ -114,6 +114,40 @@ run "operator_has_no_wildcard_action_and_one_star_resource" {
   }
 }
 
+run "operator_manages_user_schedules_and_passes_only_the_scheduler_role" {
+  command = plan
+
+  assert {
+    condition = {
+      for statement in jsondecode(output.access_policies.operator).Statement : statement.Sid => [statement.Action, statement.Resource]
+      if contains(["WakeUpSchedules", "UserSchedules"], statement.Sid)
+      } == {
+      WakeUpSchedules = [["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"], "arn:aws:scheduler:eu-west-1:123456789012:schedule/unit/*"]
+      UserSchedules   = ["scheduler:UpdateSchedule", "arn:aws:scheduler:eu-west-1:123456789012:schedule/unit/start.*"]
+    }
+    error_message = "The operator creates, reads and deletes the group's schedules and updates (pauses, resumes) only the user's start.* ones."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(output.access_policies.operator).Statement : [statement.Resource, statement.Condition]
+      if contains(flatten([statement.Action]), "iam:PassRole")
+      ] == [[
+        "arn:aws:iam::123456789012:role/unit-role",
+        { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } },
+    ]]
+    error_message = "The operator may pass the scheduler role, to Scheduler only, and no other role."
+  }
+
+  assert {
+    condition = !anytrue([
+      for statement in jsondecode(output.access_policies.reader).Statement :
+      anytrue([for action in flatten([statement.Action]) : startswith(action, "scheduler:") || action == "iam:PassRole"])
+    ])
+    error_message = "The reader manages no schedules."
+  }
+}
+
 run "each_event_source_gets_a_producer_policy_for_its_source_only" {
   command = plan
 

@@ -123,3 +123,55 @@ run "rejects_event_bus_arn_not_a_bus" {
 
   expect_failures = [var.event_bus_arn]
 }
+
+run "workflow_schedules_send_scheduled_starts_to_the_work_queue" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    schedules = {
+      nightly = { workflow = "orders.report", expression = "cron(0 6 * * ? *)", timezone = "Europe/Dublin", input = "{\"region\": \"eu\"}", enabled = true, overlap = "SKIP" }
+      paused  = { workflow = "orders.report", expression = "rate(1 hour)", timezone = "UTC", input = "{}", enabled = false, overlap = "ALLOW" }
+    }
+  }
+
+  assert {
+    condition = (
+      aws_scheduler_schedule.workflow["nightly"].name == "start.nightly" &&
+      aws_scheduler_schedule.workflow["nightly"].group_name == "unit" &&
+      aws_scheduler_schedule.workflow["nightly"].state == "ENABLED" &&
+      aws_scheduler_schedule.workflow["paused"].state == "DISABLED" &&
+      aws_scheduler_schedule.workflow["nightly"].schedule_expression == "cron(0 6 * * ? *)" &&
+      aws_scheduler_schedule.workflow["nightly"].schedule_expression_timezone == "Europe/Dublin" &&
+      aws_scheduler_schedule.workflow["nightly"].flexible_time_window[0].mode == "OFF" &&
+      aws_scheduler_schedule.workflow["nightly"].target[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-work" &&
+      aws_scheduler_schedule.workflow["nightly"].target[0].role_arn == aws_iam_role.scheduler.arn
+    )
+    error_message = "Each schedule is start.<key> in the group, in its time zone, ENABLED or DISABLED by enabled, delivered to the work queue through the role."
+  }
+
+  assert {
+    condition = jsondecode(aws_scheduler_schedule.workflow["nightly"].target[0].input) == {
+      kind     = "scheduled-start"
+      schedule = "nightly"
+      workflow = "orders.report"
+      input    = { region = "eu" }
+      overlap  = "SKIP"
+      firedAt  = "<aws.scheduler.scheduled-time>"
+    }
+    error_message = "The target input is the scheduled-start message (stepwell.schedules.scheduled_start_message)."
+  }
+
+  assert {
+    condition     = strcontains(aws_scheduler_schedule.workflow["nightly"].target[0].input, "\"firedAt\":\"<aws.scheduler.scheduled-time>\"")
+    error_message = "The keyword must be written as is (not \\u003c-escaped), or Scheduler would not put the time in."
+  }
+
+  assert {
+    condition     = output.workflow_schedule_names == { nightly = "start.nightly", paused = "start.paused" }
+    error_message = "workflow_schedule_names maps each key to its schedule's name."
+  }
+}

@@ -791,3 +791,95 @@ run "rejects_notify_statuses_unknown" {
 
   expect_failures = [var.notify_statuses]
 }
+
+# schedules: the key (schedule name), workflow name, expression shape, time zone, overlap and input rules.
+
+run "rejects_schedules_key" {
+  command = plan
+
+  variables {
+    schedules = { "bad name" = { workflow = "orders", expression = "rate(1 hour)" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_workflow" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "9orders", expression = "rate(1 hour)" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_expression" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "every day at 6" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_cron_field_count" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "cron(0 6 * * ?)" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_rate_zero" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "rate(0 minutes)" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_timezone" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "rate(1 hour)", timezone = "" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_overlap" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "rate(1 hour)", overlap = "QUEUE" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_input_not_json" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "rate(1 hour)", input = "{not json" } }
+  }
+
+  expect_failures = [var.schedules]
+}
+
+run "rejects_schedules_input_too_long" {
+  command = plan
+
+  variables {
+    schedules = { nightly = { workflow = "orders", expression = "rate(1 hour)", input = jsonencode({ text = format("%7001s", "x") }) } }
+  }
+
+  expect_failures = [var.schedules]
+}

@@ -2,7 +2,8 @@
 
 Neither moto nor LocalStack fires schedules, so tests call ``SchedulerFirer.fire_due()``: it lists
 the group's schedules through the scheduler API, fires each due one to its target with the target's
-``Input``, deletes one-time ``at(...)`` schedules whose ``ActionAfterCompletion`` is ``DELETE``, and
+``Input`` (its context attributes, ``<aws.scheduler.scheduled-time>`` and the others, replaced as
+Scheduler does), deletes one-time ``at(...)`` schedules whose ``ActionAfterCompletion`` is ``DELETE``, and
 runs recurring ``rate(...)``/``cron(...)`` schedules when their next occurrence has come.
 
 Time is virtual: ``advance(timedelta(days=3))`` moves the firer's clock, so a three-day timer fires now.
@@ -10,7 +11,8 @@ Time is virtual: ``advance(timedelta(days=3))`` moves the firer's clock, so a th
 
 Deliberate simplifications, all in the direction of firing at the earliest allowed moment:
 ``FlexibleTimeWindow`` is ignored (fired at the scheduled time); a recurring schedule that missed
-several occurrences fires once per ``fire_due()`` call (the occurrences coalesce); retry policies
+several occurrences fires once per ``fire_due()`` call (the occurrences coalesce; an updated schedule,
+a resumed one say, counts from its update); retry policies
 and dead-letter configs of targets are not emulated (a failing target raises).
 
 Targets: an SQS queue ARN (SendMessage, with ``SqsParameters.MessageGroupId``), an EventBridge bus
@@ -26,18 +28,18 @@ import json
 import os
 import re
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from stepwell.schedules import AT_PATTERN, CRON_PATTERN, EXPRESSION_FORMS, RATE_PATTERN
+
 ClientFactory = Callable[[str], Any]
 LambdaInvoker = Callable[[str, bytes], Any]
 
-_AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
-_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
-_CRON = re.compile(r"^cron\((.+)\)$")
 _RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 _MONTHS = {name: index for index, name in enumerate(calendar.month_abbr) if name}
 _MONTHS_UPPER = {name.upper(): index for name, index in _MONTHS.items()}
@@ -52,9 +54,7 @@ class ScheduleExpressionError(ValueError):
 
 def _expression_error(expression: str, why: str) -> ScheduleExpressionError:
     return ScheduleExpressionError(
-        f"unsupported schedule expression {expression!r}: {why}; allowed forms are "
-        "at(yyyy-mm-ddThh:mm:ss), rate(N minute[s]|hour[s]|day[s]) and "
-        "cron(minutes hours day-of-month month day-of-week year)"
+        f"unsupported schedule expression {expression!r}: {why}; allowed forms are {EXPRESSION_FORMS}"
     )
 
 
@@ -171,17 +171,17 @@ def parse_schedule_expression(expression: str, timezone: str = "UTC") -> Schedul
         zone = ZoneInfo(timezone or "UTC")
     except Exception as error:
         raise ScheduleExpressionError(f"unknown schedule time zone {timezone!r}: use an IANA name") from error
-    at_match = _AT.match(text)
+    at_match = AT_PATTERN.match(text)
     if at_match:
         return AtExpression(datetime.fromisoformat(at_match.group(1)).replace(tzinfo=zone))
-    rate_match = _RATE.match(text)
+    rate_match = RATE_PATTERN.match(text)
     if rate_match:
         amount = int(rate_match.group(1))
         unit = rate_match.group(2).rstrip("s")
         if amount < 1:
             raise _expression_error(expression, "a rate must be at least 1")
         return RateExpression(timedelta(seconds=amount * _RATE_UNITS[unit]))
-    cron_match = _CRON.match(text)
+    cron_match = CRON_PATTERN.match(text)
     if cron_match:
         fields = cron_match.group(1).split()
         if len(fields) != 6:
@@ -294,6 +294,19 @@ def _as_datetime(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value)).astimezone(UTC)
 
 
+def _with_context_attributes(payload: str, schedule: dict[str, Any], scheduled_time: datetime) -> str:
+    """The Input with EventBridge Scheduler's context attributes put in (each delivery is attempt 1)."""
+    values = {
+        "<aws.scheduler.schedule-arn>": str(schedule.get("Arn", "")),
+        "<aws.scheduler.scheduled-time>": scheduled_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "<aws.scheduler.execution-id>": uuid.uuid4().hex[:16],
+        "<aws.scheduler.attempt-number>": "1",
+    }
+    for keyword, value in values.items():
+        payload = payload.replace(keyword, value)
+    return payload
+
+
 def _snake_case(action: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", action[0].upper() + action[1:]).lower()
 
@@ -364,7 +377,9 @@ class SchedulerFirer:
             return expression.when if last is None and expression.when <= local_now else None
         created = _as_datetime(schedule.get("CreationDate")) or now
         anchor = start or created
-        reference = (last or anchor).astimezone(ZoneInfo(zone_name))
+        # An update (a resume, say) counts occurrences from then on: none fire for the time it was paused.
+        modified = _as_datetime(schedule.get("LastModificationDate"))
+        reference = max(last or anchor, modified or anchor).astimezone(ZoneInfo(zone_name))
         if isinstance(expression, RateExpression):
             upcoming: datetime | None = expression.next_after(
                 reference, anchor.astimezone(ZoneInfo(zone_name))
@@ -386,7 +401,7 @@ class SchedulerFirer:
                 scheduled_time = self.due_time(schedule, now)
                 if scheduled_time is None:
                     continue
-                self.fire(schedule)
+                self.fire(schedule, scheduled_time)
                 deleted = False
                 one_time = schedule["ScheduleExpression"].strip().startswith("at(")
                 if one_time and schedule.get("ActionAfterCompletion") == "DELETE":
@@ -431,11 +446,14 @@ class SchedulerFirer:
         self.advance(delta)
         return self.fire_due()
 
-    def fire(self, schedule: dict[str, Any]) -> None:
-        """Deliver a schedule's target now, whatever its expression."""
+    def fire(self, schedule: dict[str, Any], scheduled_time: datetime | None = None) -> None:
+        """Deliver a schedule's target now, whatever its expression; the context attributes in its Input
+        are replaced as Scheduler does (the scheduled time: ``scheduled_time``, default now)."""
         target: dict[str, Any] = schedule["Target"]
         arn: str = target["Arn"]
-        payload: str = target.get("Input") or "{}"
+        payload = _with_context_attributes(
+            target.get("Input") or "{}", schedule, scheduled_time or self.now()
+        )
         parts = arn.split(":", 5)
         if len(parts) < 6 or parts[0] != "arn":
             raise ValueError(f"schedule {schedule['Name']!r} has a target ARN {arn!r} that is not an ARN")
