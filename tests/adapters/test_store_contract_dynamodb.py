@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from moto import mock_aws
+from moto.dynamodb.responses import DynamoHandler
 from stepwell.aws import AwsClients
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.dynamodb_store import due_shard as dynamodb_due_shard
@@ -70,7 +73,20 @@ test_a_schedule_pointer_refuses_keys_that_are_not_key_parts = (
 
 
 @pytest.fixture
-def execution_store(aws_credentials: None) -> Iterator[DynamoDbExecutionStore]:
+def execution_store(
+    aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[DynamoDbExecutionStore]:
+    # DynamoDB applies a conditional write atomically; moto in-process checks and writes in two steps, so
+    # threads racing on one item could both pass the check. One request at a time, as DynamoDB serialises
+    # writes to an item: the racing contract tests then prove the conditions, not moto's locking.
+    serial = threading.Lock()
+    call_action = DynamoHandler.call_action
+
+    def one_at_a_time(handler: DynamoHandler) -> Any:
+        with serial:
+            return call_action(handler)
+
+    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
     with mock_aws():
         config = create_deployment()
         clients = AwsClients(region=REGION)
