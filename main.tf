@@ -140,6 +140,39 @@ module "engine" {
   workflow_modules                = var.workflow_modules
   package_build_dir               = var.package_build_dir
   python_executable               = var.python_executable
+  callback_url                    = var.callback_urls ? module.callback_urls[0].function_url : null
+}
+
+# Callback URLs (callback_urls): the callbacks function and its public function URL; it runs from the
+# worker's zip and does not depend on the worker, which gets its URL.
+module "callback_urls" {
+  source = "./modules/callback_urls"
+  count  = var.callback_urls ? 1 : 0
+
+  name = var.name
+  tags = var.tags
+  tables = {
+    executions_name   = module.state.executions_table_name
+    executions_arn    = module.state.executions_table_arn
+    operations_name   = module.state.operations_table_name
+    operations_arn    = module.state.operations_table_arn
+    coordination_name = module.state.coordination_table_name
+    coordination_arn  = module.state.coordination_table_arn
+  }
+  work_queue = {
+    url = module.messaging.work_queue_url
+    arn = module.messaging.work_queue_arn
+  }
+  package                  = module.engine.package
+  kms_key_arn              = var.kms_key_arn
+  permissions_boundary_arn = var.permissions_boundary_arn
+  runtime                  = var.runtime
+  architecture             = var.architecture
+  log_retention_days       = var.log_retention_days
+  log_level                = var.log_level
+  retention_days           = var.retention_days
+  max_body_bytes           = var.callback_url_max_body_bytes
+  secret_arn               = var.callback_url_secret_arn
 }
 
 module "monitoring" {

@@ -19,6 +19,7 @@ output "client_config" {
     payload_bucket       = module.payloads.bucket_name
     worker_function_name = module.engine.function_name
     worker_alias         = module.engine.alias_name
+    callback_url         = var.callback_urls ? module.callback_urls[0].function_url : null
   }, null)
 }
 
@@ -240,4 +241,14 @@ output "dashboard_name" {
 output "status_notifications_rule_name" {
   description = "Name of the EventBridge rule sending status-change events of notify_statuses to the alarm topic; null when none."
   value       = try(module.monitoring.status_notifications_rule_name, null)
+}
+
+output "callback_url" {
+  description = "Base URL of the callback URLs (the callbacks function's URL; stepwell.callback_url() appends /callbacks/<id>/<outcome>); null when callback_urls is false."
+  value       = var.callback_urls ? try(module.callback_urls[0].function_url, null) : null
+}
+
+output "callback_function_name" {
+  description = "Name of the callbacks Lambda behind the callback URLs; null when callback_urls is false."
+  value       = var.callback_urls ? try(module.callback_urls[0].function_name, null) : null
 }

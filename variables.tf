@@ -709,3 +709,40 @@ variable "dashboard_enabled" {
   type        = bool
   default     = true
 }
+
+# --- Callback URLs ---
+
+variable "callback_urls" {
+  description = "Create the callbacks function and its public function URL, so a third party completes, fails or heartbeats a callback with one HTTPS request (stepwell.callback_url()); false: callbacks only through the client or the bus."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "callback_url_max_body_bytes" {
+  description = "Largest request body (bytes) the callback URLs accept (413 above it). At most 204800 (200 KB), so a result sent this way is never offloaded."
+  type        = number
+  default     = 65536
+  nullable    = false
+
+  validation {
+    condition     = var.callback_url_max_body_bytes >= 1 && var.callback_url_max_body_bytes <= 204800 && floor(var.callback_url_max_body_bytes) == var.callback_url_max_body_bytes
+    error_message = "callback_url_max_body_bytes must be a whole number of bytes from 1 to 204800 (200 KB)."
+  }
+}
+
+variable "callback_url_secret_arn" {
+  description = "Secrets Manager secret ARN or SSM SecureString parameter ARN holding the HMAC-SHA256 key callback URL requests must be signed with (X-Stepwell-Timestamp, X-Stepwell-Signature); null: unsigned requests are accepted and the callback id alone is the capability."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.callback_url_secret_arn == null || can(regex("^arn:aws[a-z-]*:(secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+|ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+)$", var.callback_url_secret_arn))
+    error_message = "callback_url_secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME) or an SSM parameter ARN (arn:aws:ssm:REGION:ACCOUNT:parameter/NAME), or null."
+  }
+
+  validation {
+    condition     = var.callback_url_secret_arn == null || var.callback_urls
+    error_message = "callback_url_secret_arn needs callback_urls = true (it signs the callback URLs' requests)."
+  }
+}

@@ -151,6 +151,12 @@ module "stepwell" {
   # versions and aliases are allowed with them).
   invoke_function_arns = [aws_lambda_function.greeter.arn]
 
+  # Callback URLs: a public function URL through which a third party (a payment provider's webhook, an
+  # approval link) completes a callback without AWS credentials; stepwell.callback_url(id) in a workflow.
+  # In production give callback_url_secret_arn too, so that requests must be signed (HMAC-SHA256).
+  callback_urls               = true
+  callback_url_max_body_bytes = 65536
+
   # Monitoring: every alarm, and every failed or timed-out execution (its status-change event), notifies
   # the module's topic {name}-alarms (subscribe to it: email, chat, pager); the dashboard {name} graphs
   # the engine's metrics per workflow.
@@ -172,6 +178,16 @@ module "stepwell" {
 output "client_config" {
   description = "What the Stepwell client and CLI read to reach this deployment."
   value       = module.stepwell.client_config
+}
+
+output "callback_url" {
+  description = "Base URL of the callback URLs (stepwell.callback_url() builds on it)."
+  value       = module.stepwell.callback_url
+}
+
+output "callback_function_name" {
+  description = "Name of the Lambda behind the callback URLs."
+  value       = module.stepwell.callback_function_name
 }
 
 output "worker_function_name" {

@@ -10,7 +10,7 @@ locals {
   log_group_name = "/aws/lambda/${local.function_name}"
   in_vpc         = length(var.subnet_ids) > 0
 
-  environment = {
+  base_environment = {
     STEPWELL_NAME               = var.name
     STEPWELL_DEFINITIONS_TABLE  = var.tables.definitions_name
     STEPWELL_EXECUTIONS_TABLE   = var.tables.executions_name
@@ -45,6 +45,8 @@ locals {
     # "true": every execution status change goes on the bus (stepwell.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }
+  # The base of stepwell.callback_url() (the callbacks function's URL), only when callback URLs are on.
+  environment = merge(local.base_environment, var.callback_url == null ? {} : { STEPWELL_CALLBACK_URL = var.callback_url })
 }
 
 resource "aws_cloudwatch_log_group" "worker" {

@@ -72,3 +72,12 @@ output "package_platform" {
   description = "pip platform tag the package's dependencies are installed for."
   value       = local.pip_platform
 }
+
+output "package" {
+  description = "The worker's zip (path and source_code_hash), available once it is built: the callbacks function runs from it too."
+  value = {
+    path      = local.package_path
+    code_hash = local.package_code_hash
+  }
+  depends_on = [terraform_data.package]
+}

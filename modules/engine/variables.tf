@@ -419,3 +419,14 @@ variable "python_executable" {
   type        = string
   default     = "python3"
 }
+
+variable "callback_url" {
+  description = "Base URL of the deployment's callback URLs (the callbacks function's URL), set on the worker as STEPWELL_CALLBACK_URL for stepwell.callback_url(); null when callback URLs are off."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.callback_url == null || can(regex("^https?://[^\\s/]+/?$", var.callback_url))
+    error_message = "callback_url must be an http(s) URL with no path (a Lambda function URL), or null."
+  }
+}

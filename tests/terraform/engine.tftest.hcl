@@ -505,3 +505,34 @@ run "package_selection_excludes_harness_and_console" {
     error_message = "The module reads the builder's exclusion list (tools/lambda_package_excludes.json)."
   }
 }
+
+run "callback_url_reaches_the_worker" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    callback_url = "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/"
+  }
+
+  assert {
+    condition     = aws_lambda_function.worker.environment[0].variables.STEPWELL_CALLBACK_URL == "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/"
+    error_message = "callback_url is the worker's STEPWELL_CALLBACK_URL."
+  }
+}
+
+run "rejects_callback_url_with_a_path" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    callback_url = "https://example.com/callbacks/x"
+  }
+
+  expect_failures = [var.callback_url]
+}

@@ -883,3 +883,71 @@ run "rejects_schedules_input_too_long" {
 
   expect_failures = [var.schedules]
 }
+
+run "rejects_callback_url_max_body_bytes_zero" {
+  command = plan
+
+  variables {
+    callback_urls               = true
+    callback_url_max_body_bytes = 0
+  }
+
+  expect_failures = [var.callback_url_max_body_bytes]
+}
+
+run "rejects_callback_url_max_body_bytes_over_200_kb" {
+  command = plan
+
+  variables {
+    callback_urls               = true
+    callback_url_max_body_bytes = 204801
+  }
+
+  expect_failures = [var.callback_url_max_body_bytes]
+}
+
+run "rejects_callback_url_max_body_bytes_fraction" {
+  command = plan
+
+  variables {
+    callback_url_max_body_bytes = 1000.5
+  }
+
+  expect_failures = [var.callback_url_max_body_bytes]
+}
+
+run "rejects_callback_url_secret_arn_not_a_secret" {
+  command = plan
+
+  variables {
+    callback_urls           = true
+    callback_url_secret_arn = "arn:aws:s3:::bucket/key"
+  }
+
+  expect_failures = [var.callback_url_secret_arn]
+}
+
+run "rejects_callback_url_secret_arn_without_callback_urls" {
+  command = plan
+
+  variables {
+    callback_url_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stepwell/callbacks-AbCdEf"
+  }
+
+  expect_failures = [var.callback_url_secret_arn]
+}
+
+run "accepts_callback_url_limits_and_secret" {
+  command = plan
+
+  variables {
+    callback_urls               = true
+    callback_url_max_body_bytes = 204800
+    callback_url_secret_arn     = "arn:aws:ssm:eu-west-1:123456789012:parameter/stepwell/callback-key"
+  }
+
+  assert {
+    condition     = module.callback_urls[0].environment.STEPWELL_CALLBACK_MAX_BODY_BYTES == "204800"
+    error_message = "200 KB is the largest body limit accepted."
+  }
+}

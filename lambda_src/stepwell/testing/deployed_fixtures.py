@@ -13,6 +13,8 @@ their workflows share one apply per backend:
   when anything it created is left.
 - ``lambda_runtime``: on moto, the harness's ``LambdaRuntime`` (runs the deployed handlers on their
   queues' messages); on LocalStack, a driver with the same methods (LocalStack's own mappings run them).
+- ``function_urls``: ``stepwell.testing.function_urls.FunctionUrls`` for the backend: sends requests to
+  deployed function URLs (served by ``lambda_runtime`` on moto, by LocalStack itself there).
 - ``scheduler_firer``: a ``SchedulerFirer`` over every schedule group, on ``deployed_clock`` (a virtual
   clock the deployed handlers' wall clock follows on both backends: see ``deployed_clock``).
 - ``stepwell_workflows_writer``: override it to write further workflow modules into the deployed
@@ -42,6 +44,7 @@ from stepwell.testing.backends import (
     selected_backend_name,
     start_backend,
 )
+from stepwell.testing.function_urls import FunctionUrls
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
 from stepwell.testing.scheduler import SchedulerFirer, VirtualClock, write_clock_file
 from stepwell.testing.terraform import TerraformStack
@@ -287,3 +290,11 @@ def scheduler_firer(
         yield firer
     finally:
         firer.stop()
+
+
+@pytest.fixture(scope="session")
+def function_urls(
+    stepwell_backend: Backend, lambda_runtime: LambdaRuntime | BackendLambdaDriver
+) -> FunctionUrls:
+    """Requests to deployed function URLs, without DNS and without AWS credentials (see FunctionUrls)."""
+    return FunctionUrls.for_backend(stepwell_backend, lambda_runtime)

@@ -23,6 +23,16 @@ as the payload; an unknown function or version is moto's ResourceNotFoundExcepti
 request is relayed unchanged to the backend and its answer back, so ListVersionsByFunction,
 GetAlias or DeleteFunction from a handler reach moto.
 
+Function URLs, locally: moto stores a function's URL configuration but serves nothing. The same local
+endpoint answers requests whose Host header is a function URL's host (``<url-id>.lambda-url.<region>.
+on.aws``, as moto's FunctionUrl says): it finds the function with that URL (GetFunctionUrlConfig, read
+per request, so a deleted URL is gone at once), runs it on a payload format 2.0 event (lower-case
+headers, cookies apart, the body as text for text content types and base64 otherwise) and answers with
+the result's ``statusCode``/``headers``/``cookies``/``body`` (a result without ``statusCode``: 200 with
+the result as JSON; a function error: 502). An unknown URL is 403, as in Lambda; an ``AWS_IAM`` URL is
+always 403 here (no SigV4 check locally); a body over 6 MB is 413. ``stepwell.testing.function_urls``
+sends requests there (and to LocalStack, which serves function URLs itself).
+
 For each mapping it honours the batch size, the batching window (``wait_for_batching_window``),
 ``ReportBatchItemFailures`` (only the reported items stay on the queue; a malformed response fails
 the whole batch, as Lambda does), and a raised error or timeout failing the whole batch. SQS itself
@@ -84,6 +94,12 @@ HOP_BY_HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "proxy-authorization", "te", "trailers", "transfer-encoding", "upgrade"}
 )
 BACKEND_TIMEOUT_SECONDS = 120.0
+# A request to a function URL: <url-id>.lambda-url.<region>.<domain> (on.aws in AWS and moto).
+FUNCTION_URL_HOST = re.compile(r"(?P<url_id>[A-Za-z0-9]+)\.lambda-url\.(?P<region>[a-z0-9-]+)\.[^\s]+")
+# Lambda's limit for a synchronous invocation's request payload, which a function URL request is.
+FUNCTION_URL_MAX_REQUEST_BYTES = 6 * 1024 * 1024
+_URL_ERROR_HEADERS = {"Content-Type": "application/json"}
+_ACCESS_DENIED = {"x-amzn-ErrorType": "AccessDeniedException"}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -391,9 +407,133 @@ def _failed_item_ids(result: InvocationResult, batch_ids: set[str], reports_fail
     return failed
 
 
+def _url_id(function_url: str) -> str:
+    """The id of a function URL (its first host label), in lower case as hosts are compared."""
+    return urlsplit(function_url).netloc.split(".", 1)[0].lower()
+
+
 def _invoked_arn(spec: FunctionSpec, qualifier: str | None) -> str:
     """The ARN an invocation came through, as the context's invoked_function_arn reports it."""
     return f"{spec.arn}:{qualifier}" if qualifier else spec.arn
+
+
+def function_url_event(
+    url_id: str,
+    method: str,
+    path_and_query: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    source_ip: str,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The event Lambda gives a function for a request to its URL (payload format 2.0): header names in
+    lower case, repeated headers joined by commas, cookies apart, the body as text when the content type
+    is text and it decodes as UTF-8, else base64 (``isBase64Encoded``); no ``body`` when there is none."""
+    raw_path, _, raw_query = path_and_query.partition("?")
+    joined: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in headers:
+        key = name.lower()
+        if key == "cookie":
+            cookies.extend(part.strip() for part in value.split(";") if part.strip())
+        elif key not in HOP_BY_HOP_HEADERS:
+            joined[key] = f"{joined[key]},{value}" if key in joined else value
+    domain = joined.get("host", "").split(":", 1)[0]
+    trace_id = f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
+    joined.update(
+        {
+            "x-amzn-tls-cipher-suite": "ECDHE-RSA-AES128-GCM-SHA256",
+            "x-amzn-tls-version": "TLSv1.3",
+            "x-amzn-trace-id": trace_id,
+            "x-forwarded-for": source_ip,
+            "x-forwarded-port": "443",
+            "x-forwarded-proto": "https",
+        }
+    )
+    query: dict[str, list[str]] = parse_qs(raw_query, keep_blank_values=True)
+    moment = time.time() if now is None else now
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": raw_path or "/",
+        "rawQueryString": raw_query,
+        "headers": joined,
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": url_id,
+            "domainName": domain,
+            "domainPrefix": url_id,
+            "http": {
+                "method": method,
+                "path": unquote(raw_path or "/"),
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": joined.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(moment)),
+            "timeEpoch": int(moment * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = {key: ",".join(values) for key, values in query.items()}
+    if body:
+        content_type = joined.get("content-type", "").lower()
+        textual = content_type.startswith("text/") or any(
+            kind in content_type for kind in ("json", "xml", "javascript", "yaml", "x-www-form-urlencoded")
+        )
+        try:
+            text = body.decode("utf-8") if textual else None
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
+            event["body"] = base64.b64encode(body).decode()
+            event["isBase64Encoded"] = True
+        else:
+            event["body"] = text
+    return event
+
+
+def function_url_response(result: InvocationResult) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The HTTP answer Lambda makes of a function URL invocation's result: a function error is 502; a
+    JSON object with ``statusCode`` gives the status, ``headers``, ``cookies`` (Set-Cookie) and ``body``
+    (base64-decoded with ``isBase64Encoded``); any other result is a 200 with the result as JSON."""
+    bad_gateway = (502, [("Content-Type", "application/json")], b'{"Message":"Internal Server Error"}')
+    if result.error is not None:
+        return bad_gateway
+    payload = result.payload
+    if not isinstance(payload, dict) or "statusCode" not in payload:
+        return 200, [("Content-Type", "application/json")], json.dumps(payload).encode()
+    try:
+        status = int(payload["statusCode"])
+    except (TypeError, ValueError):
+        status = 0
+    given = payload.get("headers") or {}
+    if not 100 <= status <= 599 or not isinstance(given, dict):
+        return bad_gateway
+    headers = [
+        (str(name), str(value))
+        for name, value in given.items()
+        if str(name).lower() not in HOP_BY_HOP_HEADERS | {"content-length"}
+    ]
+    if not any(name.lower() == "content-type" for name, _ in headers):
+        headers.insert(0, ("Content-Type", "application/json"))
+    headers.extend(("Set-Cookie", str(cookie)) for cookie in payload.get("cookies") or [])
+    raw_body = payload.get("body")
+    if raw_body is None:
+        body = b""
+    elif payload.get("isBase64Encoded"):
+        body = base64.b64decode(str(raw_body))
+    elif isinstance(raw_body, str):
+        body = raw_body.encode()
+    else:
+        body = json.dumps(raw_body).encode()
+    return status, headers, body
 
 
 def _invoke_api_handler(runtime: LambdaRuntime) -> type[BaseHTTPRequestHandler]:
@@ -401,6 +541,10 @@ def _invoke_api_handler(runtime: LambdaRuntime) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"  # keep-alive, as botocore expects; every answer has a length
 
         def _serve(self) -> None:
+            url_host = FUNCTION_URL_HOST.match(self.headers.get("Host") or "")
+            if url_host is not None:
+                self._function_url(url_host["url_id"])
+                return
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             target = urlsplit(self.path)
             match = INVOKE_PATH.fullmatch(target.path)
@@ -414,11 +558,56 @@ def _invoke_api_handler(runtime: LambdaRuntime) -> type[BaseHTTPRequestHandler]:
                 runtime.background_errors.append(error)
                 self._error(500, "ServiceException", f"the local runtime failed: {error!r}")
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
-        def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        def _function_url(self, url_id: str) -> None:
+            """A request for a function URL: Lambda's front end, as far as an AuthType NONE URL goes."""
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > FUNCTION_URL_MAX_REQUEST_BYTES:
+                self.close_connection = True  # the body stays unread
+                message = (
+                    f"Request must be smaller than {FUNCTION_URL_MAX_REQUEST_BYTES} bytes "
+                    "for the InvokeFunction operation"
+                )
+                self._answer(413, json.dumps({"Message": message}).encode(), _URL_ERROR_HEADERS)
+                return
+            body = self.rfile.read(length)
+            try:
+                target = runtime.function_url_target(url_id)
+            except Exception as error:  # the backend could not be asked: Lambda's own failure
+                runtime.background_errors.append(error)
+                self._answer(500, b'{"Message":"InternalServerError"}', _URL_ERROR_HEADERS)
+                return
+            if target is None:  # no such URL: Lambda answers 403, as for a URL one may not call
+                self._answer(403, b'{"Message":null}', {**_URL_ERROR_HEADERS, **_ACCESS_DENIED})
+                return
+            spec, invoked_arn, auth_type = target
+            if auth_type != "NONE":
+                # Requests to an AWS_IAM URL must carry a SigV4 signature for the caller's IAM
+                # permissions; the local runtime cannot check one, so it refuses them all.
+                self._answer(403, b'{"Message":"Forbidden"}', {**_URL_ERROR_HEADERS, **_ACCESS_DENIED})
+                return
+            source_ip = str(self.client_address[0])
+            event = function_url_event(
+                url_id, self.command, self.path, list(self.headers.items()), body, source_ip
+            )
+            result = runtime.run(spec, event, invoked_arn)
+            status, headers, answer = function_url_response(result)
+            if self.command == "HEAD":  # the length of the body a GET would have, and no body
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                return
+            self._answer(status, answer, headers)
+
+        def _answer(
+            self, status: int, body: bytes, headers: dict[str, str] | list[tuple[str, str]] | None = None
+        ) -> None:
             self.send_response(status)
-            for name, value in (headers or {}).items():
+            pairs = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
+            for name, value in pairs:
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -548,6 +737,7 @@ class LambdaRuntime:
         self._pool_lock = threading.Lock()
         self._endpoint: ThreadingHTTPServer | None = None
         self._queue_urls: dict[str, str] = {}
+        self._url_functions: dict[str, str] = {}  # function URL id (lower case) -> function name
         # One poller at a time: background mode, poll_once and drain take turns.
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
@@ -705,6 +895,50 @@ class LambdaRuntime:
             self.run(spec, payload, invoked_arn)
         except Exception as error:
             self.background_errors.append(error)
+
+    # -- function URLs --------------------------------------------------------------------------------
+
+    def function_url_target(self, url_id: str) -> tuple[FunctionSpec, str, str] | None:
+        """The function version a function URL's id addresses, the ARN it is invoked by, and the URL's
+        AuthType; None when no function (of ``function_names``, when given) has that URL. The URL
+        configuration is read again on each call, so a deleted or replaced URL is seen at once."""
+        known = self._url_functions.get(url_id.lower())
+        found = self._url_config(known) if known is not None else None
+        if found is None or _url_id(found["FunctionUrl"]) != url_id.lower():
+            found = None
+            client = self._client_factory("lambda")
+            for page in client.get_paginator("list_functions").paginate():
+                for function in page["Functions"]:
+                    name = str(function["FunctionName"])
+                    if self.function_names is not None and name not in self.function_names:
+                        continue
+                    config = self._url_config(name)
+                    if config is None:
+                        continue
+                    self._url_functions[_url_id(config["FunctionUrl"])] = name
+                    if _url_id(config["FunctionUrl"]) == url_id.lower():
+                        found = config
+        if found is None:
+            return None
+        name, qualifier = split_function_reference(str(found["FunctionArn"]))
+        spec = self.function_spec(name, qualifier)
+        return spec, _invoked_arn(spec, qualifier), str(found.get("AuthType") or "")
+
+    def _url_config(self, function_name: str) -> dict[str, Any] | None:
+        try:
+            config: dict[str, Any] = self._client_factory("lambda").get_function_url_config(
+                FunctionName=function_name
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return None
+            raise
+        return config
+
+    def function_url_gateway(self) -> str:
+        """Where requests for the deployed function URLs go on this runtime (its local endpoint, which
+        routes by the Host header ``<url-id>.lambda-url.<region>....``)."""
+        return self.lambda_endpoint_url
 
     # -- the local Invoke API ------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ crash its process once, or hold a step until the test lets it go.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -15,6 +16,7 @@ import boto3
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from botocore.exceptions import ClientError
+from stepwell.callback_urls import callback_url
 from stepwell.registry import workflow
 
 MARKER_PREFIX = "test-marker#"
@@ -157,3 +159,21 @@ def invoke_lambda_target(event: dict[str, Any], context: DurableContext) -> Any:
     `event["input"]`; its result is the execution's, its error the execution's failure:
     tests/deploy/test_invoke_deployed.py."""
     return context.invoke(event["target"], event["input"], name="call-target")
+
+
+@workflow("callbacks.by_url")
+@durable_execution
+def callback_by_url(event: dict[str, Any], context: DurableContext) -> Any:
+    """A callback a third party completes over HTTP: the step "urls" records its callback URLs (a JSON
+    object of success, failure and heartbeat, as text) for the test to POST to; the callback's result
+    (JSON text) parsed is the execution's, its failure the execution's:
+    tests/deploy/test_callback_urls_deployed.py."""
+    callback = context.create_callback(name="by-url")
+
+    def urls(_: StepContext) -> str:
+        outcomes = ("success", "failure", "heartbeat")
+        return json.dumps({outcome: callback_url(callback.callback_id, outcome) for outcome in outcomes})
+
+    context.step(urls, name="urls")
+    raw = callback.result()
+    return None if raw is None else json.loads(raw)

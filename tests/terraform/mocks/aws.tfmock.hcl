@@ -95,3 +95,10 @@ mock_resource "aws_cloudwatch_metric_alarm" {
     arn = "arn:aws:cloudwatch:eu-west-1:123456789012:alarm:unit-alarm"
   }
 }
+
+mock_resource "aws_lambda_function_url" {
+  defaults = {
+    function_url = "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/"
+    url_id       = "abcdefghijklmnopqrstuvwxyz012345"
+  }
+}

@@ -1,0 +1,178 @@
+# Callback URLs: a small function behind a Lambda function URL (auth type NONE) that completes, fails or
+# heartbeats a callback for a third party without AWS credentials (lambda_src/stepwell/callback_urls.py).
+# A function URL rather than API Gateway: no extra service, resources or per-request cost, and both local
+# backends serve function URLs. The function is built from the worker's zip and never depends on the
+# worker, so the worker can be given its URL (STEPWELL_CALLBACK_URL) without a cycle.
+
+locals {
+  function_name  = "${var.name}-callbacks"
+  log_group_name = "/aws/lambda/${local.function_name}"
+  handler        = "stepwell.callback_urls.handler"
+
+  environment = merge(
+    {
+      STEPWELL_NAME                    = var.name
+      STEPWELL_EXECUTIONS_TABLE        = var.tables.executions_name
+      STEPWELL_OPERATIONS_TABLE        = var.tables.operations_name
+      STEPWELL_COORDINATION_TABLE      = var.tables.coordination_name
+      STEPWELL_WORK_QUEUE_URL          = var.work_queue.url
+      STEPWELL_RETENTION_DAYS          = tostring(var.retention_days)
+      STEPWELL_LOG_LEVEL               = var.log_level
+      STEPWELL_CALLBACK_MAX_BODY_BYTES = tostring(var.max_body_bytes)
+    },
+    var.secret_arn == null ? {} : { STEPWELL_CALLBACK_SECRET_ARN = var.secret_arn },
+  )
+
+  secret_is_parameter = var.secret_arn != null && can(regex("^arn:aws[a-z-]*:ssm:", var.secret_arn))
+
+  statements = concat(
+    [
+      {
+        # The callback's record (cb#<id>): read it, mark it completed with a conditional write, and
+        # reopen it when the wake-up could not be sent. No other coordination item.
+        Sid      = "CallbackRecords"
+        Effect   = "Allow"
+        Action   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+        Resource = var.tables.coordination_arn
+        Condition = {
+          "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] }
+        }
+      },
+      {
+        # Whether the callback's execution is still running.
+        Sid      = "ReadExecutions"
+        Effect   = "Allow"
+        Action   = "dynamodb:GetItem"
+        Resource = var.tables.executions_arn
+      },
+      {
+        # The external input (the result, error or heartbeat) the execution absorbs when it resumes.
+        Sid      = "ExternalInputs"
+        Effect   = "Allow"
+        Action   = "dynamodb:PutItem"
+        Resource = var.tables.operations_arn
+      },
+      {
+        # The execution's wake-up message.
+        Sid      = "WorkQueue"
+        Effect   = "Allow"
+        Action   = "sqs:SendMessage"
+        Resource = var.work_queue.arn
+      },
+      {
+        Sid      = "Logs"
+        Effect   = "Allow"
+        Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+        Resource = "${aws_cloudwatch_log_group.callbacks.arn}:*"
+      },
+    ],
+    var.secret_arn == null || local.secret_is_parameter ? [] : [{
+      Sid      = "SigningSecret"
+      Effect   = "Allow"
+      Action   = "secretsmanager:GetSecretValue"
+      Resource = var.secret_arn
+    }],
+    !local.secret_is_parameter ? [] : [{
+      Sid      = "SigningSecret"
+      Effect   = "Allow"
+      Action   = "ssm:GetParameter"
+      Resource = var.secret_arn
+    }],
+    var.kms_key_arn == null ? [] : [{
+      Sid      = "CustomerKey"
+      Effect   = "Allow"
+      Action   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+      Resource = var.kms_key_arn
+    }],
+  )
+}
+
+resource "aws_cloudwatch_log_group" "callbacks" {
+  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days variable; a year is the operator's choice, not a default.
+  #checkov:skip=CKV_AWS_158:Logs use the customer key when kms_key_arn is given; CloudWatch's own encryption otherwise.
+  name              = local.log_group_name
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_iam_role" "callbacks" {
+  name                 = local.function_name
+  description          = "Stepwell callback URLs: completes callbacks for requests to the function URL."
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "lambda.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+    }]
+  })
+}
+
+resource "aws_iam_role_policy" "callbacks" {
+  name   = "stepwell-callbacks"
+  role   = aws_iam_role.callbacks.id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.statements })
+}
+
+resource "aws_lambda_function" "callbacks" {
+  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the function logs structured records instead.
+  #checkov:skip=CKV_AWS_116:Invoked synchronously by its function URL; an async DLQ would never be used.
+  #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
+  #checkov:skip=CKV_AWS_173:Environment holds resource names and the secret's ARN only, never the secret; kms_key_arn encrypts it when given.
+  #checkov:skip=CKV_AWS_115:Concurrency is bounded by the account; reserving some would take it from the worker.
+  function_name    = local.function_name
+  description      = "Stepwell callback URLs: completes, fails or heartbeats a callback for an HTTPS request."
+  role             = aws_iam_role.callbacks.arn
+  handler          = local.handler
+  runtime          = var.runtime
+  architectures    = [var.architecture]
+  memory_size      = 256
+  timeout          = 30
+  kms_key_arn      = var.kms_key_arn
+  filename         = var.package.path
+  source_code_hash = var.package.code_hash
+
+  environment {
+    variables = local.environment
+  }
+
+  tags = var.tags
+
+  depends_on = [
+    aws_cloudwatch_log_group.callbacks,
+    aws_iam_role_policy.callbacks,
+  ]
+}
+
+resource "aws_lambda_function_url" "callbacks" {
+  #checkov:skip=CKV_AWS_258:A callback URL is for third parties without AWS credentials; the callback id and the optional HMAC signature are the check (docs/security.md).
+  function_name      = aws_lambda_function.callbacks.function_name
+  authorization_type = "NONE"
+}
+
+# AuthType NONE still needs the function's resource policy to let anyone call the URL.
+resource "aws_lambda_permission" "function_url" {
+  #checkov:skip=CKV_AWS_301:The function URL is public by design (auth type NONE): a callback URL for third parties (docs/security.md).
+  statement_id           = "PublicFunctionUrl"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = aws_lambda_function.callbacks.function_name
+  principal              = "*"
+  function_url_auth_type = "NONE"
+}
+
+# Function URLs created since October 2025 also need lambda:InvokeFunction. The provider versions this
+# module allows (< 6.x's invoked_via_function_url) cannot limit it to URL requests, so a direct invoke is
+# allowed too: the handler treats any event as a hostile HTTP request (route, method, size, signature), so
+# a direct invoke can do nothing a request to the URL cannot.
+resource "aws_lambda_permission" "invoke" {
+  #checkov:skip=CKV_AWS_301:The function is public by design (a callback URL for third parties); see the comment above.
+  statement_id  = "PublicInvokeForFunctionUrl"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.callbacks.function_name
+  principal     = "*"
+}

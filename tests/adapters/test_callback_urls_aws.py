@@ -1,0 +1,126 @@
+"""Callback URLs on the AWS adapters (moto in-process): the module-level handler built from the callbacks
+function's environment, its DynamoDB and SQS calls, and the signing secret from Secrets Manager or SSM."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
+from stepwell import callback_urls
+from stepwell.callback_urls import read_secret, signature
+from stepwell.client import StepwellClient
+from stepwell.clock import VirtualClock
+from stepwell.entry import EntryRuntime
+from stepwell.errors import InvalidArgument
+from stepwell.registry import Registry
+
+from tests.engine.test_callback_urls import url_event
+
+from .deployment import REGION, Deployment
+from .driver import QueueDriver
+
+KEY = "webhook-signing-key"
+
+
+@durable_execution
+def approval(event: Any, context: DurableContext) -> Any:
+    callback = context.create_callback(name="approval", config=CallbackConfig(timeout=Duration.from_hours(1)))
+    return callback.result()
+
+
+def _callback_id(client: StepwellClient, execution_id: str) -> str:
+    for event in client.get_execution_history(execution_id):
+        if event["EventType"] == "CallbackStarted":
+            callback_id: str = event["CallbackStartedDetails"]["CallbackId"]
+            return callback_id
+    raise AssertionError("the execution has no callback")
+
+
+def _signed(body: str) -> dict[str, str]:
+    stamp = str(int(time.time()))
+    return {
+        "X-Stepwell-Timestamp": stamp,
+        "X-Stepwell-Signature": signature(KEY.encode(), stamp, body.encode()),
+    }
+
+
+def test_the_lambda_handler_completes_a_callback_on_dynamodb_and_sqs(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret_arn = deployment.clients._session.client("secretsmanager", region_name=REGION).create_secret(
+        Name="stepwell/callbacks", SecretString=KEY
+    )["ARN"]
+    config = deployment.config
+    # The callbacks function's environment as modules/callback_urls sets it.
+    environment = {
+        "STEPWELL_NAME": config.name,
+        "STEPWELL_EXECUTIONS_TABLE": config.executions_table,
+        "STEPWELL_OPERATIONS_TABLE": config.operations_table,
+        "STEPWELL_COORDINATION_TABLE": config.coordination_table,
+        "STEPWELL_WORK_QUEUE_URL": config.work_queue_url,
+        "STEPWELL_RETENTION_DAYS": "30",
+        "STEPWELL_LOG_LEVEL": "INFO",
+        "STEPWELL_CALLBACK_MAX_BODY_BYTES": "1024",
+        "STEPWELL_CALLBACK_SECRET_ARN": secret_arn,
+    }
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(callback_urls, "_handler", None)
+
+    registry = Registry()
+    registry.register("approval", approval)
+    clock = VirtualClock()
+    client = StepwellClient(config, deployment.clients, registry=registry, clock=clock)
+    driver = QueueDriver(
+        deployment,
+        EntryRuntime.from_config(config, deployment.clients, registry=registry, clock=clock),
+        clock,
+    )
+    execution_id = client.start_execution("approval", None, execution_name="by-url")
+    driver.run_until_quiet(fire_schedules=False)
+    callback_id = _callback_id(client, execution_id)
+    path = f"/callbacks/{callback_id}/success"
+
+    unsigned = callback_urls.handler(url_event(path, '"approved"'), None)
+    too_large = callback_urls.handler(url_event(path, json.dumps("x" * 1100), headers=_signed("")), None)
+    unknown = callback_urls.handler(
+        url_event("/callbacks/cbUnknown/success", "1", headers=_signed("1")), None
+    )
+    heartbeat = callback_urls.handler(
+        url_event(f"/callbacks/{callback_id}/heartbeat", headers=_signed("")), None
+    )
+    accepted = callback_urls.handler(url_event(path, '"approved"', headers=_signed('"approved"')), None)
+    again = callback_urls.handler(url_event(path, '"again"', headers=_signed('"again"')), None)
+
+    assert [r["statusCode"] for r in (unsigned, too_large, unknown, heartbeat, accepted, again)] == [
+        401,
+        413,
+        404,
+        202,
+        202,
+        409,
+    ]
+    driver.run_until_quiet(fire_schedules=False)
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED"
+    assert json.loads(description["Result"]) == '"approved"'
+
+
+def test_the_secret_is_read_from_secrets_manager_and_ssm(deployment: Deployment) -> None:
+    session = deployment.clients._session
+    secrets = session.client("secretsmanager", region_name=REGION)
+    text_arn = secrets.create_secret(Name="text-key", SecretString=KEY)["ARN"]
+    binary_arn = secrets.create_secret(Name="binary-key", SecretBinary=b"\x00\x01key")["ARN"]
+    ssm = session.client("ssm", region_name=REGION)
+    ssm.put_parameter(Name="/stepwell/callback-key", Value=KEY, Type="SecureString")
+    parameter_arn = ssm.get_parameter(Name="/stepwell/callback-key")["Parameter"]["ARN"]
+
+    assert read_secret(text_arn) == KEY.encode()
+    assert read_secret(binary_arn) == b"\x00\x01key"
+    assert read_secret(parameter_arn) == KEY.encode()
+    with pytest.raises(InvalidArgument, match="Secrets Manager secret ARN"):
+        read_secret("text-key")
