@@ -49,6 +49,9 @@ def deployed_conformance(
     return {result.case.test_id: result for result in results}
 
 
+# The first case's setup applies the stack and runs every case at once (run_cases gives up after 900 s):
+# its time is the whole suite's, not one case's, so it gets more than the default per-test limit.
+@pytest.mark.timeout(1800)
 def test_conformance_case(deployed_conformance: dict[str, CaseResult], case_id: str) -> None:
     if case_id == NO_SHARED_CASES:
         assert os.environ.get("CI", "").lower() != "true", (
