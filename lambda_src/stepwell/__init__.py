@@ -2,6 +2,9 @@
 
 from typing import Any
 
+from stepwell.flow_limits import Concurrency, Rate
+
+__all__ = ["Concurrency", "Rate", "__version__"]
 __version__ = "0.1.0"
 
 

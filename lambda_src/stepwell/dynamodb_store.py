@@ -18,7 +18,11 @@ Item layout (bulk data under short attribute names to keep items small and cheap
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>" (o owner, eid, dueShard lease#N, dueAt = expiry), "timer#<id>"
-  (eid, dueShard timer#N, dueAt), "cb#<callback id>" (eid, op).
+  (eid, dueShard timer#N, dueAt), "cb#<callback id>" (eid, op). Flow control (scopes are FlowLimit.scope):
+  a concurrency key "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels,
+  and while its queue is not empty dueShard flow#N, dueAt = its sweep time), its tickets
+  "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>" (starts, v version, labels)
+  and per rate-limited execution "fc#x#<digest of its id>" (eid, startAt, ttl).
 
 Safety net: a string value larger than `inline_limit` bytes that the engine did not already offload is
 put on S3 by this store (when it has a payload store) and read back transparently.
@@ -31,8 +35,9 @@ import binascii
 import contextlib
 import hashlib
 import json
+import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError, ParamValidationError
@@ -47,6 +52,9 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    FlowLimit,
+    FlowRate,
+    FlowSlots,
     InputKind,
     Lease,
     Page,
@@ -75,6 +83,10 @@ _MAX_TAG_ENTRIES_PER_CALL = 1000
 _CAPACITY: Literal["TOTAL"] = "TOTAL"
 # The sort key of every schedule pointer item (its partition names the schedule).
 _SCHEDULE_POINTER_SK = "pointer"
+# Attempts of a flow write that lost a race creating its key's item (the next attempt finds it).
+_FLOW_ATTEMPTS = 3
+_FLOW_NAMES = {"#h": "holders", "#hd": "head", "#tl": "tail", "#lb": "labels"}
+_NAME_TOKEN = re.compile(r"#[A-Za-z0-9_]+")
 
 
 def due_shard(execution_id: str) -> int:
@@ -251,6 +263,8 @@ class DynamoDbExecutionStore:
                 item["pinnedVersion"] = _s(record.code_version)
         if record.tags:
             item["tg"] = {"M": {key: _s(value) for key, value in record.tags.items()}}
+        if record.flow:
+            item["fl"] = {"L": [{"M": _flow_limit_item(limit)} for limit in record.flow]}
         return item
 
     def _record(self, item: Item) -> ExecutionRecord:
@@ -277,6 +291,7 @@ class DynamoDbExecutionStore:
             parent_operation_id=_str(item, "po"),
             code_version=_str(item, "cv"),
             tags={key: str(value["S"]) for key, value in item.get("tg", {}).get("M", {}).items()},
+            flow=tuple(_flow_limit(entry["M"]) for entry in item.get("fl", {}).get("L", [])),
         )
 
     def _text(self, item: Item, name: str) -> str | None:
@@ -572,22 +587,26 @@ class DynamoDbExecutionStore:
         return {"contextKey": item["contextKey"], "instanceId": item["instanceId"]}
 
     def _get_executions(self, keys: list[Item]) -> list[Item]:
-        """The items of `keys` in their order (BatchGetItem, consistent reads); deleted items are skipped."""
-        found: dict[tuple[str, str], Item] = {}
+        return self._batch_get(self.executions_table, keys, _item_id)
+
+    def _batch_get(self, table: str, keys: list[Item], identify: Callable[[Item], Hashable]) -> list[Item]:
+        """The items of `keys` in their order (BatchGetItem, consistent reads); missing items are skipped.
+        `identify` gives an item's (or key's) table key as a hashable value."""
+        found: dict[Hashable, Item] = {}
         for start in range(0, len(keys), _BATCH_GET_SIZE):
             pending: dict[str, Any] = {
-                self.executions_table: {"Keys": keys[start : start + _BATCH_GET_SIZE], "ConsistentRead": True}
+                table: {"Keys": keys[start : start + _BATCH_GET_SIZE], "ConsistentRead": True}
             }
             attempt = 0
             while pending:
                 response = self._db.batch_get_item(RequestItems=pending, ReturnConsumedCapacity=_CAPACITY)
-                for item in response.get("Responses", {}).get(self.executions_table, []):
-                    found[_item_id(item)] = item
+                for item in response.get("Responses", {}).get(table, []):
+                    found[identify(item)] = item
                 pending = dict(response.get("UnprocessedKeys") or {})
                 if pending:  # throttled keys come back unprocessed: back off and ask again
                     attempt += 1
                     _back_off(attempt)
-        return [found[_item_id(key)] for key in keys if _item_id(key) in found]
+        return [found[identify(key)] for key in keys if identify(key) in found]
 
     # --- the operation log ---
 
@@ -853,3 +872,301 @@ class DynamoDbExecutionStore:
             )
             for item in self._query_due_index("lease", shard, now, limit)
         ]
+
+    # --- flow control ---
+
+    def _flow_update(self, key: str, **kwargs: Any) -> Item | None:
+        """A conditional UpdateItem of a flow item: its new attributes when ReturnValues asks for them, {}
+        otherwise, None when the condition failed (nothing changed)."""
+        # DynamoDB refuses names an expression does not use: pass the ones these expressions name.
+        expressions = " ".join(
+            str(kwargs.get(name, "")) for name in ("UpdateExpression", "ConditionExpression")
+        )
+        names = {
+            token: _FLOW_NAMES[token] for token in _NAME_TOKEN.findall(expressions) if token in _FLOW_NAMES
+        }
+        names.update(kwargs.pop("ExpressionAttributeNames", {}))
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        try:
+            response = self._db.update_item(
+                TableName=self.coordination_table,
+                Key={"key": _s(key)},
+                ReturnConsumedCapacity=_CAPACITY,
+                **kwargs,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return None
+        return dict(response.get("Attributes", {}))
+
+    def _flow_put(self, item: Item, condition: str, values: Item | None = None) -> bool:
+        """A conditional PutItem of a flow item; False when the condition failed."""
+        kwargs: dict[str, Any] = {"ExpressionAttributeValues": values} if values else {}
+        if "#k" in condition:
+            kwargs["ExpressionAttributeNames"] = {"#k": "key"}
+        try:
+            self._db.put_item(
+                TableName=self.coordination_table,
+                Item=item,
+                ConditionExpression=condition,
+                ReturnConsumedCapacity=_CAPACITY,
+                **kwargs,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def _flow_get(self, key: str) -> Item | None:
+        response = self._db.get_item(
+            TableName=self.coordination_table,
+            Key={"key": _s(key)},
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        return response.get("Item")
+
+    def get_flow_slots(self, scope: str) -> FlowSlots | None:
+        item = self._flow_get(scope)
+        return None if item is None else _flow_slots(item)
+
+    def hold_flow_slot(
+        self, scope: str, execution_id: str, limit: int, expires_at: float, labels: Mapping[str, str]
+    ) -> bool:
+        for _ in range(_FLOW_ATTEMPTS):
+            # One conditional write on the key's item: DynamoDB checks size(holders) and adds to it
+            # atomically, so racing holders never pass the limit.
+            taken = self._flow_update(
+                scope,
+                UpdateExpression="SET #h.#e = :expires, #lb = :labels",
+                ConditionExpression=(
+                    "attribute_exists(#h) AND attribute_not_exists(#h.#e) AND size(#h) < :limit AND #hd = #tl"
+                ),
+                ExpressionAttributeNames={"#e": execution_id},
+                ExpressionAttributeValues={
+                    ":expires": _n(expires_at),
+                    ":labels": _labels(labels),
+                    ":limit": _n(limit),
+                },
+            )
+            if taken is not None:
+                return True
+            state = self.get_flow_slots(scope)
+            if state is not None:
+                return execution_id in state.holders
+            first: Item = {
+                "key": _s(scope),
+                "holders": {"M": {execution_id: _n(expires_at)}},
+                "head": _n(0),
+                "tail": _n(0),
+                "labels": _labels(labels),
+            }
+            if limit > 0 and self._flow_put(first, "attribute_not_exists(#k)"):
+                return True
+        return False  # the item was created and changed under this call each time: the caller waits
+
+    def take_flow_ticket(self, scope: str, sweep_at: float, labels: Mapping[str, str]) -> int:
+        # ADD on a missing item creates it: the first ticket is 0 (the new tail minus one).
+        attributes = self._flow_update(
+            scope,
+            UpdateExpression=(
+                "SET #h = if_not_exists(#h, :none), #hd = if_not_exists(#hd, :zero), #lb = :labels, "
+                "dueShard = :shard, dueAt = :sweep ADD #tl :one"
+            ),
+            ExpressionAttributeValues={
+                ":none": {"M": {}},
+                ":zero": _n(0),
+                ":one": _n(1),
+                ":labels": _labels(labels),
+                ":shard": _s(f"flow#{due_shard(scope)}"),
+                ":sweep": _n(sweep_at),
+            },
+            ReturnValues="UPDATED_NEW",
+        )
+        assert attributes is not None  # the update has no condition
+        return int(attributes["tail"]["N"]) - 1
+
+    def put_flow_ticket(self, scope: str, ticket: int, execution_id: str) -> bool:
+        item = {"key": _s(_ticket_key(scope, ticket)), "eid": _s(execution_id)}
+        return self._flow_put(item, "attribute_not_exists(#k)")
+
+    def claim_flow_ticket(self, scope: str, ticket: int) -> str | None:
+        key = _ticket_key(scope, ticket)
+        item = self._flow_get(key)
+        if item is None:
+            # Not written yet: mark it skipped (its late put then fails); the marker outlives any late put.
+            skipped = {
+                "key": _s(key),
+                "skipped": {"BOOL": True},
+                "ttl": _n(int(time.time()) + self.retention_seconds),
+            }
+            if self._flow_put(skipped, "attribute_not_exists(#k)"):
+                return None
+            item = self._flow_get(key)  # the put landed first
+        return None if item is None else _str(item, "eid")
+
+    def advance_flow(
+        self, scope: str, ticket: int, execution_id: str | None, limit: int, expires_at: float
+    ) -> bool:
+        values: Item = {":ticket": _n(ticket), ":next": _n(ticket + 1)}
+        update, condition, names = "SET #hd = :next", "#hd = :ticket", {}
+        if execution_id is not None:
+            update += ", #h.#e = :expires"
+            condition += " AND size(#h) < :limit AND attribute_not_exists(#h.#e)"
+            names["#e"] = execution_id
+            values.update({":expires": _n(expires_at), ":limit": _n(limit)})
+        served = self._flow_update(
+            scope,
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        if served is None:
+            return False
+        # A skipped marker stays until its ttl, so a late put of its ticket still fails.
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.delete_item(
+                TableName=self.coordination_table,
+                Key={"key": _s(_ticket_key(scope, ticket))},
+                ConditionExpression="attribute_exists(eid)",
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        return True
+
+    def release_flow_slot(
+        self, scope: str, execution_id: str, expected_expiry: float | None = None
+    ) -> FlowSlots | None:
+        values: Item = {}
+        condition = "attribute_exists(#h.#e)"
+        if expected_expiry is not None:
+            condition = "#h.#e = :expected"
+            values[":expected"] = _n(expected_expiry)
+        after = self._flow_update(
+            scope,
+            UpdateExpression="REMOVE #h.#e",
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#e": execution_id},
+            ReturnValues="ALL_NEW",
+            **({"ExpressionAttributeValues": values} if values else {}),
+        )
+        return None if after is None else _flow_slots(after)
+
+    def renew_flow_slot(
+        self, scope: str, execution_id: str, expected_expiry: float, expires_at: float
+    ) -> bool:
+        renewed = self._flow_update(
+            scope,
+            UpdateExpression="SET #h.#e = :expires",
+            ConditionExpression="#h.#e = :expected",
+            ExpressionAttributeNames={"#e": execution_id},
+            ExpressionAttributeValues={":expected": _n(expected_expiry), ":expires": _n(expires_at)},
+        )
+        return renewed is not None
+
+    def set_flow_sweep(self, scope: str, sweep_at: float | None) -> None:
+        # Only a key that has state is swept: the condition keeps this from creating a bare item.
+        if sweep_at is None:
+            self._flow_update(
+                scope,
+                UpdateExpression="REMOVE dueShard, dueAt",
+                ConditionExpression="attribute_exists(#h)",
+            )
+        else:
+            self._flow_update(
+                scope,
+                UpdateExpression="SET dueShard = :shard, dueAt = :sweep",
+                ConditionExpression="attribute_exists(#h)",
+                ExpressionAttributeValues={":shard": _s(f"flow#{due_shard(scope)}"), ":sweep": _n(sweep_at)},
+            )
+
+    def query_flow_sweeps(self, shard: int, now: float, limit: int = 100) -> list[str]:
+        return [_str(item, "key") or "" for item in self._query_due_index("flow", shard, now, limit)]
+
+    def get_flow_rate(self, scope: str) -> FlowRate:
+        item = self._flow_get(scope)
+        if item is None:
+            return FlowRate()
+        return FlowRate(
+            starts=tuple(float(start["N"]) for start in item.get("starts", {}).get("L", [])),
+            version=int(_num(item, "v") or 0),
+            labels=_labels_of(item),
+        )
+
+    def put_flow_rate(
+        self, scope: str, expected_version: int, starts: Sequence[float], labels: Mapping[str, str]
+    ) -> bool:
+        item: Item = {
+            "key": _s(scope),
+            "starts": {"L": [_n(start) for start in starts]},
+            "v": _n(expected_version + 1),
+            "labels": _labels(labels),
+        }
+        if expected_version == 0:
+            return self._flow_put(item, "attribute_not_exists(#k)")
+        return self._flow_put(item, "v = :expected", {":expected": _n(expected_version)})
+
+    def reserve_flow_start(self, execution_id: str, start_at: float) -> float:
+        key = _reservation_key(execution_id)
+        item: Item = {
+            "key": _s(key),
+            "eid": _s(execution_id),
+            "startAt": _n(start_at),
+            "ttl": _n(int(start_at) + self.retention_seconds),
+        }
+        if self._flow_put(item, "attribute_not_exists(#k)"):
+            return start_at
+        recorded = self.get_flow_start(execution_id)
+        return start_at if recorded is None else recorded
+
+    def get_flow_start(self, execution_id: str) -> float | None:
+        item = self._flow_get(_reservation_key(execution_id))
+        return None if item is None else _num(item, "startAt")
+
+    def peek_flow_tickets(self, scope: str, first: int, count: int) -> list[str]:
+        if first < 0 or count < 0:
+            raise InvalidArgument(f"tickets are numbered from 0: got first={first}, count={count}")
+        keys = [{"key": _s(_ticket_key(scope, ticket))} for ticket in range(first, first + count)]
+        items = self._batch_get(self.coordination_table, keys, lambda item: _str(item, "key"))
+        return [eid for eid in (_str(item, "eid") for item in items) if eid is not None]
+
+
+def _ticket_key(scope: str, ticket: int) -> str:
+    return f"{scope}#t#{ticket}"
+
+
+def _reservation_key(execution_id: str) -> str:
+    return "fc#x#" + hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:40]
+
+
+def _labels(labels: Mapping[str, str]) -> Item:
+    return {"M": {name: _s(str(value)) for name, value in labels.items()}}
+
+
+def _labels_of(item: Item) -> dict[str, str]:
+    return {name: str(value["S"]) for name, value in item.get("labels", {}).get("M", {}).items()}
+
+
+def _flow_slots(item: Item) -> FlowSlots:
+    return FlowSlots(
+        holders={eid: float(expiry["N"]) for eid, expiry in item.get("holders", {}).get("M", {}).items()},
+        head=int(_num(item, "head") or 0),
+        tail=int(_num(item, "tail") or 0),
+        labels=_labels_of(item),
+    )
+
+
+def _flow_limit_item(limit: FlowLimit) -> Item:
+    return {
+        "kind": _s(limit.kind),
+        "domain": _s(limit.domain),
+        "workflow": _s(limit.workflow),
+        "key": _s(limit.key),
+        "limit": _n(limit.limit),
+        "period": _n(limit.period),
+    }
+
+
+def _flow_limit(entry: Item) -> FlowLimit:
+    return FlowLimit.from_dict(
+        {name: value["S"] if "S" in value else int(value["N"]) for name, value in entry.items()}
+    )

@@ -24,6 +24,8 @@ from stepwell.errors import (
     VersionNotFound,
     WorkflowNotFound,
 )
+from stepwell.flow_control import FlowControl
+from stepwell.flow_limits import MAX_FLOW_KEY_LENGTH, resolve_flow
 from stepwell.history import events_from_bodies, without_execution_data
 from stepwell.journal import (
     ChildStart,
@@ -45,6 +47,7 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    FlowLimit,
     InputKind,
     InvokeMessage,
     Page,
@@ -156,6 +159,11 @@ class Engine:
     status_events: StatusEvents = field(default_factory=NoStatusEvents)
     # Where the facts of each message handled go (stepwell.metrics; the entry and harness flush them).
     metrics: Metrics = field(default_factory=NoMetrics)
+    # Per-key concurrency and rate limits (stepwell.flow_control), on this engine's ports.
+    flow: FlowControl = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.flow = FlowControl(self.store, self.queue, self.timers, self.clock, self.metrics)
 
     # ------------------------------------------------------------------ payloads
 
@@ -306,6 +314,8 @@ class Engine:
         enqueue its first run; the same id again is the same start only with the same input."""
         execution_id = str(ids)
         now = self.clock.now()
+        # Before anything is stored: a key the input cannot give refuses the start.
+        flow = self.resolve_flow_limits(ids.workflow_id, ids.domain, input_payload)
         stored_input, input_is_ref = self.offload(execution_id, "input", input_payload)
         record = ExecutionRecord(
             execution_id=execution_id,
@@ -323,6 +333,7 @@ class Engine:
             parent_operation_id=parent_operation_id,
             code_version=parent.code_version if parent is not None else None,
             tags=tags or {},
+            flow=flow,
         )
         if self.store.create_execution(record):
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
@@ -339,6 +350,34 @@ class Engine:
                 "another execution name"
             )
         return execution_id
+
+    def resolve_flow_limits(
+        self, workflow: str, domain: str, input_payload: str | None
+    ) -> tuple[FlowLimit, ...]:
+        """The flow limits this engine's registration of `workflow` gives an execution with this input
+        (none when it declares none, or this engine does not have the workflow's code, e.g. a client)."""
+        options = self.registry.options(workflow)
+        if not options.has_flow_limits:
+            return ()
+        try:
+            parsed = json.loads(input_payload) if input_payload is not None else None
+        except ValueError as error:
+            raise InvalidArgument(
+                f"the input of workflow {workflow!r} is not JSON, so the keys of its flow limits cannot "
+                f"be read: {error}"
+            ) from None
+        if options.flow_resolver is not None:
+            return options.flow_resolver(domain, parsed)
+        return resolve_flow(domain, workflow, options.concurrency, options.rate, parsed)
+
+    def flow_limits(self, record: ExecutionRecord) -> tuple[FlowLimit, ...]:
+        """The execution's flow limits: those resolved at its creation or, for one created without the
+        workflow's code (a client's start), those the worker's code gives its input."""
+        if record.flow or not self.registry.options(record.workflow_id).has_flow_limits:
+            return record.flow
+        return self.resolve_flow_limits(
+            record.workflow_id, record.domain, self.resolve(record.input_payload, record.input_is_ref)
+        )
 
     def chained_invoke_details(
         self, parent: ExecutionRecord, operation_id: str, target: str, tenant_id: str | None
@@ -576,6 +615,21 @@ class Engine:
         if record is None:
             raise ExecutionNotFound(f"no execution with id {execution_id!r}")
         return record
+
+    def flow_status(self, workflow: str, key: str = "", domain: str = "default") -> dict[str, Any]:
+        """The state of one key of `workflow`'s flow limits (domain `domain`; key "" when the limit has
+        no key): {"workflow", "domain", "key", "concurrency": None | {"limit", "running", "waiting",
+        "holders" (oldest lease first), "next" (up to 10 waiting execution ids, in order)}, "rate": None |
+        {"limit", "period", "recentStarts", "delayed", "nextStartAt"}}; None where the key has no state."""
+        if not isinstance(workflow, str) or not workflow:
+            raise InvalidArgument(f"invalid workflow {workflow!r}: a workflow name or definition workflow id")
+        _check_key_part("domain", domain)
+        if not isinstance(key, str) or len(key) > MAX_FLOW_KEY_LENGTH or not key.isprintable():
+            raise InvalidArgument(
+                f"invalid key {key!r}: the key's value, a string of at most {MAX_FLOW_KEY_LENGTH} printable "
+                "characters ('' for a limit without a key)"
+            )
+        return self.flow.status(workflow, key, domain)
 
     def describe_execution(self, execution_id: str) -> dict[str, Any]:
         record = self._record(execution_id)

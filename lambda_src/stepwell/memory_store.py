@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -19,6 +19,8 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    FlowRate,
+    FlowSlots,
     Lease,
     Page,
 )
@@ -42,6 +44,13 @@ class MemoryExecutionStore:
         self._callbacks: dict[str, CallbackRef] = {}
         self._due: dict[str, float] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
+        # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
+        # keys' sweep times, rate keys and the executions' reserved starts.
+        self._flow_slots: dict[str, FlowSlots] = {}
+        self._flow_tickets: dict[tuple[str, int], str | None] = {}
+        self._flow_sweeps: dict[str, float] = {}
+        self._flow_rates: dict[str, FlowRate] = {}
+        self._flow_starts: dict[str, float] = {}
         # Request counters, for tests and benchmarks of the access pattern.
         self.counters: dict[str, int] = {}
 
@@ -293,6 +302,140 @@ class MemoryExecutionStore:
             )
         return list(itertools.islice((x for x in expired if due_shard(x.execution_id) == shard), limit))
 
+    # --- flow control ---
+    def get_flow_slots(self, scope: str) -> FlowSlots | None:
+        with self._lock:
+            self._count("get_flow_slots")
+            state = self._flow_slots.get(scope)
+            return _copy_slots(state) if state is not None else None
+
+    def hold_flow_slot(
+        self, scope: str, execution_id: str, limit: int, expires_at: float, labels: Mapping[str, str]
+    ) -> bool:
+        with self._lock:
+            self._count("hold_flow_slot")
+            state = self._flow_slots.get(scope, FlowSlots(holders={}))
+            if execution_id in state.holders:
+                return True
+            if len(state.holders) >= limit or state.head != state.tail:
+                return False
+            holders = {**state.holders, execution_id: expires_at}
+            self._flow_slots[scope] = replace(state, holders=holders, labels=dict(labels))
+            return True
+
+    def take_flow_ticket(self, scope: str, sweep_at: float, labels: Mapping[str, str]) -> int:
+        with self._lock:
+            self._count("take_flow_ticket")
+            state = self._flow_slots.get(scope, FlowSlots(holders={}))
+            self._flow_slots[scope] = replace(state, tail=state.tail + 1, labels=dict(labels))
+            self._flow_sweeps[scope] = sweep_at
+            return state.tail
+
+    def put_flow_ticket(self, scope: str, ticket: int, execution_id: str) -> bool:
+        with self._lock:
+            self._count("put_flow_ticket")
+            if (scope, ticket) in self._flow_tickets:
+                return False
+            self._flow_tickets[(scope, ticket)] = execution_id
+            return True
+
+    def claim_flow_ticket(self, scope: str, ticket: int) -> str | None:
+        with self._lock:
+            self._count("claim_flow_ticket")
+            # A missing ticket is marked skipped, so a late put of it fails.
+            return self._flow_tickets.setdefault((scope, ticket), None)
+
+    def advance_flow(
+        self, scope: str, ticket: int, execution_id: str | None, limit: int, expires_at: float
+    ) -> bool:
+        with self._lock:
+            self._count("advance_flow")
+            state = self._flow_slots.get(scope)
+            if state is None or state.head != ticket:
+                return False
+            holders = dict(state.holders)
+            if execution_id is not None:
+                if len(holders) >= limit or execution_id in holders:
+                    return False
+                holders[execution_id] = expires_at
+            self._flow_slots[scope] = replace(state, holders=holders, head=ticket + 1)
+            # A skipped marker stays (as its DynamoDB item does until its expiry): a late put still fails.
+            if self._flow_tickets.get((scope, ticket)) is not None:
+                del self._flow_tickets[(scope, ticket)]
+            return True
+
+    def release_flow_slot(
+        self, scope: str, execution_id: str, expected_expiry: float | None = None
+    ) -> FlowSlots | None:
+        with self._lock:
+            self._count("release_flow_slot")
+            state = self._flow_slots.get(scope)
+            if state is None or execution_id not in state.holders:
+                return None
+            if expected_expiry is not None and state.holders[execution_id] != expected_expiry:
+                return None
+            holders = {eid: at for eid, at in state.holders.items() if eid != execution_id}
+            self._flow_slots[scope] = replace(state, holders=holders)
+            return _copy_slots(self._flow_slots[scope])
+
+    def renew_flow_slot(
+        self, scope: str, execution_id: str, expected_expiry: float, expires_at: float
+    ) -> bool:
+        with self._lock:
+            self._count("renew_flow_slot")
+            state = self._flow_slots.get(scope)
+            if state is None or state.holders.get(execution_id) != expected_expiry:
+                return False
+            self._flow_slots[scope] = replace(state, holders={**state.holders, execution_id: expires_at})
+            return True
+
+    def set_flow_sweep(self, scope: str, sweep_at: float | None) -> None:
+        with self._lock:
+            self._count("set_flow_sweep")
+            if sweep_at is None:
+                self._flow_sweeps.pop(scope, None)
+            elif scope in self._flow_slots:  # as on DynamoDB: only a key that has state is swept
+                self._flow_sweeps[scope] = sweep_at
+
+    def query_flow_sweeps(self, shard: int, now: float, limit: int = 100) -> list[str]:
+        _check_shard(shard)
+        with self._lock:
+            self._count("query_flow_sweeps")
+            due = sorted((at, scope) for scope, at in self._flow_sweeps.items() if at <= now)
+        return [scope for _, scope in due if due_shard(scope) == shard][:limit]
+
+    def get_flow_rate(self, scope: str) -> FlowRate:
+        with self._lock:
+            self._count("get_flow_rate")
+            state = self._flow_rates.get(scope, FlowRate())
+            return replace(state, labels=dict(state.labels))
+
+    def put_flow_rate(
+        self, scope: str, expected_version: int, starts: Sequence[float], labels: Mapping[str, str]
+    ) -> bool:
+        with self._lock:
+            self._count("put_flow_rate")
+            if self._flow_rates.get(scope, FlowRate()).version != expected_version:
+                return False
+            self._flow_rates[scope] = FlowRate(tuple(starts), expected_version + 1, dict(labels))
+            return True
+
+    def reserve_flow_start(self, execution_id: str, start_at: float) -> float:
+        with self._lock:
+            self._count("reserve_flow_start")
+            return self._flow_starts.setdefault(execution_id, start_at)
+
+    def get_flow_start(self, execution_id: str) -> float | None:
+        with self._lock:
+            self._count("get_flow_start")
+            return self._flow_starts.get(execution_id)
+
+    def peek_flow_tickets(self, scope: str, first: int, count: int) -> list[str]:
+        with self._lock:
+            self._count("peek_flow_tickets")
+            named = (self._flow_tickets.get((scope, ticket)) for ticket in range(first, first + count))
+            return [execution_id for execution_id in named if execution_id is not None]
+
     # --- test helpers (not part of the port) ---
     def batch_count(self, execution_id: str) -> int:
         with self._lock:
@@ -302,6 +445,10 @@ class MemoryExecutionStore:
 def _copy(record: ExecutionRecord) -> ExecutionRecord:
     """A copy that shares no mutable part with the stored record."""
     return replace(record, tags=dict(record.tags))
+
+
+def _copy_slots(state: FlowSlots) -> FlowSlots:
+    return replace(state, holders=dict(state.holders), labels=dict(state.labels))
 
 
 def _page(items: list[T], limit: int, next_token: str | None) -> Page[T]:

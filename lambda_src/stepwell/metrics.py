@@ -41,6 +41,10 @@ class Metric(StrEnum):
     EXECUTIONS_FAILED = "ExecutionsFailed"
     EXECUTIONS_STOPPED = "ExecutionsStopped"
     EXECUTIONS_TIMED_OUT = "ExecutionsTimedOut"
+    # Held back by a flow limit before their start (stepwell.flow_control): a rate limit's delay, a
+    # concurrency limit's queue.
+    EXECUTIONS_DELAYED = "ExecutionsDelayed"
+    EXECUTIONS_WAITING = "ExecutionsWaiting"
     INVOCATIONS = "Invocations"
     INVOCATION_CRASHES = "InvocationCrashes"
     LEASE_BUSY = "LeaseBusy"

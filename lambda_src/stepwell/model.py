@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
@@ -113,6 +114,74 @@ class ExecutionId:
         return cls(parts[0], parts[1], parts[2], instance_id)
 
 
+@dataclass(frozen=True)
+class FlowLimit:
+    """One limit of one execution, resolved at its creation. `workflow` is the name the limit is counted
+    under (the registered workflow, or a definition's workflow id), `key` the key's value ("" when the
+    workflow has no key), `period` seconds (rate limits; 0 for concurrency)."""
+
+    kind: str  # "concurrency" | "rate"
+    domain: str
+    workflow: str
+    key: str
+    limit: int
+    period: int = 0
+
+    @property
+    def scope(self) -> str:
+        """The coordination table key of this limit's state (a digest: key values may hold any text)."""
+        text = "\x1f".join((self.domain, self.workflow, self.key))
+        kind = "c" if self.kind == "concurrency" else "r"
+        return f"fc#{kind}#{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "domain": self.domain,
+            "workflow": self.workflow,
+            "key": self.key,
+            "limit": self.limit,
+            "period": self.period,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FlowLimit:
+        return cls(
+            kind=str(data["kind"]),
+            domain=str(data["domain"]),
+            workflow=str(data["workflow"]),
+            key=str(data["key"]),
+            limit=int(data["limit"]),
+            period=int(data.get("period", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class FlowSlots:
+    """The state of one concurrency key: who holds its slots and its queue of waiting executions, a run
+    of tickets `head` (the next to serve) to `tail` (the next to issue)."""
+
+    holders: dict[str, float]  # execution id -> its lease's expiry (epoch seconds)
+    head: int = 0
+    tail: int = 0
+    labels: dict[str, str] = field(default_factory=dict)  # domain, workflow, key, limit (as shown)
+
+    @property
+    def waiting(self) -> int:
+        """Tickets not served yet (a ticket of an execution that ended meanwhile counts until served)."""
+        return max(0, self.tail - self.head)
+
+
+@dataclass(frozen=True)
+class FlowRate:
+    """The state of one rate key: the start times of its most recent starts (at most its limit), oldest
+    first, and a version that every change increments (the conditional write's guard)."""
+
+    starts: tuple[float, ...] = ()
+    version: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class ExecutionRecord:
     """One item of the executions table."""
@@ -140,6 +209,8 @@ class ExecutionRecord:
     code_version: str | None = None
     # The caller's labels (key -> value, at most MAX_TAGS), listed by tag; fixed at the start.
     tags: dict[str, str] = field(default_factory=dict)
+    # Its flow control limits (stepwell.flow_limits), resolved at its creation and fixed from then on.
+    flow: tuple[FlowLimit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -280,7 +351,8 @@ class WorkOutcome:
     """What the worker did with one message (for logs, tests and the entry's batch response)."""
 
     execution_id: str
-    # "ran", "busy", "idle", "finished", "ignored", or "forward" (details["version"] runs it)
+    # "ran", "busy", "idle", "finished", "ignored", "forward" (details["version"] runs it), or held back
+    # by a flow limit before the first run: "delayed" (a rate limit) or "waiting" (a concurrency queue)
     action: str
     status: ExecutionStatus | None = None
     next_wake_at: float | None = None

@@ -6,7 +6,9 @@ Storage layout the methods imply (docs/architecture.md has the tables):
   last execution it started (one item, claimed with a conditional write).
 - operations: per execution, an append-only log of Batch items keyed by `seq` (e.g. SK "b#000000000042"),
   plus ExternalInput items (e.g. SK "in#<input_id>") written by senders and absorbed by the next worker.
-- coordination: leases, callback ids, due timers (dueShard/dueAt) for the reconciler.
+- coordination: leases, callback ids, due timers (dueShard/dueAt) for the reconciler; flow control state
+  (stepwell.flow_control): per concurrency key its holders and ticket counters, its tickets, per rate key
+  its recent starts, per rate-limited execution its reserved start.
 
 Fencing: `append_batch` is a conditional put on (execution, seq). A worker holds the log's next seq in
 its checkpoint token; a stale worker whose seq was taken by a newer one gets `SequenceConflict`.
@@ -29,6 +31,8 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    FlowRate,
+    FlowSlots,
     FunctionVersion,
     Lease,
     Page,
@@ -169,6 +173,92 @@ class ExecutionStore(Protocol):
 
     def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
         """Leases of shard `shard` that expired (their worker died): the reconciler re-enqueues them."""
+        ...
+
+    # --- flow control (stepwell.flow_control; `scope` is FlowLimit.scope; labels are shown, never read) ---
+    def get_flow_slots(self, scope: str) -> FlowSlots | None:
+        """A concurrency key's state (consistent read); None when it has none yet."""
+        ...
+
+    def hold_flow_slot(
+        self, scope: str, execution_id: str, limit: int, expires_at: float, labels: Mapping[str, str]
+    ) -> bool:
+        """True if `execution_id` holds a slot of the key after this call: it held one already (left as
+        it is), or it took one because fewer than `limit` are held and nobody waits (head == tail).
+        Creates the key's item when it has none (conditional writes: never more than `limit` holders)."""
+        ...
+
+    def take_flow_ticket(self, scope: str, sweep_at: float, labels: Mapping[str, str]) -> int:
+        """Issue the key's next ticket (an atomic increment of tail; the ticket is its old value), creating
+        the item when missing, and set the key's sweep entry to `sweep_at` (query_flow_sweeps)."""
+        ...
+
+    def put_flow_ticket(self, scope: str, ticket: int, execution_id: str) -> bool:
+        """Write ticket `ticket` naming `execution_id` unless the ticket has an item already (conditional):
+        False when a server skipped it first (claim_flow_ticket found it missing)."""
+        ...
+
+    def claim_flow_ticket(self, scope: str, ticket: int) -> str | None:
+        """The execution ticket `ticket` names, for the server of the queue; a ticket with no item yet is
+        marked skipped (conditional, so a late put_flow_ticket fails) and gives None, as a skipped one
+        does."""
+        ...
+
+    def advance_flow(
+        self, scope: str, ticket: int, execution_id: str | None, limit: int, expires_at: float
+    ) -> bool:
+        """Serve ticket `ticket` if it is the head: head becomes ticket + 1 and, with `execution_id`, that
+        execution becomes a holder (only while fewer than `limit` are held and it holds none). False,
+        changing nothing, when the head moved on, the slots are full or it already holds one. Removes the
+        ticket's item once served (a skipped ticket's marker stays, so a late put_flow_ticket still fails;
+        on DynamoDB it expires after the retention)."""
+        ...
+
+    def release_flow_slot(
+        self, scope: str, execution_id: str, expected_expiry: float | None = None
+    ) -> FlowSlots | None:
+        """Remove `execution_id` from the holders (only if its lease still expires at `expected_expiry`,
+        when given: a sweep reclaiming a dead holder). The state after, or None if it held no slot (then
+        nothing changed)."""
+        ...
+
+    def renew_flow_slot(
+        self, scope: str, execution_id: str, expected_expiry: float, expires_at: float
+    ) -> bool:
+        """Extend a holder's lease if it still expires at `expected_expiry` (conditional)."""
+        ...
+
+    def set_flow_sweep(self, scope: str, sweep_at: float | None) -> None:
+        """Set (or with None clear) when the reconciler sweeps the key (shard chosen from the scope)."""
+        ...
+
+    def query_flow_sweeps(self, shard: int, now: float, limit: int = 100) -> list[str]:
+        """Scopes of shard `shard` (0..DUE_SHARDS-1) whose sweep is due by `now`, oldest first."""
+        ...
+
+    def get_flow_rate(self, scope: str) -> FlowRate:
+        """A rate key's recent starts (consistent read); empty, version 0, when it has none."""
+        ...
+
+    def put_flow_rate(
+        self, scope: str, expected_version: int, starts: Sequence[float], labels: Mapping[str, str]
+    ) -> bool:
+        """Replace the key's recent starts if its version is still `expected_version` (0: no item yet);
+        the version becomes expected_version + 1. False when another writer changed it first."""
+        ...
+
+    def reserve_flow_start(self, execution_id: str, start_at: float) -> float:
+        """Record the start time a rate limit gave the execution unless it has one (conditional); returns
+        the one recorded (this one, or the earlier reservation of a duplicate message)."""
+        ...
+
+    def get_flow_start(self, execution_id: str) -> float | None:
+        """The execution's reserved start time (consistent read), None when it has none."""
+        ...
+
+    def peek_flow_tickets(self, scope: str, first: int, count: int) -> list[str]:
+        """The executions tickets `first`..`first + count - 1` name, in ticket order, skipping skipped
+        and missing tickets (read-only: the status shows a key's next waiting executions)."""
         ...
 
 

@@ -5,8 +5,11 @@ run queries the coordination table's due-index (one Query per shard and record t
 - due timers overdue by more than a grace period (their SQS message or schedule should have fired:
   EventBridge Scheduler may be a minute late, so the grace period covers that), and
 - leases that expired (the worker holding them died mid-invocation),
-and sends an invoke message for each execution. A duplicate invoke is harmless: the worker takes the
-lease, finds nothing to do or resumes, and the due timer is re-recorded or cleared by that worker.
+and sends an invoke message for each execution. It also sweeps the flow control keys whose queue of
+waiting executions is due a look (stepwell.flow_control: slots of dead holders reclaimed, the queue
+served), so a key never stays stuck after a worker died between ending a holder and releasing its slot.
+A duplicate invoke is harmless: the worker takes the lease, finds nothing to do or resumes, and the due
+timer is re-recorded or cleared by that worker.
 
 With the worker function's versions configured, each run also deletes the old versions no running
 execution needs (stepwell.versions.prune_versions); a failure there is logged and the run goes on.
@@ -21,6 +24,7 @@ import logging
 from dataclasses import dataclass, field
 
 from stepwell.config import DEFAULT_KEEP_VERSIONS
+from stepwell.flow_control import FlowControl
 from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import InvokeMessage
 from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, FunctionVersions, WorkQueue
@@ -38,6 +42,7 @@ class ReconcileReport:
     overdue_timers: list[str] = field(default_factory=list)
     stalled_executions: list[str] = field(default_factory=list)
     deleted_versions: list[str] = field(default_factory=list)
+    swept_flow_keys: list[str] = field(default_factory=list)
 
     @property
     def enqueued(self) -> int:
@@ -70,6 +75,7 @@ class Reconciler:
         self._versions = versions
         self.keep_versions = keep_versions
         self._metrics = metrics or NoMetrics()
+        self._flow = FlowControl(store, queue, None, clock)
 
     def run(self) -> ReconcileReport:
         now = self._clock.now()
@@ -83,6 +89,13 @@ class Reconciler:
             self._queue.enqueue(InvokeMessage(execution_id).to_body())
         self._metrics.add(Metric.STALLED_EXECUTIONS, len(set(report.stalled_executions)))
         self._metrics.add(Metric.OVERDUE_WAKE_UPS, len(set(report.overdue_timers)))
+        try:
+            report.swept_flow_keys = self._flow.sweep(self.limit_per_shard)
+        except Exception as error:
+            # The keys stay due: the next run sweeps them again.
+            logger.error(
+                "sweeping flow control keys failed (%s); retried on the next run", type(error).__name__
+            )
         if self._versions is not None:
             try:
                 report.deleted_versions = prune_versions(self._store, self._versions, self.keep_versions)

@@ -12,10 +12,12 @@ import importlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict, Unpack, cast
 
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
+from stepwell.flow_limits import Concurrency, FlowResolver, Rate
 from stepwell.invoke_targets import (
     LATEST_VERSION,
     Handler,
@@ -43,6 +45,7 @@ __all__ = [
     "PlainFunction",
     "Registry",
     "WorkflowOptions",
+    "WorkflowSettings",
     "default_registry",
     "function",
     "import_workflow_modules",
@@ -75,13 +78,77 @@ def validate_execution_timeout(name: str, timeout: object) -> int | None:
     return timeout
 
 
+def check_flow_options(name: str, concurrency: object, rate: object, flow_resolver: object) -> None:
+    """InvalidArgument naming the bad flow control option of workflow `name` and what is allowed."""
+    if concurrency is not None and not isinstance(concurrency, Concurrency):
+        raise InvalidArgument(
+            f"invalid concurrency {concurrency!r} for workflow {name!r}: "
+            "Concurrency(limit, key=None), e.g. Concurrency(3, key='$.customerId'), or None"
+        )
+    if rate is not None and not isinstance(rate, Rate):
+        raise InvalidArgument(
+            f"invalid rate {rate!r} for workflow {name!r}: "
+            "Rate(limit, period_seconds, key=None), e.g. Rate(10, 60, key='$.customerId'), or None"
+        )
+    if flow_resolver is not None:
+        if not callable(flow_resolver):
+            raise InvalidArgument(
+                f"invalid flow_resolver {flow_resolver!r} for workflow {name!r}: a callable "
+                "(domain, input) -> tuple of FlowLimit, or None"
+            )
+        if concurrency is not None or rate is not None:
+            raise InvalidArgument(
+                f"workflow {name!r}: give either flow_resolver or concurrency/rate, not both "
+                "(the resolver decides the limits)"
+            )
+
+
 @dataclass(frozen=True)
 class WorkflowOptions:
     """How a registered name runs. `execution_timeout`: seconds from the start until the execution ends
-    TIMED_OUT (None: never). `plain`: a plain function (or Lambda function), not a durable workflow."""
+    TIMED_OUT (None: never). `plain`: a plain function (or Lambda function), not a durable workflow.
+    `concurrency`, `rate`: its flow control limits (stepwell.flow_limits); `flow_resolver`, when set,
+    decides an execution's limits from its domain and input instead (the definitions' interpreter)."""
 
     execution_timeout: int | None = None
     plain: bool = False
+    concurrency: Concurrency | None = None
+    rate: Rate | None = None
+    flow_resolver: FlowResolver | None = None
+
+    @property
+    def has_flow_limits(self) -> bool:
+        return self.concurrency is not None or self.rate is not None or self.flow_resolver is not None
+
+
+class WorkflowSettings(TypedDict, total=False):
+    """The keyword settings of a durable workflow's registration (`register`, `@workflow`)."""
+
+    execution_timeout: int | None
+    concurrency: Concurrency | None
+    rate: Rate | None
+    flow_resolver: FlowResolver | None
+
+
+def workflow_options(name: str, settings: Mapping[str, object]) -> WorkflowOptions:
+    """The options of workflow `name` registered with `settings`; TypeError for an unknown setting,
+    InvalidArgument naming a bad value and what is allowed."""
+    unknown = sorted(set(settings) - WorkflowSettings.__optional_keys__)
+    if unknown:
+        allowed = ", ".join(sorted(WorkflowSettings.__optional_keys__))
+        raise TypeError(f"workflow {name!r}: unknown settings {unknown}; allowed: {allowed}")
+    concurrency, rate, flow_resolver = (
+        settings.get("concurrency"),
+        settings.get("rate"),
+        settings.get("flow_resolver"),
+    )
+    check_flow_options(name, concurrency, rate, flow_resolver)
+    return WorkflowOptions(
+        execution_timeout=validate_execution_timeout(name, settings.get("execution_timeout")),
+        concurrency=cast("Concurrency | None", concurrency),
+        rate=cast("Rate | None", rate),
+        flow_resolver=cast("FlowResolver | None", flow_resolver),
+    )
 
 
 @dataclass(frozen=True)
@@ -106,21 +173,23 @@ class Registry:
         self._invoker: LambdaInvoker | None = None
         self._lock = threading.Lock()
 
-    def register(self, name: str, handler: Handler, *, execution_timeout: int | None = None) -> Handler:
-        """Register a durable workflow (a `@durable_execution` handler)."""
+    def register(self, name: str, handler: Handler, **settings: Unpack[WorkflowSettings]) -> Handler:
+        """Register a durable workflow (a `@durable_execution` handler) with its `settings`: an
+        `execution_timeout`, per-key flow control limits (stepwell.flow_limits:
+        `concurrency=Concurrency(...)`, `rate=Rate(...)`) or a `flow_resolver`."""
         validate_workflow_name(name)
         if not callable(handler):
             raise TypeError(f"workflow {name!r}: handler must be callable, got {type(handler).__name__}")
-        options = WorkflowOptions(execution_timeout=validate_execution_timeout(name, execution_timeout))
+        options = workflow_options(name, settings)
         self._add(name, _Registration(handler, handler, options))
         return handler
 
-    def workflow(self, name: str, *, execution_timeout: int | None = None) -> Callable[[Handler], Handler]:
+    def workflow(self, name: str, **settings: Unpack[WorkflowSettings]) -> Callable[[Handler], Handler]:
         validate_workflow_name(name)
-        validate_execution_timeout(name, execution_timeout)
+        workflow_options(name, settings)  # a bad setting fails where the decorator is written
 
         def decorate(handler: Handler) -> Handler:
-            return self.register(name, handler, execution_timeout=execution_timeout)
+            return self.register(name, handler, **settings)
 
         return decorate
 

@@ -23,7 +23,13 @@ from aws_durable_execution_sdk_python.execution import (
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
 from stepwell.engine import Engine
-from stepwell.errors import InvalidMessage, PayloadMissing, SequenceConflict, WorkflowNotFound
+from stepwell.errors import (
+    InvalidArgument,
+    InvalidMessage,
+    PayloadMissing,
+    SequenceConflict,
+    WorkflowNotFound,
+)
 from stepwell.journal import Journal
 from stepwell.logs import log_context, workflow_of
 from stepwell.metrics import ENDED, Metric
@@ -171,7 +177,15 @@ class Worker:
                     return _forward(current)
                 record = current
         journal.describe_invoke = functools.partial(engine.chained_invoke_details, record)
+        flow_failure: InvalidArgument | None = None
         if journal.is_empty:
+            # Flow limits hold the execution back before it starts (stepwell.flow_control).
+            try:
+                held_back = engine.flow.gate(record, engine.flow_limits(record), self._start_deadline(record))
+            except InvalidArgument as error:  # its input gives no key (started without the code)
+                held_back, flow_failure = None, error
+            if held_back is not None:
+                return held_back
             # Before the first batch, which only one worker writes: a retry of a failed announcement finds
             # the log still empty and announces it again.
             engine.announce_status(record, ExecutionStatus.RUNNING)
@@ -183,6 +197,10 @@ class Worker:
             # Checked before inputs and timers: a late message must not record a wait that ended or a
             # callback that arrived after the deadline, and nothing follows ExecutionTimedOut.
             return self._time_out(record, journal, inputs, now)
+        if flow_failure is not None:
+            return self._end(
+                record, journal, None, now, "", ExecutionStatus.FAILED, None, _error(flow_failure)
+            )
         journal.absorb(inputs, now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
@@ -260,6 +278,19 @@ class Worker:
         journal.invocation_completed(started_at, end, request_id, None, run_again=client.timers_fired > 0)
         engine.append_journal(record, journal)
         return self._schedule_next(record, journal, end)
+
+    def _start_deadline(self, record: ExecutionRecord) -> float | None:
+        """When the execution times out, before its start is logged (the log then keeps the timeout)."""
+        timeout = self.engine.registry.options(record.workflow_id).execution_timeout
+        return None if timeout is None else record.created_at + timeout
+
+    def _release_flow(self, record: ExecutionRecord) -> None:
+        """The execution has ended: free its concurrency slot for the next waiting execution."""
+        try:
+            limits = self.engine.flow_limits(record)
+        except InvalidArgument:
+            return  # its input gives no key: it never held a slot
+        self.engine.flow.release(record.execution_id, limits)
 
     def _log_start(self, record: ExecutionRecord, journal: Journal, now: float) -> None:
         journal.start_execution(
@@ -368,6 +399,7 @@ class Worker:
         if result_is_ref or _has_payload_objects(record, journal, ()):
             engine.payloads.retire(record.execution_id)
         self._clear_due_timer(record, journal)
+        self._release_flow(record)
         if won:
             engine.notify_parent(record, status, result, error)
         _stop_children(engine, ended, journal)
@@ -414,6 +446,7 @@ class Worker:
             engine.payloads.retire(record.execution_id)
         # Also when the end is already logged: the worker that logged it may have died before this.
         _stop_children(engine, record, journal)
+        self._release_flow(record)
         if inputs:
             engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return WorkOutcome(record.execution_id, "ignored", status=record.status, details={"reason": "ended"})

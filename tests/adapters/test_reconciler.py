@@ -66,5 +66,5 @@ def test_overdue_timers_and_expired_leases_are_reenqueued_once(deployment: Deplo
     assert sorted(body["executionId"] for body in bodies) == sorted([ids["lost"], ids["dead"]])
     assert all(body["kind"] == "invoke" for body in bodies)
     calls = deployment.clients.counter.snapshot()["calls"]
-    assert calls["dynamodb.Query"] == 8  # one per shard and record type
+    assert calls["dynamodb.Query"] == 12  # one per shard and record type (timers, leases, flow keys)
     assert "dynamodb.Scan" not in calls

@@ -71,6 +71,37 @@ test_a_schedule_pointer_refuses_keys_that_are_not_key_parts = (
     _contract.test_a_schedule_pointer_refuses_keys_that_are_not_key_parts
 )
 
+test_holders_never_exceed_the_limit_under_racing_threads = (
+    _contract.test_holders_never_exceed_the_limit_under_racing_threads
+)
+test_a_holder_holds_idempotently_and_keeps_its_lease = (
+    _contract.test_a_holder_holds_idempotently_and_keeps_its_lease
+)
+test_hold_refuses_while_the_queue_is_not_empty = _contract.test_hold_refuses_while_the_queue_is_not_empty
+test_tickets_are_issued_in_order_and_a_skipped_tickets_late_put_fails = (
+    _contract.test_tickets_are_issued_in_order_and_a_skipped_tickets_late_put_fails
+)
+test_the_queue_is_served_in_order_and_only_into_free_slots = (
+    _contract.test_the_queue_is_served_in_order_and_only_into_free_slots
+)
+test_a_slot_is_released_and_renewed_only_from_the_expiry_read = (
+    _contract.test_a_slot_is_released_and_renewed_only_from_the_expiry_read
+)
+test_sweeps_are_set_cleared_and_queried_by_due_time_per_shard = (
+    _contract.test_sweeps_are_set_cleared_and_queried_by_due_time_per_shard
+)
+test_a_rate_key_is_replaced_only_from_the_version_read = (
+    _contract.test_a_rate_key_is_replaced_only_from_the_version_read
+)
+test_of_rate_writers_racing_from_one_version_exactly_one_wins = (
+    _contract.test_of_rate_writers_racing_from_one_version_exactly_one_wins
+)
+test_a_reserved_start_keeps_the_first_time = _contract.test_a_reserved_start_keeps_the_first_time
+test_peeking_at_tickets_skips_skipped_and_missing_ones = (
+    _contract.test_peeking_at_tickets_skips_skipped_and_missing_ones
+)
+test_an_executions_flow_limits_round_trip = _contract.test_an_executions_flow_limits_round_trip
+
 
 @pytest.fixture
 def execution_store(

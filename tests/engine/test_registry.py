@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from stepwell import Concurrency, Rate
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
+from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, resolve_flow
 from stepwell.invoke_targets import MemoryLambdaInvoker
+from stepwell.model import FlowLimit
 from stepwell.registry import MAX_EXECUTION_TIMEOUT_SECONDS, Registry, WorkflowOptions
 
 PRICING = "arn:aws:lambda:eu-west-1:123456789012:function:pricing"
@@ -223,3 +226,127 @@ def test_a_copy_keeps_the_lambda_targets_and_optionally_the_code() -> None:
     assert full.names() == ["orders"] and full.options("orders").execution_timeout == 60
     assert settings_only.names() == []
     assert "pricing" in full and "pricing" in settings_only
+
+
+def test_flow_limits_are_options_of_a_registration() -> None:
+    registry = Registry()
+    concurrency = Concurrency(3, key="$.customer.id")
+    rate = Rate(10, 60)
+    registry.register("orders", durable, concurrency=concurrency, rate=rate)
+
+    @registry.workflow("reports", execution_timeout=60, concurrency=Concurrency(1))
+    def reports(event: Any, context: Any) -> Any:
+        return event
+
+    def by_tenant(domain: str, parsed_input: Any) -> tuple[FlowLimit, ...]:
+        return (FlowLimit("concurrency", domain, "tenants", str(parsed_input["tenant"]), 2),)
+
+    registry.register("definitions", other_durable, flow_resolver=by_tenant)
+
+    assert registry.options("orders") == WorkflowOptions(concurrency=concurrency, rate=rate)
+    assert registry.options("reports") == WorkflowOptions(execution_timeout=60, concurrency=Concurrency(1))
+    assert registry.options("definitions").flow_resolver is by_tenant
+    assert [registry.options(n).has_flow_limits for n in ("orders", "reports", "definitions")] == [True] * 3
+    registry.register("plain.workflow", durable)
+    assert not registry.options("plain.workflow").has_flow_limits
+    assert not registry.options("unknown").has_flow_limits  # a client without the code knows no limits
+
+
+def test_flow_declarations_are_exported_from_the_package() -> None:
+    import stepwell
+
+    assert (stepwell.Concurrency, stepwell.Rate) == (Concurrency, Rate)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"concurrency": 3}, r"invalid concurrency 3 for workflow 'orders': Concurrency\(limit, key=None\)"),
+        (
+            {"concurrency": Rate(1, 60)},
+            r"invalid concurrency Rate\(limit=1, period=60, key=None\) .*Concurrency",
+        ),
+        (
+            {"rate": "10/minute"},
+            r"invalid rate '10/minute' for workflow 'orders': Rate\(limit, period_seconds",
+        ),
+        ({"flow_resolver": "tenant"}, r"invalid flow_resolver 'tenant' for workflow 'orders': a callable"),
+        (
+            {"flow_resolver": lambda domain, event: (), "concurrency": Concurrency(1)},
+            r"workflow 'orders': give either flow_resolver or concurrency/rate, not both",
+        ),
+    ],
+)
+def test_a_bad_flow_option_is_refused_naming_it(options: dict[str, Any], message: str) -> None:
+    registry = Registry()
+    with pytest.raises(InvalidArgument, match=message):
+        registry.register("orders", durable, **options)
+    with pytest.raises(InvalidArgument, match=message):
+        registry.workflow("orders", **options)
+    assert "orders" not in registry
+
+
+@pytest.mark.parametrize(
+    ("declare", "message"),
+    [
+        (lambda: Concurrency(0), r"invalid limit 0 of a concurrency limit: a whole number from 1 to 100"),
+        (lambda: Concurrency(MAX_CONCURRENCY + 1), r"invalid limit 101 of a concurrency limit"),
+        (lambda: Concurrency(True), r"invalid limit True of a concurrency limit"),
+        (lambda: Concurrency(2.5), r"invalid limit 2.5 of a concurrency limit"),  # type: ignore[arg-type]
+        (lambda: Rate(0, 60), r"invalid limit 0 of a rate limit: a whole number from 1 to 1000"),
+        (lambda: Rate(MAX_RATE + 1, 60), r"invalid limit 1001 of a rate limit"),
+        (
+            lambda: Rate(1, 0),
+            r"invalid period \(seconds\) 0 of a rate limit: a whole number from 1 to 604800",
+        ),
+        (lambda: Rate(1, MAX_RATE_PERIOD_SECONDS + 1), r"invalid period \(seconds\) 604801 of a rate limit"),
+        (
+            lambda: Concurrency(1, key="customer"),
+            r"invalid key 'customer' of a concurrency limit: a key is '\$'",
+        ),
+        (lambda: Rate(1, 60, key="$.a..b"), r"invalid key '\$.a..b' of a rate limit"),
+        (lambda: Concurrency(1, key=7), r"invalid key 7 of a concurrency limit"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_bad_flow_declaration_is_refused_naming_the_value_and_the_rule(declare: Any, message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        declare()
+
+
+def test_flow_keys_resolve_from_the_input() -> None:
+    limits = resolve_flow(
+        "acme",
+        "orders",
+        Concurrency(2, key="$.items[1].sku"),
+        Rate(5, 60, key=lambda event: event["customer"].upper()),
+        {"items": [{"sku": "a"}, {"sku": "b-2"}], "customer": "c-42"},
+    )
+    assert limits == (
+        FlowLimit("concurrency", "acme", "orders", "b-2", 2),
+        FlowLimit("rate", "acme", "orders", "C-42", 5, 60),
+    )
+    assert limits[0].scope.startswith("fc#c#") and limits[1].scope.startswith("fc#r#")
+    assert resolve_flow("acme", "orders", Concurrency(1), None, None) == (
+        FlowLimit("concurrency", "acme", "orders", "", 1),
+    )
+    with pytest.raises(
+        InvalidArgument, match=r"the rate limit of 'orders' key .*failed: KeyError: 'customer'"
+    ):
+        resolve_flow("acme", "orders", None, Rate(1, 1, key=lambda event: event["customer"]), {})
+    with pytest.raises(InvalidArgument, match=r"key '\$.items\[5\].sku' names nothing in the input"):
+        resolve_flow("acme", "orders", Concurrency(1, key="$.items[5].sku"), None, {"items": []})
+    with pytest.raises(InvalidArgument, match=r"key '\$.n' gave 1.5: a key's value is a string of 1-256"):
+        resolve_flow("acme", "orders", Concurrency(1, key="$.n"), None, {"n": 1.5})
+
+
+def test_an_unknown_setting_is_refused_naming_the_allowed_ones() -> None:
+    registry = Registry()
+    expected = (
+        r"workflow 'orders': unknown settings \['concurency'\]; allowed: concurrency, execution_timeout, "
+        r"flow_resolver, rate"
+    )
+    with pytest.raises(TypeError, match=expected):
+        registry.register("orders", durable, concurency=Concurrency(1))  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=expected):
+        registry.workflow("orders", concurency=Concurrency(1))  # type: ignore[call-arg]
+    assert "orders" not in registry

@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 
 from stepwell.clock import VirtualClock
 from stepwell.config import DEFAULT_WORKER_ALIAS
@@ -41,7 +41,7 @@ from stepwell.logs import workflow_of
 from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
 from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
-from stepwell.registry import Handler, PlainFunction, Registry
+from stepwell.registry import Handler, PlainFunction, Registry, WorkflowSettings
 from stepwell.status_events import MemoryStatusEvents
 from stepwell.worker import Worker, parse_invoke_message
 
@@ -279,8 +279,10 @@ class LocalStepwell:
         return code
 
     # --- the engine's API, forwarded ---
-    def register(self, name: str, handler: Handler, *, execution_timeout: int | None = None) -> Handler:
-        return self.registry.register(name, handler, execution_timeout=execution_timeout)
+    def register(self, name: str, handler: Handler, **settings: Unpack[WorkflowSettings]) -> Handler:
+        """Register a durable workflow with the settings of stepwell.registry.Registry.register
+        (execution_timeout, concurrency, rate, flow_resolver)."""
+        return self.registry.register(name, handler, **settings)
 
     def register_function(self, name: str, fn: PlainFunction) -> PlainFunction:
         """Register a plain function that `context.invoke(name, ...)` calls (stepwell.registry)."""
