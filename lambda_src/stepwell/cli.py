@@ -10,6 +10,7 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell callback success CALLBACK_ID --result '{"approved": true}'
     stepwell dlq redrive
     stepwell versions
+    stepwell flow orders --key customer-42 [--domain default] [--json]
     stepwell executions upgrade 'default#orders#order-7/order-7' --to-version live
     stepwell executions upgrade --workflow orders --from-version 3 --to-version 4 --dry-run
     stepwell console --open                     (a local web page; needs the `console` extra)
@@ -131,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     console.add_argument(
         "--allow-remote", action="store_true", help="allow a --host other machines reach (it acts as you)"
     )
+    flow = commands.add_parser(
+        "flow", help="a workflow's flow control for one key: its limits, running and waiting executions"
+    )
+    flow.add_argument("workflow", help="registered workflow name, or a definition's id")
+    flow.add_argument("--key", default="", help="the key's value (default: none, the whole workflow)")
+    flow.add_argument("--domain", default="default", help="domain (default: %(default)s)")
+    flow.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_schedule_commands(commands)
     definitions_cli.add_commands(commands)
     return parser
@@ -261,6 +269,8 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
         _upgrade(args, client, out)
     elif command == "versions":
         _versions(args, client, out)
+    elif command == "flow":
+        _flow(args, client, out)
     elif command == "start":
         tags: dict[str, str] = {}
         for text in args.tags or []:
@@ -423,6 +433,37 @@ def _versions(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> 
     for each in versions:
         aliases = ",".join(each["aliases"]) or "-"
         out.write(f"{each['version']:<8} {aliases:<12} {each['running']:>7}  {each['lastModified'] or '-'}\n")
+
+
+def _flow(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    status = client.flow_status(args.workflow, args.key, args.domain)
+    if args.json:
+        _print_json(status, out)
+        return
+    key = repr(status["key"]) if status["key"] else "none (the whole workflow)"
+    out.write(f"workflow {status['workflow']!r} in domain {status['domain']!r}, key {key}\n")
+    concurrency, rate = status["concurrency"], status["rate"]
+    if concurrency is None:
+        out.write("concurrency: no state (no execution has been counted under this key)\n")
+    else:
+        out.write(
+            f"concurrency: limit {concurrency['limit']}, running {concurrency['running']}, "
+            f"waiting {concurrency['waiting']}\n"
+        )
+        for execution_id in concurrency["holders"]:
+            out.write(f"  running  {execution_id}\n")
+        for execution_id in concurrency["next"]:
+            out.write(f"  next     {execution_id}\n")
+    if rate is None:
+        out.write("rate: no state (no start has been counted under this key)\n")
+    else:
+        # nextStartAt is the status's own "now" when a start may go at once.
+        free = rate["nextStartAt"] <= client.engine.clock.now()
+        out.write(
+            f"rate: limit {rate['limit']} per {rate['period']}s, {rate['recentStarts']} started in the last "
+            f"{rate['period']}s, {rate['delayed']} delayed, "
+            f"next start {'now' if free else _stamp(rate['nextStartAt']) + ' UTC'}\n"
+        )
 
 
 def _add_schedule_commands(commands: Any) -> None:

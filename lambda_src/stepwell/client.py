@@ -2,8 +2,8 @@
 
 Built from the module's `client_config` output (a dict, or the JSON file `terraform output -json
 client_config` writes) or from the worker's environment variables. It runs the engine's API (start,
-describe, list, history, callbacks, stop, upgrades to another code version) directly on the deployment's
-tables and queue, lists the worker's code versions, and redrives the dead-letter queue.
+describe, list, history, callbacks, stop, upgrades to another code version, flow control status) directly
+on the deployment's tables and queue, lists the worker's code versions, and redrives the dead-letter queue.
 
     client = StepwellClient.from_config_file("client_config.json")
     execution_id = client.start_execution("orders", {"order": 7}, execution_name="order-7")
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from stepwell.aws import AwsClients
 from stepwell.clock import SystemClock
 from stepwell.config import ConfigError, StepwellConfig
+from stepwell.definitions.interpreter import register_interpreter
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.engine import Engine, check_error_object
 from stepwell.lambda_versions import LambdaFunctionVersions
@@ -52,7 +53,13 @@ CALLBACK_EVENT_SOURCE = "stepwell.client"
 
 class AnyWorkflowRegistry(Registry):
     """The client does not import the workflow code: every valid name may be started, and the worker
-    (which has the code) fails an execution whose workflow it does not know."""
+    (which has the code) fails an execution whose workflow it does not know. The definitions' interpreter
+    is registered (its handler never runs here) so that a context this client starts (`process_event`)
+    gets its definition's flow limits when it is created, as one the worker starts does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        register_interpreter(self)
 
     def __contains__(self, name: object) -> bool:
         try:
@@ -206,6 +213,14 @@ class StepwellClient:
     def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
         """Stop a running execution; False if it had already ended."""
         return self.engine.stop_execution(execution_id, error)
+
+    # --- flow control ---
+
+    def flow_status(self, workflow: str, key: str = "", domain: str = "default") -> dict[str, Any]:
+        """One key of a flow-controlled workflow (or definition id): its concurrency limit with the running
+        and waiting counts, the holders and the next waiting executions, and its rate limit with the recent
+        starts and when the next may start (Engine.flow_status). `key` "" is the workflow without a key."""
+        return self.engine.flow_status(workflow, key, domain)
 
     # --- code versions ---
 

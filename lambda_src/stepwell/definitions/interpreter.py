@@ -19,6 +19,9 @@ Node by node (each is an SDK operation, so durability, retries and history come 
   join's mode (all, any, n of m) is the completion config; data written by succeeded branches is merged
   in branch order.
 - end: the context succeeds; its item gets status SUCCEEDED (FAILED with the error when a node fails).
+
+A definition's `flowControl` becomes the execution's flow limits when the engine creates it
+(`definition_flow`, the registration's flow resolver), counted per (domain, definition id, key value).
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ from stepwell.definitions.expressions import Expression, ExpressionError
 from stepwell.definitions.model import Definition, DefinitionError, Node
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
 from stepwell.definitions.store import ContextRecord
-from stepwell.definitions.validation import parse_definition
+from stepwell.definitions.validation import parse_definition, parse_flow_control
+from stepwell.errors import InvalidArgument
+from stepwell.flow_limits import resolve_flow
+from stepwell.model import FlowLimit
 from stepwell.registry import Handler, Registry
 
 INTERPRETER_NAME = "stepwell.definition"
@@ -386,6 +392,25 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
 handler = make_interpreter()
 
 
+def definition_flow(domain: str, start: Any) -> tuple[FlowLimit, ...]:
+    """The flow limits of a context from the start input the router writes: its definition's
+    `flowControl`, with keys evaluated over the trigger's event, the subject and the domain, counted under
+    the definition's id. InvalidArgument naming the key when it gives nothing usable; an input that is not
+    a context's start has none (the interpreter fails it when it runs)."""
+    definition = start.get("definition") if isinstance(start, Mapping) else None
+    if not isinstance(definition, Mapping):
+        return ()
+    try:
+        concurrency, rate = parse_flow_control(definition.get("flowControl"))
+    except DefinitionError as error:  # validated before it was stored; the input may come from elsewhere
+        raise InvalidArgument(str(error)) from None
+    return resolve_flow(domain, str(start.get("workflowId")), concurrency, rate, start)
+
+
 def register_interpreter(registry: Registry, runtime: DefinitionsRuntime | None = None) -> Handler:
     """Register the interpreter in `registry` (on `runtime`, or the process-wide one)."""
-    return registry.register(INTERPRETER_NAME, make_interpreter(runtime) if runtime is not None else handler)
+    return registry.register(
+        INTERPRETER_NAME,
+        make_interpreter(runtime) if runtime is not None else handler,
+        flow_resolver=definition_flow,
+    )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepwell.definitions.expressions import Expression
+from stepwell.flow_limits import Concurrency, Rate
 
 SCHEMA_VERSION = 1
 NODE_TYPES = ("trigger", "action", "wait", "trigger_or_timeout", "condition", "parallel", "join", "end")
@@ -19,6 +20,9 @@ NODE_TYPES = ("trigger", "action", "wait", "trigger_or_timeout", "condition", "p
 WAITING_TYPES = ("wait", "trigger_or_timeout")
 JOIN_MODES = ("all", "any", "n")
 CONCURRENCY_POLICIES = ("single", "multiple")
+# What a flowControl key may read: the context's start (its trigger event, subject and domain); the
+# context has no data of its own yet when its limits are resolved.
+FLOW_KEY_ROOTS = ("event", "subject", "domain")
 MAX_NODES = 500
 # A stored definition is one DynamoDB item (its latest and its version item alike) of at most 400 KB:
 # taken as 400,000 bytes, which every backend accepts (AWS: 409,600; moto refuses above 405,000). The
@@ -152,6 +156,9 @@ class Definition:
     outgoing: dict[str, list[Edge]]
     # parallel node id -> its join node id
     joins: dict[str, str]
+    # flowControl: per key, at most N running contexts and R starts per period (stepwell.flow_limits)
+    flow_concurrency: Concurrency | None = None
+    flow_rate: Rate | None = None
 
     def triggers(self) -> list[Node]:
         return [node for node in self.nodes.values() if node.type == "trigger"]

@@ -22,7 +22,8 @@ For each event (`Router.process_event`):
    holds. The context's instance id derives from (definition, event id), so a start is at most once per
    event id: the context item and the engine execution are both conditional creates. Policy "single"
    skips the start while the subject has a running context of that definition. A filter that fails
-   (any exception) fails that context (item FAILED with the error, no execution); a stored definition
+   (any exception) fails that context (item FAILED with the error, no execution), as does a start the
+   engine refuses (InvalidArgument: e.g. a `flowControl` key with no usable value); a stored definition
    that no longer parses is skipped. Neither stops the event's other starts and resumes.
 4. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
    get their callbacks completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>` record
@@ -50,7 +51,7 @@ from stepwell.definitions.runtime import DefinitionsRuntime
 from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow, check_id
 from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
-from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists
+from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
 from stepwell.model import make_execution_id
 
 logger = logging.getLogger("stepwell.definitions.router")
@@ -455,7 +456,8 @@ class Router:
                     try:
                         holds = trigger.filter.evaluate(env)
                     except Exception as error:  # the definition's fault: its context fails, no other
-                        self._fail_start(stored, trigger.id, event, error, outcome)
+                        reason = f"node {trigger.id!r} (trigger): filter failed: {error}"
+                        self._fail_start(stored, event, reason, error, outcome)
                         break
                     if not holds:
                         outcome.skipped.append(f"{stored.workflow_id}: filter of {trigger.id!r} is false")
@@ -480,21 +482,21 @@ class Router:
     def _fail_start(
         self,
         stored: StoredWorkflow,
-        trigger_id: str,
         event: ExtractedEvent,
+        reason: str,
         error: Exception,
         outcome: EventOutcome,
     ) -> None:
-        """A trigger filter that fails: the context is recorded as FAILED with the error (it has no
-        execution); both writes are idempotent, so a redelivery changes nothing."""
-        reason = f"node {trigger_id!r} (trigger): filter failed: {error}"
+        """A context that cannot start (its trigger's filter fails, the engine refuses the start): it is
+        recorded as FAILED with the reason (it has no execution); both writes are idempotent, so a
+        redelivery changes nothing."""
         record = self._context_record(stored, event)
         self.runtime.contexts.create_context(record)
         failure = {"ErrorType": type(error).__name__, "ErrorMessage": reason[:2000]}
         self.runtime.contexts.finish(record, "FAILED", record.data, failure)
         outcome.skipped.append(f"{stored.workflow_id}: context {record.instance_id} failed: {reason}")
         logger.warning(  # not the error's text: it may quote the event's data
-            "event %s: context %s of definition %s failed at its trigger's filter (%s)",
+            "event %s: context %s of definition %s failed at its start (%s)",
             event.event_id,
             record.instance_id,
             stored.workflow_id,
@@ -542,6 +544,9 @@ class Router:
                 domain=event.domain,
                 subject_id=event.subject_id,
             )
+        except InvalidArgument as error:  # nothing was created: its context fails, the event goes on
+            self._fail_start(stored, event, f"node {trigger_id!r} (trigger): {error}", error, outcome)
+            return
         except ExecutionAlreadyExists:
             # An earlier delivery of this event started it, before the definition got a new version.
             outcome.skipped.append(
