@@ -181,6 +181,7 @@ locals {
     { title = "Executions succeeded", stat = "Sum", metrics = ["ExecutionsSucceeded"] },
     { title = "Executions failed", stat = "Sum", metrics = ["ExecutionsFailed"] },
     { title = "Executions stopped and timed out", stat = "Sum", metrics = ["ExecutionsStopped", "ExecutionsTimedOut"] },
+    { title = "Executions held back by flow limits", stat = "Sum", metrics = ["ExecutionsDelayed", "ExecutionsWaiting"] },
     { title = "Invocations", stat = "Sum", metrics = ["Invocations"] },
     { title = "Invocation duration p99 (ms)", stat = "p99", metrics = ["InvocationDuration"] },
     { title = "Crashes and lease conflicts", stat = "Sum", metrics = ["InvocationCrashes", "LeaseBusy", "LeaseFenced"] },

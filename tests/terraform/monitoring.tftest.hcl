@@ -260,7 +260,7 @@ run "the_dashboard_graphs_every_metric" {
         ExecutionsStarted  = "Sum", ExecutionsSucceeded = "Sum", ExecutionsFailed = "Sum", ExecutionsStopped = "Sum",
         ExecutionsTimedOut = "Sum", Invocations = "Sum", InvocationDuration = "p99", InvocationCrashes = "Sum",
         LeaseBusy          = "Sum", LeaseFenced = "Sum", WakeUpLag = "p99", OperationsRecorded = "Sum",
-        ForwardedMessages  = "Sum", PayloadBytesOffloaded = "Sum",
+        ForwardedMessages  = "Sum", PayloadBytesOffloaded = "Sum", ExecutionsDelayed = "Sum", ExecutionsWaiting = "Sum",
       } : "SEARCH('{Stepwell,Deployment,Workflow} Deployment=\"unit\" MetricName=\"${metric}\"', '${stat}', 300)"
     ])
     error_message = "The dashboard must graph every per-workflow engine metric with a SEARCH over the Workflow dimension."

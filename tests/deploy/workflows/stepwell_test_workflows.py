@@ -17,6 +17,7 @@ from aws_durable_execution_sdk_python import DurableContext, StepContext, durabl
 from aws_durable_execution_sdk_python.config import Duration
 from botocore.exceptions import ClientError
 from stepwell.callback_urls import callback_url
+from stepwell.flow_limits import Rate
 from stepwell.registry import workflow
 
 MARKER_PREFIX = "test-marker#"
@@ -177,3 +178,10 @@ def callback_by_url(event: dict[str, Any], context: DurableContext) -> Any:
     context.step(urls, name="urls")
     raw = callback.result()
     return None if raw is None else json.loads(raw)
+
+
+@workflow("flow.rated", rate=Rate(2, period=60, key="$.customer"))
+@durable_execution
+def rated(event: dict[str, Any], context: DurableContext) -> int:
+    """At most two starts a minute per customer: tests/deploy/test_flow_control_deployed.py."""
+    return int(context.step(lambda _: int(event["n"]), name="count"))
