@@ -69,6 +69,12 @@ def _ms(epoch_seconds: float) -> int:
     return round(epoch_seconds * 1000)
 
 
+def _next_attempt_at(step: Operation) -> float:
+    # The timestamp as stored, so a live timer and one rebuilt from the log compare equal.
+    next_at = step.step_details.next_attempt_timestamp if step.step_details else None
+    return next_at.timestamp() if next_at else 0.0
+
+
 def _error_dict(error: ErrorObject | None) -> dict[str, Any]:
     return dict(error.to_dict()) if error is not None else {}
 
@@ -207,16 +213,19 @@ class Journal:
             if end is not None:
                 self._push_timer(end.timestamp(), op.operation_id, _TIMER_WAIT)
         elif op.operation_type is OperationType.STEP and op.status is OperationStatus.PENDING:
-            next_at = op.step_details.next_attempt_timestamp if op.step_details else None
-            self._push_timer(next_at.timestamp() if next_at else 0.0, op.operation_id, _TIMER_RETRY)
+            self._push_timer(_next_attempt_at(op), op.operation_id, _TIMER_RETRY)
         elif op.operation_type is OperationType.CALLBACK and op.status is OperationStatus.STARTED:
-            deadline = self._callback_deadline(op.operation_id)
-            if deadline is not None:
-                self._push_timer(deadline[0], op.operation_id, _TIMER_CALLBACK)
+            self._push_callback_timer(op.operation_id)
 
     def _push_timer(self, due_at: float, op_id: str, kind: str) -> None:
         self._timer_counter += 1
         heapq.heappush(self._timers, (due_at, self._timer_counter, op_id, kind))
+
+    def _push_callback_timer(self, op_id: str) -> None:
+        # At the earlier of the timeout and the heartbeat deadline: a heartbeat moves only the latter.
+        deadline = self._callback_deadline(op_id)
+        if deadline is not None:
+            self._push_timer(deadline[0], op_id, _TIMER_CALLBACK)
 
     def _callback_deadline(self, op_id: str) -> tuple[float, str] | None:
         meta = self.meta.get(op_id, {})
@@ -254,7 +263,8 @@ class Journal:
         if kind == _TIMER_WAIT:
             return op.status is OperationStatus.STARTED
         if kind == _TIMER_RETRY:
-            return op.status is OperationStatus.PENDING
+            # A later RETRY of the step sets a new next attempt time: the earlier one's timer is dead.
+            return op.status is OperationStatus.PENDING and due_at == _next_attempt_at(op)
         deadline = self._callback_deadline(op_id)
         return op.status is OperationStatus.STARTED and deadline is not None and deadline[0] == due_at
 
@@ -455,7 +465,7 @@ class Journal:
             seconds = self.meta.get(op.operation_id, {}).get("heartbeatSeconds")
             if seconds:
                 self._set_meta(op.operation_id, heartbeatAt=now + float(seconds))
-                self._push_timer(now + float(seconds), op.operation_id, _TIMER_CALLBACK)
+                self._push_callback_timer(op.operation_id)
             return False
         if item.kind in (InputKind.CALLBACK_SUCCEEDED, InputKind.CALLBACK_FAILED):
             if op.operation_type is not OperationType.CALLBACK:
@@ -570,7 +580,7 @@ class Journal:
                 ),
             )
             self._set(op)
-            self._push_timer(next_at, op.operation_id, _TIMER_RETRY)
+            self._push_timer(_next_attempt_at(op), op.operation_id, _TIMER_RETRY)
             retry = {"CurrentAttempt": attempt + 1, "NextAttemptDelaySeconds": delay}
             if update.error is None:
                 # A poll of wait_for_condition that asks to check again: AWS records the state it
@@ -664,9 +674,7 @@ class Journal:
             meta["heartbeatAt"] = now + heartbeat
         if meta:
             self._set_meta(op.operation_id, **meta)
-            deadline = self._callback_deadline(op.operation_id)
-            if deadline is not None:
-                self._push_timer(deadline[0], op.operation_id, _TIMER_CALLBACK)
+            self._push_callback_timer(op.operation_id)
         self._new_callbacks.append((callback_id, op.operation_id))
         details: dict[str, Any] = {"CallbackId": callback_id}
         if timeout:
