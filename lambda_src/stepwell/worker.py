@@ -204,11 +204,15 @@ class Worker:
         journal.absorb(inputs, now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
-            if journal.has_unflushed:  # repeated inputs: record them as absorbed so they are dropped
+            wake_at = _next_wake_at(record, journal)
+            if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
                 engine.append_journal(record, journal)
-            return WorkOutcome(
-                execution_id, "idle", status=record.status, next_wake_at=_next_wake_at(record, journal)
-            )
+                if wake_at is not None:
+                    # A heartbeat moves its callback's deadline past the wake-up already scheduled, which
+                    # then finds nothing due: schedule the new one (upserting the due-timer entry).
+                    engine.store.record_due_timer(execution_id, wake_at)
+                    engine.timers.schedule(execution_id, wake_at)
+            return WorkOutcome(execution_id, "idle", status=record.status, next_wake_at=wake_at)
         for child in journal.waiting_children():
             # Idempotent: recovers a child whose start was lost between its batch and its start.
             engine.start_child(record, child)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import workflows
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
@@ -438,6 +441,31 @@ def test_a_heartbeat_while_waiting_does_not_rerun_the_handler(stepwell_local: Lo
     assert again.action == "idle"
     assert stepwell_local.history(execution_id) == history
     assert [e["EventType"] for e in history].count("InvocationCompleted") == 1
+
+
+@durable_execution
+def _heartbeat_approval(event: Any, context: DurableContext) -> Any:
+    config = CallbackConfig(timeout=Duration.from_hours(1), heartbeat_timeout=Duration.from_seconds(20))
+    return context.create_callback(name="approval", config=config).result()
+
+
+def test_a_heartbeat_moves_the_wake_up_to_its_new_deadline_and_a_silent_sender_times_out(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("heartbeat-approval", _heartbeat_approval)
+    execution_id = stepwell_local.start("heartbeat-approval", None)
+    stepwell_local.run_until_idle()
+    started = stepwell_local.clock.now()
+    stepwell_local.clock.advance(15)
+    stepwell_local.engine.send_callback_heartbeat(stepwell_local.callback_id(execution_id, "approval"))
+    stepwell_local.run_until_idle()  # absorbed: the heartbeat deadline is now 20 s after it
+
+    record = stepwell_local.run_to_completion(execution_id)
+
+    assert record.status is ExecutionStatus.FAILED
+    timed_out = [e for e in stepwell_local.history(execution_id) if e["EventType"] == "CallbackTimedOut"]
+    assert len(timed_out) == 1
+    assert timed_out[0]["EventTimestamp"].timestamp() == pytest.approx(started + 35, abs=1)
 
 
 def test_only_an_execution_that_recorded_a_due_timer_deletes_one(stepwell_local: LocalStepwell) -> None:
