@@ -833,6 +833,16 @@ class DynamoDbExecutionStore:
             ReturnConsumedCapacity=_CAPACITY,
         )
 
+    def get_due_timer(self, execution_id: str) -> float | None:
+        item = self._db.get_item(
+            TableName=self.coordination_table,
+            Key={"key": _s("timer#" + execution_id)},
+            ConsistentRead=True,
+            ProjectionExpression="dueAt",
+            ReturnConsumedCapacity=_CAPACITY,
+        ).get("Item")
+        return _num(item, "dueAt") if item else None
+
     def clear_due_timer(self, execution_id: str) -> None:
         self._db.delete_item(
             TableName=self.coordination_table,

@@ -280,6 +280,11 @@ class MemoryExecutionStore:
             self._count("record_due_timer")
             self._due[execution_id] = due_at
 
+    def get_due_timer(self, execution_id: str) -> float | None:
+        with self._lock:
+            self._count("get_due_timer")
+            return self._due.get(execution_id)
+
     def clear_due_timer(self, execution_id: str) -> None:
         with self._lock:
             self._count("clear_due_timer")

@@ -165,6 +165,10 @@ class ExecutionStore(Protocol):
         """Upsert the execution's one due-timer entry (shard chosen from the id)."""
         ...
 
+    def get_due_timer(self, execution_id: str) -> float | None:
+        """When the execution's due-timer entry says it wakes next (consistent read); None without one."""
+        ...
+
     def clear_due_timer(self, execution_id: str) -> None: ...
 
     def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:

@@ -207,11 +207,13 @@ class Worker:
             wake_at = _next_wake_at(record, journal)
             if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
                 engine.append_journal(record, journal)
-                if wake_at is not None:
-                    # A heartbeat moves its callback's deadline past the wake-up already scheduled, which
-                    # then finds nothing due: schedule the new one (upserting the due-timer entry).
-                    engine.store.record_due_timer(execution_id, wake_at)
-                    engine.timers.schedule(execution_id, wake_at)
+            if wake_at is not None and engine.store.get_due_timer(execution_id) != wake_at:
+                # The next wake-up is not armed: a heartbeat moved its callback's deadline past the one
+                # scheduled (which then finds nothing due), or a worker died between the batch that
+                # suspended the execution and scheduling its wake-up. The entry tells an armed one
+                # (whose repeats must not multiply wake-ups) from those.
+                engine.store.record_due_timer(execution_id, wake_at)
+                engine.timers.schedule(execution_id, wake_at)
             return WorkOutcome(execution_id, "idle", status=record.status, next_wake_at=wake_at)
         for child in journal.waiting_children():
             # Idempotent: recovers a child whose start was lost between its batch and its start.

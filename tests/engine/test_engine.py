@@ -468,6 +468,26 @@ def test_a_heartbeat_moves_the_wake_up_to_its_new_deadline_and_a_silent_sender_t
     assert timed_out[0]["EventTimestamp"].timestamp() == pytest.approx(started + 35, abs=1)
 
 
+def test_a_wake_up_lost_after_the_suspending_batch_is_scheduled_by_the_next_message(
+    stepwell_local: LocalStepwell,
+) -> None:
+    # The worker died after writing the batch that suspends the execution and before scheduling its
+    # wake-up: no message and no due-timer entry remain. The next message for it (the SQS redelivery, or
+    # the reconciler's after the lease expired) finds nothing to run and must schedule the wake-up.
+    stepwell_local.register("three-day-wait", workflows.three_day_wait)
+    execution_id = stepwell_local.start("three-day-wait", None)
+    stepwell_local.run_until_idle()
+    stepwell_local.queue.cancel_all(execution_id)
+    stepwell_local.store.clear_due_timer(execution_id)
+
+    outcome = stepwell_local.worker.run(execution_id)
+
+    assert outcome.action == "idle" and outcome.next_wake_at is not None
+    assert stepwell_local.queue.next_due_at() == outcome.next_wake_at
+    record = stepwell_local.run_to_completion(execution_id)
+    assert record.status is ExecutionStatus.SUCCEEDED
+
+
 def test_only_an_execution_that_recorded_a_due_timer_deletes_one(stepwell_local: LocalStepwell) -> None:
     # A DeleteItem of a missing item still costs a write unit: the first invocation has no timer to clear.
     stepwell_local.register("greet", workflows.greet)

@@ -120,14 +120,18 @@ def test_callbacks_and_due_timers(execution_store: ExecutionStore) -> None:
     assert execution_store.get_callback("cb-1") == CallbackRef("cb-1", execution_id, "op-1")
     assert execution_store.get_callback("cb-2") is None
 
+    assert execution_store.get_due_timer(execution_id) is None
     execution_store.record_due_timer(execution_id, NOW + 10)
-    execution_store.record_due_timer(execution_id, NOW + 20)  # one entry per execution: the latest
+    execution_store.record_due_timer(execution_id, NOW + 20.123)  # one entry per execution: the latest
+    assert execution_store.get_due_timer(execution_id) == NOW + 20.123  # exactly: compared with a wake-up
+    execution_store.record_due_timer(execution_id, NOW + 20)
     shard = due_shard(execution_id)
     assert execution_store.query_due(shard, NOW + 15) == []
     due = execution_store.query_due(shard, NOW + 25)
     assert [(timer.execution_id, timer.due_at) for timer in due] == [(execution_id, NOW + 20)]
     execution_store.clear_due_timer(execution_id)
     assert execution_store.query_due(shard, NOW + 25) == []
+    assert execution_store.get_due_timer(execution_id) is None
     with pytest.raises(ValueError, match=r"shard must be 0\.\.3"):
         execution_store.query_due(DUE_SHARDS, NOW)
 
