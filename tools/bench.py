@@ -18,6 +18,9 @@ listing it in `SECTIONS`.
 - operations: the same set-up, for a mixed workflow and for the marginal cost of each non-step operation.
 - versions: the same set-up, for what pinning executions to worker versions costs: once per execution,
   per message outside a transition, and per message while executions run on an older version.
+- long-lived: one execution of N step-and-wait cycles (a step, then a one-hour wait) through the same
+  entry runtime, kept across messages as a warm Lambda container keeps it: read and write units of the
+  message that runs cycle 10, 100 and N, and of the same cycles on a worker without the journal cache.
 - cpu: CPU time per operation (time.process_time) on the local backend (stepwell.testing.local) and in
   the SDK's own local test runner (aws_durable_execution_sdk_python_testing.DurableFunctionTestRunner),
   each size in a fresh subprocess.
@@ -135,6 +138,7 @@ class Options:
     sdk_timeout: float
     stacks: Stacks
     definitions_subjects: int = DEFINITIONS_SUBJECTS
+    long_lived_cycles: int = 500
     background: dict[str, Background] = field(default_factory=dict)
 
 
@@ -1330,6 +1334,147 @@ _VERSIONS_NOTES = _prose(
 )
 
 
+# ------------------------------------------------------------------------------ long-lived executions
+
+LONG_LIVED_WORKFLOW = "long-lived"
+LONG_LIVED_MEASURED = (10, 100)  # and the last cycle
+TARGET_LONG_LIVED_READ_RATIO = 1.5
+
+
+def _cold_runtime(stack: MotoStack) -> Any:
+    """The stack's entry runtime without the journal cache: every message folds the whole log."""
+    from stepwell.entry import EntryRuntime
+    from stepwell.journal_cache import JournalCache, JournalCacheOptions
+
+    cold = JournalCache(JournalCacheOptions(enabled=False))
+    return EntryRuntime(dataclasses.replace(stack.runtime.engine, journals=cold))
+
+
+def _run_cycles(
+    stack: MotoStack, cycles: int, name: str, measured_on: Mapping[int, Any], reader: Any
+) -> dict[int, PerMessage]:
+    """Run one long-lived execution to its end, one wake-up at a time; the message of each cycle in
+    `measured_on` (cycle -> the runtime that handles it) is measured alone. Cycle 1 is the start.
+    `reader` (a runtime without the cache) counts the operations after a measurement, so that reading
+    leaves the warm runtime's cache as the messages left it."""
+    warm = stack.runtime
+    results: dict[int, PerMessage] = {}
+    execution_id = stack.client.start_execution(LONG_LIVED_WORKFLOW, {"cycles": cycles}, execution_name=name)
+    stack.drain(fire_schedules=False)
+    try:
+        for cycle in range(2, cycles + 2):  # the message after the last cycle's wait ends it
+            runtime = measured_on.get(cycle)
+            if runtime is not None:
+                stack.runtime = runtime
+                stack.reset_counters()
+            started = time.perf_counter()
+            if not stack._fire_next_schedule():
+                raise RuntimeError(f"{execution_id}: no wake-up scheduled after cycle {cycle - 1}")
+            stack.drain(fire_schedules=False)
+            if runtime is not None:
+                stack.runtime = reader
+                results[cycle] = _per_message(stack, f"cycle {cycle:,}", [execution_id], started)
+                stack.runtime = warm
+            if cycle % 100 == 0:
+                log(f"long-lived: {name} at cycle {cycle:,} of {cycles:,}")
+    finally:
+        stack.runtime = warm
+    status = stack.client.describe_execution(execution_id)["Status"]
+    if status != "SUCCEEDED":
+        raise RuntimeError(f"{execution_id} ended {status}, not SUCCEEDED")
+    return results
+
+
+def section_long_lived(options: Options) -> SectionResult:
+    """Read and write units per wake-up of one execution as its log grows, warm and cold."""
+    stack = options.stacks.moto()
+    cycles = options.long_lived_cycles
+    measured = sorted({c for c in LONG_LIVED_MEASURED if c < cycles} | {cycles})
+    warm_runtime, cold_runtime = stack.runtime, _cold_runtime(stack)
+    log(f"long-lived: {cycles:,} step-and-wait cycles on a warm worker, measured at {measured}")
+    warm = _run_cycles(stack, cycles, "long-lived-warm", dict.fromkeys(measured, warm_runtime), cold_runtime)
+    log(f"long-lived: the same cycles on a worker without the journal cache at {measured}")
+    cold = _run_cycles(stack, cycles, "long-lived-cold", dict.fromkeys(measured, cold_runtime), cold_runtime)
+
+    def units(phase: PerMessage) -> tuple[float, float, float]:
+        m = phase.measurement
+        # The operations table holds the log and the pending inputs: one Query each per message.
+        log_reads = sum(t.read_units for key, t in m.dynamo.items() if key == "Query (operations)")
+        return phase.per(m.read_units), phase.per(m.write_units), phase.per(log_reads)
+
+    rows = []
+    for cycle in measured:
+        warm_read, warm_write, warm_log = units(warm[cycle])
+        cold_read, cold_write, cold_log = units(cold[cycle])
+        rows.append(
+            [
+                f"{cycle:,}",
+                fmt(warm_read),
+                fmt(warm_log),
+                fmt(warm_write),
+                fmt(cold_read),
+                fmt(cold_log),
+                fmt(cold_write),
+            ]
+        )
+    first, last = measured[0], measured[-1]
+    first_reads, last_reads = units(warm[first])[0], units(warm[last])[0]
+    ratio = last_reads / first_reads if first_reads else math.inf
+    met = ratio <= TARGET_LONG_LIVED_READ_RATIO
+    finding = (
+        f"Read units per cycle on a warm worker: {fmt(first_reads)} at cycle {first:,}, {fmt(last_reads)} at "
+        f"cycle {last:,} ({ratio:.2f}x); without the journal cache {fmt(units(cold[last])[0])} at cycle "
+        f"{last:,}."
+    )
+    targets = [
+        (
+            f"read units per cycle at cycle {last:,} <= {TARGET_LONG_LIVED_READ_RATIO}x cycle {first:,} "
+            "(long-lived, warm worker)",
+            f"{fmt(first_reads)} -> {fmt(last_reads)} ({ratio:.2f}x)",
+            "met" if met else "NOT met",
+        )
+    ]
+    markdown = "\n\n".join(
+        [
+            _LONG_LIVED_INTRO.format(cycles=cycles, workflow=LONG_LIVED_WORKFLOW),
+            md_table(
+                [
+                    "cycle",
+                    "warm: read units",
+                    "of which operations-table Queries (log, inputs)",
+                    "warm: write units",
+                    "cold: read units",
+                    "of which operations-table Queries (log, inputs)",
+                    "cold: write units",
+                ],
+                rows,
+            ),
+            f"**{finding}**",
+        ]
+    )
+    return SectionResult(
+        "Long-lived executions: reads per wake-up as the log grows (moto backend)",
+        markdown,
+        ["Long-lived executions:", "  " + finding],
+        targets,
+    )
+
+
+_LONG_LIVED_INTRO = _prose(
+    """
+    Workflow `{workflow}` (`tools/bench_workflows.py`): {cycles} cycles of a step then a one-hour wait, one
+    execution, driven as in the sections above one wake-up at a time (each a fired schedule, one message).
+    Warm: every message goes to the same entry runtime, as a warm Lambda container keeps its process, so
+    the engine's journal cache (`stepwell.journal_cache`) holds the fold of the execution's log from the
+    previous message and the load reads only the last batch it folded and any written since. Cold: a
+    second execution runs the same way, but the measured cycles go to a runtime whose cache is disabled,
+    which reads the whole log, as a new container does. Units are per message (per cycle), all DynamoDB
+    requests of the message included (the execution's item, lease, inputs, the log, checkpoints, the
+    wake-up's bookkeeping).
+    """
+)
+
+
 def cpu_probe(runner: str, steps: int) -> dict[str, Any]:
     """Run in a fresh process: CPU seconds (time.process_time, all threads) per operation for executions
     of `steps` sequential steps, after one unmeasured warm-up execution."""
@@ -1612,6 +1757,7 @@ SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("aws", section_aws),
     ("operations", section_operations),
     ("versions", section_versions),
+    ("long-lived", section_long_lived),
     ("definitions", section_definitions),
     ("cpu", section_cpu),
 ]
@@ -1748,12 +1894,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFINITIONS_SUBJECTS,
         help="subjects in the definitions bench",
     )
+    parser.add_argument(
+        "--long-lived-cycles",
+        type=int,
+        default=Options.long_lived_cycles,
+        help="step-and-wait cycles of the long-lived execution (at least 10)",
+    )
     parser.add_argument("--cpu-probe", choices=("local", "sdk"), help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cpu_probe:
         print(json.dumps(cpu_probe(args.cpu_probe, args.steps)))
         return 0
+    if args.long_lived_cycles < 10:
+        parser.error(
+            f"--long-lived-cycles must be at least 10 (cycle 10 is the baseline), got "
+            f"{args.long_lived_cycles}"
+        )
     sizes = tuple(int(size) for size in args.sizes.split(",") if size.strip())
     wanted = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = set(wanted) - {name for name, _ in SECTIONS}
@@ -1767,6 +1924,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sdk_timeout=args.sdk_timeout,
             stacks=Stacks(exits),
             definitions_subjects=args.definitions_subjects,
+            long_lived_cycles=args.long_lived_cycles,
         )
         for name, starter in STARTERS.items():
             if name in wanted:

@@ -6,6 +6,8 @@ Execution SDK, the same objects for Stepwell (moto and local backends) and for t
   fan-out, so non-step operations show their cost.
 - `single_*`: one step plus at most one operation of a kind; the bench subtracts `single_step` from each
   to get the marginal cost of that kind of operation.
+- `long_lived`: `event["cycles"]` cycles of a step then a one-hour wait: one execution that wakes up once
+  per cycle, so the cost of resuming shows as its log grows.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ SHORT_WAIT_SECONDS = 2  # under SQS's 900 s delay: an SQS message with DelaySeco
 LONG_WAIT_SECONDS = 2 * 3600  # beyond 900 s: a one-time EventBridge Scheduler schedule
 PARALLEL_BRANCHES = 3
 LARGE_RESULT_BYTES = 300 * 1024  # over the engine's 200 KiB inline limit: the batch goes to S3
+LONG_LIVED_WAIT_SECONDS = 3600  # each cycle's wait: an EventBridge Scheduler wake-up
 
 # Callback ids handed out by `wait_for_callback` submitters, in order; the bench sends their results.
 CALLBACKS: list[str] = []
@@ -98,6 +101,15 @@ def single_large_step(event: dict[str, Any], context: DurableContext) -> int:
     return context.step(lambda _: len(large), name="only")
 
 
+@durable_execution
+def long_lived(event: dict[str, Any], context: DurableContext) -> int:
+    total = 0
+    for index in range(int(event["cycles"])):
+        total += context.step(_value(index), name=f"step-{index}")
+        context.wait(Duration.from_seconds(LONG_LIVED_WAIT_SECONDS), name=f"wait-{index}")
+    return total
+
+
 # name -> (handler, needs a callback result sent while it waits)
 WORKFLOWS: dict[str, tuple[Callable[..., Any], bool]] = {
     "sequential-steps": (sequential_steps, False),
@@ -108,4 +120,5 @@ WORKFLOWS: dict[str, tuple[Callable[..., Any], bool]] = {
     "single-callback": (single_callback, True),
     "single-parallel": (single_parallel, False),
     "single-large-step": (single_large_step, False),
+    "long-lived": (long_lived, False),
 }

@@ -35,6 +35,7 @@ from stepwell.journal import (
     encode_body,
     restore_execution_input,
 )
+from stepwell.journal_cache import FoldedLog, JournalCache, copy_journal
 from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
@@ -159,6 +160,9 @@ class Engine:
     status_events: StatusEvents = field(default_factory=NoStatusEvents)
     # Where the facts of each message handled go (stepwell.metrics; the entry and harness flush them).
     metrics: Metrics = field(default_factory=NoMetrics)
+    # Folded journals of the executions this process ran (stepwell.journal_cache): a warm worker reads
+    # only the log items written since.
+    journals: JournalCache = field(default_factory=JournalCache, repr=False)
     # Per-key concurrency and rate limits (stepwell.flow_control), on this engine's ports.
     flow: FlowControl = field(init=False, repr=False)
 
@@ -183,30 +187,93 @@ class Engine:
     # ------------------------------------------------------------------ the log
 
     def load_journal(self, execution_id: str) -> Journal:
-        """Fold the execution's whole log (one paginated Query)."""
-        journal = Journal(execution_id)
-        for seq, body, offloaded in self._batch_bodies(execution_id):
-            journal.fold(seq, body)
-            journal.offloaded_batches |= offloaded
-        journal.finish_loading()
-        return journal
+        """The execution's journal, the whole log folded: from the cache's fold when it has one (taken out
+        of it: the caller owns the journal), reading only the batches from its last one on."""
+        return self._load(execution_id).journal
 
-    def _batch_bodies(self, execution_id: str) -> Iterator[tuple[int, dict[str, Any], bool]]:
-        """(seq, body, whether the body was offloaded) of the execution's batches in order, as written: an
-        offloaded execution input is read back once per load however many batches refer to it."""
+    def open_journal(self, execution_id: str) -> Journal:
+        """load_journal for a worker's run, which ends it with close_journal: the run works on a copy, and
+        the batches it writes are noted for the fold close_journal may cache."""
+        folded = self._load(execution_id)
+        if not self.journals.enabled:
+            return folded.journal
+        live = copy_journal(folded.journal)
+        self.journals.open(live, folded)
+        return live
+
+    def close_journal(self, journal: Journal, keep: bool) -> None:
+        """With `keep` (the run flushed everything and was not fenced), cache the fold of the execution's
+        log with the batches the run wrote, for its next message; otherwise the next load reads the whole
+        log. Each written batch is folded from a fresh decode of its text, as a load would fold it."""
+        run = self.journals.close(journal)
+        if run is None or not keep:
+            return
+        for batch, text in run.written:
+            body = decode_body(text)
+            if "ir" in body:  # folding it as a load does would read the input back: leave it to the next load
+                return
+            self._fold(run.folded, batch, body, len(text))
+        if run.folded.journal.next_seq == journal.next_seq:  # it holds every batch the run wrote
+            self.journals.put(journal.execution_id, run.folded)
+
+    def _load(self, execution_id: str) -> FoldedLog:
         inputs: dict[str, str] = {}
-        after = -1
+        cached = self.journals.take(execution_id) if self.journals.enabled else None
+        folded = self._fold_after(cached, inputs) if cached is not None else None
+        if folded is None:
+            folded = FoldedLog(Journal(execution_id))
+            for batch in self._batches(execution_id, after_seq=-1):
+                self._fold_read(folded, batch, inputs)
+        folded.journal.finish_loading()
+        return folded
+
+    def _fold_after(self, cached: FoldedLog, inputs: dict[str, str]) -> FoldedLog | None:
+        """`cached` with the batches written after it folded on top; None when its last batch is not in
+        the log as it was (the execution was created again after its items expired)."""
+        last = cached.last_batch
+        if last is None:
+            return None
+        batches = self._batches(cached.journal.execution_id, after_seq=last.seq - 1)
+        first = next(batches, None)
+        if first is None or not _same_batch(first, last):
+            return None
+        for batch in batches:
+            self._fold_read(cached, batch, inputs)
+        return cached
+
+    def _fold(self, folded: FoldedLog, batch: Batch, body: dict[str, Any], size: int) -> None:
+        """Fold one batch as the store holds it (`body`: its body as written, `size`: its stored text)."""
+        folded.journal.fold(batch.seq, body)
+        folded.journal.offloaded_batches |= batch.body_is_ref
+        folded.last_batch = batch
+        folded.size += size
+
+    def _fold_read(self, folded: FoldedLog, batch: Batch, inputs: dict[str, str]) -> None:
+        text = self._batch_text(batch)
+        self._fold(folded, batch, self._stored_body(text, inputs), len(text))
+
+    def _batches(self, execution_id: str, after_seq: int) -> Iterator[Batch]:
+        """The execution's batches with seq > after_seq in order (one paginated Query)."""
+        after = after_seq
         while True:
             batches, last = self.store.load_batches(execution_id, after_seq=after)
-            for batch in batches:
-                yield batch.seq, self._batch_body(batch, inputs), batch.body_is_ref
+            yield from batches
             if last is None:
                 return
             after = last
 
-    def _batch_body(self, batch: Batch, inputs: dict[str, str]) -> dict[str, Any]:
-        # `inputs`: the offloaded inputs this load has read so far, by reference.
-        text = self.payloads.get(batch.body) if batch.body_is_ref else batch.body
+    def _batch_bodies(self, execution_id: str) -> Iterator[dict[str, Any]]:
+        """The bodies of the execution's batches in order, as written."""
+        inputs: dict[str, str] = {}
+        for batch in self._batches(execution_id, after_seq=-1):
+            yield self._stored_body(self._batch_text(batch), inputs)
+
+    def _batch_text(self, batch: Batch) -> str:
+        return self.payloads.get(batch.body) if batch.body_is_ref else batch.body
+
+    def _stored_body(self, text: str, inputs: dict[str, str]) -> dict[str, Any]:
+        """A batch body as written: an offloaded execution input is read back once per load however many
+        batches refer to it (`inputs`: those this load has read so far, by reference)."""
         body = decode_body(text)
         input_ref = body.get("ir")
         if isinstance(input_ref, str):
@@ -227,13 +294,12 @@ class Engine:
         text = encode_body(flushed.body)
         body, is_ref = self.offload(record.execution_id, f"batch-{seq}", text)
         journal.offloaded_batches |= is_ref
-        self.store.append_batch(
-            record.execution_id,
-            Batch(
-                seq=seq, body=body or "", created_at=self.clock.now(), body_is_ref=is_ref, terminal=terminal
-            ),
+        stored = Batch(
+            seq=seq, body=body or "", created_at=self.clock.now(), body_is_ref=is_ref, terminal=terminal
         )
+        self.store.append_batch(record.execution_id, stored)
         journal.next_seq = seq + 1
+        self.journals.written(journal, stored, text)
         # Counted once written: a fenced worker's batch is not, and seq 0 (only one worker writes it)
         # holds the execution's start.
         if seq == 0:
@@ -706,7 +772,7 @@ class Engine:
         ):
             raise InvalidArgument(f"invalid max_items {max_items!r}: an integer from 1 to 1000, or None: all")
         self._record(execution_id)
-        events = events_from_bodies([body for _, body, _ in self._batch_bodies(execution_id)])
+        events = events_from_bodies(list(self._batch_bodies(execution_id)))
         if reverse_order:
             events.reverse()
         start = _history_marker_position(marker, len(events))
@@ -716,6 +782,17 @@ class Engine:
         if end < len(events):
             answer["NextMarker"] = f"{_HISTORY_MARKER_PREFIX}{end}"
         return answer
+
+
+def _same_batch(found: Batch, kept: Batch) -> bool:
+    """Whether the store still holds the batch a fold ended with (its time compared to the millisecond:
+    a store may write the number in another form)."""
+    return (
+        found.seq == kept.seq
+        and found.body == kept.body
+        and found.body_is_ref == kept.body_is_ref
+        and abs(found.created_at - kept.created_at) < 0.001
+    )
 
 
 _HISTORY_MARKER_PREFIX = "events-from-"

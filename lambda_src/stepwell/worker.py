@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 # Outcomes of a message that ran the execution (its wake-up lag is measured on those).
 _RAN_THE_EXECUTION = frozenset({"ran", "finished", "crashed"})
+# Outcomes after which the execution still runs and its log holds everything the run changed (when the
+# journal has nothing unflushed): the engine may cache the fold of its log.
+_KEEPS_JOURNAL = frozenset({"ran", "idle", "crashed"})
 # After this many invocations in a row that crashed (the handler process died), the execution fails.
 MAX_CONSECUTIVE_CRASHES = 5
 CRASH_RETRY_BASE_SECONDS = 1
@@ -153,15 +156,34 @@ class Worker:
         ]
 
     def _run_leased(self, record: ExecutionRecord, owner: str, lambda_context: Any | None) -> WorkOutcome:
+        try:
+            journal = self.engine.open_journal(record.execution_id)
+        except PayloadMissing as missing:
+            return self._payloads_missing(record, missing)
+        keep = False
+        try:
+            outcome = self._run_journal(record, journal, owner, lambda_context)
+            # The fold of its log serves the execution's next message only after a run that wrote all it
+            # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
+            keep = outcome.action in _KEEPS_JOURNAL and not journal.ended and not journal.has_unflushed
+            return outcome
+        finally:
+            self.engine.close_journal(journal, keep)
+
+    def _payloads_missing(self, record: ExecutionRecord, missing: PayloadMissing) -> WorkOutcome:
+        if not record.status.is_terminal:
+            raise missing
+        return self._expired(record)
+
+    def _run_journal(
+        self, record: ExecutionRecord, journal: Journal, owner: str, lambda_context: Any | None
+    ) -> WorkOutcome:
         engine = self.engine
         execution_id = record.execution_id
         try:
-            journal = engine.load_journal(execution_id)
             inputs = self._inputs(execution_id)
-        except PayloadMissing:
-            if not record.status.is_terminal:
-                raise
-            return self._expired(record)
+        except PayloadMissing as missing:
+            return self._payloads_missing(record, missing)
         now = engine.clock.now()
         if record.status.is_terminal:
             return self._settle_ended(record, journal, inputs, now)
