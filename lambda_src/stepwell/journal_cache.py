@@ -16,6 +16,7 @@ journal.
 from __future__ import annotations
 
 import copy
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -23,6 +24,19 @@ from dataclasses import dataclass, field
 from stepwell.errors import InvalidArgument
 from stepwell.journal import Journal
 from stepwell.model import Batch
+
+MAX_CACHE_BYTES = 32 * 1024 * 1024
+
+
+def default_max_bytes(memory_mb: str | None = None) -> int:
+    """32 MB of batch text, or a sixteenth of the Lambda function's memory when that is less (about 10 MB
+    in memory on a 128 MB function), so the cache never crowds out the handler."""
+    text = memory_mb if memory_mb is not None else os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "")
+    try:
+        memory = int(text) * 1024 * 1024
+    except ValueError:
+        return MAX_CACHE_BYTES
+    return max(1024 * 1024, min(MAX_CACHE_BYTES, memory // 16))
 
 
 @dataclass(frozen=True)
@@ -33,8 +47,8 @@ class JournalCacheOptions:
     enabled: bool = True
     max_journals: int = 1000
     # Folded, a journal takes about 1.3 times its batch text in memory: some 40 MB, under a tenth of the
-    # worker's default 512 MB.
-    max_bytes: int = 32 * 1024 * 1024
+    # worker's default 512 MB (a smaller function gets less: default_max_bytes).
+    max_bytes: int = field(default_factory=lambda: default_max_bytes())
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):

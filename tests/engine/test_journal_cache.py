@@ -14,7 +14,7 @@ from aws_durable_execution_sdk_python.lambda_service import OperationAction, Ope
 from stepwell.engine import Engine
 from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.journal import Journal
-from stepwell.journal_cache import FoldedLog, JournalCache, JournalCacheOptions
+from stepwell.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
 from stepwell.model import Batch, ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 from stepwell.worker import Worker
@@ -407,3 +407,10 @@ def test_on_dynamodb_a_warm_worker_reads_one_batch_per_resume_and_folds_what_a_f
 
     assert outcomes == ["ran", "ran", "ran", "ran", "finished"]
     assert engine.describe_execution(execution_id)["Status"] == "SUCCEEDED"
+
+
+def test_the_default_bound_shrinks_with_a_small_function_memory() -> None:
+    assert default_max_bytes("512") == 32 * 1024 * 1024
+    assert default_max_bytes("128") == 8 * 1024 * 1024
+    assert default_max_bytes("") == 32 * 1024 * 1024  # not in Lambda
+    assert default_max_bytes("10240") == 32 * 1024 * 1024
