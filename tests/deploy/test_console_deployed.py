@@ -102,7 +102,8 @@ def test_the_console_lists_draws_answers_and_stops_in_a_browser(
     scheduler_firer: SchedulerFirer,
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import Select, WebDriverWait
     from stepwell.console.server import running_console
     from stepwell.testing.console_browser import execution_url
 
@@ -117,7 +118,10 @@ def test_the_console_lists_draws_answers_and_stops_in_a_browser(
         driver.get(url)  # type: ignore[attr-defined]
         Select(driver.find_element(By.ID, "filter-status")).select_by_value("")  # type: ignore[attr-defined]
         driver.find_element(By.ID, "filter-workflow").send_keys(WORKFLOW)  # type: ignore[attr-defined]
-        driver.find_element(By.ID, "filter-apply").click()  # type: ignore[attr-defined]
+        apply = driver.find_element(By.ID, "filter-apply")  # type: ignore[attr-defined]
+        apply.click()
+        # The filter is a form: wait for the old page to go, or its rows are read as they vanish.
+        WebDriverWait(driver, 10).until(expected_conditions.staleness_of(apply))
         links = {
             link.text: link
             for link in driver.find_elements(By.CSS_SELECTOR, "a.execution-link")  # type: ignore[attr-defined]
