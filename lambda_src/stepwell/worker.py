@@ -307,6 +307,13 @@ class Worker:
         engine.append_journal(record, journal)
         return self._schedule_next(record, journal, end)
 
+    def _parent_waits(self, record: ExecutionRecord) -> bool:
+        """Whether the ended `record` is a chained invoke's child whose parent still runs."""
+        if record.parent_execution_id is None:
+            return False
+        parent = self.engine.store.get_execution(record.parent_execution_id)
+        return parent is not None and parent.status is ExecutionStatus.RUNNING
+
     def _start_deadline(self, record: ExecutionRecord) -> float | None:
         """When the execution times out, before its start is logged (the log then keeps the timeout)."""
         timeout = self.engine.registry.options(record.workflow_id).execution_timeout
@@ -468,6 +475,11 @@ class Worker:
             engine.metrics.add(ENDED[record.status.value], 1, record.workflow_id)
             if record.status is not ExecutionStatus.STOPPED:  # a stop resumes the parent itself
                 engine.notify_parent(record, record.status, result, record.error)
+        elif record.status is not ExecutionStatus.STOPPED and self._parent_waits(record):
+            # The worker that logged the end may have died before resuming the parent: resume it again (a
+            # parent that already has the child's result records the repeat as absorbed, nothing more).
+            result = engine.resolve(record.result, record.result_is_ref)
+            engine.notify_parent(record, record.status, result, record.error)
         # Also when the end is already logged: this message may be the retry of a worker that died
         # between its terminal batch and retiring the payloads.
         if _has_payload_objects(record, journal, inputs):

@@ -172,6 +172,39 @@ def test_context_invoke_runs_a_child_and_resumes_the_parent(stepwell_local: Loca
     assert len(children) == 1 and children[0].parent_execution_id == parent_id
 
 
+def test_a_child_whose_worker_died_before_notifying_its_parent_notifies_it_on_its_next_message(
+    stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The child's worker wrote its terminal batch and died before resuming the parent (found by
+    # `make chaos`): the redelivered message finds the end logged, and must still resume the parent.
+    stepwell_local.register("invoker", workflows.invoker)
+    stepwell_local.register("doubler", workflows.doubler)
+    parent_id = stepwell_local.start("invoker", {"target": "doubler", "value": 21})
+    engine = stepwell_local.engine
+    notify = engine.notify_parent
+
+    def die_once(*args: object, **kwargs: object) -> None:
+        monkeypatch.setattr(engine, "notify_parent", notify)
+        raise SystemExit("the worker died")
+
+    monkeypatch.setattr(engine, "notify_parent", die_once)
+    with pytest.raises(SystemExit):
+        stepwell_local.run_until_idle()
+    child = engine.list_executions(workflow="doubler").items[0]
+    assert child.status is ExecutionStatus.SUCCEEDED
+
+    stepwell_local.worker.run(child.execution_id)  # the child's message again (SQS redelivers it)
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED, record.error
+    assert json.loads(record.result or "null") == {"doubled": 42}
+    # A further repeat of the child's message changes nothing in the ended parent.
+    history = stepwell_local.history(parent_id)
+    stepwell_local.worker.run(child.execution_id)
+    stepwell_local.run_until_idle()
+    assert stepwell_local.history(parent_id) == history
+
+
 def test_a_failing_child_fails_the_invoke(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("invoker", workflows.invoker)
     stepwell_local.register("failing_child", workflows.failing_child)
