@@ -1752,6 +1752,20 @@ def section_definitions(options: Options) -> SectionResult:
     return SectionResult(title, intro + "\n\n" + "\n".join(lines).strip(), summary)
 
 
+# `make chaos` writes its own section between these markers (tools/chaos.py): a bench run keeps it.
+CHAOS_MARKERS = ("<!-- chaos:start -->", "<!-- chaos:end -->")
+
+
+def _kept_chaos_section(path: Path) -> str:
+    """The chaos run's section of the file being replaced, with its markers ("" when it has none)."""
+    text = path.read_text() if path.exists() else ""
+    start, end = CHAOS_MARKERS
+    if start not in text or end not in text:
+        return ""
+    section = text[text.index(start) : text.index(end) + len(end)]
+    return "\n" + section + "\n"
+
+
 # Sections in the order they appear in BENCHMARKS.md: (name for --sections, function).
 SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("aws", section_aws),
@@ -1939,7 +1953,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line)
         print()
     if args.write:
-        args.write.write_text(render(results, started, [name for name, _ in SECTIONS if name in wanted]))
+        text = render(results, started, [name for name, _ in SECTIONS if name in wanted])
+        args.write.write_text(text + _kept_chaos_section(args.write))
         print(f"wrote {args.write} in {time.perf_counter() - started:.0f} s")
     return 0
 
