@@ -13,12 +13,13 @@ export PATH := $(BIN):$(PATH)
 
 TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
 
-.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo screenshot bench clean
+.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo screenshot bench chaos clean
 
 help:
 	@echo "make demo   run the main story on the embedded (moto) backend"
 	@echo "make test   run every check and test suite (both backends)"
 	@echo "make bench  write BENCHMARKS.md"
+	@echo "make chaos  run 1,000 executions under injected faults; write its section of BENCHMARKS.md"
 	@echo "make screenshot  write docs/console-timeline.png (the console's timeline of the demo's order)"
 
 setup: venv tfrc
@@ -95,6 +96,9 @@ screenshot: venv tfrc browser
 
 bench: venv tfrc
 	$(BIN)/python tools/bench.py --write BENCHMARKS.md
+
+chaos: venv
+	$(BIN)/python tools/chaos.py --write BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) $(CACHE) .pytest_cache .mypy_cache .ruff_cache
