@@ -11,6 +11,7 @@ output "client_config" {
     work_queue_url       = module.messaging.work_queue_url
     work_queue_arn       = module.messaging.work_queue_arn
     dlq_url              = module.messaging.dlq_url
+    dlq_arn              = module.messaging.dlq_arn
     event_bus_name       = module.messaging.event_bus_name
     event_bus_arn        = module.messaging.event_bus_arn
     schedule_group_name  = module.scheduler.schedule_group_name

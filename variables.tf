@@ -705,7 +705,7 @@ variable "alarm_topic_arn" {
 }
 
 variable "dashboard_enabled" {
-  description = "Create the CloudWatch dashboard `{name}`: the engine's metrics per workflow, the reconciler's, the queues', the worker's, and the alarms."
+  description = "Create the CloudWatch dashboard `{name}`: the engine's metrics per workflow and deployment-wide, the queues', the worker's, and the alarms."
   type        = bool
   default     = true
 }

@@ -95,6 +95,10 @@ PRICES: dict[str, Price] = {
     "scheduler": Price(
         "EventBridge Scheduler invocation", 1.00, 1_000_000, "aws.amazon.com/eventbridge/pricing (Scheduler)"
     ),
+    # The engine's status-change events (one entry per PutEvents request, as it announces them).
+    "events": Price(
+        "EventBridge custom event (PutEvents entry)", 1.00, 1_000_000, "aws.amazon.com/eventbridge/pricing"
+    ),
     "s3_put": Price("S3 Standard PUT/LIST request", 0.005, 1_000, "aws.amazon.com/s3/pricing"),
     "s3_get": Price("S3 Standard GET request", 0.0004, 1_000, "aws.amazon.com/s3/pricing"),
     "lambda_request": Price("Lambda request (invocation)", 0.20, 1_000_000, "aws.amazon.com/lambda/pricing"),
@@ -104,6 +108,12 @@ STEP_FUNCTIONS_PER_MILLION = 25.00  # Step Functions Standard, per million state
 TARGET_WRITE_UNITS_PER_STEP = 1.5
 TARGET_READ_UNITS_PER_STEP = 1.0
 TARGET_USD_PER_MILLION = 1.50
+# Issue 12's targets: a resume all-in, an execution's fixed part, the mixed workflow.
+TARGET_RESUME_WRITE_UNITS = 4
+TARGET_RESUME_SQS_REQUESTS = 2
+TARGET_FIXED_WRITE_UNITS = 6
+TARGET_MIXED_USD_PER_MILLION = 1.60
+TARGET_DEFINITIONS_START_REQUESTS = 12
 
 # ---------------------------------------------------------------------------------------------- results
 
@@ -476,6 +486,7 @@ class Measurement:
             "DynamoDB reads": self.read_units * PRICES["dynamodb_rru"].per_unit,
             "SQS": self.sqs_requests * PRICES["sqs"].per_unit,
             "Scheduler": self.modelled.scheduler_invocations * PRICES["scheduler"].per_unit,
+            "EventBridge events": self.calls.get("events.PutEvents", 0) * PRICES["events"].per_unit,
             "S3": self.s3_puts * PRICES["s3_put"].per_unit + self.s3_gets * PRICES["s3_get"].per_unit,
             "Lambda requests": self.modelled.lambda_invocations * PRICES["lambda_request"].per_unit,
         }
@@ -788,12 +799,18 @@ def _api_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     return rows
 
 
+def _fixed_write_units(small: Measurement, large: Measurement) -> float:
+    """The fixed write units of an execution, fitted on two sizes of the same workflow."""
+    per_step = (large.write_units - small.write_units) / (large.operations - small.operations)
+    return small.write_units - small.operations * per_step
+
+
 def _fixed_cost_text(small: Measurement, large: Measurement) -> str:
     """The per-execution and per-step write units, fitted on two sizes of the same workflow (the write
     units of an N-step execution are fixed + N x per step), and which requests make the fixed part."""
     span = large.operations - small.operations
     per_step = (large.write_units - small.write_units) / span
-    fixed = small.write_units - small.operations * per_step
+    fixed = _fixed_write_units(small, large)
     lines = [
         f"Write units per execution, fitted on the {small.label} and {large.label} runs: "
         f"**{fmt(fixed)} fixed + {fmt(per_step)} per step**. At N steps that is {fmt(per_step)} + "
@@ -889,6 +906,14 @@ def section_aws(options: Options) -> SectionResult:
     fixed_cost = ""
     if len(measurements) >= 2 and measurements[1].operations > measurements[0].operations:
         fixed_cost = _fixed_cost_text(measurements[0], measurements[1])
+        fixed = _fixed_write_units(measurements[0], measurements[1])
+        target_rows.append(
+            (
+                f"fixed write units per execution <= {TARGET_FIXED_WRITE_UNITS}",
+                fmt(fixed),
+                "met" if fixed <= TARGET_FIXED_WRITE_UNITS + 0.01 else "NOT met",
+            )
+        )
     markdown = "\n\n".join(
         [
             _STEPS_INTRO,
@@ -933,6 +958,12 @@ def section_aws(options: Options) -> SectionResult:
     return SectionResult("AWS requests and cost per operation (moto backend)", markdown, summary, target_rows)
 
 
+# The marginal rows that are one resume of a suspended execution, and what each includes.
+_RESUMES = {
+    "single-short-wait": "a 2 s wait that ends",
+    "single-long-wait": "a 2 h wait that ends",
+    "single-callback": "a callback that arrives; its row includes the callback's three operations",
+}
 _MARGINAL = (
     ("single-short-wait", "wait of 2 s (SQS DelaySeconds)"),
     ("single-long-wait", "wait of 2 h (EventBridge Scheduler)"),
@@ -978,10 +1009,31 @@ def section_operations(options: Options) -> SectionResult:
         f"{mixed.per_op(mixed.read_units):.3f} RU/op, ${mixed.usd_per_million_ops():.3f} per million ops",
         "Marginal cost of non-step operations (per operation of that kind, over a one-step workflow):",
     ]
+    mixed_usd = mixed.usd_per_million_ops()
+    targets = [
+        (
+            f"mixed workflow <= ${TARGET_MIXED_USD_PER_MILLION:.2f} per million operations",
+            usd(mixed_usd),
+            "met" if mixed_usd <= TARGET_MIXED_USD_PER_MILLION else "NOT met",
+        )
+    ]
     for workflow, label in _MARGINAL:
         variant = stack.run_workflow(workflow, {}, label=label)
         totals = _totals(variant)
         diff = {key: totals[key] - base_totals[key] for key in totals}
+        if workflow in _RESUMES:
+            wu, sqs = diff["write units"], diff["SQS requests"]
+            met = wu <= TARGET_RESUME_WRITE_UNITS and sqs <= TARGET_RESUME_SQS_REQUESTS
+            targets.append(
+                (
+                    f"per resume, all-in: <= {TARGET_RESUME_WRITE_UNITS} write units and "
+                    f"<= {TARGET_RESUME_SQS_REQUESTS} SQS requests ({_RESUMES[workflow]})",
+                    f"{fmt(wu)} write units, {fmt(sqs)} SQS requests",
+                    "met"
+                    if met
+                    else "NOT met" + (" (write units met)" if wu <= TARGET_RESUME_WRITE_UNITS else ""),
+                )
+            )
         kinds = variant.operation_kinds - base.operation_kinds
         rows.append(
             [
@@ -1018,7 +1070,7 @@ def section_operations(options: Options) -> SectionResult:
             ),
         ]
     )
-    return SectionResult("Non-step operations (moto backend)", markdown, summary)
+    return SectionResult("Non-step operations (moto backend)", markdown, summary, targets)
 
 
 def _prose(text: str) -> str:
@@ -1749,7 +1801,19 @@ def section_definitions(options: Options) -> SectionResult:
     summary = [f"Definitions ({subjects:,} subjects):"] + [
         "  " + line[2:] for line in lines if line.startswith("- ")
     ]
-    return SectionResult(title, intro + "\n\n" + "\n".join(lines).strip(), summary)
+    targets: list[tuple[str, str, str]] = []
+    for line in lines:  # "- AWS requests per event: 20.00"
+        if line.startswith("- AWS requests per event:"):
+            requests = float(line.split(":", 1)[1])
+            targets.append(
+                (
+                    f"definitions: <= {TARGET_DEFINITIONS_START_REQUESTS} AWS requests per event that starts "
+                    "a context (and its first run)",
+                    fmt(requests),
+                    "met" if requests <= TARGET_DEFINITIONS_START_REQUESTS else "NOT met",
+                )
+            )
+    return SectionResult(title, intro + "\n\n" + "\n".join(lines).strip(), summary, targets)
 
 
 # `make chaos` writes its own section between these markers (tools/chaos.py): a bench run keeps it.

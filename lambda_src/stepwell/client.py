@@ -97,6 +97,7 @@ def build_engine(
         config.work_queue_arn,
         clock=engine_clock.now,
         kms_key_arn=config.kms_key_arn,
+        dead_letter_arn=config.dlq_arn,
     )
     functions = (
         LambdaFunctionVersions(clients.lambda_invoke, config.worker_function_name, config.worker_alias)

@@ -32,6 +32,7 @@ _ENV_BY_CLIENT_KEY: dict[str, str] = {
     "work_queue_url": "STEPWELL_WORK_QUEUE_URL",
     "work_queue_arn": "STEPWELL_WORK_QUEUE_ARN",
     "dlq_url": "STEPWELL_DLQ_URL",
+    "dlq_arn": "STEPWELL_DLQ_ARN",
     "event_bus_name": "STEPWELL_EVENT_BUS_NAME",
     "event_bus_arn": "STEPWELL_EVENT_BUS_ARN",
     "schedule_group_name": "STEPWELL_SCHEDULE_GROUP",
@@ -74,6 +75,8 @@ class StepwellConfig:
     subject_index_name: str = DEFAULT_SUBJECT_INDEX
     work_queue_arn: str = ""
     dlq_url: str = ""
+    # Dead-letter queue of the one-time wake-up schedules: what Scheduler cannot deliver lands there.
+    dlq_arn: str = ""
     event_bus_name: str = ""
     event_bus_arn: str = ""
     schedule_group_name: str = ""

@@ -2,7 +2,7 @@
 
 Access patterns are GetItem, BatchGetItem, PutItem, UpdateItem, DeleteItem, Query and BatchWriteItem
 only: never a Scan. Listing uses the executions table's GSIs (the status and workflow indexes are
-KEYS_ONLY, so a listing reads its page of items with BatchGetItem), due timers and stalled leases the
+KEYS_ONLY, so a listing reads its page of items with BatchGetItem), the flow control sweep the
 coordination table's due-index. Exactly-once writes are conditional; a failed condition becomes the
 engine's own outcome (False, None or SequenceConflict).
 
@@ -17,10 +17,11 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   (the last execution the schedule started); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
-- coordination: key = "lease#<id>" (o owner, eid, dueShard lease#N, dueAt = expiry), "timer#<id>"
-  (eid, dueShard timer#N, dueAt), "cb#<callback id>" (eid, op). Flow control (scopes are FlowLimit.scope):
-  a concurrency key "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels,
-  and while its queue is not empty dueShard flow#N, dueAt = its sweep time), its tickets
+- coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
+  w the wake-up its last run armed; in no index, so taking and dropping the lease cost one write unit
+  each; deleted when the execution ends), "cb#<callback id>" (eid, op). Flow control (scopes are
+  FlowLimit.scope): a concurrency key "fc#c#<digest>" (holders: a map of execution id -> lease expiry,
+  head, tail, labels, and while its queue is not empty dueShard flow#N, dueAt = its sweep time), its tickets
   "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>" (starts, v version, labels)
   and per rate-limited execution "fc#x#<digest of its id>" (eid, startAt, ttl).
 
@@ -46,7 +47,6 @@ from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.model import (
     Batch,
     CallbackRef,
-    DueTimer,
     ExecutionId,
     ExecutionQuery,
     ExecutionRecord,
@@ -56,6 +56,7 @@ from stepwell.model import (
     FlowRate,
     FlowSlots,
     InputKind,
+    KeepWake,
     Lease,
     Page,
 )
@@ -90,7 +91,7 @@ _NAME_TOKEN = re.compile(r"#[A-Za-z0-9_]+")
 
 
 def due_shard(execution_id: str) -> int:
-    """A stable shard (0..DUE_SHARDS-1) for an execution, the same as the memory store's (hash() is
+    """A stable shard (0..DUE_SHARDS-1) for a key, the same as the memory store's (hash() is
     randomized per process, sha256 is not)."""
     return hashlib.sha256(execution_id.encode("utf-8")).digest()[0] % DUE_SHARDS
 
@@ -736,32 +737,69 @@ class DynamoDbExecutionStore:
             raise InvalidArgument(f"lease duration must be positive seconds, got {duration}")
         expires_at = now + duration
         try:
-            self._db.put_item(
+            response = self._db.update_item(
                 TableName=self.coordination_table,
-                Item={
-                    "key": _s("lease#" + execution_id),
-                    "o": _s(owner),
-                    "eid": _s(execution_id),
-                    "dueShard": _s(f"lease#{due_shard(execution_id)}"),
-                    "dueAt": _n(expires_at),
+                Key={"key": _s("lease#" + execution_id)},
+                UpdateExpression="SET o = :owner, #x = :expires, eid = :eid",
+                # A record an earlier engine wrote keeps its expiry in dueAt (and has no #x).
+                ConditionExpression="attribute_not_exists(o) OR #x < :now OR o = :owner"
+                " OR (attribute_not_exists(#x) AND dueAt < :now)",
+                ExpressionAttributeNames={"#x": "exp"},
+                ExpressionAttributeValues={
+                    ":owner": _s(owner),
+                    ":expires": _n(expires_at),
+                    ":eid": _s(execution_id),
+                    ":now": _n(now),
                 },
-                ConditionExpression="attribute_not_exists(#k) OR dueAt < :now OR o = :owner",
-                ExpressionAttributeNames={"#k": "key"},
-                ExpressionAttributeValues={":now": _n(now), ":owner": _s(owner)},
+                ReturnValues="ALL_OLD",
                 ReturnConsumedCapacity=_CAPACITY,
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return None
-        return Lease(execution_id=execution_id, owner=owner, expires_at=expires_at)
+        before = response.get("Attributes") or {}
+        held_by = _str(before, "o")
+        return Lease(
+            execution_id=execution_id,
+            owner=owner,
+            expires_at=expires_at,
+            wake_at=_num(before, "w"),
+            taken_over=held_by is not None and held_by != owner,
+        )
 
-    def release_lease(self, execution_id: str, owner: str) -> None:
+    def release_lease(
+        self,
+        execution_id: str,
+        owner: str,
+        wake: float | KeepWake | None = KeepWake.KEEP,
+        ended: bool = False,
+    ) -> None:
+        key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
-            self._db.delete_item(
+            if ended:
+                self._db.delete_item(
+                    TableName=self.coordination_table,
+                    Key=key,
+                    ConditionExpression="o = :owner",
+                    ExpressionAttributeValues={":owner": _s(owner)},
+                    ReturnConsumedCapacity=_CAPACITY,
+                )
+                return
+            # dueShard/dueAt: the index entry of a record an earlier engine wrote goes with it.
+            update = "REMOVE o, #x, dueShard, dueAt"
+            values: Item = {":owner": _s(owner)}
+            if wake is None:
+                update += ", w"
+            elif not isinstance(wake, KeepWake):
+                update = "SET w = :wake " + update
+                values[":wake"] = _n(wake)
+            self._db.update_item(
                 TableName=self.coordination_table,
-                Key={"key": _s("lease#" + execution_id)},
+                Key=key,
+                UpdateExpression=update,
                 ConditionExpression="o = :owner",
-                ExpressionAttributeValues={":owner": _s(owner)},
+                ExpressionAttributeNames={"#x": "exp"},
+                ExpressionAttributeValues=values,
                 ReturnConsumedCapacity=_CAPACITY,
             )
 
@@ -821,35 +859,6 @@ class DynamoDbExecutionStore:
             ReturnConsumedCapacity=_CAPACITY,
         )
 
-    def record_due_timer(self, execution_id: str, due_at: float) -> None:
-        self._db.put_item(
-            TableName=self.coordination_table,
-            Item={
-                "key": _s("timer#" + execution_id),
-                "eid": _s(execution_id),
-                "dueShard": _s(f"timer#{due_shard(execution_id)}"),
-                "dueAt": _n(due_at),
-            },
-            ReturnConsumedCapacity=_CAPACITY,
-        )
-
-    def get_due_timer(self, execution_id: str) -> float | None:
-        item = self._db.get_item(
-            TableName=self.coordination_table,
-            Key={"key": _s("timer#" + execution_id)},
-            ConsistentRead=True,
-            ProjectionExpression="dueAt",
-            ReturnConsumedCapacity=_CAPACITY,
-        ).get("Item")
-        return _num(item, "dueAt") if item else None
-
-    def clear_due_timer(self, execution_id: str) -> None:
-        self._db.delete_item(
-            TableName=self.coordination_table,
-            Key={"key": _s("timer#" + execution_id)},
-            ReturnConsumedCapacity=_CAPACITY,
-        )
-
     def _query_due_index(self, prefix: str, shard: int, now: float, limit: int) -> list[Item]:
         if not 0 <= shard < DUE_SHARDS:
             raise InvalidArgument(f"shard must be 0..{DUE_SHARDS - 1}, got {shard}")
@@ -862,26 +871,6 @@ class DynamoDbExecutionStore:
             ReturnConsumedCapacity=_CAPACITY,
         )
         return list(response.get("Items", []))
-
-    def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:
-        return [
-            DueTimer(
-                execution_id=_str(item, "eid") or "",
-                due_at=_num(item, "dueAt") or 0.0,
-                shard=f"timer#{shard}",
-            )
-            for item in self._query_due_index("timer", shard, now, limit)
-        ]
-
-    def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
-        return [
-            Lease(
-                execution_id=_str(item, "eid") or "",
-                owner=_str(item, "o") or "",
-                expires_at=_num(item, "dueAt") or 0.0,
-            )
-            for item in self._query_due_index("lease", shard, now, limit)
-        ]
 
     # --- flow control ---
 

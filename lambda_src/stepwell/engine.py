@@ -584,7 +584,6 @@ class Engine:
         if not self.store.complete_execution(execution_id, ExecutionStatus.STOPPED, now, error=stop_error):
             return False
         self.timers.cancel_all(execution_id)
-        self.store.clear_due_timer(execution_id)
         # A worker records ExecutionStopped in the log (it owns the log's sequence).
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
         self.notify_parent(record, ExecutionStatus.STOPPED, None, stop_error)

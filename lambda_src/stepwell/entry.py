@@ -8,7 +8,7 @@ succeeds. Message bodies (docs/architecture.md):
 - {"kind": "invoke", "executionId": ..., "dueAt"?: ..., "busyRetries"?: n}: run or resume an execution.
   One arriving before its `dueAt` is re-scheduled, not run; one finding the execution busy (leased by
   another worker) is re-sent later with `busyRetries` counting up and the delay doubling.
-- {"kind": "reconcile"}: re-enqueue overdue wake-ups and stalled executions (stepwell.reconciler).
+- {"kind": "reconcile"}: sweep flow control keys and prune old worker versions (stepwell.reconciler).
 - {"kind": "scheduled-start", ...}: one occurrence of a schedule starts its workflow (stepwell.schedules);
   one that cannot start anything is logged and dropped, not retried.
 - an EventBridge envelope from the bus rule. Callback commands are events whose `detail-type` is
@@ -139,7 +139,6 @@ class EntryRuntime:
             engine.clock,
             versions=engine.functions,
             keep_versions=keep_versions,
-            metrics=engine.metrics,
         )
         # Domain events (bus events that are not stepwell.* commands) go to the definitions router.
         self.event_router = event_router
@@ -309,8 +308,7 @@ class EntryRuntime:
                 "reconcile",
                 "ran",
                 details={
-                    "overdue": report.overdue_timers,
-                    "stalled": report.stalled_executions,
+                    "sweptFlowKeys": report.swept_flow_keys,
                     "deletedVersions": report.deleted_versions,
                 },
             )

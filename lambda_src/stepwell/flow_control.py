@@ -123,14 +123,11 @@ class FlowControl:
         execution_id = record.execution_id
         rate = next((limit for limit in limits if limit.kind == "rate"), None)
         if deadline is not None and deadline <= now:
-            if rate is not None:  # a delay's wake-up entry may be left: the execution ends now
-                self.store.clear_due_timer(execution_id)
             return None
         if rate is not None:
             decision = self._reserve_start(execution_id, rate, now)
             if decision.start_at > now:
                 wake_at = decision.start_at if deadline is None else min(decision.start_at, deadline)
-                self.store.record_due_timer(execution_id, wake_at)
                 self.timers.schedule(execution_id, wake_at)
                 if not decision.reserved_before:
                     self.metrics.add(Metric.EXECUTIONS_DELAYED, 1, record.workflow_id)
@@ -142,16 +139,12 @@ class FlowControl:
                     next_wake_at=wake_at,
                     details={"startAt": decision.start_at, "scope": rate.scope},
                 )
-            if decision.reserved_before:
-                # Woken from a delay: its wake-up entry is done with (a later one replaces it).
-                self.store.clear_due_timer(execution_id)
         concurrency = next((limit for limit in limits if limit.kind == "concurrency"), None)
         if concurrency is None or self._admit(execution_id, concurrency, now):
             return None
         if deadline is not None:
-            # Waiting has no wake-up of its own, but the deadline still ends it. No due-timer entry: the
-            # served execution's first run could not tell it is stale (a lost deadline message only means
-            # it times out when it is served).
+            # Waiting has no wake-up of its own, but the deadline still ends it (a lost deadline message
+            # only means it times out when it is served).
             self.timers.schedule(execution_id, deadline)
         self.metrics.add(Metric.EXECUTIONS_WAITING, 1, record.workflow_id)
         logger.info("execution waits for a slot of concurrency limit %s", concurrency.scope)

@@ -136,8 +136,6 @@ class Journal:
     needs_invocation: bool = True
     ended: bool = False
     consecutive_crashes: int = 0
-    # Invocations recorded by earlier batches: only an invocation's end records a due timer.
-    recorded_invocations: int = 0
     execution_result: str | None = None
     execution_error: ErrorObject | None = None
     # The PayloadStore reference of an offloaded execution input: batches store it in place of the input
@@ -179,7 +177,6 @@ class Journal:
         self.needs_invocation = bool(body.get("w", 1))
         if "c" in body:  # the batch holds an InvocationCompleted
             self.consecutive_crashes = int(body["c"])
-            self.recorded_invocations += 1
         if body.get("z"):
             self.ended = True
         if "r" in body:

@@ -1,10 +1,9 @@
 """The in-memory backend of the store ports: the same semantics as the DynamoDB adapter (conditional
-puts, leases with expiry, ordered logs, due-timer shards), held in dicts behind one lock."""
+puts, leases with expiry, ordered logs, due-index shards), held in dicts behind one lock."""
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -14,13 +13,13 @@ from stepwell.errors import PayloadMissing, SequenceConflict
 from stepwell.model import (
     Batch,
     CallbackRef,
-    DueTimer,
     ExecutionQuery,
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
     FlowRate,
     FlowSlots,
+    KeepWake,
     Lease,
     Page,
 )
@@ -30,7 +29,7 @@ T = TypeVar("T")
 
 
 def due_shard(execution_id: str) -> int:
-    """Which due-index shard an execution's timer and lease records live in."""
+    """Which due-index shard a record lives in (flow control keys)."""
     return hashlib.sha256(execution_id.encode("utf-8")).digest()[0] % DUE_SHARDS
 
 
@@ -42,7 +41,7 @@ class MemoryExecutionStore:
         self._inputs: dict[str, dict[str, ExternalInput]] = {}
         self._leases: dict[str, Lease] = {}
         self._callbacks: dict[str, CallbackRef] = {}
-        self._due: dict[str, float] = {}
+        self._wakes: dict[str, float] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
@@ -238,16 +237,33 @@ class MemoryExecutionStore:
             held = self._leases.get(execution_id)
             if held is not None and held.owner != owner and held.expires_at > now:
                 return None
-            lease = Lease(execution_id=execution_id, owner=owner, expires_at=now + duration)
+            lease = Lease(
+                execution_id=execution_id,
+                owner=owner,
+                expires_at=now + duration,
+                wake_at=self._wakes.get(execution_id),
+                taken_over=held is not None and held.owner != owner,
+            )
             self._leases[execution_id] = lease
             return lease
 
-    def release_lease(self, execution_id: str, owner: str) -> None:
+    def release_lease(
+        self,
+        execution_id: str,
+        owner: str,
+        wake: float | KeepWake | None = KeepWake.KEEP,
+        ended: bool = False,
+    ) -> None:
         with self._lock:
             self._count("release_lease")
             held = self._leases.get(execution_id)
-            if held is not None and held.owner == owner:
-                del self._leases[execution_id]
+            if held is None or held.owner != owner:
+                return
+            del self._leases[execution_id]
+            if ended or wake is None:
+                self._wakes.pop(execution_id, None)
+            elif not isinstance(wake, KeepWake):
+                self._wakes[execution_id] = wake
 
     def put_callback(self, ref: CallbackRef) -> None:
         with self._lock:
@@ -274,38 +290,6 @@ class MemoryExecutionStore:
             ref = self._callbacks.get(callback_id)
             if ref is not None:
                 self._callbacks[callback_id] = replace(ref, completed=False)
-
-    def record_due_timer(self, execution_id: str, due_at: float) -> None:
-        with self._lock:
-            self._count("record_due_timer")
-            self._due[execution_id] = due_at
-
-    def get_due_timer(self, execution_id: str) -> float | None:
-        with self._lock:
-            self._count("get_due_timer")
-            return self._due.get(execution_id)
-
-    def clear_due_timer(self, execution_id: str) -> None:
-        with self._lock:
-            self._count("clear_due_timer")
-            self._due.pop(execution_id, None)
-
-    def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:
-        _check_shard(shard)
-        with self._lock:
-            self._count("query_due")
-            due = sorted((at, eid) for eid, at in self._due.items() if at <= now and due_shard(eid) == shard)
-        return [DueTimer(execution_id=eid, due_at=at, shard=f"timer#{shard}") for at, eid in due[:limit]]
-
-    def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
-        _check_shard(shard)
-        with self._lock:
-            self._count("query_expired_leases")
-            expired = sorted(
-                (lease for lease in self._leases.values() if lease.expires_at <= now),
-                key=lambda lease: lease.expires_at,
-            )
-        return list(itertools.islice((x for x in expired if due_shard(x.execution_id) == shard), limit))
 
     # --- flow control ---
     def get_flow_slots(self, scope: str) -> FlowSlots | None:

@@ -10,7 +10,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -280,19 +280,24 @@ class CallbackRef:
 
 
 @dataclass(frozen=True)
-class DueTimer:
-    """An entry of the due-timer index: `execution_id` should be invoked at `due_at`."""
-
-    execution_id: str
-    due_at: float
-    shard: str
-
-
-@dataclass(frozen=True)
 class Lease:
+    """An execution's lease, as `ExecutionStore.acquire_lease` took it."""
+
     execution_id: str
     owner: str
     expires_at: float
+    # The wake-up the execution's last run armed (left on its coordination record when it released the
+    # lease): a message that finds nothing to do arms another only when its own next wake-up differs.
+    wake_at: float | None = None
+    # The lease taken had expired in another worker's hands: that worker died (or overran its lease).
+    taken_over: bool = False
+
+
+class KeepWake(Enum):
+    """`ExecutionStore.release_lease(wake=KeepWake.KEEP)`: the run armed no wake-up, the recorded one
+    stands."""
+
+    KEEP = "keep"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ Storage layout the methods imply (docs/architecture.md has the tables):
   last execution it started (one item, claimed with a conditional write).
 - operations: per execution, an append-only log of Batch items keyed by `seq` (e.g. SK "b#000000000042"),
   plus ExternalInput items (e.g. SK "in#<input_id>") written by senders and absorbed by the next worker.
-- coordination: leases, callback ids, due timers (dueShard/dueAt) for the reconciler; flow control state
+- coordination: per execution one record (its lease and the wake-up its last run armed), callback ids;
+  flow control state
   (stepwell.flow_control): per concurrency key its holders and ticket counters, its tickets, per rate key
   its recent starts, per rate-limited execution its reserved start.
 
@@ -25,7 +26,6 @@ from stepwell.model import (
     KEY_PART_RULE,
     Batch,
     CallbackRef,
-    DueTimer,
     ExecutionId,
     ExecutionQuery,
     ExecutionRecord,
@@ -34,11 +34,12 @@ from stepwell.model import (
     FlowRate,
     FlowSlots,
     FunctionVersion,
+    KeepWake,
     Lease,
     Page,
 )
 
-# The due-timer index and lease records are spread over this many shards (timer#0..3, lease#0..3).
+# The due-index entries the reconciler sweeps (flow control keys) are spread over this many shards.
 DUE_SHARDS = 4
 
 
@@ -141,11 +142,21 @@ class ExecutionStore(Protocol):
 
     # --- coordination ---
     def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
-        """Take the execution's lease if it is free or expired (conditional write). None if busy."""
+        """Take the execution's lease if it is free or expired (one conditional write on its coordination
+        record). None if busy. The lease carries the wake-up the last run armed, and whether it was taken
+        from a holder whose lease had expired."""
         ...
 
-    def release_lease(self, execution_id: str, owner: str) -> None:
-        """Drop the lease if `owner` still holds it."""
+    def release_lease(
+        self,
+        execution_id: str,
+        owner: str,
+        wake: float | KeepWake | None = KeepWake.KEEP,
+        ended: bool = False,
+    ) -> None:
+        """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
+        run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
+        execution has ended, its coordination record goes."""
         ...
 
     def put_callback(self, ref: CallbackRef) -> None: ...
@@ -159,24 +170,6 @@ class ExecutionStore(Protocol):
 
     def reopen_callback(self, callback_id: str) -> None:
         """Undo complete_callback when the completion could not be written (the sender may retry)."""
-        ...
-
-    def record_due_timer(self, execution_id: str, due_at: float) -> None:
-        """Upsert the execution's one due-timer entry (shard chosen from the id)."""
-        ...
-
-    def get_due_timer(self, execution_id: str) -> float | None:
-        """When the execution's due-timer entry says it wakes next (consistent read); None without one."""
-        ...
-
-    def clear_due_timer(self, execution_id: str) -> None: ...
-
-    def query_due(self, shard: int, now: float, limit: int = 100) -> list[DueTimer]:
-        """Entries of shard `shard` (0..DUE_SHARDS-1) with due_at <= now, oldest first."""
-        ...
-
-    def query_expired_leases(self, shard: int, now: float, limit: int = 100) -> list[Lease]:
-        """Leases of shard `shard` that expired (their worker died): the reconciler re-enqueues them."""
         ...
 
     # --- flow control (stepwell.flow_control; `scope` is FlowLimit.scope; labels are shown, never read) ---

@@ -2,9 +2,11 @@
 
 Up to 900 s ahead, the message goes to SQS with DelaySeconds. Further ahead, a one-time EventBridge
 Scheduler schedule `at(...)` in the module's group sends it to the queue through the scheduler role and
-deletes itself afterwards. `at()` fires at minute granularity, so its time is rounded up to the next whole
-minute: a wake-up may come late by under a minute, never early. The message carries `dueAt`, and the entry
-re-schedules a message that still arrives early (see `is_early`).
+deletes itself afterwards. A wake-up Scheduler still cannot deliver after its (default) retries goes to
+the dead-letter queue `dead_letter_arn` (the module's DLQ: alarmed, redrivable) instead of being dropped.
+`at()` fires at minute granularity, so its time is rounded up to the next whole minute: a wake-up may come
+late by under a minute, never early. The message carries `dueAt`, and the entry re-schedules a message
+that still arrives early (see `is_early`).
 
 Schedule names are `sw-<hash of execution id>-<due epoch>`: deterministic, so a repeated request is a
 no-op, and listable by prefix, so stopping an execution deletes its pending schedules.
@@ -84,6 +86,7 @@ class WakeScheduler:
         work_queue_arn: str,
         clock: Callable[[], float] = time.time,
         kms_key_arn: str = "",
+        dead_letter_arn: str = "",
     ) -> None:
         self._queue = queue
         self._scheduler = scheduler
@@ -93,6 +96,8 @@ class WakeScheduler:
         self._clock = clock
         # Encrypts the schedules (their input names the execution) with the customer's key, if any.
         self.kms_key_arn = kms_key_arn
+        # Where Scheduler puts a wake-up it could not deliver after its retries ("" = dropped).
+        self.dead_letter_arn = dead_letter_arn
 
     def schedule(self, execution_id: str, due_at: float) -> None:
         """The engine's Timers port: an invoke of the execution at `due_at` or later."""
@@ -133,6 +138,9 @@ class WakeScheduler:
                 "Input": encode_message(body),
             },
         }
+        if self.dead_letter_arn:
+            # Scheduler's default retry policy is kept; what it still cannot deliver lands there.
+            request["Target"]["DeadLetterConfig"] = {"Arn": self.dead_letter_arn}
         if self.kms_key_arn:
             request["KmsKeyArn"] = self.kms_key_arn
         # The name is deterministic: a conflict means this wake-up is already scheduled.

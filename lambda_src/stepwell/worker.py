@@ -2,8 +2,9 @@
 
 Per message: take the execution's lease, fold its log, absorb external inputs and due timers, run the
 user's handler with the store-backed service client, then act on the handler's output: SUCCEEDED or
-FAILED ends the execution (a waiting parent is resumed), PENDING schedules the next wake-up. A message
-that finds nothing new to do (a duplicate, an early timer) changes nothing.
+FAILED ends the execution (a waiting parent is resumed), PENDING schedules the next wake-up, which the
+lease's release records as armed (one write). A message that finds nothing new to do (a duplicate, an
+early timer) changes nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from stepwell.errors import (
 from stepwell.journal import Journal
 from stepwell.logs import log_context, workflow_of
 from stepwell.metrics import ENDED, Metric
-from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InvokeMessage, WorkOutcome
+from stepwell.model import (
+    ExecutionRecord,
+    ExecutionStatus,
+    ExternalInput,
+    InvokeMessage,
+    KeepWake,
+    Lease,
+    WorkOutcome,
+)
 from stepwell.service import StoreServiceClient
 from stepwell.versions import explain_replay_mismatch
 
@@ -44,6 +53,9 @@ _RAN_THE_EXECUTION = frozenset({"ran", "finished", "crashed"})
 # Outcomes after which the execution still runs and its log holds everything the run changed (when the
 # journal has nothing unflushed): the engine may cache the fold of its log.
 _KEEPS_JOURNAL = frozenset({"ran", "idle", "crashed"})
+# A wake-up this much later than its due time counts as overdue (Metric.OVERDUE_WAKE_UPS): EventBridge
+# Scheduler's one-minute granularity plus delivery latency stay well under it.
+OVERDUE_WAKE_UP_SECONDS = 120.0
 # After this many invocations in a row that crashed (the handler process died), the execution fails.
 MAX_CONSECUTIVE_CRASHES = 5
 CRASH_RETRY_BASE_SECONDS = 1
@@ -102,8 +114,11 @@ class Worker:
         outcome = self.run(message.execution_id, lambda_context)
         if message.due_at is not None and outcome.action in _RAN_THE_EXECUTION:
             # How late the wake-up came (the entry re-schedules one that comes early).
-            lag_millis = max(0.0, arrived_at - message.due_at) * 1000
-            self.engine.metrics.add(Metric.WAKE_UP_LAG, lag_millis, workflow_of(message.execution_id))
+            lag = max(0.0, arrived_at - message.due_at)
+            workflow = workflow_of(message.execution_id)
+            self.engine.metrics.add(Metric.WAKE_UP_LAG, lag * 1000, workflow)
+            if lag > OVERDUE_WAKE_UP_SECONDS:
+                self.engine.metrics.add(Metric.OVERDUE_WAKE_UPS, 1, workflow)
         return outcome
 
     def run(self, execution_id: str, lambda_context: Any | None = None) -> WorkOutcome:
@@ -123,12 +138,18 @@ class Worker:
         if lease is None:
             engine.metrics.add(Metric.LEASE_BUSY, 1, record.workflow_id)
             return WorkOutcome(execution_id, "busy", status=record.status)
+        if lease.taken_over:
+            # Its last worker died holding the lease (SQS delivered the message again once the lease ran out).
+            engine.metrics.add(Metric.STALLED_EXECUTIONS, 1, record.workflow_id)
+        outcome: WorkOutcome | None = None
         try:
-            return self._run_leased(record, owner, lambda_context)
+            outcome = self._run_leased(record, lease, lambda_context)
         except SequenceConflict:
-            return self._fenced(record)
+            outcome = self._fenced(record)
         finally:
-            engine.store.release_lease(execution_id, owner)
+            # One write drops the lease and records the wake-up the run armed (see _release_terms).
+            engine.store.release_lease(execution_id, owner, *_release_terms(outcome))
+        return outcome
 
     # ------------------------------------------------------------------
 
@@ -155,14 +176,14 @@ class Worker:
             for item in engine.store.list_external_inputs(execution_id)
         ]
 
-    def _run_leased(self, record: ExecutionRecord, owner: str, lambda_context: Any | None) -> WorkOutcome:
+    def _run_leased(self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None) -> WorkOutcome:
         try:
             journal = self.engine.open_journal(record.execution_id)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         keep = False
         try:
-            outcome = self._run_journal(record, journal, owner, lambda_context)
+            outcome = self._run_journal(record, journal, lease, lambda_context)
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
             keep = outcome.action in _KEEPS_JOURNAL and not journal.ended and not journal.has_unflushed
@@ -176,12 +197,14 @@ class Worker:
         return self._expired(record)
 
     def _run_journal(
-        self, record: ExecutionRecord, journal: Journal, owner: str, lambda_context: Any | None
+        self, record: ExecutionRecord, journal: Journal, lease: Lease, lambda_context: Any | None
     ) -> WorkOutcome:
         engine = self.engine
         execution_id = record.execution_id
         try:
-            inputs = self._inputs(execution_id)
+            # Every input names an operation a run created (a callback, a child), so an execution whose log
+            # is still empty has none: its first run skips the Query.
+            inputs = [] if journal.is_empty else self._inputs(execution_id)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         now = engine.clock.now()
@@ -229,12 +252,12 @@ class Worker:
             wake_at = _next_wake_at(record, journal)
             if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
                 engine.append_journal(record, journal)
-            if wake_at is not None and engine.store.get_due_timer(execution_id) != wake_at:
+            if wake_at is not None and lease.wake_at != wake_at:
                 # The next wake-up is not armed: a heartbeat moved its callback's deadline past the one
                 # scheduled (which then finds nothing due), or a worker died between the batch that
-                # suspended the execution and scheduling its wake-up. The entry tells an armed one
-                # (whose repeats must not multiply wake-ups) from those.
-                engine.store.record_due_timer(execution_id, wake_at)
+                # suspended the execution and releasing the lease with its wake-up (SQS delivers its
+                # message again). The armed one, recorded at the release, keeps repeated messages from
+                # multiplying wake-ups.
                 engine.timers.schedule(execution_id, wake_at)
             return WorkOutcome(execution_id, "idle", status=record.status, next_wake_at=wake_at)
         for child in journal.waiting_children():
@@ -246,7 +269,7 @@ class Worker:
         except WorkflowNotFound as error:
             return self._end(record, journal, now, now, "", ExecutionStatus.FAILED, None, _error(error))
 
-        client = StoreServiceClient(engine, record, journal, owner)
+        client = StoreServiceClient(engine, record, journal, lease.owner)
         request_id = uuid.uuid4().hex
         invocation_input = DurableExecutionInvocationInputWithClient(
             durable_execution_arn=execution_id,
@@ -356,18 +379,9 @@ class Worker:
         wake_at = _next_wake_at(record, journal)
         if journal.needs_invocation:
             wake_at = now
-        if wake_at is None:
-            self._clear_due_timer(record, journal)
-        else:
-            engine.store.record_due_timer(record.execution_id, wake_at)
+        if wake_at is not None:
             engine.timers.schedule(record.execution_id, wake_at)
         return WorkOutcome(record.execution_id, "ran", status=ExecutionStatus.RUNNING, next_wake_at=wake_at)
-
-    def _clear_due_timer(self, record: ExecutionRecord, journal: Journal) -> None:
-        # Only the end of an earlier invocation records a due timer: on the first there is none to delete
-        # (a DeleteItem of a missing item still costs a write unit).
-        if journal.recorded_invocations:
-            self.engine.store.clear_due_timer(record.execution_id)
 
     def _crashed(
         self,
@@ -395,7 +409,6 @@ class Worker:
         engine.append_journal(record, journal)
         delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
         retry_at = min(now + delay, _deadline(record, journal) or now + delay)
-        engine.store.record_due_timer(record.execution_id, retry_at)
         engine.timers.schedule(record.execution_id, retry_at)
         return WorkOutcome(
             record.execution_id, "crashed", status=ExecutionStatus.RUNNING, next_wake_at=retry_at
@@ -433,7 +446,6 @@ class Worker:
         # After the last write of the execution's payloads (the terminal batch may be one).
         if result_is_ref or _has_payload_objects(record, journal, ()):
             engine.payloads.retire(record.execution_id)
-        self._clear_due_timer(record, journal)
         self._release_flow(record)
         if won:
             engine.notify_parent(record, status, result, error)
@@ -521,6 +533,17 @@ def _stop_children(engine: Engine, ended: ExecutionRecord, journal: Journal) -> 
     error_type = _PARENT_ENDED_ERROR_TYPES.get(ended.status)
     if error_type is not None:
         engine.stop_children(ended, journal, error_type)
+
+
+def _release_terms(outcome: WorkOutcome | None) -> tuple[float | KeepWake | None, bool]:
+    """What releasing the lease records after a run with this outcome: the wake-up the run armed and
+    whether the execution has ended. A run that failed, was fenced or forwards the message armed nothing:
+    whatever is recorded stands."""
+    if outcome is None or outcome.action in ("fenced", "forward"):
+        return KeepWake.KEEP, False
+    if outcome.status is not None and outcome.status.is_terminal:
+        return None, True
+    return outcome.next_wake_at, False
 
 
 def _forward(record: ExecutionRecord) -> WorkOutcome:

@@ -20,6 +20,8 @@ locals {
     STEPWELL_WORK_QUEUE_URL     = var.work_queue.url
     STEPWELL_WORK_QUEUE_ARN     = var.work_queue.arn
     STEPWELL_DLQ_URL            = var.dlq.url
+    # Dead-letter queue of the one-time wake-up schedules (what Scheduler cannot deliver lands there).
+    STEPWELL_DLQ_ARN            = var.dlq.arn
     STEPWELL_EVENT_BUS_NAME     = var.event_bus.name
     STEPWELL_EVENT_BUS_ARN      = var.event_bus.arn
     STEPWELL_SCHEDULE_GROUP     = var.schedule_group_name

@@ -52,7 +52,7 @@ locals {
       statistic   = "Sum"
     }
     stalled_executions = {
-      description = "The reconciler found stalled executions: their worker died holding the lease (it re-enqueues them)."
+      description = "Executions stalled: their worker died holding the lease (the next worker took it over once it expired)."
       namespace   = local.engine_namespace
       metric_name = "StalledExecutions"
       dimensions  = local.deployment
@@ -198,10 +198,10 @@ locals {
     }]]
   }]
 
-  # Deployment-wide series: the reconciler's findings, the queues, the worker function.
+  # Deployment-wide series: stalls and late wake-ups, the queues, the worker function.
   deployment_graph_properties = [
     {
-      title = "Reconciler: stalled executions and overdue wake-ups"
+      title = "Stalled executions and overdue wake-ups"
       stat  = "Maximum"
       metrics = [
         [local.engine_namespace, "StalledExecutions", "Deployment", var.name],

@@ -49,6 +49,14 @@ resource "aws_iam_role_policy" "scheduler" {
           Resource = var.work_queue_arn
         },
         {
+          # The engine's one-time wake-up schedules name the DLQ as their dead-letter queue: Scheduler
+          # sends what it cannot deliver there as this role.
+          Sid      = "SendToDeadLetterQueue"
+          Effect   = "Allow"
+          Action   = "sqs:SendMessage"
+          Resource = var.dead_letter_queue_arn
+        },
+        {
           Sid      = "PutEventsOnBus"
           Effect   = "Allow"
           Action   = "events:PutEvents"
@@ -70,7 +78,7 @@ resource "aws_scheduler_schedule" "reconcile" {
   #checkov:skip=CKV_AWS_297:The schedule holds no secret (its input is {"kind":"reconcile"}); kms_key_arn encrypts it when given.
   name        = "${var.name}-reconcile"
   group_name  = aws_scheduler_schedule_group.this.name
-  description = "Wakes the Stepwell reconciler: overdue timers, expired leases, stalled executions."
+  description = "Wakes the Stepwell reconciler: flow control sweeps, pruning of old worker versions."
   state       = var.reconcile_schedule_enabled ? "ENABLED" : "DISABLED"
   kms_key_arn = var.kms_key_arn
 

@@ -24,6 +24,16 @@ variable "work_queue_arn" {
   }
 }
 
+variable "dead_letter_queue_arn" {
+  description = "ARN of the dead-letter queue the engine's one-time wake-up schedules name: the role may send what Scheduler cannot deliver there."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]+$", var.dead_letter_queue_arn))
+    error_message = "dead_letter_queue_arn must be an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)."
+  }
+}
+
 variable "event_bus_arn" {
   description = "ARN of the event bus schedules may put events on."
   type        = string

@@ -223,8 +223,8 @@ resource "aws_dynamodb_table" "coordination" {
     type = "N"
   }
 
-  # Overdue timers, leases and flow control keys to sweep per shard (timer#0..3, lease#0..3, flow#0..3),
-  # oldest first: a Query, never a Scan.
+  # Flow control keys to sweep per shard (flow#0..3) and rejected definitions events, oldest first: a
+  # Query, never a Scan. Executions' coordination records are in no index.
   global_secondary_index {
     name            = local.due_index_name
     hash_key        = "dueShard"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from stepwell.aws import AwsClients
 from stepwell.config import StepwellConfig
+from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.testing.mock_deployment import NAME, REGION, SUBJECT_INDEX, create_deployment
 
 __all__ = ["NAME", "REGION", "SUBJECT_INDEX", "Deployment", "create_deployment"]
@@ -16,3 +17,14 @@ __all__ = ["NAME", "REGION", "SUBJECT_INDEX", "Deployment", "create_deployment"]
 class Deployment:
     config: StepwellConfig
     clients: AwsClients
+
+    def execution_store(self) -> DynamoDbExecutionStore:
+        """The engine's store on this deployment's tables (no payload bucket)."""
+        config = self.config
+        return DynamoDbExecutionStore(
+            self.clients.dynamodb,
+            config.executions_table,
+            config.operations_table,
+            config.coordination_table,
+            config.subject_index_name,
+        )

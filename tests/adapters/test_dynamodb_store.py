@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 from stepwell.dynamodb_store import DEFAULT_INLINE_LIMIT, DynamoDbExecutionStore, due_shard
@@ -226,43 +227,58 @@ def test_external_inputs_in_arrival_order_and_deleted_after_absorbing(deployment
     assert [i.input_id for i in store.list_external_inputs(execution_id)] == ["0000000002-b"]
 
 
-def test_lease_is_exclusive_until_expiry_and_found_when_stalled(deployment: Deployment) -> None:
+def _coordination_item(deployment: Deployment, key: str) -> dict[str, Any] | None:
+    item = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.coordination_table, Key={"key": {"S": key}}, ConsistentRead=True
+    ).get("Item")
+    return dict(item) if item is not None else None
+
+
+def test_the_lease_record_stays_out_of_the_due_index_and_carries_the_wake_up(deployment: Deployment) -> None:
     store = _store(deployment)
     execution_id = _record().execution_id
     lease = store.acquire_lease(execution_id, "worker-a", now=T0, duration=60)
     assert lease is not None and lease.expires_at == T0 + 60
-    assert store.acquire_lease(execution_id, "worker-b", now=T0 + 30, duration=60) is None
-    assert store.acquire_lease(execution_id, "worker-a", now=T0 + 30, duration=60) is not None  # re-entrant
-    shard = due_shard(execution_id)
-    assert store.query_expired_leases(shard, now=T0 + 60) == []
-    stalled = store.query_expired_leases(shard, now=T0 + 91)
-    assert [(lease.execution_id, lease.owner) for lease in stalled] == [(execution_id, "worker-a")]
-    taken = store.acquire_lease(execution_id, "worker-b", now=T0 + 91, duration=60)
-    assert taken is not None and taken.owner == "worker-b"
-    store.release_lease(execution_id, "worker-a")  # stale owner: no effect
-    assert store.acquire_lease(execution_id, "worker-c", now=T0 + 100, duration=60) is None
-    store.release_lease(execution_id, "worker-b")
-    assert store.acquire_lease(execution_id, "worker-c", now=T0 + 100, duration=60) is not None
+    item = _coordination_item(deployment, "lease#" + execution_id)
+    assert item is not None and "dueShard" not in item and "dueAt" not in item  # one write unit each way
+    store.release_lease(execution_id, "worker-a", T0 + 3600)
+    assert _coordination_item(deployment, "lease#" + execution_id) == {
+        "key": {"S": "lease#" + execution_id},
+        "eid": {"S": execution_id},
+        "w": {"N": "1800003600"},
+    }
+    store.acquire_lease(execution_id, "worker-b", now=T0 + 1, duration=60)
+    store.release_lease(execution_id, "worker-b", ended=True)
+    assert _coordination_item(deployment, "lease#" + execution_id) is None
 
 
-def test_callbacks_and_due_timers(deployment: Deployment) -> None:
+def test_a_lease_record_an_earlier_engine_wrote_is_honoured_and_cleaned(deployment: Deployment) -> None:
+    store = _store(deployment)
+    execution_id = _record().execution_id
+    deployment.clients.dynamodb.put_item(
+        TableName=deployment.config.coordination_table,
+        Item={
+            "key": {"S": "lease#" + execution_id},
+            "o": {"S": "old-worker"},
+            "eid": {"S": execution_id},
+            "dueShard": {"S": f"lease#{due_shard(execution_id)}"},
+            "dueAt": {"N": str(T0 + 60)},
+        },
+    )
+    assert store.acquire_lease(execution_id, "worker-a", now=T0 + 30, duration=60) is None  # still held
+    taken = store.acquire_lease(execution_id, "worker-a", now=T0 + 61, duration=60)
+    assert taken is not None and taken.taken_over
+    store.release_lease(execution_id, "worker-a", None)
+    item = _coordination_item(deployment, "lease#" + execution_id)
+    assert item == {"key": {"S": "lease#" + execution_id}, "eid": {"S": execution_id}}
+
+
+def test_callbacks(deployment: Deployment) -> None:
     store = _store(deployment)
     ref = CallbackRef("cb-secret", "default#orders#o-1/i1", "op-7")
     store.put_callback(ref)
     assert store.get_callback("cb-secret") == ref
     assert store.get_callback("cb-unknown") is None
-
-    ids = [make_execution_id("default", "orders", f"o-{n}", "i") for n in range(12)]
-    for offset, execution_id in enumerate(ids):
-        store.record_due_timer(execution_id, T0 + offset)
-    store.record_due_timer(ids[0], T0 + 100)  # one entry per execution: an upsert moves it
-    store.clear_due_timer(ids[1])
-    due = [timer for shard in range(4) for timer in store.query_due(shard, now=T0 + 5)]
-    assert sorted(timer.execution_id for timer in due) == sorted(ids[2:6])
-    for timer in due:
-        assert timer.shard == f"timer#{due_shard(timer.execution_id)}"
-    with pytest.raises(InvalidArgument, match=r"shard must be 0\.\.3, got 4"):
-        store.query_due(4, now=T0)
 
 
 def test_values_too_big_for_an_item_go_to_s3_and_come_back(deployment: Deployment) -> None:

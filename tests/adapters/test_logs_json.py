@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,7 @@ from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
 from stepwell.logs import CONTEXT_FIELDS, JsonFormatter, current_context, install_json_logging, log_context
 from stepwell.metrics import EmfMetrics
+from stepwell.model import ExecutionRecord, ExecutionStatus, InvokeMessage, make_execution_id
 from stepwell.registry import Registry
 from stepwell.testing.local import metric_totals
 
@@ -173,15 +175,30 @@ def test_the_lambda_handler_logs_json_and_writes_emf_to_stdout(
     monkeypatch.setattr(entry, "_runtime", None)
     capsys.readouterr()
 
-    assert entry.handler({"kind": "reconcile"}, LambdaContext("req-7"))["action"] == "ran"
+    # A message for an execution another worker holds: the worker counts LeaseBusy, a per-workflow fact.
+    config = deployment.config
+    store = deployment.execution_store()
+    execution_id = make_execution_id("default", "orders", "o-1", "i1")
+    now = time.time()
+    record = ExecutionRecord(
+        execution_id, "default", "orders", "o-1", "i1", "o-1", ExecutionStatus.RUNNING, now, now
+    )
+    assert store.create_execution(record)
+    assert store.acquire_lease(execution_id, "another worker", now, 600) is not None
+    event = {"Records": [{"messageId": "m-1", "body": json.dumps(InvokeMessage(execution_id).to_body())}]}
+
+    assert entry.handler(event, LambdaContext("req-7")) == {"batchItemFailures": []}
 
     assert all(isinstance(handler.formatter, JsonFormatter) for handler in logging.getLogger().handlers)
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert len(emf) == 1  # one record for the one message
-    (record,) = emf
-    assert record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Deployment"]]
-    assert (record["Deployment"], record["invocationId"]) == (deployment.config.name, "req-7")
-    assert (record["StalledExecutions"], record["OverdueWakeUps"]) == (0, 0)
+    (emitted,) = emf
+    assert emitted["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
+        ["Deployment", "Workflow"],
+        ["Deployment"],
+    ]
+    assert (emitted["Deployment"], emitted["Workflow"]) == (config.name, "orders")
+    assert (emitted["invocationId"], emitted["LeaseBusy"]) == ("req-7", 1)
 
 
 def test_a_thread_the_sdk_starts_sees_the_message_s_context() -> None:

@@ -98,7 +98,7 @@ def test_queue_refuses_messages_without_kind_and_bad_delays(deployment: Deployme
         queue.send({"kind": "reconcile"}, delay_seconds=901)
 
 
-def _wakes(deployment: Deployment, kms_key_arn: str = "") -> WakeScheduler:
+def _wakes(deployment: Deployment, kms_key_arn: str = "", dead_letter_arn: str = "") -> WakeScheduler:
     config = deployment.config
     return WakeScheduler(
         SqsWorkQueue(deployment.clients.sqs, config.work_queue_url),
@@ -108,6 +108,7 @@ def _wakes(deployment: Deployment, kms_key_arn: str = "") -> WakeScheduler:
         config.work_queue_arn,
         clock=lambda: NOW,
         kms_key_arn=kms_key_arn,
+        dead_letter_arn=dead_letter_arn,
     )
 
 
@@ -156,6 +157,35 @@ def test_the_worker_takes_the_key_for_its_wake_ups_from_its_environment(deployme
     schedule = deployment.clients.scheduler.get_schedule(Name=name, GroupName=config.schedule_group_name)
     assert schedule["KmsKeyArn"] == KEY
     assert StepwellConfig.from_env(deployment.config.to_env()).kms_key_arn == ""
+
+
+def test_long_wake_names_the_dead_letter_queue_when_one_is_given(deployment: Deployment) -> None:
+    dlq_arn = deployment.config.dlq_arn
+    assert dlq_arn.startswith("arn:aws:sqs:")
+    wake = _wakes(deployment, dead_letter_arn=dlq_arn).schedule_wake("exec-dlq", NOW + 7200)
+    schedule = deployment.clients.scheduler.get_schedule(
+        Name=wake.schedule_name, GroupName=deployment.config.schedule_group_name
+    )
+    assert schedule["Target"]["DeadLetterConfig"] == {"Arn": dlq_arn}
+    assert schedule["Target"]["Arn"] == deployment.config.work_queue_arn
+
+
+def test_long_wake_has_no_dead_letter_queue_without_one(deployment: Deployment) -> None:
+    wake = _wakes(deployment).schedule_wake("exec-no-dlq", NOW + 7200)
+    schedule = deployment.clients.scheduler.get_schedule(
+        Name=wake.schedule_name, GroupName=deployment.config.schedule_group_name
+    )
+    assert not schedule["Target"].get("DeadLetterConfig")
+
+
+def test_the_worker_names_the_dlq_of_its_environment_for_its_wake_ups(deployment: Deployment) -> None:
+    config = StepwellConfig.from_env(deployment.config.to_env())
+    assert config.dlq_arn == deployment.config.dlq_arn != ""
+    engine = build_engine(config, deployment.clients, Registry(), clock=FixedClock())
+    engine.timers.schedule("exec-env-dlq", NOW + 7200)
+    name = f"{schedule_prefix('exec-env-dlq')}{at_expression(NOW + 7200)[1]}"
+    schedule = deployment.clients.scheduler.get_schedule(Name=name, GroupName=config.schedule_group_name)
+    assert schedule["Target"]["DeadLetterConfig"] == {"Arn": deployment.config.dlq_arn}
 
 
 def test_at_expression_never_fires_before_due() -> None:

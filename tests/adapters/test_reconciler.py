@@ -1,11 +1,10 @@
-"""The reconciler finds lost wake-ups and stalled executions through the due-index."""
+"""A reconcile run: Queries of the due-index's flow shards, nothing for executions."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.model import make_execution_id
 from stepwell.reconciler import Reconciler
 from stepwell.work_queue import SqsWorkQueue
@@ -35,36 +34,24 @@ def _received(deployment: Deployment) -> list[dict[str, Any]]:
         bodies.extend(json.loads(message["Body"]) for message in messages)
 
 
-def test_overdue_timers_and_expired_leases_are_reenqueued_once(deployment: Deployment) -> None:
+def test_a_run_queries_the_flow_shards_only_and_leaves_executions_to_sqs(deployment: Deployment) -> None:
     config = deployment.config
-    store = DynamoDbExecutionStore(
-        deployment.clients.dynamodb,
-        config.executions_table,
-        config.operations_table,
-        config.coordination_table,
-        config.subject_index_name,
-    )
-    ids = {
-        name: make_execution_id("default", "wf", name, "i")
-        for name in ("lost", "fresh", "future", "dead", "live")
-    }
-    store.record_due_timer(ids["lost"], T0 - 600)  # long overdue: its message was lost
-    store.record_due_timer(ids["fresh"], T0 - 30)  # just due: its message is probably in flight
-    store.record_due_timer(ids["future"], T0 + 600)
-    store.acquire_lease(ids["dead"], "worker-1", now=T0 - 1000, duration=60)
-    store.record_due_timer(ids["dead"], T0 - 900)  # both overdue and stalled: one message
-    store.acquire_lease(ids["live"], "worker-2", now=T0 - 10, duration=60)
+    store = deployment.execution_store()
+    # A worker died holding this lease, and this one armed a wake-up long ago: SQS delivers the dead
+    # worker's message again and the wake-up travels by SQS or Scheduler (with the DLQ behind both), so the
+    # reconciler has nothing to re-enqueue for them.
+    dead = make_execution_id("default", "wf", "dead", "i")
+    store.acquire_lease(dead, "worker-1", now=T0 - 1000, duration=60)
+    waiting = make_execution_id("default", "wf", "waiting", "i")
+    store.acquire_lease(waiting, "worker-2", now=T0 - 1000, duration=60)
+    store.release_lease(waiting, "worker-2", T0 - 600)
+    deployment.clients.counter.reset()
 
     reconciler = Reconciler(
         store, SqsWorkQueue(deployment.clients.sqs, config.work_queue_url), FixedClock(T0)
     )
     report = reconciler.run()
-    assert sorted(report.overdue_timers) == sorted([ids["lost"], ids["dead"]])
-    assert report.stalled_executions == [ids["dead"]]
-    assert report.enqueued == 2
-    bodies = _received(deployment)
-    assert sorted(body["executionId"] for body in bodies) == sorted([ids["lost"], ids["dead"]])
-    assert all(body["kind"] == "invoke" for body in bodies)
+    assert report.swept_flow_keys == [] and report.deleted_versions == []
     calls = deployment.clients.counter.snapshot()["calls"]
-    assert calls["dynamodb.Query"] == 12  # one per shard and record type (timers, leases, flow keys)
-    assert "dynamodb.Scan" not in calls
+    assert _received(deployment) == []
+    assert calls == {"dynamodb.Query": 4}  # one per shard of the flow keys' sweep, never a Scan

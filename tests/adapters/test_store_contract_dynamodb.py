@@ -37,7 +37,8 @@ test_external_inputs_list_in_arrival_order_until_deleted = (
 test_a_lease_is_exclusive_until_it_expires_or_is_released = (
     _contract.test_a_lease_is_exclusive_until_it_expires_or_is_released
 )
-test_callbacks_and_due_timers = _contract.test_callbacks_and_due_timers
+test_a_lease_release_records_the_armed_wake_up = _contract.test_a_lease_release_records_the_armed_wake_up
+test_callbacks = _contract.test_callbacks
 test_a_callback_completes_once_and_can_be_reopened = (
     _contract.test_a_callback_completes_once_and_can_be_reopened
 )

@@ -1,5 +1,6 @@
-"""A worker that dies mid-invocation (after a checkpoint, still holding the lease) is found by the
-reconciler once its lease expires; the execution resumes and every step's result is recorded once."""
+"""A worker that dies mid-invocation (after a checkpoint, still holding the lease) never answers its SQS
+message: SQS delivers it again, the next worker takes the expired lease over, the execution resumes and
+every step's result is recorded once."""
 
 from __future__ import annotations
 
@@ -53,22 +54,20 @@ def test_execution_resumes_after_its_worker_died(
 
     # The process dies: the lease is never released and the message is never answered.
     original_release = store.release_lease
-    monkeypatch.setattr(store, "release_lease", lambda execution_id, owner: None)
+    monkeypatch.setattr(store, "release_lease", lambda *args, **kwargs: None)
     sqs = deployment.clients.sqs
     [message] = sqs.receive_message(QueueUrl=deployment.config.work_queue_url)["Messages"]
     with pytest.raises(KeyboardInterrupt):
         runtime.handle_event({"Records": [{"messageId": message["MessageId"], "body": message["Body"]}]})
-    sqs.delete_message(QueueUrl=deployment.config.work_queue_url, ReceiptHandle=message["ReceiptHandle"])
     monkeypatch.setattr(store, "release_lease", original_release)
     assert RUNS == {"first": 1, "second": 1}
 
-    # Nothing is queued for it now; the recurring reconcile finds it once the lease has expired.
-    runtime.handle_body({"kind": "reconcile"})
-    driver.run_until_quiet()
-    assert client.describe_execution(execution_id)["Status"] == "RUNNING"
+    # Its visibility timeout runs out (by then the dead worker's lease has too): SQS delivers the
+    # message again and the next worker takes the lease over.
     clock.advance(runtime.engine.lease_seconds + 1)
-    report = runtime.handle_body({"kind": "reconcile"})
-    assert report.details["stalled"] == [execution_id]
+    sqs.change_message_visibility(
+        QueueUrl=deployment.config.work_queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+    )
     driver.run_until_quiet()
 
     description = client.describe_execution(execution_id)
@@ -77,3 +76,22 @@ def test_execution_resumes_after_its_worker_died(
     history = client.get_execution_history(execution_id)
     succeeded = [event.get("Name") for event in history if event["EventType"] == "StepSucceeded"]
     assert succeeded == ["first", "second"]
+
+
+def test_a_redelivered_message_waits_while_the_lease_is_held(deployment: Deployment) -> None:
+    """SQS may deliver the message again while its first worker still runs (or before a dead worker's
+    lease ran out): the worker finds the execution busy and backs off instead of running it twice."""
+    registry = Registry()
+    registry.register("fragile", fragile)
+    clock = VirtualClock()
+    client = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
+    runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
+    execution_id = client.start_execution("fragile", None, execution_name="fragile-2")
+    store = runtime.engine.store
+    assert store.acquire_lease(execution_id, "the first worker", clock.now(), 600) is not None
+    sqs = deployment.clients.sqs
+    [message] = sqs.receive_message(QueueUrl=deployment.config.work_queue_url)["Messages"]
+    answer = runtime.handle_event({"Records": [{"messageId": message["MessageId"], "body": message["Body"]}]})
+    assert answer == {"batchItemFailures": []}  # handled: a delayed retry carries it on
+    assert client.describe_execution(execution_id)["Status"] == "RUNNING"
+    assert RUNS["first"] == 1  # the test above ran it once; nothing ran here

@@ -53,7 +53,6 @@ PACKAGE_NAME = "stepwell_conformance"
 CASE_REGISTRATION = Path(__file__).resolve().parent / "case_registration.py"
 LOG_PREFIX = "[conformance-log]"
 FINISHED = ("SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED")
-DUE_SHARDS = 4
 IDLE_SLEEP_SECONDS = 0.2
 # Wake-ups this close together are delivered in one step of the virtual clock (the cases' own timers
 # and delays are whole seconds apart, so no case sees two of its events swap).
@@ -213,25 +212,23 @@ class DeployedTarget:
         raise TimeoutError(f"the work queue was still busy after {timeout_seconds:.0f} s")
 
     def due_timers(self, execution_ids: Iterable[str]) -> dict[str, float]:
-        """The recorded next wake-up of each execution that has one (the reconciler's due index)."""
-        wanted = set(execution_ids)
+        """The armed next wake-up of each execution that has one (`w` on its coordination record, which
+        its last run wrote when it released the lease)."""
+        wanted = sorted(set(execution_ids))
+        table = self.config["coordination_table"]
         found: dict[str, float] = {}
-        for shard in range(DUE_SHARDS):
-            request: dict[str, Any] = {
-                "TableName": self.config["coordination_table"],
-                "IndexName": "due-index",
-                "KeyConditionExpression": "dueShard = :s",
-                "ExpressionAttributeValues": {":s": {"S": f"timer#{shard}"}},
-            }
-            while True:
-                page = self.dynamodb.query(**request)
-                for item in page.get("Items", []):
-                    execution_id = item["key"]["S"].removeprefix("timer#")
-                    if execution_id in wanted:
-                        found[execution_id] = float(item["dueAt"]["N"])
-                if "LastEvaluatedKey" not in page:
-                    break
-                request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for start in range(0, len(wanted), 100):
+            keys: list[dict[str, Any]] = [
+                {"key": {"S": f"lease#{each}"}} for each in wanted[start : start + 100]
+            ]
+            while keys:
+                response = self.dynamodb.batch_get_item(
+                    RequestItems={table: {"Keys": keys, "ConsistentRead": True}}
+                )
+                for item in response.get("Responses", {}).get(table, []):
+                    if "w" in item:
+                        found[item["key"]["S"].removeprefix("lease#")] = float(item["w"]["N"])
+                keys = list(response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", []))
         return found
 
     def send_invoke(self, execution_id: str, due_at: float) -> None:

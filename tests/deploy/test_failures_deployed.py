@@ -49,12 +49,13 @@ def _lease_expiry(target: DeployedTarget, execution_id: str) -> float | None:
     item = target.dynamodb.get_item(
         TableName=target.config["coordination_table"], Key={"key": {"S": f"lease#{execution_id}"}}
     ).get("Item")
-    return float(item["dueAt"]["N"]) if item and "dueAt" in item else None
+    return float(item["exp"]["N"]) if item and "exp" in item else None
 
 
 def _drive(target: DeployedTarget, execution_id: str) -> dict[str, Any]:
     """Run the execution to its end: process the queue; when it only waits, skip the virtual clock to
-    its wake-up (or past a dead worker's lease, then let the reconciler find it) and deliver it."""
+    its wake-up and deliver it, or past a dead worker's lease (SQS delivers the message again: the
+    entry's busy retry takes the lease over)."""
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
         target.process_queue()
@@ -64,9 +65,8 @@ def _drive(target: DeployedTarget, execution_id: str) -> dict[str, Any]:
         assert time.monotonic() < deadline, f"never finished: {json.dumps(description, default=str)}"
         lease = _lease_expiry(target, execution_id)
         if lease is not None and lease > target.clock.now_epoch():
-            # The lease of a worker that died: once it expires the reconciler re-enqueues the execution.
+            # The lease of a worker that died: once it expires, the next delivery takes it over.
             target.clock.advance_seconds(lease - target.clock.now_epoch() + 1)
-            _send(target, {"kind": "reconcile"})
         elif not target.wake_when_due(execution_id):
             time.sleep(0.2)
 
@@ -133,8 +133,8 @@ def test_a_worker_killed_mid_invocation_resumes_with_each_result_recorded_once(
     deployed_stack: DeployedStack, deployed_target: DeployedTarget, deployed_client: StepwellClient
 ) -> None:
     """The third step kills the worker's process (after two checkpointed steps): the message comes back,
-    finds the dead worker's lease, and once the lease expires (virtual time) the reconciler resumes the
-    execution; the two finished steps are not run again."""
+    finds the dead worker's lease and backs off; once the lease expires (virtual time) the next delivery
+    takes it over and resumes the execution; the two finished steps are not run again."""
     run = uuid.uuid4().hex[:12]
     config = deployed_stack.client_config
     with short_visibility(

@@ -287,16 +287,19 @@ def test_describe_and_list_executions(stepwell_local: LocalStepwell) -> None:
         stepwell_local.describe("default#greet#x/none")
 
 
-def test_a_waiting_execution_records_its_due_timer(stepwell_local: LocalStepwell) -> None:
+def test_a_waiting_execution_records_its_armed_wake_up_when_it_releases_the_lease(
+    stepwell_local: LocalStepwell,
+) -> None:
     stepwell_local.register("three_day_wait", workflows.three_day_wait)
     execution_id = stepwell_local.start("three_day_wait", None)
     stepwell_local.run_until_idle()
-    later = stepwell_local.clock.now() + 4 * 24 * 3600
+    now = stepwell_local.clock.now()
 
-    due = [timer for shard in range(4) for timer in stepwell_local.store.query_due(shard, later)]
+    lease = stepwell_local.store.acquire_lease(execution_id, "probe", now, 1)
 
-    assert [timer.execution_id for timer in due] == [execution_id]
-    assert not [timer for shard in range(4) for timer in stepwell_local.store.query_due(shard, 0)]
+    assert lease is not None and not lease.taken_over
+    assert lease.wake_at == stepwell_local.queue.next_due_at()
+    assert lease.wake_at is not None and lease.wake_at >= now + 3 * 24 * 3600 - 1
 
 
 def test_run_to_completion_reports_an_execution_nobody_will_wake(stepwell_local: LocalStepwell) -> None:
@@ -345,7 +348,9 @@ def test_an_invocation_that_keeps_crashing_fails_the_execution(stepwell_local: L
         if event["EventType"] == "InvocationCompleted" and "Error" in event["InvocationCompletedDetails"]
     ]
     assert len(crashes) == 5
-    assert not [t for shard in range(4) for t in stepwell_local.store.query_due(shard, float("inf"))]
+    # Its coordination record went with its end: no armed wake-up is left behind.
+    lease = stepwell_local.store.acquire_lease(execution_id, "probe", stepwell_local.clock.now(), 1)
+    assert lease is not None and lease.wake_at is None
 
 
 def test_workflow_modules_from_the_environment_register_their_handlers(
@@ -505,13 +510,15 @@ def test_a_wake_up_lost_after_the_suspending_batch_is_scheduled_by_the_next_mess
     stepwell_local: LocalStepwell,
 ) -> None:
     # The worker died after writing the batch that suspends the execution and before scheduling its
-    # wake-up: no message and no due-timer entry remain. The next message for it (the SQS redelivery, or
-    # the reconciler's after the lease expired) finds nothing to run and must schedule the wake-up.
+    # wake-up: no message remains and its lease records no armed wake-up. The next message for it (SQS
+    # delivers the dead worker's again) finds nothing to run and must schedule the wake-up.
     stepwell_local.register("three-day-wait", workflows.three_day_wait)
     execution_id = stepwell_local.start("three-day-wait", None)
     stepwell_local.run_until_idle()
     stepwell_local.queue.cancel_all(execution_id)
-    stepwell_local.store.clear_due_timer(execution_id)
+    store, now = stepwell_local.store, stepwell_local.clock.now()
+    assert store.acquire_lease(execution_id, "dead worker", now, 60) is not None
+    store.release_lease(execution_id, "dead worker", None)
 
     outcome = stepwell_local.worker.run(execution_id)
 
@@ -521,19 +528,21 @@ def test_a_wake_up_lost_after_the_suspending_batch_is_scheduled_by_the_next_mess
     assert record.status is ExecutionStatus.SUCCEEDED
 
 
-def test_only_an_execution_that_recorded_a_due_timer_deletes_one(stepwell_local: LocalStepwell) -> None:
-    # A DeleteItem of a missing item still costs a write unit: the first invocation has no timer to clear.
+def test_a_run_writes_its_coordination_record_twice_and_an_end_removes_it(
+    stepwell_local: LocalStepwell,
+) -> None:
+    # Taking the lease and dropping it (with the wake-up armed) are the only coordination writes of a run.
     stepwell_local.register("greet", workflows.greet)
     stepwell_local.register("three_day_wait", workflows.three_day_wait)
-    counters = stepwell_local.store.counters
+    store = stepwell_local.store
+    counters = store.counters
 
     stepwell_local.run_to_completion(stepwell_local.start("greet", {"name": "Ada"}))
-    assert counters.get("record_due_timer", 0) == 0 and counters.get("clear_due_timer", 0) == 0
+    assert (counters["acquire_lease"], counters["release_lease"]) == (1, 1)
 
     waiting = stepwell_local.start("three_day_wait", {})
     record = stepwell_local.run_to_completion(waiting)
     assert record.status is ExecutionStatus.SUCCEEDED
-    assert counters["record_due_timer"] == 1 and counters["clear_due_timer"] == 1
-    assert [
-        timer.execution_id for shard in range(4) for timer in stepwell_local.store.query_due(shard, 1e12)
-    ] == []
+    assert (counters["acquire_lease"], counters["release_lease"]) == (3, 3)
+    lease = store.acquire_lease(waiting, "probe", stepwell_local.clock.now(), 1)
+    assert lease is not None and lease.wake_at is None

@@ -205,8 +205,10 @@ def test_rate_three_per_minute_delays_the_rest_to_the_sliding_window_in_order(
     for execution_id, at in zip(ids, reserved, strict=True):
         assert _started_at(local, execution_id) >= at - 0.001  # history keeps milliseconds
     assert all(local.record(execution_id).status is ExecutionStatus.SUCCEEDED for execution_id in ids)
-    # A delayed execution's wake-up entry is gone once it started: the reconciler finds nothing.
-    assert Reconciler(local.store, local.queue, local.clock).run().overdue_timers == []
+    # A delayed execution's armed wake-up is gone once it ended.
+    for execution_id in ids:
+        lease = local.store.acquire_lease(execution_id, "probe", local.clock.now(), 1)
+        assert lease is not None and lease.wake_at is None
 
 
 def test_both_limits_together(stepwell_local: LocalStepwell) -> None:
@@ -379,7 +381,8 @@ def test_an_execution_timeout_fires_while_delayed(stepwell_local: LocalStepwell)
     record = local.record(delayed)
     assert record.status is ExecutionStatus.TIMED_OUT
     assert record.ended_at == pytest.approx(created_at + 60, abs=1)
-    assert Reconciler(local.store, local.queue, local.clock).run().overdue_timers == []
+    lease = local.store.acquire_lease(delayed, "probe", local.clock.now(), 1)
+    assert lease is not None and lease.wake_at is None
 
 
 # ---------------------------------------------------------------------------------------------- duplicates

@@ -9,12 +9,10 @@ import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from stepwell.journal import encode_body
-from stepwell.memory_store import MemoryExecutionStore
 from stepwell.metrics import TIMINGS, UNITS, EmfMetrics, Metric
 from stepwell.model import Batch, InvokeMessage
-from stepwell.reconciler import Reconciler
 from stepwell.registry import Registry
-from stepwell.testing.local import LocalQueue, LocalStepwell, MemoryMetrics, check_emf_record, metric_totals
+from stepwell.testing.local import LocalStepwell, MemoryMetrics, check_emf_record, metric_totals
 from versioned_stack import VersionedStack
 
 PER_WORKFLOW = [["Deployment", "Workflow"], ["Deployment"]]
@@ -218,25 +216,37 @@ def test_the_entry_counts_the_records_it_forwards_to_another_version() -> None:
         check_emf_record(record)
 
 
-def test_the_reconciler_reports_what_it_found_also_when_nothing() -> None:
-    local = LocalStepwell()
-    store, metrics = MemoryExecutionStore(), MemoryMetrics("orders-prod")
-    reconciler = Reconciler(store, LocalQueue(local.clock), local.clock, metrics=metrics)
+def test_a_worker_taking_over_a_dead_worker_s_lease_counts_a_stalled_execution(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("greet", workflows.greet)
+    execution_id = stepwell_local.start("greet", {"name": "Ada"})
+    # A worker died holding the lease; SQS delivers its message again after the lease ran out.
+    stepwell_local.store.acquire_lease(execution_id, "dead worker", stepwell_local.clock.now(), 60)
+    stepwell_local.queue.pop_due(stepwell_local.clock.now())
+    stepwell_local.clock.advance(61)
 
-    reconciler.run()
-    metrics.flush()
-    store.record_due_timer("default#w#s/late", local.clock.now() - 3600)
-    store.acquire_lease("default#w#s/stalled", "dead worker", local.clock.now() - 3600, 60)
-    reconciler.run()
-    metrics.flush()
+    records = deliver(stepwell_local, InvokeMessage(execution_id).to_body())
 
-    first, second = metrics.records
-    for record in (first, second):
-        check_emf_record(record)
-        assert record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Deployment"]]
-        assert "Workflow" not in record and record["Deployment"] == "orders-prod"
-    assert (first["StalledExecutions"], first["OverdueWakeUps"]) == (0, 0)
-    assert (second["StalledExecutions"], second["OverdueWakeUps"]) == (1, 1)
+    totals = metric_totals(records, "greet")
+    assert totals["StalledExecutions"] == 1 and totals["ExecutionsSucceeded"] == 1
+    assert "StalledExecutions" not in metric_totals(run_all(stepwell_local), "greet")
+
+
+def test_a_wake_up_later_than_two_minutes_counts_as_overdue(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("three-day-wait", workflows.three_day_wait)
+    execution_id = stepwell_local.start("three-day-wait", {})
+    stepwell_local.process_one(stepwell_local.queue.pop_due(stepwell_local.clock.now()))
+    due_at = stepwell_local.queue.next_due_at()
+    assert due_at is not None
+    stepwell_local.clock.advance_to(due_at + 121)  # Scheduler (or a DLQ redrive) delivered it late
+
+    records = deliver(stepwell_local, InvokeMessage(execution_id, due_at=due_at).to_body())
+
+    totals = metric_totals(records, "three-day-wait")
+    assert totals["OverdueWakeUps"] == 1
+    (lag,) = totals["WakeUpLag"]
+    assert lag == pytest.approx(121_000, abs=1000)
 
 
 def test_a_record_carries_both_dimension_sets_and_sums_counts() -> None:

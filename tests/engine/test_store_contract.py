@@ -97,43 +97,49 @@ def test_external_inputs_list_in_arrival_order_until_deleted(execution_store: Ex
 
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
-    assert execution_store.acquire_lease(execution_id, "w1", NOW, 60) is not None
+    first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    assert first is not None and not first.taken_over and first.wake_at is None
     assert execution_store.acquire_lease(execution_id, "w2", NOW + 30, 60) is None
     execution_store.release_lease(execution_id, "w2")  # not the holder: nothing happens
     assert execution_store.acquire_lease(execution_id, "w2", NOW + 30, 60) is None
+    again = execution_store.acquire_lease(execution_id, "w1", NOW + 30, 60)  # re-entrant
+    assert again is not None and not again.taken_over
 
-    expired = [
-        lease
-        for shard in range(DUE_SHARDS)
-        for lease in execution_store.query_expired_leases(shard, NOW + 61)
-    ]
-    assert [lease.owner for lease in expired] == ["w1"]
-    taken = execution_store.acquire_lease(execution_id, "w2", NOW + 61, 60)
-    assert taken is not None and taken.owner == "w2"
+    taken = execution_store.acquire_lease(execution_id, "w2", NOW + 91, 60)
+    assert taken is not None and taken.owner == "w2" and taken.taken_over  # w1 died holding it
+    execution_store.release_lease(execution_id, "w1")  # the dead holder's late release changes nothing
+    assert execution_store.acquire_lease(execution_id, "w3", NOW + 100, 60) is None
     execution_store.release_lease(execution_id, "w2")
-    assert execution_store.acquire_lease(execution_id, "w3", NOW + 62, 60) is not None
+    freed = execution_store.acquire_lease(execution_id, "w3", NOW + 100, 60)
+    assert freed is not None and not freed.taken_over  # released, not expired
 
 
-def test_callbacks_and_due_timers(execution_store: ExecutionStore) -> None:
+def test_a_lease_release_records_the_armed_wake_up(execution_store: ExecutionStore) -> None:
+    execution_id = record("a").execution_id
+    execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    execution_store.release_lease(execution_id, "w1", NOW + 20.123)
+    lease = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
+    assert lease is not None and lease.wake_at == NOW + 20.123  # exactly: compared with a wake-up
+    execution_store.release_lease(execution_id, "w2")  # KEEP: the run armed nothing new
+    lease = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
+    assert lease is not None and lease.wake_at == NOW + 20.123
+    execution_store.release_lease(execution_id, "w3", None)  # nothing armed any more
+    lease = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
+    assert lease is not None and lease.wake_at is None
+    execution_store.release_lease(execution_id, "w4", NOW + 50)
+    execution_store.release_lease(execution_id, "w4", NOW + 60)  # released already: nothing happens
+    lease = execution_store.acquire_lease(execution_id, "w5", NOW + 4, 60)
+    assert lease is not None and lease.wake_at == NOW + 50
+    execution_store.release_lease(execution_id, "w5", ended=True)  # the record goes with the execution
+    lease = execution_store.acquire_lease(execution_id, "w6", NOW + 5, 60)
+    assert lease is not None and lease.wake_at is None and not lease.taken_over
+
+
+def test_callbacks(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1"))
     assert execution_store.get_callback("cb-1") == CallbackRef("cb-1", execution_id, "op-1")
     assert execution_store.get_callback("cb-2") is None
-
-    assert execution_store.get_due_timer(execution_id) is None
-    execution_store.record_due_timer(execution_id, NOW + 10)
-    execution_store.record_due_timer(execution_id, NOW + 20.123)  # one entry per execution: the latest
-    assert execution_store.get_due_timer(execution_id) == NOW + 20.123  # exactly: compared with a wake-up
-    execution_store.record_due_timer(execution_id, NOW + 20)
-    shard = due_shard(execution_id)
-    assert execution_store.query_due(shard, NOW + 15) == []
-    due = execution_store.query_due(shard, NOW + 25)
-    assert [(timer.execution_id, timer.due_at) for timer in due] == [(execution_id, NOW + 20)]
-    execution_store.clear_due_timer(execution_id)
-    assert execution_store.query_due(shard, NOW + 25) == []
-    assert execution_store.get_due_timer(execution_id) is None
-    with pytest.raises(ValueError, match=r"shard must be 0\.\.3"):
-        execution_store.query_due(DUE_SHARDS, NOW)
 
 
 def test_a_callback_completes_once_and_can_be_reopened(execution_store: ExecutionStore) -> None:

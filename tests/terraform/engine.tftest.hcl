@@ -72,6 +72,7 @@ run "function_environment_mapping_and_role" {
       STEPWELL_WORK_QUEUE_URL     = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
       STEPWELL_WORK_QUEUE_ARN     = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
       STEPWELL_DLQ_URL            = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
+      STEPWELL_DLQ_ARN            = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
       STEPWELL_EVENT_BUS_NAME     = "unit"
       STEPWELL_EVENT_BUS_ARN      = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
       STEPWELL_SCHEDULE_GROUP     = "unit"

@@ -15,7 +15,7 @@ run "client_config_has_the_contract_keys" {
   assert {
     condition = toset(keys(output.client_config)) == toset([
       "region", "name", "definitions_table", "executions_table", "operations_table", "coordination_table",
-      "subject_index_name", "work_queue_url", "work_queue_arn", "dlq_url", "event_bus_name", "event_bus_arn",
+      "subject_index_name", "work_queue_url", "work_queue_arn", "dlq_url", "dlq_arn", "event_bus_name", "event_bus_arn",
       "schedule_group_name", "scheduler_role_arn", "kms_key_arn", "payload_bucket", "worker_function_name",
       "worker_alias", "callback_url",
     ])
@@ -53,6 +53,28 @@ run "client_config_has_the_contract_keys" {
   assert {
     condition     = output.worker_package_path == ".terraform/stepwell-build/unit-worker.zip" && length(output.workflow_modules) == 0
     error_message = "The package is built into the build directory; without workflows_dir no module is imported."
+  }
+}
+
+run "dlq_arn_reaches_the_worker_and_client_config" {
+  command = plan
+
+  override_resource {
+    target          = module.messaging.aws_sqs_queue.dlq
+    override_during = plan
+    values = {
+      id  = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
+      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
+      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
+    }
+  }
+
+  assert {
+    condition = (
+      module.engine.environment.STEPWELL_DLQ_ARN == "arn:aws:sqs:eu-west-1:123456789012:unit-dlq" &&
+      output.client_config.dlq_arn == "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
+    )
+    error_message = "The DLQ's ARN (the wake-up schedules' dead-letter queue) must reach the worker and client_config."
   }
 }
 

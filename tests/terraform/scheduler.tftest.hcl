@@ -6,9 +6,10 @@ mock_provider "aws" {
 }
 
 variables {
-  name           = "unit"
-  work_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-  event_bus_arn  = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+  name                  = "unit"
+  work_queue_arn        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+  dead_letter_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
+  event_bus_arn         = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
 }
 
 run "role_and_reconcile_schedule" {
@@ -40,10 +41,11 @@ run "role_and_reconcile_schedule" {
     condition = {
       for statement in jsondecode(aws_iam_role_policy.scheduler.policy).Statement : statement.Sid => [statement.Action, statement.Resource]
       } == {
-      SendToWorkQueue = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-work"]
-      PutEventsOnBus  = ["events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/unit"]
+      SendToWorkQueue       = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-work"]
+      SendToDeadLetterQueue = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"]
+      PutEventsOnBus        = ["events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/unit"]
     }
-    error_message = "Without a key the role may only send to the work queue and put events on the bus."
+    error_message = "Without a key the role may only send to the work queue, send undeliverable wake-ups to the DLQ and put events on the bus."
   }
 
   assert {
@@ -108,6 +110,20 @@ run "rejects_work_queue_arn_not_sqs" {
   }
 
   expect_failures = [var.work_queue_arn]
+}
+
+run "rejects_dead_letter_queue_arn_not_sqs" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    dead_letter_queue_arn = "unit-dlq"
+  }
+
+  expect_failures = [var.dead_letter_queue_arn]
 }
 
 run "rejects_event_bus_arn_not_a_bus" {

@@ -114,6 +114,7 @@ def create_deployment(name: str = NAME, region: str = REGION) -> StepwellConfig:
         work_queue_url=queue_url,
         work_queue_arn=queue_arn,
         dlq_url=dlq_url,
+        dlq_arn=dlq_arn,
         event_bus_name=name,
         event_bus_arn=bus_arn,
         schedule_group_name=name,
