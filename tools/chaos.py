@@ -620,11 +620,18 @@ def _drive(
 
 def _still_running(client: Any, data: RunData, pending: list[str], per_pass: int = 50) -> list[str]:
     """Looks at up to `per_pass` of the executions not yet seen ended (one GetItem each); those still
-    running go to the back, so the next pass looks at others."""
+    running go to the back, so the next pass looks at others. A context's execution may not exist yet:
+    the router records the context before it starts the execution (a redelivery of its event finishes
+    a start a fault cut short), so it counts as running."""
+    from stepwell.errors import ExecutionNotFound
+
     looked_at, rest = pending[:per_pass], pending[per_pass:]
     running = []
     for execution_id in looked_at:
-        status = str(client.describe_execution(execution_id)["Status"])
+        try:
+            status = str(client.describe_execution(execution_id)["Status"])
+        except ExecutionNotFound:
+            status = "RUNNING"
         if status == "RUNNING":
             running.append(execution_id)
         else:

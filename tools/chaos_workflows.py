@@ -11,7 +11,8 @@ back to find step bodies that ran more than once and whether each re-run is expl
 - `journey` (a definition, not a handler): a context started by a `chaos.begin` bus event runs an action,
   then waits for `chaos.next` (or two hours).
 - `slow`: a step whose first run sleeps past the engine's lease and then has its execution delivered again,
-  so another worker takes the execution over while it still runs (its checkpoint is then fenced).
+  so another worker takes the execution over while it still runs (its checkpoint is then fenced); the
+  first run waits for that takeover, and one execution at a time does this, so workers stay free for it.
 
 The worker process sets `CLOCK`, `INVOCATION`, `LEASE_SECONDS`, `TAKE_OVER` and `AFTER_RECORD` (its kill
 switch); the defaults keep the workflows runnable anywhere.
@@ -19,6 +20,7 @@ switch); the defaults keep the workflows runnable anywhere.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -41,9 +43,10 @@ LONG_WAIT_SECONDS = 3600  # beyond SQS's 900 s: a one-time Scheduler schedule
 FAN_OUT_BRANCHES = 3
 SLOW_STEP = "slow"
 # The slow step's first run: past its lease it asks for a delivery of its execution (as a duplicate would
-# bring), then runs long enough for another worker to take the execution over.
+# bring), then runs on until another worker has taken the execution over and run the step (or, if every
+# worker is busy that long, until the bound below).
 SLOW_PAST_LEASE_SECONDS = 1.0
-SLOW_TAKE_OVER_SECONDS = 3.0
+SLOW_TAKE_OVER_SECONDS = 60.0
 
 # Set by the chaos worker process.
 CLOCK: Callable[[], float] = time.time
@@ -169,14 +172,27 @@ def _slow(step_context: StepContext) -> str:
     execution = current_context().get("executionId", "")
     mark = Path(marks, execution.replace("/", "_").replace("#", "_")) if marks else None
     if mark is not None and not mark.exists():
-        # Only the first run outlives its lease: the worker that takes over finishes the step.
-        started_at = CLOCK()
-        mark.touch()
-        time.sleep(LEASE_SECONDS + SLOW_PAST_LEASE_SECONDS)
-        TAKE_OVER(execution)
-        time.sleep(SLOW_TAKE_OVER_SECONDS)
-        record_run(SLOW_STEP, step_context.attempt, "outlived its lease", started_at)
-        return "slow"
+        # One first run at a time outlives its lease (a lock the kernel drops if its worker is killed): the
+        # others run plainly, so the workers left free can take the outliving one over.
+        with Path(marks, "outliving.lock").open("w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                record_run(SLOW_STEP, step_context.attempt)
+                return "slow"
+            started_at = CLOCK()
+            mark.touch()
+            time.sleep(LEASE_SECONDS + SLOW_PAST_LEASE_SECONDS)
+            TAKE_OVER(execution)
+            taken = Path(f"{mark}.taken")
+            deadline = time.monotonic() + SLOW_TAKE_OVER_SECONDS
+            while not taken.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            record_run(SLOW_STEP, step_context.attempt, "outlived its lease", started_at)
+            return "slow"
+    if mark is not None:
+        # The worker that took the execution over runs the step: its first run may end now.
+        Path(f"{mark}.taken").touch()
     record_run(SLOW_STEP, step_context.attempt)
     return "slow"
 
