@@ -894,7 +894,9 @@ def render(report: Report) -> str:
         f"{settings.kill_rate:.0%} of invocations get a kill timer and {settings.step_kill_rate:.0%} of step "
         f"bodies kill their worker before the checkpoint; the lease is {settings.lease_seconds:g} s and the "
         "`slow` step's first run outlives it. How it runs and what it "
-        "checks: docs/engine.md, Load and faults.",
+        "checks: docs/engine.md, Load and faults. Throughput and the due-to-run delay measure this "
+        "machine, not the engine: every worker and the run itself share moto's one server thread, so "
+        "messages queue behind it while the starts arrive.",
         "",
         "| result | value |",
         "| --- | --- |",

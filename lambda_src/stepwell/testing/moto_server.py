@@ -115,6 +115,42 @@ def _keep_queue_policy_on_other_updates() -> None:
     Queue._set_attributes = set_attributes_keeping_policy  # type: ignore[method-assign]
 
 
+def _check_retention_without_counting_messages() -> None:
+    """moto checks each message it receives against the queue's retention period by building all of the
+    queue's attributes, which counts every message in the queue: a receive costs O(messages x batch) and
+    a busy queue (thousands of delayed copies in `make chaos`) spends the server's one thread there. The
+    same check, reading the one attribute it needs."""
+    from moto.core.utils import unix_time
+    from moto.sqs.models import Message, SQSBackend
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Message) -> bool:
+        retention_period = int(self.get_queue(queue_name).message_retention_period)
+        sent_at = (message.sent_timestamp or 0) / 1000  # set when the message was sent
+        return bool(retention_period + sent_at > unix_time())
+
+    SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+
+
+def _sort_items_by_plain_key_values() -> None:
+    """moto answers every Query of a global secondary index by sorting all of the table's items, comparing
+    its key wrappers in Python (a Decimal built per comparison for numbers); as tables grow that sort
+    becomes most of the server's time. The same order, from the key values computed once per item."""
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.models.table import Table
+
+    def sort_key(item: Item) -> Any:
+        hash_value = item.hash_key.cast_value
+        return (hash_value, item.range_key.cast_value) if item.range_key else hash_value
+
+    def all_items(self: Any) -> list[Item]:
+        items: list[Item] = []
+        for hash_set in self.items.values():
+            items.extend(hash_set.values() if self.range_key_attr else [hash_set])
+        return sorted(items, key=sort_key)
+
+    Table.all_items = all_items  # type: ignore[method-assign]
+
+
 def _skip_statements_whose_condition_fails() -> None:
     """moto passes no condition values (aws:SecureTransport, ...) to bucket policies and counts a
     condition on a missing key as met, so the payload bucket's "deny without TLS" statement refuses
@@ -295,6 +331,8 @@ def serve(host: str, port: int) -> None:
 
     _disable_moto_sqs_push()
     _keep_queue_policy_on_other_updates()
+    _check_retention_without_counting_messages()
+    _sort_items_by_plain_key_values()
     _skip_statements_whose_condition_fails()
     _version_functions_like_lambda()
     _deliver_events_to_sns_targets()
