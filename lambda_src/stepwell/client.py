@@ -366,6 +366,7 @@ class StepwellClient:
             self.config.work_queue_arn,
             self.config.scheduler_role_arn,
             self.config.kms_key_arn,
+            self.config.dlq_arn,
         )
         return ScheduleManager(self.clients.scheduler, target)
 

@@ -19,7 +19,8 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed; in no index, so taking and dropping the lease cost one write unit
-  each; deleted when the execution ends), "cb#<callback id>" (eid, op). Flow control (scopes are
+  each; deleted when the execution ends), "cb#<callback id>" (eid, op; done and ttl once completed or
+  timed out). Flow control (scopes are
   FlowLimit.scope): a concurrency key "fc#c#<digest>" (holders: a map of execution id -> lease expiry,
   head, tail, labels, and while its queue is not empty dueShard flow#N, dueAt = its sweep time), its tickets
   "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>" (starts, v version, labels)
@@ -839,10 +840,12 @@ class DynamoDbExecutionStore:
             self._db.update_item(
                 TableName=self.coordination_table,
                 Key={"key": _s("cb#" + callback_id)},
-                UpdateExpression="SET done = :now",
+                # Once completed (or timed out) the record only refuses repeats: it expires with the
+                # retention period, as ended executions do, instead of staying forever.
+                UpdateExpression="SET done = :now, #ttl = :ttl",
                 ConditionExpression="attribute_exists(#k) AND attribute_not_exists(done)",
-                ExpressionAttributeNames={"#k": "key"},
-                ExpressionAttributeValues={":now": _n(now)},
+                ExpressionAttributeNames={"#k": "key", "#ttl": "ttl"},
+                ExpressionAttributeValues={":now": _n(now), ":ttl": _n(int(now) + self.retention_seconds)},
                 ReturnConsumedCapacity=_CAPACITY,
             )
         except self._db.exceptions.ConditionalCheckFailedException:
@@ -853,9 +856,9 @@ class DynamoDbExecutionStore:
         self._db.update_item(
             TableName=self.coordination_table,
             Key={"key": _s("cb#" + callback_id)},
-            UpdateExpression="REMOVE done",
+            UpdateExpression="REMOVE done, #ttl",
             ConditionExpression="attribute_exists(#k)",
-            ExpressionAttributeNames={"#k": "key"},
+            ExpressionAttributeNames={"#k": "key", "#ttl": "ttl"},
             ReturnConsumedCapacity=_CAPACITY,
         )
 

@@ -282,6 +282,8 @@ class ScheduleTarget:
     work_queue_arn: str
     role_arn: str
     kms_key_arn: str = ""
+    # The module's DLQ: a firing Scheduler cannot deliver goes there (alarmed, redrivable), not lost.
+    dead_letter_arn: str = ""
 
 
 class ScheduleManager:
@@ -333,6 +335,8 @@ class ScheduleManager:
         }
         if self.target.kms_key_arn:
             request["KmsKeyArn"] = self.target.kms_key_arn
+        if self.target.dead_letter_arn:
+            request["Target"]["DeadLetterConfig"] = {"Arn": self.target.dead_letter_arn}
         try:
             self._scheduler.create_schedule(**request)
         except self._scheduler.exceptions.ConflictException:

@@ -49,8 +49,8 @@ resource "aws_iam_role_policy" "scheduler" {
           Resource = var.work_queue_arn
         },
         {
-          # The engine's one-time wake-up schedules name the DLQ as their dead-letter queue: Scheduler
-          # sends what it cannot deliver there as this role.
+          # Every schedule (the engine's wake-ups, the reconcile schedule, the workflow schedules) names the
+          # DLQ as its dead-letter queue: Scheduler sends what it cannot deliver there as this role.
           Sid      = "SendToDeadLetterQueue"
           Effect   = "Allow"
           Action   = "sqs:SendMessage"
@@ -92,6 +92,11 @@ resource "aws_scheduler_schedule" "reconcile" {
     arn      = var.work_queue_arn
     role_arn = aws_iam_role.scheduler.arn
     input    = jsonencode({ kind = "reconcile" })
+
+    # A firing Scheduler cannot deliver (the queue gone or refusing, retries spent) is kept, not dropped.
+    dead_letter_config {
+      arn = var.dead_letter_queue_arn
+    }
   }
 
   # The role must carry its permissions before the first delivery.
@@ -130,6 +135,10 @@ resource "aws_scheduler_schedule" "workflow" {
       overlap  = each.value.overlap
       firedAt  = "<aws.scheduler.scheduled-time>"
     }), "\\u003caws.scheduler.scheduled-time\\u003e", "<aws.scheduler.scheduled-time>")
+
+    dead_letter_config {
+      arn = var.dead_letter_queue_arn
+    }
   }
 
   depends_on = [aws_iam_role_policy.scheduler]

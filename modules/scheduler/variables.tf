@@ -25,7 +25,7 @@ variable "work_queue_arn" {
 }
 
 variable "dead_letter_queue_arn" {
-  description = "ARN of the dead-letter queue the engine's one-time wake-up schedules name: the role may send what Scheduler cannot deliver there."
+  description = "ARN of the dead-letter queue every schedule names (the engine's wake-ups, the reconcile schedule, the workflow schedules): the role may send what Scheduler cannot deliver there."
   type        = string
 
   validation {

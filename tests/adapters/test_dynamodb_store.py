@@ -279,6 +279,17 @@ def test_callbacks(deployment: Deployment) -> None:
     store.put_callback(ref)
     assert store.get_callback("cb-secret") == ref
     assert store.get_callback("cb-unknown") is None
+    assert "ttl" not in (_coordination_item(deployment, "cb#cb-secret") or {})  # open: kept while it waits
+
+
+def test_a_completed_callback_expires_with_the_retention_period(deployment: Deployment) -> None:
+    store = _store(deployment)
+    store.put_callback(CallbackRef("cb-done", "default#orders#o-1/i1", "op-7"))
+    assert store.complete_callback("cb-done", T0 + 5)
+    item = _coordination_item(deployment, "cb#cb-done") or {}
+    assert int(item["ttl"]["N"]) == int(T0 + 5) + 30 * 86400
+    store.reopen_callback("cb-done")  # its completion could not be delivered: open again, kept
+    assert {"done", "ttl"}.isdisjoint(_coordination_item(deployment, "cb#cb-done") or {})
 
 
 def test_values_too_big_for_an_item_go_to_s3_and_come_back(deployment: Deployment) -> None:

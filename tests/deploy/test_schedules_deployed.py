@@ -75,6 +75,12 @@ def test_the_declared_schedule_starts_one_execution_per_occurrence(
         DECLARED, "orders.confirm", DECLARED_INPUT, "SKIP"
     )
     assert '"firedAt":"<aws.scheduler.scheduled-time>"' in raw_input
+    # A firing Scheduler cannot deliver goes to the module's DLQ, for the reconcile schedule too.
+    assert declared["Target"]["DeadLetterConfig"] == {"Arn": config["dlq_arn"]}
+    reconcile = deployed_stack.backend.client("scheduler").get_schedule(
+        GroupName=config["schedule_group_name"], Name=f"{config['name']}-reconcile"
+    )
+    assert reconcile["Target"]["DeadLetterConfig"] == {"Arn": config["dlq_arn"]}
     assert {each["name"]: each for each in deployed_client.list_schedules()}[DECLARED] == {
         "kind": "user",
         "name": DECLARED,
@@ -132,6 +138,10 @@ def test_the_client_and_cli_manage_schedules_that_start_their_workflow(
             "overlap": "ALLOW",
             "input": order,
         }
+        stored = deployed_stack.backend.client("scheduler").get_schedule(
+            GroupName=deployed_stack.client_config["schedule_group_name"], Name=SCHEDULE_NAME_PREFIX + name
+        )
+        assert stored["Target"]["DeadLetterConfig"] == {"Arn": deployed_stack.client_config["dlq_arn"]}
         with pytest.raises(InvalidArgument, match=f"schedule '{name}' already exists"):
             deployed_client.create_schedule(name, "orders.confirm", "rate(2 hours)")
         users = deployed_client.list_schedules()

@@ -206,7 +206,7 @@ def test_scheduler_role_trust_and_least_privilege(
     }
     assert grants == {
         ("sqs:SendMessage", config["work_queue_arn"]),
-        ("sqs:SendMessage", config["dlq_arn"]),  # the wake-up schedules' dead-letter queue
+        ("sqs:SendMessage", config["dlq_arn"]),  # every schedule's dead-letter queue
         ("events:PutEvents", config["event_bus_arn"]),
     }
     assert iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"] == []

@@ -45,7 +45,7 @@ run "role_and_reconcile_schedule" {
       SendToDeadLetterQueue = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"]
       PutEventsOnBus        = ["events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/unit"]
     }
-    error_message = "Without a key the role may only send to the work queue, send undeliverable wake-ups to the DLQ and put events on the bus."
+    error_message = "Without a key the role may only send to the work queue, send undeliverable firings to the DLQ and put events on the bus."
   }
 
   assert {
@@ -55,9 +55,10 @@ run "role_and_reconcile_schedule" {
       aws_scheduler_schedule.reconcile.state == "ENABLED" &&
       aws_scheduler_schedule.reconcile.target[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-work" &&
       aws_scheduler_schedule.reconcile.target[0].role_arn == aws_iam_role.scheduler.arn &&
-      jsondecode(aws_scheduler_schedule.reconcile.target[0].input) == { kind = "reconcile" }
+      jsondecode(aws_scheduler_schedule.reconcile.target[0].input) == { kind = "reconcile" } &&
+      aws_scheduler_schedule.reconcile.target[0].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
     )
-    error_message = "The reconcile schedule must send {\"kind\":\"reconcile\"} to the work queue every 5 minutes through the role."
+    error_message = "The reconcile schedule must send {\"kind\":\"reconcile\"} to the work queue every 5 minutes through the role, with the DLQ as its dead-letter queue."
   }
 }
 
@@ -164,7 +165,8 @@ run "workflow_schedules_send_scheduled_starts_to_the_work_queue" {
       aws_scheduler_schedule.workflow["nightly"].schedule_expression_timezone == "Europe/Dublin" &&
       aws_scheduler_schedule.workflow["nightly"].flexible_time_window[0].mode == "OFF" &&
       aws_scheduler_schedule.workflow["nightly"].target[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-work" &&
-      aws_scheduler_schedule.workflow["nightly"].target[0].role_arn == aws_iam_role.scheduler.arn
+      aws_scheduler_schedule.workflow["nightly"].target[0].role_arn == aws_iam_role.scheduler.arn &&
+      aws_scheduler_schedule.workflow["nightly"].target[0].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
     )
     error_message = "Each schedule is start.<key> in the group, in its time zone, ENABLED or DISABLED by enabled, delivered to the work queue through the role."
   }
