@@ -954,7 +954,11 @@ class DynamoDbExecutionStore:
                 return True
             state = self.get_flow_slots(scope)
             if state is not None:
-                return execution_id in state.holders
+                if execution_id in state.holders:
+                    return True
+                if len(state.holders) >= limit or state.head != state.tail:
+                    return False  # full, or others wait in line before it
+                continue  # a racer created the item after this call's write: write again
             first: Item = {
                 "key": _s(scope),
                 "holders": {"M": {execution_id: _n(expires_at)}},
