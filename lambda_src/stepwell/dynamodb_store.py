@@ -20,11 +20,11 @@ Item layout (bulk data under short attribute names to keep items small and cheap
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed; in no index, so taking and dropping the lease cost one write unit
   each; deleted when the execution ends), "cb#<callback id>" (eid, op; done and ttl once completed or
-  timed out). Flow control (scopes are
-  FlowLimit.scope): a concurrency key "fc#c#<digest>" (holders: a map of execution id -> lease expiry,
-  head, tail, labels, and while its queue is not empty dueShard flow#N, dueAt = its sweep time), its tickets
-  "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>" (starts, v version, labels)
-  and per rate-limited execution "fc#x#<digest of its id>" (eid, startAt, ttl).
+  timed out; a completion's result: k kind, p/pR payload, er error JSON, read back by the worker). Flow
+  control (scopes are FlowLimit.scope): a concurrency key "fc#c#<digest>" (holders: a map of execution
+  id -> lease expiry, head, tail, labels, and while its queue is not empty dueShard flow#N, dueAt = its
+  sweep time), its tickets "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>"
+  (starts, v version, labels) and per rate-limited execution "fc#x#<digest of its id>" (eid, startAt, ttl).
 
 Safety net: a string value larger than `inline_limit` bytes that the engine did not already offload is
 put on S3 by this store (when it has a payload store) and read back transparently.
@@ -835,17 +835,31 @@ class DynamoDbExecutionStore:
             completed="done" in item,
         )
 
-    def complete_callback(self, callback_id: str, now: float) -> bool:
+    def complete_callback(
+        self, callback_id: str, now: float, result: ExternalInput | None = None, execution_id: str = ""
+    ) -> bool:
+        # Once completed (or timed out) the record only refuses repeats and holds the result until the
+        # worker absorbs it: it expires with the retention period, as ended executions do.
+        names = {"#k": "key", "#ttl": "ttl"}
+        values: Item = {":now": _n(now), ":ttl": _n(int(now) + self.retention_seconds)}
+        update = "SET done = :now, #ttl = :ttl"
+        if result is not None:
+            fields: Item = {"k": _s(result.kind.value)}
+            self._put_text(fields, "p", result.payload, result.payload_is_ref, execution_id)
+            if result.error is not None:
+                self._put_text(fields, "er", json.dumps(result.error), False, execution_id)
+            for name, value in fields.items():
+                names[f"#r_{name}"] = name
+                values[f":r_{name}"] = value
+                update += f", #r_{name} = :r_{name}"
         try:
             self._db.update_item(
                 TableName=self.coordination_table,
                 Key={"key": _s("cb#" + callback_id)},
-                # Once completed (or timed out) the record only refuses repeats: it expires with the
-                # retention period, as ended executions do, instead of staying forever.
-                UpdateExpression="SET done = :now, #ttl = :ttl",
+                UpdateExpression=update,
                 ConditionExpression="attribute_exists(#k) AND attribute_not_exists(done)",
-                ExpressionAttributeNames={"#k": "key", "#ttl": "ttl"},
-                ExpressionAttributeValues={":now": _n(now), ":ttl": _n(int(now) + self.retention_seconds)},
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
                 ReturnConsumedCapacity=_CAPACITY,
             )
         except self._db.exceptions.ConditionalCheckFailedException:
@@ -856,11 +870,33 @@ class DynamoDbExecutionStore:
         self._db.update_item(
             TableName=self.coordination_table,
             Key={"key": _s("cb#" + callback_id)},
-            UpdateExpression="REMOVE done, #ttl",
+            UpdateExpression="REMOVE done, #ttl, k, p, pR, er, erR",
             ConditionExpression="attribute_exists(#k)",
             ExpressionAttributeNames={"#k": "key", "#ttl": "ttl"},
             ReturnConsumedCapacity=_CAPACITY,
         )
+
+    def get_callback_results(self, callback_ids: Sequence[str]) -> list[ExternalInput]:
+        keys = [{"key": _s("cb#" + callback_id)} for callback_id in callback_ids if callback_id]
+        results = []
+        for item in self._batch_get(self.coordination_table, keys, lambda item: _str(item, "key")):
+            kind = _str(item, "k")
+            if kind is None:  # open, or timed out: no result
+                continue
+            error_text = self._text(item, "er")
+            results.append(
+                ExternalInput(
+                    input_id=_str(item, "key") or "",
+                    kind=InputKind(kind),
+                    created_at=_num(item, "done") or 0.0,
+                    operation_id=_str(item, "op"),
+                    payload=_str(item, "p"),
+                    payload_is_ref=_flag(item, "pR"),
+                    error=json.loads(error_text) if error_text is not None else None,
+                    on_callback_record=True,
+                )
+            )
+        return results
 
     def _query_due_index(self, prefix: str, shard: int, now: float, limit: int) -> list[Item]:
         if not 0 <= shard < DUE_SHARDS:

@@ -556,14 +556,29 @@ class Engine:
         payload: str | None = None,
         error: Mapping[str, Any] | None = None,
     ) -> None:
-        """The first completion wins (a conditional write in the store); a later one is CallbackNotFound."""
+        """The first completion wins: one conditional write marks the callback completed and keeps its
+        result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
         ref = self._callback(callback_id)
-        if not self.store.complete_callback(callback_id, self.clock.now()):
+        now = self.clock.now()
+        # Before the write that may lose the race: an object's key carries its content's digest, so a
+        # losing completion's object never replaces the winner's. It is tagged to expire with the
+        # execution's other objects, unless the execution ends with none (see docs/security.md).
+        stored, is_ref = self.offload(ref.execution_id, f"in-{ref.operation_id}", payload)
+        result = ExternalInput(
+            input_id=_input_id(now),
+            kind=kind,
+            created_at=now,
+            operation_id=ref.operation_id,
+            payload=stored,
+            payload_is_ref=is_ref,
+            error=dict(error) if error is not None else None,
+        )
+        if not self.store.complete_callback(callback_id, now, result, ref.execution_id):
             raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
         try:
-            self.deliver(ref.execution_id, kind, ref.operation_id, payload=payload, error=error)
+            self.queue.enqueue(InvokeMessage(ref.execution_id).to_body())
         except Exception:
-            # Not delivered: the sender may try again.
+            # The execution was not woken: the sender may try again.
             self.store.reopen_callback(callback_id)
             raise
 

@@ -265,6 +265,18 @@ class Journal:
         deadline = self._callback_deadline(op_id)
         return op.status is OperationStatus.STARTED and deadline is not None and deadline[0] == due_at
 
+    def open_callbacks(self) -> list[str]:
+        """The ids of the callbacks still waiting for a completion (their results are read from their
+        records: ExecutionStore.get_callback_results)."""
+        return [
+            op.callback_details.callback_id
+            for op in self.operations.values()
+            if op.operation_type is OperationType.CALLBACK
+            and op.status is OperationStatus.STARTED
+            and op.callback_details is not None
+            and op.callback_details.callback_id
+        ]
+
     def waiting_children(self) -> list[ChildStart]:
         """Chained invokes still waiting for their child execution (with the child's target and input)."""
         return [
@@ -444,8 +456,9 @@ class Journal:
         for item in inputs:
             if item.input_id in self.absorbed_input_ids:
                 continue
-            self.absorbed_input_ids.add(item.input_id)
-            self._absorbed_now.append(item.input_id)
+            if not item.on_callback_record:  # an `in#` item: remembered in the log, then deleted
+                self.absorbed_input_ids.add(item.input_id)
+                self._absorbed_now.append(item.input_id)
             op = self.operations.get(item.operation_id or "")
             if op is None or op.status in TERMINAL_STATUSES:
                 continue  # a late or repeated completion is a no-op

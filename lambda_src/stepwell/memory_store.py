@@ -41,6 +41,7 @@ class MemoryExecutionStore:
         self._inputs: dict[str, dict[str, ExternalInput]] = {}
         self._leases: dict[str, Lease] = {}
         self._callbacks: dict[str, CallbackRef] = {}
+        self._callback_results: dict[str, ExternalInput] = {}
         self._wakes: dict[str, float] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
@@ -275,13 +276,23 @@ class MemoryExecutionStore:
             self._count("get_callback")
             return self._callbacks.get(callback_id)
 
-    def complete_callback(self, callback_id: str, now: float) -> bool:
+    def complete_callback(
+        self, callback_id: str, now: float, result: ExternalInput | None = None, execution_id: str = ""
+    ) -> bool:
         with self._lock:
             self._count("complete_callback")
             ref = self._callbacks.get(callback_id)
             if ref is None or ref.completed:
                 return False
             self._callbacks[callback_id] = replace(ref, completed=True)
+            if result is not None:
+                self._callback_results[callback_id] = replace(
+                    result,
+                    input_id="cb#" + callback_id,
+                    created_at=now,
+                    operation_id=ref.operation_id,
+                    on_callback_record=True,
+                )
             return True
 
     def reopen_callback(self, callback_id: str) -> None:
@@ -290,6 +301,12 @@ class MemoryExecutionStore:
             ref = self._callbacks.get(callback_id)
             if ref is not None:
                 self._callbacks[callback_id] = replace(ref, completed=False)
+            self._callback_results.pop(callback_id, None)
+
+    def get_callback_results(self, callback_ids: Sequence[str]) -> list[ExternalInput]:
+        with self._lock:
+            self._count("get_callback_results")
+            return [self._callback_results[i] for i in callback_ids if i in self._callback_results]
 
     # --- flow control ---
     def get_flow_slots(self, scope: str) -> FlowSlots | None:

@@ -267,6 +267,9 @@ class ExternalInput:
     error: dict[str, Any] | None = None
     payload_is_ref: bool = False  # payload holds a PayloadStore reference
     offloaded: bool = False  # the payload was read back from the PayloadStore (its object still exists)
+    # A callback's result kept on its callback record (ExecutionStore.complete_callback), not an `in#`
+    # item: nothing to delete once absorbed, and its operation's end makes a repeat a no-op.
+    on_callback_record: bool = False
 
 
 @dataclass(frozen=True)

@@ -163,13 +163,23 @@ class ExecutionStore(Protocol):
 
     def get_callback(self, callback_id: str) -> CallbackRef | None: ...
 
-    def complete_callback(self, callback_id: str, now: float) -> bool:
+    def complete_callback(
+        self, callback_id: str, now: float, result: ExternalInput | None = None, execution_id: str = ""
+    ) -> bool:
         """Mark the callback completed unless it already is (conditional): True if this call did, so
-        of two completions exactly one wins."""
+        of two completions exactly one wins. `result` (its kind, payload or error) is kept on the record
+        in the same write, for get_callback_results; a timeout passes none. `execution_id` (the
+        callback's) names where a value too large for the record is put."""
         ...
 
     def reopen_callback(self, callback_id: str) -> None:
-        """Undo complete_callback when the completion could not be written (the sender may retry)."""
+        """Undo complete_callback (and drop its result) when the execution could not be woken (the sender
+        may retry)."""
+        ...
+
+    def get_callback_results(self, callback_ids: Sequence[str]) -> list[ExternalInput]:
+        """The results completions left on these callbacks' records (consistent reads; a callback with
+        none, unknown or timed out, is left out), as inputs of their operations, `on_callback_record`."""
         ...
 
     # --- flow control (stepwell.flow_control; `scope` is FlowLimit.scope; labels are shown, never read) ---

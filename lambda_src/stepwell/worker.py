@@ -166,6 +166,24 @@ class Worker:
 
     def _inputs(self, execution_id: str) -> list[ExternalInput]:
         """The execution's pending inputs, offloaded payloads read back (`offloaded` keeps that they were)."""
+        return self._resolved(self.engine.store.list_external_inputs(execution_id))
+
+    def _callback_results(self, journal: Journal) -> list[ExternalInput]:
+        """The results completions left on the records of the callbacks the execution waits for (one
+        BatchGetItem; none when it waits for none)."""
+        open_callbacks = journal.open_callbacks()
+        if not open_callbacks:
+            return []
+        return self._resolved(self.engine.store.get_callback_results(open_callbacks))
+
+    def _unread_callback_objects(self, journal: Journal) -> bool:
+        """Whether a completion the ended execution never read left its payload in an object (kept on
+        the callback's record, so no input names it): its objects are then worth retiring."""
+        open_callbacks = journal.open_callbacks()
+        results = self.engine.store.get_callback_results(open_callbacks) if open_callbacks else []
+        return any(item.payload_is_ref for item in results)
+
+    def _resolved(self, inputs: list[ExternalInput]) -> list[ExternalInput]:
         engine = self.engine
         return [
             dataclasses.replace(
@@ -173,7 +191,7 @@ class Worker:
             )
             if item.payload_is_ref
             else item
-            for item in engine.store.list_external_inputs(execution_id)
+            for item in inputs
         ]
 
     def _run_leased(self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None) -> WorkOutcome:
@@ -246,7 +264,12 @@ class Worker:
             return self._end(
                 record, journal, None, now, "", ExecutionStatus.FAILED, None, _error(flow_failure)
             )
-        journal.absorb(inputs, now)
+        try:
+            # Read after the deadline check: a result that came after the deadline is never recorded.
+            callback_results = self._callback_results(journal)
+        except PayloadMissing as missing:
+            return self._payloads_missing(record, missing)
+        journal.absorb([*inputs, *callback_results], now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
             wake_at = _next_wake_at(record, journal)
@@ -444,7 +467,11 @@ class Worker:
         # Once written: a terminal batch is written once per execution, whatever messages repeat.
         engine.metrics.add(ENDED[status.value], 1, record.workflow_id)
         # After the last write of the execution's payloads (the terminal batch may be one).
-        if result_is_ref or _has_payload_objects(record, journal, ()):
+        if (
+            result_is_ref
+            or _has_payload_objects(record, journal, ())
+            or self._unread_callback_objects(journal)
+        ):
             engine.payloads.retire(record.execution_id)
         self._release_flow(record)
         if won:
@@ -494,7 +521,7 @@ class Worker:
             engine.notify_parent(record, record.status, result, record.error)
         # Also when the end is already logged: this message may be the retry of a worker that died
         # between its terminal batch and retiring the payloads.
-        if _has_payload_objects(record, journal, inputs):
+        if _has_payload_objects(record, journal, inputs) or self._unread_callback_objects(journal):
             engine.payloads.retire(record.execution_id)
         # Also when the end is already logged: the worker that logged it may have died before this.
         _stop_children(engine, record, journal)

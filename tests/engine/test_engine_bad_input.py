@@ -106,12 +106,14 @@ def test_a_completion_that_cannot_be_delivered_leaves_the_callback_open(
     execution_id, callback_id = _waiting_for_approval(stepwell_local)
 
     def refuse(*_: Any, **__: Any) -> None:
-        raise OSError("the store is unreachable")
+        raise OSError("the queue is unreachable")
 
     with monkeypatch.context() as patch:
-        patch.setattr(stepwell_local.store, "put_external_input", refuse)
+        # The result is written to the callback's record, then the execution cannot be woken.
+        patch.setattr(stepwell_local.engine.queue, "enqueue", refuse)
         with pytest.raises(OSError, match="unreachable"):
             stepwell_local.engine.send_callback_success(callback_id, '"lost"')
+    assert stepwell_local.store.get_callback_results([callback_id]) == []  # the result went with it
     stepwell_local.engine.send_callback_success(callback_id, '"retried"')
     record = stepwell_local.run_to_completion(execution_id)
     assert json.loads(record.result or "null") == '"retried"'

@@ -155,18 +155,52 @@ def test_a_callback_completes_once_and_can_be_reopened(execution_store: Executio
     assert execution_store.complete_callback("cb-1", NOW + 2) is True
 
 
+def test_a_completion_keeps_its_result_on_the_callback_record(execution_store: ExecutionStore) -> None:
+    execution_id = record("a").execution_id
+    for callback_id, operation_id in [("cb-s", "op-s"), ("cb-f", "op-f"), ("cb-t", "op-t"), ("cb-o", "op-o")]:
+        execution_store.put_callback(CallbackRef(callback_id, execution_id, operation_id))
+    succeeded = ExternalInput("in-1", InputKind.CALLBACK_SUCCEEDED, NOW, "op-s", payload='{"ok": true}')
+    failed = ExternalInput("in-2", InputKind.CALLBACK_FAILED, NOW, "op-f", error={"ErrorType": "Refused"})
+    assert execution_store.complete_callback("cb-s", NOW + 1, succeeded, execution_id)
+    assert execution_store.complete_callback("cb-f", NOW + 2, failed, execution_id)
+    assert execution_store.complete_callback("cb-t", NOW + 3)  # timed out: no result
+
+    results = execution_store.get_callback_results(["cb-s", "cb-f", "cb-t", "cb-o", "cb-unknown"])
+    assert results == [
+        ExternalInput(
+            "cb#cb-s", InputKind.CALLBACK_SUCCEEDED, NOW + 1, "op-s", '{"ok": true}', on_callback_record=True
+        ),
+        ExternalInput(
+            "cb#cb-f",
+            InputKind.CALLBACK_FAILED,
+            NOW + 2,
+            "op-f",
+            error={"ErrorType": "Refused"},
+            on_callback_record=True,
+        ),
+    ]
+    assert execution_store.get_callback_results([]) == []
+    execution_store.reopen_callback("cb-s")  # the execution could not be woken: open, no result
+    assert [item.operation_id for item in execution_store.get_callback_results(["cb-s", "cb-f"])] == ["op-f"]
+
+
 def test_of_completions_racing_for_a_callback_exactly_one_wins(execution_store: ExecutionStore) -> None:
-    execution_store.put_callback(CallbackRef("cb-race", record("a").execution_id, "op-1"))
+    execution_id = record("a").execution_id
+    execution_store.put_callback(CallbackRef("cb-race", execution_id, "op-1"))
     racers = 8
     start = threading.Barrier(racers)
 
-    def complete(_: int) -> bool:
+    def complete(racer: int) -> bool:
+        result = ExternalInput(f"in-{racer}", InputKind.CALLBACK_SUCCEEDED, NOW, "op-1", payload=str(racer))
         start.wait()
-        return execution_store.complete_callback("cb-race", NOW)
+        return execution_store.complete_callback("cb-race", NOW, result, execution_id)
 
     with ThreadPoolExecutor(racers) as pool:
         outcomes = list(pool.map(complete, range(racers)))
     assert outcomes.count(True) == 1
+    # The winner's result is the one kept.
+    (kept,) = execution_store.get_callback_results(["cb-race"])
+    assert kept.payload == str(outcomes.index(True))
 
 
 def test_list_by_workflow_is_newest_first_and_paged(execution_store: ExecutionStore) -> None:
