@@ -489,7 +489,9 @@ def _exchange(
         location = answer.getheader("Location")
         return Response(answer.status, dict(answer.getheaders()), data, target.url, location)
     except (OSError, http.client.HTTPException) as error:
-        if watchdog.fired.is_set():
+        # The socket's own timeout (the time left at connect) and the watchdog both end at the deadline:
+        # whichever trips first, the answer is the same.
+        if watchdog.fired.is_set() or isinstance(error, TimeoutError) or time.monotonic() >= deadline:
             raise RequestFailed(f"{method} {target.url}: no complete answer within {timeout:g} s") from None
         raise RequestFailed(f"{method} {target.url}: {type(error).__name__}: {error}") from None
     finally:
