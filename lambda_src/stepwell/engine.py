@@ -524,7 +524,8 @@ class Engine:
         )
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
 
-    def _callback(self, callback_id: str) -> CallbackRef:
+    def _callback(self, callback_id: str) -> tuple[CallbackRef, ExecutionRecord]:
+        """The callback's mapping and its (running) execution's record."""
         if not isinstance(callback_id, str) or not callback_id:
             raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
         ref = self.store.get_callback(callback_id)
@@ -537,7 +538,7 @@ class Engine:
             )
         if ref.completed:
             raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
-        return ref
+        return ref, record
 
     def send_callback_success(self, callback_id: str, result: str | bytes | None = None) -> None:
         """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess)."""
@@ -558,7 +559,7 @@ class Engine:
     ) -> None:
         """The first completion wins: one conditional write marks the callback completed and keeps its
         result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
-        ref = self._callback(callback_id)
+        ref, record = self._callback(callback_id)
         now = self.clock.now()
         # Before the write that may lose the race: an object's key carries its content's digest, so a
         # losing completion's object never replaces the winner's. It is tagged to expire with the
@@ -576,6 +577,11 @@ class Engine:
         if not self.store.complete_callback(callback_id, now, result, ref.execution_id):
             raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
         try:
+            if record.code_version is not None and record.code_version != self.code_version:
+                # Pinned to a worker version this sender is not: its code may predate results on callback
+                # records and read only inputs. Both are written; whichever the worker reads first ends the
+                # operation and the other is a no-op.
+                self.store.put_external_input(ref.execution_id, result)
             self.queue.enqueue(InvokeMessage(ref.execution_id).to_body())
         except Exception:
             # The execution was not woken: the sender may try again.
@@ -583,7 +589,7 @@ class Engine:
             raise
 
     def send_callback_heartbeat(self, callback_id: str) -> None:
-        ref = self._callback(callback_id)
+        ref, _ = self._callback(callback_id)
         self.deliver(ref.execution_id, InputKind.CALLBACK_HEARTBEAT, ref.operation_id)
 
     # ------------------------------------------------------------------ stopping and ending

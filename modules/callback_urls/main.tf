@@ -28,8 +28,8 @@ locals {
   statements = concat(
     [
       {
-        # The callback's record (cb#<id>): read it, mark it completed with a conditional write, and
-        # reopen it when the wake-up could not be sent. No other coordination item.
+        # The callback's record (cb#<id>): read it, complete it with its result in a conditional write,
+        # and reopen it when the wake-up could not be sent. No other coordination item.
         Sid      = "CallbackRecords"
         Effect   = "Allow"
         Action   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
@@ -46,7 +46,8 @@ locals {
         Resource = var.tables.executions_arn
       },
       {
-        # The external input (the result, error or heartbeat) the execution absorbs when it resumes.
+        # A heartbeat's external input, and a result's for an execution pinned to a worker version (whose
+        # code may read results only from inputs).
         Sid      = "ExternalInputs"
         Effect   = "Allow"
         Action   = "dynamodb:PutItem"

@@ -315,3 +315,53 @@ def test_the_reconciler_prunes_and_a_pruning_failure_does_not_stop_it(
     caplog.set_level(logging.ERROR, logger="stepwell.reconciler")
     report = stack.live.reconciler.run()
     assert report.deleted_versions == [] and "pruning worker versions failed (RuntimeError)" in caplog.text
+
+
+CALLBACKS: dict[str, str] = {}
+
+
+def _approval(code: str) -> Any:
+    @durable_execution
+    def approval(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+        def submit(callback_id: str, _: Any) -> None:
+            CALLBACKS[event["name"]] = callback_id
+
+        answer = context.wait_for_callback(submit, name="approve")
+        return {"code": code, "answer": answer}
+
+    return approval
+
+
+def test_a_callback_of_an_execution_pinned_to_another_version_is_also_written_as_an_input(
+    stack: VersionedStack,
+) -> None:
+    """Code of an older version may read callback results only from inputs: a sender of another
+    version (or none: the client, the callbacks function) writes both; its own version only the record."""
+    CALLBACKS.clear()
+    registry_v1 = Registry()
+    registry_v1.register("approval", _approval("v1"))
+    stack.publish(registry_v1)  # version 2 runs the approvals started now
+    old = stack.live.engine.start_execution("approval", {"name": "old"}, execution_name="old")
+    stack.drive()
+    registry_v2 = Registry()
+    registry_v2.register("approval", _approval("v2"))
+    stack.publish(registry_v2)  # version 3
+    new = stack.live.engine.start_execution("approval", {"name": "new"}, execution_name="new")
+    stack.drive()
+    assert (stack.record(old).code_version, stack.record(new).code_version) == ("2", "3")
+
+    def inputs_written() -> int:
+        return stack.store.counters.get("put_external_input", 0)
+
+    before = inputs_written()
+    stack.live.engine.send_callback_success(CALLBACKS["new"], '"yes"')  # its own version: the record only
+    assert inputs_written() == before
+    stack.live.engine.send_callback_success(CALLBACKS["old"], '"ok"')  # pinned to version 2
+    assert inputs_written() == before + 1
+    records = stack.run_until_ended([old, new])
+    assert [json.loads(record.result or "null") for record in records] == [
+        {"code": "v1", "answer": '"ok"'},  # the result text, the same through either path
+        {"code": "v2", "answer": '"yes"'},
+    ]
+    assert stack.store.list_external_inputs(old) == []  # absorbed once (the record's copy was a no-op)
+    assert len(_events(stack, old, "CallbackSucceeded")) == 1
