@@ -508,21 +508,34 @@ class Engine:
         error: Mapping[str, Any] | None = None,
     ) -> None:
         """Write an external input for the execution and wake it."""
-        now = self.clock.now()
-        stored, is_ref = self.offload(execution_id, f"in-{operation_id}", payload)
         self.store.put_external_input(
-            execution_id,
-            ExternalInput(
-                input_id=_input_id(now),
-                kind=kind,
-                created_at=now,
-                operation_id=operation_id,
-                payload=stored,
-                payload_is_ref=is_ref,
-                error=dict(error) if error is not None else None,
-            ),
+            execution_id, self._external_input(execution_id, kind, operation_id, payload, error)
         )
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
+
+    def _external_input(
+        self,
+        execution_id: str,
+        kind: InputKind,
+        operation_id: str | None,
+        payload: str | None,
+        error: Mapping[str, Any] | None,
+    ) -> ExternalInput:
+        """An input for the execution as of now, its payload offloaded when too large for an item."""
+        now = self.clock.now()
+        # An object's key carries its content's digest: of two racing senders, neither replaces the
+        # other's object. One that loses its race leaves its object to expire with the execution's
+        # others, unless the execution ends with none (see docs/security.md).
+        stored, is_ref = self.offload(execution_id, f"in-{operation_id}", payload)
+        return ExternalInput(
+            input_id=_input_id(now),
+            kind=kind,
+            created_at=now,
+            operation_id=operation_id,
+            payload=stored,
+            payload_is_ref=is_ref,
+            error=dict(error) if error is not None else None,
+        )
 
     def _callback(self, callback_id: str) -> tuple[CallbackRef, ExecutionRecord]:
         """The callback's mapping and its (running) execution's record."""
@@ -560,21 +573,9 @@ class Engine:
         """The first completion wins: one conditional write marks the callback completed and keeps its
         result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
         ref, record = self._callback(callback_id)
-        now = self.clock.now()
-        # Before the write that may lose the race: an object's key carries its content's digest, so a
-        # losing completion's object never replaces the winner's. It is tagged to expire with the
-        # execution's other objects, unless the execution ends with none (see docs/security.md).
-        stored, is_ref = self.offload(ref.execution_id, f"in-{ref.operation_id}", payload)
-        result = ExternalInput(
-            input_id=_input_id(now),
-            kind=kind,
-            created_at=now,
-            operation_id=ref.operation_id,
-            payload=stored,
-            payload_is_ref=is_ref,
-            error=dict(error) if error is not None else None,
-        )
-        if not self.store.complete_callback(callback_id, now, result, ref.execution_id):
+        # Built (and offloaded) before the write that may lose the race.
+        result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
+        if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
             raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
         try:
             if record.code_version is not None and record.code_version != self.code_version:

@@ -168,20 +168,19 @@ class Worker:
         """The execution's pending inputs, offloaded payloads read back (`offloaded` keeps that they were)."""
         return self._resolved(self.engine.store.list_external_inputs(execution_id))
 
-    def _callback_results(self, journal: Journal) -> list[ExternalInput]:
+    def _stored_callback_results(self, journal: Journal) -> list[ExternalInput]:
         """The results completions left on the records of the callbacks the execution waits for (one
-        BatchGetItem; none when it waits for none)."""
+        BatchGetItem; none when it waits for none), payloads as stored."""
         open_callbacks = journal.open_callbacks()
-        if not open_callbacks:
-            return []
-        return self._resolved(self.engine.store.get_callback_results(open_callbacks))
+        return self.engine.store.get_callback_results(open_callbacks) if open_callbacks else []
+
+    def _callback_results(self, journal: Journal) -> list[ExternalInput]:
+        return self._resolved(self._stored_callback_results(journal))
 
     def _unread_callback_objects(self, journal: Journal) -> bool:
         """Whether a completion the ended execution never read left its payload in an object (kept on
         the callback's record, so no input names it): its objects are then worth retiring."""
-        open_callbacks = journal.open_callbacks()
-        results = self.engine.store.get_callback_results(open_callbacks) if open_callbacks else []
-        return any(item.payload_is_ref for item in results)
+        return any(item.payload_is_ref for item in self._stored_callback_results(journal))
 
     def _resolved(self, inputs: list[ExternalInput]) -> list[ExternalInput]:
         engine = self.engine

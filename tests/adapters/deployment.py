@@ -4,6 +4,7 @@ stepwell.testing.mock_deployment)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stepwell.aws import AwsClients
 from stepwell.config import StepwellConfig
@@ -18,8 +19,9 @@ class Deployment:
     config: StepwellConfig
     clients: AwsClients
 
-    def execution_store(self) -> DynamoDbExecutionStore:
-        """The engine's store on this deployment's tables (no payload bucket)."""
+    def execution_store(self, **options: Any) -> DynamoDbExecutionStore:
+        """The engine's store on this deployment's tables (no payload bucket unless `payloads=` names one;
+        `options` are DynamoDbExecutionStore's keyword arguments)."""
         config = self.config
         return DynamoDbExecutionStore(
             self.clients.dynamodb,
@@ -27,4 +29,5 @@ class Deployment:
             config.operations_table,
             config.coordination_table,
             config.subject_index_name,
+            **options,
         )

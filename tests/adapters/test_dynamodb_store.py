@@ -28,16 +28,8 @@ T0 = 1_800_000_000.0
 
 
 def _store(deployment: Deployment, inline_limit: int = DEFAULT_INLINE_LIMIT) -> DynamoDbExecutionStore:
-    config = deployment.config
-    return DynamoDbExecutionStore(
-        deployment.clients.dynamodb,
-        config.executions_table,
-        config.operations_table,
-        config.coordination_table,
-        config.subject_index_name,
-        payloads=S3PayloadStore(deployment.clients.s3, config.payload_bucket),
-        inline_limit=inline_limit,
-    )
+    payloads = S3PayloadStore(deployment.clients.s3, deployment.config.payload_bucket)
+    return deployment.execution_store(payloads=payloads, inline_limit=inline_limit)
 
 
 def _record(
