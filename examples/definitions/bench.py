@@ -1,8 +1,10 @@
-"""Benchmark of the definitions path on the AWS adapters (moto in-process): N subjects each receive a
-`user.signed_up` event; one worker (the entry's SQS batch handler, batches of 10) processes the events
-and the invocations they cause until the queue is quiet (every context waits for `user.activated`).
+"""Benchmark of the definitions path on the AWS adapters (moto in-process), in two phases: N subjects
+each receive a `user.signed_up` event, which starts a context that runs to its first wait (it then waits
+for `user.activated`); then each receives `user.activated`, which resumes its context, which runs to its
+end. One worker (the entry's SQS batch handler, batches of 10) processes the events and the invocations
+they cause until the queue is quiet, phase by phase.
 
-Prints a Markdown section: events per second and AWS requests per event by operation.
+Prints a Markdown section: events per second and AWS requests per event by operation, per phase.
 
     python examples/definitions/bench.py [--subjects 1000]
 """
@@ -59,84 +61,116 @@ def run_bench(subjects: int) -> dict[str, Any]:
         runtime = Routing(base.engine, base.reconciler)
         router.runtime.definitions.set_workflow("acme", json.loads((HERE / "onboarding.json").read_text()))
         sqs = clients.sqs
-        for start in range(0, subjects, 10):
-            sqs.send_message_batch(
-                QueueUrl=config.work_queue_url,
-                Entries=[
-                    {
-                        "Id": str(index),
-                        "MessageBody": json.dumps(
-                            {
-                                "version": "0",
-                                "id": f"signup-{index}",
-                                "detail-type": "user.signed_up",
-                                "source": "bench",
-                                "detail": {
-                                    "domain": "acme",
-                                    "subjectId": f"user-{index}",
-                                    "data": {"email": f"u{index}@x.io"},
-                                },
-                            }
-                        ),
-                    }
-                    for index in range(start, min(start + 10, subjects))
-                ],
-            )
-        clients.counter.reset()
-        handled = 0
-        began = time.perf_counter()
-        while True:
-            messages = sqs.receive_message(QueueUrl=config.work_queue_url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
-            if not messages:
-                break
-            records = [
-                {"messageId": m["MessageId"], "body": m["Body"], "eventSource": "aws:sqs"} for m in messages
-            ]
-            failures = runtime.handle_event({"Records": records}, None)["batchItemFailures"]
-            if failures:
-                raise RuntimeError(f"batch failures: {failures}")
-            sqs.delete_message_batch(
-                QueueUrl=config.work_queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
-            )
-            handled += len(messages)
-        elapsed = time.perf_counter() - began
-        calls = clients.counter.snapshot()["calls"]
+
+        def send(detail_type: str, prefix: str) -> None:
+            for start in range(0, subjects, 10):
+                sqs.send_message_batch(
+                    QueueUrl=config.work_queue_url,
+                    Entries=[
+                        {
+                            "Id": str(index),
+                            "MessageBody": json.dumps(
+                                {
+                                    "version": "0",
+                                    "id": f"{prefix}-{index}",
+                                    "detail-type": detail_type,
+                                    "source": "bench",
+                                    "detail": {
+                                        "domain": "acme",
+                                        "subjectId": f"user-{index}",
+                                        "data": {"email": f"u{index}@x.io"},
+                                    },
+                                }
+                            ),
+                        }
+                        for index in range(start, min(start + 10, subjects))
+                    ],
+                )
+
+        def drain() -> tuple[int, float, dict[str, int]]:
+            """Handle messages until the queue is quiet: (messages, seconds, AWS requests by API)."""
+            clients.counter.reset()
+            handled = 0
+            began = time.perf_counter()
+            while True:
+                messages = sqs.receive_message(QueueUrl=config.work_queue_url, MaxNumberOfMessages=10).get(
+                    "Messages", []
+                )
+                if not messages:
+                    break
+                records = [
+                    {"messageId": m["MessageId"], "body": m["Body"], "eventSource": "aws:sqs"}
+                    for m in messages
+                ]
+                failures = runtime.handle_event({"Records": records}, None)["batchItemFailures"]
+                if failures:
+                    raise RuntimeError(f"batch failures: {failures}")
+                sqs.delete_message_batch(
+                    QueueUrl=config.work_queue_url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+                    ],
+                )
+                handled += len(messages)
+            calls = clients.counter.snapshot()["calls"]
+            # The driver's own SQS calls (receive, delete) are what Lambda's event source mapping does: not
+            # counted.
+            for key in ("sqs.ReceiveMessage", "sqs.DeleteMessageBatch"):
+                calls.pop(key, None)
+            return handled, time.perf_counter() - began, calls
+
+        send("user.signed_up", "signup")
+        handled, elapsed, calls = drain()
         waiting = sum(
             1 for c in router.runtime.contexts.get_all_contexts("acme", limit=1000).items if c.waiting
         )
+        send("user.activated", "activated")
+        resume_handled, resume_elapsed, resume_calls = drain()
+        activated = sum(
+            1
+            for c in router.runtime.contexts.get_all_contexts("acme", limit=1000).items
+            if c.status == "SUCCEEDED"
+        )
         configure(None)
-    # The driver's own SQS calls (receive, delete) are what Lambda's event source mapping does: not counted.
-    for key in ("sqs.ReceiveMessage", "sqs.DeleteMessageBatch"):
-        calls.pop(key, None)
     return {
         "subjects": subjects,
         "messages": handled,
         "seconds": elapsed,
         "calls": calls,
         "waiting_sample": waiting,
+        "resume": {"messages": resume_handled, "seconds": resume_elapsed, "calls": resume_calls},
+        "succeeded_sample": activated,
     }
 
 
 def markdown(result: dict[str, Any]) -> str:
     subjects = result["subjects"]
-    calls: dict[str, int] = result["calls"]
-    per_request_ms = 1000 * result["seconds"] / max(1, sum(calls.values()))
+    starts: dict[str, int] = result["calls"]
+    resumes: dict[str, int] = result["resume"]["calls"]
+    seconds = result["seconds"] + result["resume"]["seconds"]
+    per_request_ms = 1000 * seconds / max(1, sum(starts.values()) + sum(resumes.values()))
     lines = [
-        f"## Definitions: {subjects} subjects each receiving an event (moto in-process, one worker)",
+        f"## Definitions: {subjects} subjects each receiving two events (moto in-process, one worker)",
         "",
-        f"- messages handled (the events and the invocations they caused): {result['messages']}",
-        f"- events per second (each context then waits): {subjects / result['seconds']:.1f}",
-        f"- AWS requests per event: {sum(calls.values()) / subjects:.2f}",
+        "Each subject's `user.signed_up` starts a context that runs to its first wait (for `user.activated`, "
+        "with a timeout); then its `user.activated` resumes the context, which runs to its end.",
+        "",
+        f"- messages handled (the events and the invocations they caused): {result['messages']} to start, "
+        f"{result['resume']['messages']} to resume",
+        f"- events per second: {subjects / result['seconds']:.1f} starting, "
+        f"{subjects / result['resume']['seconds']:.1f} resuming",
+        f"- AWS requests per event that starts a context: {sum(starts.values()) / subjects:.2f}",
+        f"- AWS requests per event that resumes a waiting context: {sum(resumes.values()) / subjects:.2f}",
         f"- moto in-process answers a request in about {per_request_ms:.0f} ms "
         "here, which bounds events per second; requests per event is what carries over to AWS",
         "",
-        "| request | per event |",
-        "| --- | --- |",
+        "| request | per starting event | per resuming event |",
+        "| --- | --- | --- |",
     ]
-    lines += [f"| {key} | {count / subjects:.2f} |" for key, count in sorted(calls.items())]
+    lines += [
+        f"| {key} | {starts.get(key, 0) / subjects:.2f} | {resumes.get(key, 0) / subjects:.2f} |"
+        for key in sorted({*starts, *resumes})
+    ]
     return "\n".join(lines) + "\n"
 
 

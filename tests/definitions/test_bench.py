@@ -24,5 +24,11 @@ def test_bench_runs_and_counts_requests(monkeypatch: pytest.MonkeyPatch) -> None
     calls = result["calls"]
     assert calls["dynamodb.Query"] >= 3 * 2  # definitions of the domain, contexts of the subject
     assert calls["scheduler.CreateSchedule"] == 3  # each context's timeout
+    # Then each subject's `user.activated`: the event, the invocation that runs its context to the end.
+    resume = result["resume"]
+    assert resume["messages"] == 6 and result["succeeded_sample"] == 3
+    assert resume["calls"]["events.PutEvents"] == 3  # each context's execution announces its end
     text = bench.markdown(result)
-    assert "AWS requests per event" in text and "| dynamodb.PutItem |" in text
+    assert "AWS requests per event that starts a context" in text
+    assert "AWS requests per event that resumes a waiting context" in text
+    assert "| dynamodb.PutItem |" in text

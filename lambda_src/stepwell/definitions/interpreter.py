@@ -13,7 +13,9 @@ Node by node (each is an SDK operation, so durability, retries and history come 
   the current time is read in a step so replays agree.
 - trigger_or_timeout: `context.create_callback` with the timeout; a step records on the context item
   that it waits for the event (node id -> event name, callback id) so the router can find it with a
-  Query; the router completes the callback with the event. Branch "event" or "timeout".
+  Query; the router completes the callback with the event. Branch "event" or "timeout". A step then
+  clears the wait on the item, unless the branch leads straight to the context's end, whose write clears
+  every wait anyway.
 - condition: the expression's truth picks branch "true" or "false".
 - parallel/join: `context.parallel` with one branch per outgoing edge, each walking to the join; the
   join's mode (all, any, n of m) is the completion config; data written by succeeded branches is merged
@@ -180,8 +182,7 @@ class Walker:
                 self.wait(context, state, node, name)
                 node_id = self.definition.next_node(node_id)
             elif node.type == "trigger_or_timeout":
-                branch = self.trigger_or_timeout(context, state, node, name)
-                node_id = self.definition.next_node(node_id, branch)
+                node_id = self.trigger_or_timeout(context, state, node, name, stop_at)
             elif node.type == "condition":
                 assert node.expression is not None
                 branch = "true" if self.evaluate(node.expression, state, node) else "false"
@@ -241,7 +242,10 @@ class Walker:
         if seconds > 0:  # a time already past does not wait; the engine's waits are whole seconds (>= 1)
             context.wait(Duration.from_seconds(max(1, math.ceil(seconds))), name=name)
 
-    def trigger_or_timeout(self, context: DurableContext, state: RunState, node: Node, name: str) -> str:
+    def trigger_or_timeout(
+        self, context: DurableContext, state: RunState, node: Node, name: str, stop_at: str | None
+    ) -> str:
+        """Wait for the node's event or its timeout; the id of the node its branch leads to."""
         assert node.event is not None and node.timeout is not None
         callback = context.create_callback(
             name=name, config=CallbackConfig(timeout=Duration.from_seconds(max(1, math.ceil(node.timeout))))
@@ -262,9 +266,13 @@ class Walker:
                 state.data[node.output] = state.event.get("data")
         except CallbackTimeoutError:
             branch = "timeout"
+        next_id = self.definition.next_node(node.id, branch)
+        if stop_at is None and self.definition.nodes[next_id].type == "end":
+            # The context ends next: its finish, the next write, clears every wait and stores the data.
+            return next_id
         snapshot = copy.deepcopy(state.data)
         context.step(lambda _: contexts.clear_waiting(record, node.id, snapshot), name=f"{name}:done")
-        return branch
+        return next_id
 
     def parallel(self, context: DurableContext, state: RunState, node: Node, name: str) -> str:
         join_id = self.definition.joins[node.id]
