@@ -634,34 +634,55 @@ class DynamoDbExecutionStore:
             ) from error
 
     def load_batches(
-        self, execution_id: str, after_seq: int = -1, limit: int = 1000
+        self,
+        execution_id: str,
+        after_seq: int = -1,
+        limit: int = 1000,
+        inputs: list[ExternalInput] | None = None,
     ) -> tuple[list[Batch], int | None]:
         if limit < 1:
             raise InvalidArgument(f"limit must be at least 1, got {limit}")
-        response = self._db.query(
-            TableName=self.operations_table,
-            KeyConditionExpression="executionId = :e AND sk BETWEEN :lo AND :hi",
-            ExpressionAttributeValues={
-                ":e": _s(execution_id),
-                ":lo": _s(batch_key(after_seq + 1)),
-                ":hi": _s(_MAX_SEQ_KEY),
-            },
-            ConsistentRead=True,
-            Limit=limit,
-            ReturnConsumedCapacity=_CAPACITY,
-        )
-        batches = [
-            Batch(
-                seq=int((_str(item, "sk") or "b#0")[2:]),
-                body=_str(item, "b") or "",
-                created_at=_num(item, "t") or 0.0,
-                body_is_ref=_flag(item, "bR"),
-                terminal=_flag(item, "x"),
+        # The log's "b#" keys sort before the inputs' "in#" keys in the execution's partition: with
+        # `inputs`, one Query reads the rest of the log and then the inputs.
+        condition = "executionId = :e AND sk >= :lo"
+        values: Item = {":e": _s(execution_id), ":lo": _s(batch_key(after_seq + 1))}
+        if inputs is None:
+            condition = "executionId = :e AND sk BETWEEN :lo AND :hi"
+            values[":hi"] = _s(_MAX_SEQ_KEY)
+        kwargs: dict[str, Any] = {}
+        batches: list[Batch] = []
+        while True:
+            response = self._db.query(
+                TableName=self.operations_table,
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                ConsistentRead=True,
+                Limit=limit,
+                ReturnConsumedCapacity=_CAPACITY,
+                **kwargs,
             )
-            for item in response.get("Items", [])
-        ]
-        more = "LastEvaluatedKey" in response and batches
-        return batches, batches[-1].seq if more else None
+            items = response.get("Items", [])
+            for item in items:
+                key = _str(item, "sk") or ""
+                if key.startswith("in#"):
+                    assert inputs is not None
+                    inputs.append(self._external_input(item))
+                else:
+                    batches.append(
+                        Batch(
+                            seq=int(key[2:]),
+                            body=_str(item, "b") or "",
+                            created_at=_num(item, "t") or 0.0,
+                            body_is_ref=_flag(item, "bR"),
+                            terminal=_flag(item, "x"),
+                        )
+                    )
+            last_key = response.get("LastEvaluatedKey")
+            if last_key and items and (_str(items[-1], "sk") or "").startswith("in#"):
+                kwargs["ExclusiveStartKey"] = last_key  # the log is read: read on through the inputs
+                continue
+            more = last_key is not None and batches
+            return batches, batches[-1].seq if more else None
 
     def put_external_input(self, execution_id: str, item: ExternalInput) -> None:
         if not item.input_id:
@@ -694,22 +715,22 @@ class DynamoDbExecutionStore:
                 ReturnConsumedCapacity=_CAPACITY,
                 **kwargs,
             )
-            for record in response.get("Items", []):
-                error_text = self._text(record, "er")
-                inputs.append(
-                    ExternalInput(
-                        input_id=(_str(record, "sk") or "in#")[3:],
-                        kind=InputKind(_str(record, "k") or ""),
-                        created_at=_num(record, "t") or 0.0,
-                        operation_id=_str(record, "op"),
-                        payload=_str(record, "p"),
-                        payload_is_ref=_flag(record, "pR"),
-                        error=json.loads(error_text) if error_text is not None else None,
-                    )
-                )
+            inputs.extend(self._external_input(record) for record in response.get("Items", []))
             start_key = response.get("LastEvaluatedKey")
             if not start_key:
                 return inputs
+
+    def _external_input(self, record: Item) -> ExternalInput:
+        error_text = self._text(record, "er")
+        return ExternalInput(
+            input_id=(_str(record, "sk") or "in#")[3:],
+            kind=InputKind(_str(record, "k") or ""),
+            created_at=_num(record, "t") or 0.0,
+            operation_id=_str(record, "op"),
+            payload=_str(record, "p"),
+            payload_is_ref=_flag(record, "pR"),
+            error=json.loads(error_text) if error_text is not None else None,
+        )
 
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         keys = [{"executionId": _s(execution_id), "sk": _s("in#" + input_id)} for input_id in input_ids]

@@ -191,10 +191,11 @@ class Engine:
         of it: the caller owns the journal), reading only the batches from its last one on."""
         return self._load(execution_id).journal
 
-    def open_journal(self, execution_id: str) -> Journal:
+    def open_journal(self, execution_id: str, pending: list[ExternalInput] | None = None) -> Journal:
         """load_journal for a worker's run, which ends it with close_journal: the run works on a copy, and
-        the batches it writes are noted for the fold close_journal may cache."""
-        folded = self._load(execution_id)
+        the batches it writes are noted for the fold close_journal may cache. With `pending`, the
+        execution's pending inputs (payloads as stored) are appended to it, read with the log."""
+        folded = self._load(execution_id, pending)
         if not self.journals.enabled:
             return folded.journal
         live = copy_journal(folded.journal)
@@ -216,24 +217,28 @@ class Engine:
         if run.folded.journal.next_seq == journal.next_seq:  # it holds every batch the run wrote
             self.journals.put(journal.execution_id, run.folded)
 
-    def _load(self, execution_id: str) -> FoldedLog:
+    def _load(self, execution_id: str, pending: list[ExternalInput] | None = None) -> FoldedLog:
         inputs: dict[str, str] = {}
         cached = self.journals.take(execution_id) if self.journals.enabled else None
-        folded = self._fold_after(cached, inputs) if cached is not None else None
+        folded = self._fold_after(cached, inputs, pending) if cached is not None else None
         if folded is None:
+            if pending is not None:
+                pending.clear()  # read again with the whole log
             folded = FoldedLog(Journal(execution_id))
-            for batch in self._batches(execution_id, after_seq=-1):
+            for batch in self._batches(execution_id, after_seq=-1, pending=pending):
                 self._fold_read(folded, batch, inputs)
         folded.journal.finish_loading()
         return folded
 
-    def _fold_after(self, cached: FoldedLog, inputs: dict[str, str]) -> FoldedLog | None:
+    def _fold_after(
+        self, cached: FoldedLog, inputs: dict[str, str], pending: list[ExternalInput] | None
+    ) -> FoldedLog | None:
         """`cached` with the batches written after it folded on top; None when its last batch is not in
         the log as it was (the execution was created again after its items expired)."""
         last = cached.last_batch
         if last is None:
             return None
-        batches = self._batches(cached.journal.execution_id, after_seq=last.seq - 1)
+        batches = self._batches(cached.journal.execution_id, after_seq=last.seq - 1, pending=pending)
         first = next(batches, None)
         if first is None or not _same_batch(first, last):
             return None
@@ -252,11 +257,14 @@ class Engine:
         text = self._batch_text(batch)
         self._fold(folded, batch, self._stored_body(text, inputs), len(text))
 
-    def _batches(self, execution_id: str, after_seq: int) -> Iterator[Batch]:
-        """The execution's batches with seq > after_seq in order (one paginated Query)."""
+    def _batches(
+        self, execution_id: str, after_seq: int, pending: list[ExternalInput] | None = None
+    ) -> Iterator[Batch]:
+        """The execution's batches with seq > after_seq in order (one paginated Query), and with
+        `pending` its pending inputs appended to it by the same Query."""
         after = after_seq
         while True:
-            batches, last = self.store.load_batches(execution_id, after_seq=after)
+            batches, last = self.store.load_batches(execution_id, after_seq=after, inputs=pending)
             yield from batches
             if last is None:
                 return

@@ -203,7 +203,11 @@ class MemoryExecutionStore:
             log.append(batch)
 
     def load_batches(
-        self, execution_id: str, after_seq: int = -1, limit: int = 1000
+        self,
+        execution_id: str,
+        after_seq: int = -1,
+        limit: int = 1000,
+        inputs: list[ExternalInput] | None = None,
     ) -> tuple[list[Batch], int | None]:
         with self._lock:
             self._count("load_batches")
@@ -211,6 +215,9 @@ class MemoryExecutionStore:
             start = after_seq + 1
             page = log[start : start + limit]
             more = start + limit < len(log)
+            if inputs is not None and not (more and page):
+                pending = self._inputs.get(execution_id, {})
+                inputs.extend(pending[key] for key in sorted(pending))
         return page, (page[-1].seq if more and page else None)
 
     def put_external_input(self, execution_id: str, item: ExternalInput) -> None:

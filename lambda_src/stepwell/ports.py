@@ -124,10 +124,16 @@ class ExecutionStore(Protocol):
         ...
 
     def load_batches(
-        self, execution_id: str, after_seq: int = -1, limit: int = 1000
+        self,
+        execution_id: str,
+        after_seq: int = -1,
+        limit: int = 1000,
+        inputs: list[ExternalInput] | None = None,
     ) -> tuple[list[Batch], int | None]:
         """Batches with seq > after_seq in order, at most `limit`; the second value is the last seq
-        returned when more may follow (pass it as after_seq), else None."""
+        returned when more may follow (pass it as after_seq), else None. With `inputs`, the page that
+        ends the log also appends the execution's pending inputs to it (input_id order), in the same read
+        where the store can: a run needs both."""
         ...
 
     def put_external_input(self, execution_id: str, item: ExternalInput) -> None: ...

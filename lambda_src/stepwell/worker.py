@@ -164,10 +164,6 @@ class Worker:
             and record.code_version != version
         )
 
-    def _inputs(self, execution_id: str) -> list[ExternalInput]:
-        """The execution's pending inputs, offloaded payloads read back (`offloaded` keeps that they were)."""
-        return self._resolved(self.engine.store.list_external_inputs(execution_id))
-
     def _stored_callback_results(self, journal: Journal) -> list[ExternalInput]:
         """The results completions left on the records of the callbacks the execution waits for (one
         BatchGetItem; none when it waits for none), payloads as stored."""
@@ -195,12 +191,13 @@ class Worker:
 
     def _run_leased(self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None) -> WorkOutcome:
         try:
-            journal = self.engine.open_journal(record.execution_id)
+            pending: list[ExternalInput] = []  # read with the log
+            journal = self.engine.open_journal(record.execution_id, pending)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         keep = False
         try:
-            outcome = self._run_journal(record, journal, lease, lambda_context)
+            outcome = self._run_journal(record, journal, pending, lease, lambda_context)
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
             keep = outcome.action in _KEEPS_JOURNAL and not journal.ended and not journal.has_unflushed
@@ -214,14 +211,18 @@ class Worker:
         return self._expired(record)
 
     def _run_journal(
-        self, record: ExecutionRecord, journal: Journal, lease: Lease, lambda_context: Any | None
+        self,
+        record: ExecutionRecord,
+        journal: Journal,
+        pending: list[ExternalInput],
+        lease: Lease,
+        lambda_context: Any | None,
     ) -> WorkOutcome:
         engine = self.engine
         execution_id = record.execution_id
         try:
-            # Every input names an operation a run created (a callback, a child), so an execution whose log
-            # is still empty has none: its first run skips the Query.
-            inputs = [] if journal.is_empty else self._inputs(execution_id)
+            # Offloaded payloads read back (`offloaded` keeps that they were).
+            inputs = self._resolved(pending)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         now = engine.clock.now()

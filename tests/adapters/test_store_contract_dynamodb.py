@@ -34,6 +34,9 @@ test_append_is_fenced_by_seq_and_loads_in_pages = _contract.test_append_is_fence
 test_external_inputs_list_in_arrival_order_until_deleted = (
     _contract.test_external_inputs_list_in_arrival_order_until_deleted
 )
+test_a_run_reads_the_log_and_then_the_pending_inputs = (
+    _contract.test_a_run_reads_the_log_and_then_the_pending_inputs
+)
 test_a_lease_is_exclusive_until_it_expires_or_is_released = (
     _contract.test_a_lease_is_exclusive_until_it_expires_or_is_released
 )

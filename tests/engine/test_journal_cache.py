@@ -15,7 +15,7 @@ from stepwell.engine import Engine
 from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.journal import Journal
 from stepwell.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
-from stepwell.model import Batch, ExecutionStatus, InvokeMessage
+from stepwell.model import Batch, ExecutionStatus, ExternalInput, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 from stepwell.worker import Worker
 
@@ -72,9 +72,12 @@ class CountingLoads:
         original = local.store.load_batches
 
         def load_batches(
-            execution_id: str, after_seq: int = -1, limit: int = 1000
+            execution_id: str,
+            after_seq: int = -1,
+            limit: int = 1000,
+            inputs: list[ExternalInput] | None = None,
         ) -> tuple[list[Batch], int | None]:
-            batches, last = original(execution_id, after_seq, limit)
+            batches, last = original(execution_id, after_seq, limit, inputs)
             self.calls.append((after_seq, len(batches)))
             return batches, last
 
@@ -383,9 +386,12 @@ def test_on_dynamodb_a_warm_worker_reads_one_batch_per_resume_and_folds_what_a_f
     original = engine.store.load_batches
 
     def load_batches(
-        execution_id: str, after_seq: int = -1, limit: int = 1000
+        execution_id: str,
+        after_seq: int = -1,
+        limit: int = 1000,
+        inputs: list[ExternalInput] | None = None,
     ) -> tuple[list[Batch], int | None]:
-        batches, last = original(execution_id, after_seq, limit)
+        batches, last = original(execution_id, after_seq, limit, inputs)
         loads.append(len(batches))
         return batches, last
 

@@ -95,6 +95,39 @@ def test_external_inputs_list_in_arrival_order_until_deleted(execution_store: Ex
     assert [item.input_id for item in execution_store.list_external_inputs(execution_id)] == ["0002#b"]
 
 
+@pytest.mark.parametrize(("batches", "limit"), [(0, 1000), (5, 2), (4, 2), (5, 1000)])
+def test_a_run_reads_the_log_and_then_the_pending_inputs(
+    execution_store: ExecutionStore, batches: int, limit: int
+) -> None:
+    execution_id = record("a").execution_id
+    other = record("b").execution_id
+    for seq in range(batches):
+        execution_store.append_batch(execution_id, Batch(seq=seq, body=f'{{"n":{seq}}}', created_at=NOW))
+    for input_id in ("0003#c", "0001#a", "0002#b"):
+        execution_store.put_external_input(
+            execution_id, ExternalInput(input_id, InputKind.CALLBACK_HEARTBEAT, NOW, operation_id="op")
+        )
+    execution_store.put_external_input(other, ExternalInput("0000#z", InputKind.CALLBACK_HEARTBEAT, NOW))
+
+    seen: list[int] = []
+    pending: list[ExternalInput] = []
+    after = 0  # from seq 1 on, as a warm worker reads after its cached fold
+    while True:
+        page, last = execution_store.load_batches(execution_id, after_seq=after, limit=limit, inputs=pending)
+        seen.extend(batch.seq for batch in page)
+        # The inputs come with the page that ends the log, never before it.
+        assert not pending or last is None
+        if last is None:
+            break
+        after = last
+    assert seen == list(range(1, batches))
+    assert [item.input_id for item in pending] == ["0001#a", "0002#b", "0003#c"]
+    assert all(item.operation_id == "op" for item in pending)
+    # Without `inputs` the read stops at the log's end.
+    page, last = execution_store.load_batches(execution_id, after_seq=-1)
+    assert [batch.seq for batch in page] == list(range(batches)) and last is None
+
+
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
