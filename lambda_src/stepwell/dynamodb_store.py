@@ -18,13 +18,15 @@ Item layout (bulk data under short attribute names to keep items small and cheap
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
-  w the wake-up its last run armed; in no index, so taking and dropping the lease cost one write unit
-  each; deleted when the execution ends), "cb#<callback id>" (eid, op; done and ttl once completed or
-  timed out; a completion's result: k kind, p/pR payload, er error JSON, read back by the worker). Flow
-  control (scopes are FlowLimit.scope): a concurrency key "fc#c#<digest>" (holders: a map of execution
-  id -> lease expiry, head, tail, labels, and while its queue is not empty dueShard flow#N, dueAt = its
-  sweep time), its tickets "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>"
-  (starts, v version, labels) and per rate-limited execution "fc#x#<digest of its id>" (eid, startAt, ttl).
+  w the wake-up its last run armed, pb/ps/pt the body, seq and time of the batch a suspending run carried
+  on its release instead of the log; in no index, so taking and dropping the lease cost one write unit
+  each; deleted when the execution ends), "cb#<callback id>" (eid, op, v the worker version whose run
+  created it; done and ttl once completed or timed out; a completion's result: k kind, p/pR payload, er
+  error JSON, read back by the worker). Flow control (scopes are FlowLimit.scope): a concurrency key
+  "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels, and while its queue
+  is not empty dueShard flow#N, dueAt = its sweep time), its tickets "fc#c#<digest>#t#<n>" (eid, or skipped
+  + ttl), a rate key "fc#r#<digest>" (starts, v version, labels) and per rate-limited execution
+  "fc#x#<digest of its id>" (eid, startAt, ttl).
 
 Safety net: a string value larger than `inline_limit` bytes that the engine did not already offload is
 put on S3 by this store (when it has a payload store) and read back transparently.
@@ -115,6 +117,14 @@ def _n(value: float) -> dict[str, str]:
 def _str(item: Item, name: str) -> str | None:
     value = item.get(name)
     return None if value is None else str(value["S"])
+
+
+def _carried_batch(item: Item) -> Batch | None:
+    """The batch a coordination record carries (release_lease(carried=)), if any."""
+    body, seq = _str(item, "pb"), _num(item, "ps")
+    if body is None or seq is None:
+        return None
+    return Batch(seq=int(seq), body=body, created_at=_num(item, "pt") or 0.0)
 
 
 def _num(item: Item, name: str) -> float | None:
@@ -786,6 +796,7 @@ class DynamoDbExecutionStore:
             expires_at=expires_at,
             wake_at=_num(before, "w"),
             taken_over=held_by is not None and held_by != owner,
+            carried=_carried_batch(before),
         )
 
     def release_lease(
@@ -794,6 +805,7 @@ class DynamoDbExecutionStore:
         owner: str,
         wake: float | KeepWake | None = KeepWake.KEEP,
         ended: bool = False,
+        carried: Batch | None = None,
     ) -> None:
         key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
@@ -810,11 +822,21 @@ class DynamoDbExecutionStore:
             # dueShard/dueAt: the index entry of a record an earlier engine wrote goes with it.
             update = "REMOVE o, #x, dueShard, dueAt"
             values: Item = {":owner": _s(owner)}
+            assignments: list[str] = []
             if wake is None:
                 update += ", w"
             elif not isinstance(wake, KeepWake):
-                update = "SET w = :wake " + update
+                assignments.append("w = :wake")
                 values[":wake"] = _n(wake)
+            if carried is not None:
+                if carried.body_is_ref:
+                    raise InvalidArgument("a carried batch is kept on the record: its body must be inline")
+                assignments.append("pb = :pb, ps = :ps, pt = :pt")
+                values.update(
+                    {":pb": _s(carried.body), ":ps": _n(carried.seq), ":pt": _n(carried.created_at)}
+                )
+            if assignments:
+                update = f"SET {', '.join(assignments)} {update}"
             self._db.update_item(
                 TableName=self.coordination_table,
                 Key=key,
@@ -825,16 +847,25 @@ class DynamoDbExecutionStore:
                 ReturnConsumedCapacity=_CAPACITY,
             )
 
-    def put_callback(self, ref: CallbackRef) -> None:
-        self._db.put_item(
+    def get_carried_batch(self, execution_id: str) -> Batch | None:
+        response = self._db.get_item(
             TableName=self.coordination_table,
-            Item={
-                "key": _s("cb#" + ref.callback_id),
-                "eid": _s(ref.execution_id),
-                "op": _s(ref.operation_id),
-            },
+            Key={"key": _s("lease#" + execution_id)},
+            ProjectionExpression="pb, ps, pt",
+            ConsistentRead=True,
             ReturnConsumedCapacity=_CAPACITY,
         )
+        return _carried_batch(response.get("Item") or {})
+
+    def put_callback(self, ref: CallbackRef) -> None:
+        item: Item = {
+            "key": _s("cb#" + ref.callback_id),
+            "eid": _s(ref.execution_id),
+            "op": _s(ref.operation_id),
+        }
+        if ref.version is not None:
+            item["v"] = _s(ref.version)
+        self._db.put_item(TableName=self.coordination_table, Item=item, ReturnConsumedCapacity=_CAPACITY)
 
     def get_callback(self, callback_id: str) -> CallbackRef | None:
         if not callback_id:
@@ -854,6 +885,7 @@ class DynamoDbExecutionStore:
             execution_id=_str(item, "eid") or "",
             operation_id=_str(item, "op") or "",
             completed="done" in item,
+            version=_str(item, "v"),
         )
 
     def complete_callback(

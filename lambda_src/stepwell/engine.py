@@ -72,6 +72,9 @@ from stepwell.status_events import NoStatusEvents, status_change_detail
 # DynamoDB items stay under 350 KB with room for the other attributes.
 DEFAULT_INLINE_LIMIT = 200 * 1024
 DEFAULT_LEASE_SECONDS = 900.0
+# A suspending run's last batch rides on the lease's release only while small: the coordination record
+# then stays under 1 KB, so the release is still one write unit.
+CARRIED_BATCH_MAX_BYTES = 512
 
 
 def _check_key_part(label: str, value: object) -> str:
@@ -271,10 +274,18 @@ class Engine:
             after = last
 
     def _batch_bodies(self, execution_id: str) -> Iterator[dict[str, Any]]:
-        """The bodies of the execution's batches in order, as written."""
+        """The bodies of the execution's batches in order, as written, and last the batch its
+        coordination record carries while the log has not taken it in (see carry_or_append_journal)."""
+        # Read before the log: a run that writes the carried batch meanwhile makes the log longer, so the
+        # carried one is then not the log's next and is left out (the log holds it).
+        carried = self.store.get_carried_batch(execution_id)
         inputs: dict[str, str] = {}
+        count = 0
         for batch in self._batches(execution_id, after_seq=-1):
+            count += 1
             yield self._stored_body(self._batch_text(batch), inputs)
+        if carried is not None and carried.seq == count:
+            yield self._stored_body(carried.body, inputs)
 
     def _batch_text(self, batch: Batch) -> str:
         return self.payloads.get(batch.body) if batch.body_is_ref else batch.body
@@ -294,11 +305,30 @@ class Engine:
         self, record: ExecutionRecord, journal: Journal, terminal: bool = False
     ) -> FlushedBatch:
         """Write the journal's unflushed changes as its next batch. Raises SequenceConflict when fenced."""
+        return self._append_flushed(record, journal, journal.flush(), terminal)
+
+    def carry_or_append_journal(self, record: ExecutionRecord, journal: Journal) -> Batch | None:
+        """The last batch of a run that suspends the execution: when it only records events of no
+        operation (its InvocationCompleted) and is small, the batch to carry on the lease's release
+        instead of writing it (the execution's next batch takes it in, see Journal.carry), saving a write
+        per suspension; otherwise written as append_journal does, and None."""
         seq = journal.next_seq
         flushed = journal.flush()
+        text = encode_body(flushed.body)
+        if flushed.carriable and len(text.encode()) <= CARRIED_BATCH_MAX_BYTES:
+            return Batch(seq=seq, body=text, created_at=self.clock.now())
+        self._append_flushed(record, journal, flushed, terminal=False)
+        return None
+
+    def _append_flushed(
+        self, record: ExecutionRecord, journal: Journal, flushed: FlushedBatch, terminal: bool
+    ) -> FlushedBatch:
+        seq = journal.next_seq
         # Callback ids must resolve before the SDK hands them to user code (right after this returns).
         for callback_id, operation_id in flushed.new_callbacks:
-            self.store.put_callback(CallbackRef(callback_id, record.execution_id, operation_id))
+            self.store.put_callback(
+                CallbackRef(callback_id, record.execution_id, operation_id, version=self.code_version)
+            )
         text = encode_body(flushed.body)
         body, is_ref = self.offload(record.execution_id, f"batch-{seq}", text)
         journal.offloaded_batches |= is_ref
@@ -586,10 +616,15 @@ class Engine:
         if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
             raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
         try:
-            if record.code_version is not None and record.code_version != self.code_version:
-                # Pinned to a worker version this sender is not: its code may predate results on callback
-                # records and read only inputs. Both are written; whichever the worker reads first ends the
-                # operation and the other is a no-op.
+            if (
+                record.code_version is not None
+                and record.code_version != self.code_version
+                and ref.version != record.code_version
+            ):
+                # Pinned to a worker version this sender is not, whose run did not create the callback (an
+                # engine before results on callback records, or the execution moved version since): its
+                # code may read results only from inputs. Both are written; whichever the worker reads
+                # first ends the operation and the other is a no-op.
                 self.store.put_external_input(ref.execution_id, result)
             self.queue.enqueue(InvokeMessage(ref.execution_id).to_body())
         except Exception:

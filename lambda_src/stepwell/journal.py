@@ -122,6 +122,21 @@ class FlushedBatch:
     # Callbacks this batch timed out: a completion sent later is refused, not silently dropped.
     timed_out_callbacks: list[str] = field(default_factory=list)
 
+    @property
+    def carriable(self) -> bool:
+        """Whether the batch only records events of no operation and flags (a suspending invocation's
+        InvocationCompleted): nothing else waits for it to be stored, so it may ride on the lease's release
+        and be written with the execution's next batch (Journal.carry)."""
+        return (
+            not self.operations
+            and not self.absorbed_input_ids
+            and not self.new_callbacks
+            and not self.child_starts
+            and not self.timed_out_callbacks
+            and "d" not in self.body
+            and all("o" not in event for event in self.body.get("e", ()))
+        )
+
 
 @dataclass
 class Journal:
@@ -162,6 +177,8 @@ class Journal:
     _timed_out_callbacks: list[str] = field(default_factory=list)
     _child_starts: list[ChildStart] = field(default_factory=list)
     _flags: dict[str, Any] = field(default_factory=dict)
+    # A batch the last run left on the coordination record (see carry): the next flush writes it first.
+    _carried: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ loading
 
@@ -190,6 +207,17 @@ class Journal:
         if "to" in body:
             self.execution_timeout = int(body["to"])
         self.next_seq = seq + 1
+
+    def carry(self, seq: int, body: dict[str, Any]) -> bool:
+        """Take in a batch the execution's last run left on its coordination record instead of the log
+        (FlushedBatch.carriable): folded now, and written as the start of the next batch at its seq.
+        False, changing nothing, when its seq is not the log's next (a later run wrote it already)."""
+        if seq != self.next_seq or self._carried is not None:
+            return False
+        self.fold(seq, body)
+        self.next_seq = seq
+        self._carried = body
+        return True
 
     def finish_loading(self) -> None:
         """Rebuild the timer heap from the folded state (once per invocation)."""
@@ -812,6 +840,14 @@ class Journal:
         # Whether the execution still needs an invocation after this batch (a duplicate message finds
         # "no" and does nothing).
         body["w"] = 1 if self.needs_invocation else 0
+        if self._carried is not None:
+            # The carried batch's events first, then this one's (they name operations by position in
+            # this batch's "o"; the carried ones name none); its flags unless this batch sets them.
+            events = [*self._carried.get("e", []), *body.get("e", [])]
+            body = {**self._carried, **body}
+            if events:
+                body["e"] = events
+            self._carried = None
         flushed = FlushedBatch(
             body=body,
             operations=operations,

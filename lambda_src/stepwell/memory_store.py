@@ -43,6 +43,8 @@ class MemoryExecutionStore:
         self._callbacks: dict[str, CallbackRef] = {}
         self._callback_results: dict[str, ExternalInput] = {}
         self._wakes: dict[str, float] = {}
+        # The batch a suspending run left on the coordination record instead of the log (release_lease).
+        self._carried: dict[str, Batch] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
@@ -251,6 +253,7 @@ class MemoryExecutionStore:
                 expires_at=now + duration,
                 wake_at=self._wakes.get(execution_id),
                 taken_over=held is not None and held.owner != owner,
+                carried=self._carried.get(execution_id),
             )
             self._leases[execution_id] = lease
             return lease
@@ -261,6 +264,7 @@ class MemoryExecutionStore:
         owner: str,
         wake: float | KeepWake | None = KeepWake.KEEP,
         ended: bool = False,
+        carried: Batch | None = None,
     ) -> None:
         with self._lock:
             self._count("release_lease")
@@ -268,10 +272,19 @@ class MemoryExecutionStore:
             if held is None or held.owner != owner:
                 return
             del self._leases[execution_id]
+            if ended:
+                self._carried.pop(execution_id, None)
+            elif carried is not None:
+                self._carried[execution_id] = carried
             if ended or wake is None:
                 self._wakes.pop(execution_id, None)
             elif not isinstance(wake, KeepWake):
                 self._wakes[execution_id] = wake
+
+    def get_carried_batch(self, execution_id: str) -> Batch | None:
+        with self._lock:
+            self._count("get_carried_batch")
+            return self._carried.get(execution_id)
 
     def put_callback(self, ref: CallbackRef) -> None:
         with self._lock:

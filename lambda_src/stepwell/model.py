@@ -280,6 +280,9 @@ class CallbackRef:
     execution_id: str
     operation_id: str
     completed: bool = False  # a success or failure was accepted, or it timed out
+    # The worker version whose run created it, recorded by code that reads callback results from their
+    # records; None: an unversioned run, or an engine that read them only from inputs (before ports v5).
+    version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -294,6 +297,10 @@ class Lease:
     wake_at: float | None = None
     # The lease taken had expired in another worker's hands: that worker died (or overran its lease).
     taken_over: bool = False
+    # The last batch of a run that suspended the execution, when that run left it on the coordination
+    # record instead of the log (`release_lease(carried=)`): the log's next batch while its seq is still
+    # the log's next seq, which the next batch written takes (stepwell.journal.Journal.carry).
+    carried: Batch | None = None
 
 
 class KeepWake(Enum):
@@ -365,3 +372,5 @@ class WorkOutcome:
     status: ExecutionStatus | None = None
     next_wake_at: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # The run's last batch, for the lease's release to carry (Engine.carry_or_append_journal).
+    carried: Batch | None = field(default=None, repr=False, compare=False)

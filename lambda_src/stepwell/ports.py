@@ -159,10 +159,18 @@ class ExecutionStore(Protocol):
         owner: str,
         wake: float | KeepWake | None = KeepWake.KEEP,
         ended: bool = False,
+        carried: Batch | None = None,
     ) -> None:
         """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
         run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
-        execution has ended, its coordination record goes."""
+        execution has ended, its coordination record goes. `carried`: the run's last batch, kept on the
+        record instead of the log (a small one, no operations in it), returned by the next
+        `acquire_lease` and `get_carried_batch`; without it a batch carried before stays (its seq tells
+        whether the log has taken it since)."""
+        ...
+
+    def get_carried_batch(self, execution_id: str) -> Batch | None:
+        """The batch the execution's coordination record carries (see release_lease), if any."""
         ...
 
     def put_callback(self, ref: CallbackRef) -> None: ...

@@ -31,7 +31,7 @@ from stepwell.errors import (
     SequenceConflict,
     WorkflowNotFound,
 )
-from stepwell.journal import Journal
+from stepwell.journal import Journal, decode_body
 from stepwell.logs import log_context, workflow_of
 from stepwell.metrics import ENDED, Metric
 from stepwell.model import (
@@ -148,7 +148,8 @@ class Worker:
             outcome = self._fenced(record)
         finally:
             # One write drops the lease and records the wake-up the run armed (see _release_terms).
-            engine.store.release_lease(execution_id, owner, *_release_terms(outcome))
+            carried = outcome.carried if outcome is not None else None
+            engine.store.release_lease(execution_id, owner, *_release_terms(outcome), carried=carried)
         return outcome
 
     # ------------------------------------------------------------------
@@ -195,6 +196,9 @@ class Worker:
             journal = self.engine.open_journal(record.execution_id, pending)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
+        if lease.carried is not None:
+            # The last run's InvocationCompleted, left on the lease's record: the next batch writes it.
+            journal.carry(lease.carried.seq, decode_body(lease.carried.body))
         keep = False
         try:
             outcome = self._run_journal(record, journal, pending, lease, lambda_context)
@@ -349,9 +353,17 @@ class Worker:
                 f"handler of {record.workflow_id!r} returned an unknown output {output!r}"
             )
             return self._crashed(record, journal, client, started_at, request_id, crash_error)
+        # After crashes the batch resets their count: written, so a worker that dies before the release
+        # cannot leave the log counting them (a carried batch dies with it).
+        may_carry = journal.consecutive_crashes == 0
         journal.invocation_completed(started_at, end, request_id, None, run_again=client.timers_fired > 0)
-        engine.append_journal(record, journal)
-        return self._schedule_next(record, journal, end)
+        if may_carry:
+            carried = engine.carry_or_append_journal(record, journal)
+        else:
+            carried = None
+            engine.append_journal(record, journal)
+        outcome = self._schedule_next(record, journal, end)
+        return dataclasses.replace(outcome, carried=carried) if carried is not None else outcome
 
     def _parent_waits(self, record: ExecutionRecord) -> bool:
         """Whether the ended `record` is a chained invoke's child whose parent still runs."""

@@ -37,6 +37,9 @@ test_external_inputs_list_in_arrival_order_until_deleted = (
 test_a_run_reads_the_log_and_then_the_pending_inputs = (
     _contract.test_a_run_reads_the_log_and_then_the_pending_inputs
 )
+test_a_release_carries_a_batch_to_the_next_lease_until_the_end = (
+    _contract.test_a_release_carries_a_batch_to_the_next_lease_until_the_end
+)
 test_a_lease_is_exclusive_until_it_expires_or_is_released = (
     _contract.test_a_lease_is_exclusive_until_it_expires_or_is_released
 )

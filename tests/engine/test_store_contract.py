@@ -128,6 +128,33 @@ def test_a_run_reads_the_log_and_then_the_pending_inputs(
     assert [batch.seq for batch in page] == list(range(batches)) and last is None
 
 
+def test_a_release_carries_a_batch_to_the_next_lease_until_the_end(execution_store: ExecutionStore) -> None:
+    execution_id = record("a").execution_id
+    first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    assert first is not None and first.carried is None
+    assert execution_store.get_carried_batch(execution_id) is None
+    carried = Batch(seq=3, body='{"e":[{"t":"InvocationCompleted","s":1}],"w":0}', created_at=NOW + 0.25)
+    execution_store.release_lease(execution_id, "w2", carried=carried)  # not the holder: nothing happens
+    assert execution_store.get_carried_batch(execution_id) is None
+
+    execution_store.release_lease(execution_id, "w1", wake=NOW + 3600, carried=carried)
+    assert execution_store.get_carried_batch(execution_id) == carried
+    second = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
+    assert second is not None and second.carried == carried and second.wake_at == NOW + 3600
+    execution_store.release_lease(execution_id, "w2")  # a release without one leaves it: its seq tells
+    assert execution_store.get_carried_batch(execution_id) == carried
+    newer = Batch(seq=5, body='{"e":[{"t":"InvocationCompleted","s":2}],"w":0}', created_at=NOW + 2)
+    third = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
+    assert third is not None and third.carried == carried
+    execution_store.release_lease(execution_id, "w3", wake=None, carried=newer)
+    assert execution_store.get_carried_batch(execution_id) == newer
+
+    assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
+    execution_store.release_lease(execution_id, "w4", ended=True)  # the record goes with the execution
+    assert execution_store.get_carried_batch(execution_id) is None
+    assert execution_store.get_carried_batch(record("b").execution_id) is None
+
+
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
@@ -173,6 +200,9 @@ def test_callbacks(execution_store: ExecutionStore) -> None:
     execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1"))
     assert execution_store.get_callback("cb-1") == CallbackRef("cb-1", execution_id, "op-1")
     assert execution_store.get_callback("cb-2") is None
+    # The worker version whose run created it is kept (None: unversioned, or an older engine's record).
+    execution_store.put_callback(CallbackRef("cb-3", execution_id, "op-3", version="7"))
+    assert execution_store.get_callback("cb-3") == CallbackRef("cb-3", execution_id, "op-3", version="7")
 
 
 def test_a_callback_completes_once_and_can_be_reopened(execution_store: ExecutionStore) -> None:

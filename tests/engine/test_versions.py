@@ -3,6 +3,7 @@ worker's versions, upgrades, a replay that disagrees with its log, and pruning o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -335,8 +336,10 @@ def _approval(code: str) -> Any:
 def test_a_callback_of_an_execution_pinned_to_another_version_is_also_written_as_an_input(
     stack: VersionedStack,
 ) -> None:
-    """Code of an older version may read callback results only from inputs: a sender of another
-    version (or none: the client, the callbacks function) writes both; its own version only the record."""
+    """Code of an older engine may read callback results only from inputs: a sender of another version
+    (or none: the client, the callbacks function) writes both when the callback's record does not say
+    that a run of the execution's version created it (code that reads results from records); its own
+    version, or a callback its version's run created, only the record."""
     CALLBACKS.clear()
     registry_v1 = Registry()
     registry_v1.register("approval", _approval("v1"))
@@ -353,6 +356,10 @@ def test_a_callback_of_an_execution_pinned_to_another_version_is_also_written_as
     def inputs_written() -> int:
         return stack.store.counters.get("put_external_input", 0)
 
+    old_ref = stack.store.get_callback(CALLBACKS["old"])
+    assert old_ref is not None and old_ref.version == "2"  # created by version 2's run
+    # As an engine before results on callback records wrote it: no version.
+    stack.store.put_callback(dataclasses.replace(old_ref, version=None))
     before = inputs_written()
     stack.live.engine.send_callback_success(CALLBACKS["new"], '"yes"')  # its own version: the record only
     assert inputs_written() == before
@@ -364,4 +371,27 @@ def test_a_callback_of_an_execution_pinned_to_another_version_is_also_written_as
         {"code": "v2", "answer": '"yes"'},
     ]
     assert stack.store.list_external_inputs(old) == []  # absorbed once (the record's copy was a no-op)
+    assert len(_events(stack, old, "CallbackSucceeded")) == 1
+
+
+def test_a_callback_created_by_its_versions_run_is_completed_with_one_write_from_anywhere(
+    stack: VersionedStack,
+) -> None:
+    """A callback whose record says the execution's own version created it (code that reads results from
+    records) gets no input copy from a sender of another version or of none (the client)."""
+    CALLBACKS.clear()
+    registry_v1 = Registry()
+    registry_v1.register("approval", _approval("v1"))
+    stack.publish(registry_v1)
+    old = stack.live.engine.start_execution("approval", {"name": "old"}, execution_name="old")
+    stack.drive()
+    registry_v2 = Registry()
+    registry_v2.register("approval", _approval("v2"))
+    stack.publish(registry_v2)  # the execution stays on version 2
+    before = stack.store.counters.get("put_external_input", 0)
+    client = dataclasses.replace(stack.live.engine, code_version=None)  # a sender of no version
+    client.send_callback_success(CALLBACKS["old"], '"ok"')
+    assert stack.store.counters.get("put_external_input", 0) == before
+    (record,) = stack.run_until_ended([old])
+    assert json.loads(record.result or "null") == {"code": "v1", "answer": '"ok"'}
     assert len(_events(stack, old, "CallbackSucceeded")) == 1

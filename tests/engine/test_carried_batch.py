@@ -1,0 +1,117 @@
+"""A run that suspends the execution leaves its last batch (only its InvocationCompleted) on the lease's
+release instead of the log; the execution's next batch writes it first, at the same seq. The history shows
+it all along, exactly once, and nothing is lost when crashes come between."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from stepwell.journal import Journal, decode_body
+from stepwell.model import ExecutionStatus, InvokeMessage
+from stepwell.testing.local import LocalStepwell
+
+
+@durable_execution
+def step_wait_step(event: Any, context: DurableContext) -> int:
+    first: int = context.step(lambda _: 1, name="first")
+    context.wait(Duration.from_hours(1), name="nap")
+    second: int = context.step(lambda _: 2, name="second")
+    return first + second
+
+
+CRASHES = {"left": 0}
+
+
+@durable_execution
+def crashes_then_waits(event: Any, context: DurableContext) -> str:
+    context.step(lambda _: "ok", name="before")
+    if CRASHES["left"] > 0:
+        CRASHES["left"] -= 1
+        raise SystemExit(3)  # the process dies mid-invocation: a crash, not a failure
+    context.wait(Duration.from_hours(1), name="nap")
+    return "done"
+
+
+@pytest.fixture
+def local() -> LocalStepwell:
+    local = LocalStepwell()
+    local.register("step-wait-step", step_wait_step)
+    local.register("crashes-then-waits", crashes_then_waits)
+    return local
+
+
+def log_bodies(local: LocalStepwell, execution_id: str) -> list[dict[str, Any]]:
+    batches, last = local.store.load_batches(execution_id)
+    assert last is None
+    return [decode_body(batch.body) for batch in batches]
+
+
+def event_types(body: dict[str, Any]) -> list[str]:
+    return [event["t"] for event in body.get("e", [])]
+
+
+def test_a_suspension_carries_its_invocation_completed_until_the_next_batch(local: LocalStepwell) -> None:
+    execution_id = local.start("step-wait-step")
+    local.run_until_idle()
+
+    bodies = log_bodies(local, execution_id)
+    assert "InvocationCompleted" not in event_types(bodies[-1])  # the log holds the checkpoints only
+    carried = local.store.get_carried_batch(execution_id)
+    assert carried is not None and carried.seq == len(bodies)
+    assert event_types(decode_body(carried.body)) == ["InvocationCompleted"]
+    waiting = local.history(execution_id)
+    assert waiting[-1]["EventType"] == "InvocationCompleted"  # shown while it waits
+    assert [event["EventId"] for event in waiting] == list(range(1, len(waiting) + 1))
+
+    # A repeated message finds nothing due: it writes nothing and the batch stays carried.
+    local.process_one(InvokeMessage(execution_id).to_body())
+    assert len(log_bodies(local, execution_id)) == len(bodies)
+    assert local.store.get_carried_batch(execution_id) == carried
+    assert local.history(execution_id) == waiting
+
+    local.advance_to_next_wakeup()
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    after = log_bodies(local, execution_id)
+    # The wake-up's first batch starts with the carried event, at the seq it was carried for.
+    assert event_types(after[carried.seq])[0] == "InvocationCompleted"
+    history = local.history(execution_id)
+    assert history[: len(waiting)] == waiting  # what was shown is what the log now holds, same EventIds
+    kinds = [event["EventType"] for event in history]
+    assert kinds.count("InvocationCompleted") == 2 and kinds[-1] == "ExecutionSucceeded"
+    assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
+    assert local.store.get_carried_batch(execution_id) is None  # the record went with the end
+
+
+def test_a_suspension_after_crashes_writes_its_batch(local: LocalStepwell) -> None:
+    CRASHES["left"] = 1
+    execution_id = local.start("crashes-then-waits")
+    local.run_until_idle()
+    local.advance_to_next_wakeup()  # the crash's retry
+    local.run_until_idle()
+
+    bodies = log_bodies(local, execution_id)
+    # The batch resets the count of crashes: it is written, never only carried.
+    assert event_types(bodies[-1]) == ["InvocationCompleted"] and bodies[-1]["c"] == 0
+    carried = local.store.get_carried_batch(execution_id)
+    assert carried is None or carried.seq < len(bodies)
+    history = [event["EventType"] for event in local.history(execution_id)]
+    assert history.count("InvocationCompleted") == 2
+
+
+def test_a_carried_batch_the_log_has_taken_is_left_out() -> None:
+    journal = Journal("default#wf#s/e1")
+    journal.fold(0, {"e": [{"t": "ExecutionStarted", "s": 1}], "w": 1})
+    assert not journal.carry(0, {"e": [{"t": "InvocationCompleted", "s": 2}], "w": 0})  # written already
+    assert not journal.carry(5, {"e": [{"t": "InvocationCompleted", "s": 2}], "w": 0})  # not the next
+    assert journal.next_seq == 1 and journal.next_event_id == 2 and journal.needs_invocation
+
+    assert journal.carry(1, {"e": [{"t": "InvocationCompleted", "s": 2}], "c": 0, "w": 0})
+    assert journal.next_seq == 1 and journal.next_event_id == 3 and not journal.needs_invocation
+    assert not journal.has_unflushed  # nothing new: a run that changes nothing writes nothing
+    journal.needs_invocation = True
+    flushed = journal.flush()
+    assert event_types(flushed.body) == ["InvocationCompleted"]
+    assert flushed.body["c"] == 0 and flushed.body["w"] == 1  # this batch's flags win
