@@ -453,7 +453,15 @@ class Engine:
                 "already exists with a different input; start it with its original input or choose "
                 "another execution name"
             )
+        if existing.status is ExecutionStatus.RUNNING and self._never_ran(execution_id):
+            # The first start may have died between its record and its message (its caller saw it fail and
+            # tries again): its message again. A repeated one finds the execution running or done.
+            self.queue.enqueue(InvokeMessage(execution_id).to_body())
         return execution_id
+
+    def _never_ran(self, execution_id: str) -> bool:
+        """Whether the execution's log is still empty (one Query of at most one item)."""
+        return not self.store.load_batches(execution_id, limit=1)[0]
 
     def resolve_flow_limits(
         self, workflow: str, domain: str, input_payload: str | None

@@ -18,6 +18,7 @@ from stepwell.errors import (
 )
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import ExecutionStuck, LocalStepwell
+from stepwell.work_queue import QueueError
 
 
 def event_types(local: LocalStepwell, execution_id: str) -> list[str]:
@@ -58,9 +59,34 @@ def test_start_is_idempotent_on_the_execution_name(stepwell_local: LocalStepwell
 
     assert first == second
     assert stepwell_local.store.counters["create_execution"] == 2
-    assert len(stepwell_local.queue) == 1  # only the first start enqueued an invocation
+    # Not run yet: the repeat sends its message again (the first one may be lost), which is harmless.
+    assert len(stepwell_local.queue) == 2
     record = stepwell_local.run_to_completion(first)
     assert json.loads(record.result or "null") == "Hello, Ada!"
+    assert stepwell_local.start("greet", {"name": "Ada"}, execution_name="once") == first
+    assert len(stepwell_local.queue) == 0  # it ran: a repeat sends nothing
+    assert event_types(stepwell_local, first).count("ExecutionStarted") == 1
+
+
+def test_a_start_whose_message_was_lost_is_completed_by_its_retry(
+    stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record is written, then sending its first message fails (the caller sees the start fail): the
+    caller's retry of the same start sends it, so the execution runs instead of staying RUNNING forever."""
+    stepwell_local.register("greet", workflows.greet)
+    queue = stepwell_local.engine.queue
+    send = queue.enqueue
+
+    def lost(body: Any, delay_seconds: int = 0) -> None:
+        raise QueueError("SQS refused the message")
+
+    monkeypatch.setattr(queue, "enqueue", lost)
+    with pytest.raises(QueueError):
+        stepwell_local.start("greet", {"name": "Bo"}, execution_name="retried")
+    monkeypatch.setattr(queue, "enqueue", send)
+    execution_id = stepwell_local.start("greet", {"name": "Bo"}, execution_name="retried")
+    record = stepwell_local.run_to_completion(execution_id)
+    assert json.loads(record.result or "null") == "Hello, Bo!"
 
 
 def test_a_three_day_wait_is_skipped_on_the_virtual_clock(stepwell_local: LocalStepwell) -> None:
