@@ -432,6 +432,9 @@ class Journal:
         self.needs_invocation = False
         self.ended = True
         self._flags["z"] = 1
+        # Callbacks still open close with it (their records get their retention): the terminal batch's
+        # writer marks them as it marks timed-out ones, and a late sender is told the execution ended.
+        self._timed_out_callbacks.extend(self.open_callbacks())
 
     def fire_due_timers(self, now: float) -> int:
         """Complete the waits, ready the retries and time out the callbacks due at `now`."""

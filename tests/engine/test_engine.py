@@ -166,6 +166,26 @@ def test_a_callback_without_an_answer_times_out(stepwell_local: LocalStepwell) -
     assert timed_out[0]["CallbackTimedOutDetails"]["Error"]["Payload"]["ErrorType"] == "Callback.Timeout"
 
 
+def test_a_callback_open_when_its_execution_ends_is_closed_with_it(stepwell_local: LocalStepwell) -> None:
+    """Stopped while it waits for a callback: the callback's record is closed by the end (so it expires
+    with the execution), and a sender is told the execution ended."""
+    stepwell_local.register("approval", workflows.approval)
+    execution_id = stepwell_local.start("approval", None)
+    stepwell_local.run_until_idle()
+    callback_id = stepwell_local.callback_id(execution_id)
+    ref = stepwell_local.store.get_callback(callback_id)
+    assert ref is not None and not ref.completed
+
+    assert stepwell_local.engine.stop_execution(execution_id) is True
+    stepwell_local.run_until_idle()
+    closed = stepwell_local.store.get_callback(callback_id)
+    assert closed is not None and closed.completed
+    with pytest.raises(ExecutionAlreadyEnded):
+        stepwell_local.engine.send_callback_success(callback_id, "1")
+    kinds = [event["EventType"] for event in stepwell_local.history(execution_id)]
+    assert kinds[-1] == "ExecutionStopped" and "CallbackTimedOut" not in kinds
+
+
 def test_stop_ends_the_execution_and_later_messages_do_nothing(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("three_day_wait", workflows.three_day_wait)
     execution_id = stepwell_local.start("three_day_wait", None)
