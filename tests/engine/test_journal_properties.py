@@ -200,6 +200,9 @@ class JournalMachine(RuleBasedStateMachine):
         self.accepted_completions: Counter[str] = Counter()
         self.executions: list[str] = []
         self.open_executions: list[str] = []
+        # Per execution: the invocation that began last, which holds the lease (an earlier one's lease was
+        # taken over: its release, which would carry its last batch, changes nothing).
+        self.lease_owner: dict[str, str] = {}
 
     @initialize()
     def create_executions(self) -> None:
@@ -274,14 +277,23 @@ class JournalMachine(RuleBasedStateMachine):
         record = self.store.get_execution(execution_id)
         assert record is not None
         journal = self.engine.load_journal(execution_id)
+        self.started += 1
+        owner = f"worker-{self.started}"
+        previous = self.lease_owner.get(execution_id)
+        if previous is not None:  # its lease ran out and this worker takes it over
+            self.store.release_lease(execution_id, previous)
+        lease = self.store.acquire_lease(execution_id, owner, now, 60)
+        assert lease is not None
+        self.lease_owner[execution_id] = owner
+        if lease.carried is not None and journal.carry(lease.carried.seq, decode_body(lease.carried.body)):
+            event("invocation start: took in a carried batch")
         if journal.is_empty:
             journal.start_execution(record.input_payload, now)
         journal.absorb(self.store.list_external_inputs(execution_id), now)
         if journal.fire_due_timers(now):
             event("invocation start: timers fired")
-        self.started += 1
-        client = StoreServiceClient(self.engine, record, journal, owner=f"worker-{self.started}")
-        self.invocations.append(Invocation(f"worker-{self.started}", execution_id, journal, client, now))
+        client = StoreServiceClient(self.engine, record, journal, owner=owner)
+        self.invocations.append(Invocation(owner, execution_id, journal, client, now))
 
     @precondition(lambda self: self._invocations(current=True))
     @rule(pick=st.integers(0, MAX_INVOCATIONS - 1), updates=update_batches)
@@ -362,6 +374,7 @@ class JournalMachine(RuleBasedStateMachine):
             return
         journal, now = invocation.journal, self.clock.now()
         crash = {"ErrorType": "Runtime.ExitError", "ErrorMessage": "exit"} if outcome == "crashed" else None
+        may_carry = outcome == "pending" and journal.consecutive_crashes == 0
         journal.invocation_completed(invocation.started_at, now, invocation.owner, crash)
         if outcome == "succeeded":
             journal.execution_ended("SUCCEEDED", now, '"done"', None)
@@ -372,6 +385,25 @@ class JournalMachine(RuleBasedStateMachine):
         current = self._is_current(invocation)
         event(f"invocation end ({outcome}): {'current' if current else 'stale'}")
         before = self._snapshot(invocation.execution_id)
+        if may_carry:
+            # As the worker ends a PENDING invocation: its last batch may ride on the lease's release, which
+            # changes something only while this worker still holds the lease.
+            try:
+                carried = self.engine.carry_or_append_journal(record, journal)
+            except SequenceConflict:
+                assert not current and self._snapshot(invocation.execution_id) == before
+                return
+            if carried is None:
+                after = self._snapshot(invocation.execution_id)
+                assert current and after.batches[:-1] == before.batches
+                assert len(after.batches) == len(before.batches) + 1
+                return
+            event(f"invocation end (pending): carried ({'current' if current else 'stale'})")
+            assert self._snapshot(invocation.execution_id) == before
+            self.store.release_lease(invocation.execution_id, invocation.owner, carried=carried)
+            if self.lease_owner.get(invocation.execution_id) == invocation.owner:
+                assert self.store.get_carried_batch(invocation.execution_id) == carried
+            return
         if current:
             self.engine.append_journal(record, journal, terminal=journal.ended)
             after = self._snapshot(invocation.execution_id)
@@ -452,7 +484,14 @@ class JournalMachine(RuleBasedStateMachine):
             self.open_executions.remove(execution_id)
         history = self.engine.get_execution_history(execution_id)
         assert [item["EventId"] for item in history] == list(range(1, len(history) + 1))
-        assert folded.next_event_id == len(history) + 1
+        # The history ends with the batch the lease's record carries while the log has not taken it in.
+        carried = self.store.get_carried_batch(execution_id)
+        carried_events = (
+            len(decode_body(carried.body).get("e", ()))
+            if carried is not None and carried.seq == folded.next_seq
+            else 0
+        )
+        assert folded.next_event_id + carried_events == len(history) + 1
         stamps = [item["EventTimestamp"] for item in history]
         assert stamps == sorted(stamps), "event timestamps went back"
 
