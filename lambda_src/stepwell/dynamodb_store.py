@@ -119,6 +119,16 @@ def _str(item: Item, name: str) -> str | None:
     return None if value is None else str(value["S"])
 
 
+def _callback_ref(callback_id: str, item: Item) -> CallbackRef:
+    return CallbackRef(
+        callback_id=callback_id,
+        execution_id=_str(item, "eid") or "",
+        operation_id=_str(item, "op") or "",
+        completed="done" in item,
+        version=_str(item, "v"),
+    )
+
+
 def _carried_batch(item: Item) -> Batch | None:
     """The batch a coordination record carries (release_lease(carried=)), if any."""
     body, seq = _str(item, "pb"), _num(item, "ps")
@@ -878,19 +888,41 @@ class DynamoDbExecutionStore:
             ReturnConsumedCapacity=_CAPACITY,
         )
         item = response.get("Item")
-        if item is None:
-            return None
-        return CallbackRef(
-            callback_id=callback_id,
-            execution_id=_str(item, "eid") or "",
-            operation_id=_str(item, "op") or "",
-            completed="done" in item,
-            version=_str(item, "v"),
-        )
+        return None if item is None else _callback_ref(callback_id, item)
 
     def complete_callback(
         self, callback_id: str, now: float, result: ExternalInput | None = None, execution_id: str = ""
     ) -> bool:
+        try:
+            self._db.update_item(
+                **self._callback_completion(callback_id, now, result, execution_id),
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def complete_callback_once(
+        self, callback_id: str, now: float, result: ExternalInput
+    ) -> CallbackRef | None:
+        if not callback_id:
+            return None
+        try:
+            response = self._db.update_item(
+                **self._callback_completion(callback_id, now, result, ""),
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException as error:
+            current: Item | None = error.response.get("Item")  # type: ignore[assignment]
+            return None if not current else _callback_ref(callback_id, current)
+        return _callback_ref(callback_id, response.get("Attributes") or {})
+
+    def _callback_completion(
+        self, callback_id: str, now: float, result: ExternalInput | None, execution_id: str
+    ) -> dict[str, Any]:
+        """The conditional UpdateItem that completes a callback once, keeping `result` on its record."""
         # Once completed (or timed out) the record only refuses repeats and holds the result until the
         # worker absorbs it: it expires with the retention period, as ended executions do.
         names = {"#k": "key", "#ttl": "ttl"}
@@ -905,19 +937,14 @@ class DynamoDbExecutionStore:
                 names[f"#r_{name}"] = name
                 values[f":r_{name}"] = value
                 update += f", #r_{name} = :r_{name}"
-        try:
-            self._db.update_item(
-                TableName=self.coordination_table,
-                Key={"key": _s("cb#" + callback_id)},
-                UpdateExpression=update,
-                ConditionExpression="attribute_exists(#k) AND attribute_not_exists(done)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnConsumedCapacity=_CAPACITY,
-            )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return {
+            "TableName": self.coordination_table,
+            "Key": {"key": _s("cb#" + callback_id)},
+            "UpdateExpression": update,
+            "ConditionExpression": "attribute_exists(#k) AND attribute_not_exists(done)",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
 
     def reopen_callback(self, callback_id: str) -> None:
         self._db.update_item(

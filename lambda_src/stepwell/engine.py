@@ -11,7 +11,7 @@ import json
 import secrets
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stepwell.errors import (
@@ -75,6 +75,9 @@ DEFAULT_LEASE_SECONDS = 900.0
 # A suspending run's last batch rides on the lease's release only while small: the coordination record
 # then stays under 1 KB, so the release is still one write unit.
 CARRIED_BATCH_MAX_BYTES = 512
+# A callback result up to this size (payload and error) is completed without reading the callback's record
+# first (Engine._completed_callback); a larger one may need an object under the execution's prefix.
+SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
 
 
 def _check_key_part(label: str, value: object) -> str:
@@ -618,11 +621,21 @@ class Engine:
     ) -> None:
         """The first completion wins: one conditional write marks the callback completed and keeps its
         result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
-        ref, record = self._callback(callback_id)
-        # Built (and offloaded) before the write that may lose the race.
-        result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
-        if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
-            raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
+        if not isinstance(callback_id, str) or not callback_id:
+            raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
+        size = len((payload or "").encode()) + (len(json.dumps(dict(error)).encode()) if error else 0)
+        if size <= min(SMALL_CALLBACK_RESULT_BYTES, self.inline_limit):
+            # A small result needs no object, so it is written without reading the record first: the
+            # write answers with the record, then the execution is read as before.
+            result = self._external_input("", kind, None, payload, error)
+            ref, record = self._completed_callback(callback_id, result)
+            result = replace(result, operation_id=ref.operation_id)
+        else:
+            ref, record = self._callback(callback_id)
+            # Built (and offloaded) before the write that may lose the race.
+            result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
+            if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
+                raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
         try:
             if (
                 record.code_version is not None
@@ -639,6 +652,25 @@ class Engine:
             # The execution was not woken: the sender may try again.
             self.store.reopen_callback(callback_id)
             raise
+
+    def _completed_callback(
+        self, callback_id: str, result: ExternalInput
+    ) -> tuple[CallbackRef, ExecutionRecord]:
+        """Complete the callback with `result` (small: kept inline) in one conditional write, then check
+        its execution still runs (else the completion is undone): the errors of `_callback`, in its order."""
+        before = self.store.complete_callback_once(callback_id, result.created_at, result)
+        if before is None:
+            raise CallbackNotFound(f"no callback with id {callback_id!r}")
+        record = self.store.get_execution(before.execution_id)
+        if record is None or record.status.is_terminal:
+            if not before.completed:
+                self.store.reopen_callback(callback_id)  # the ended execution never reads it
+            raise ExecutionAlreadyEnded(
+                f"callback {callback_id!r} belongs to execution {before.execution_id!r}, which has ended"
+            )
+        if before.completed:
+            raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
+        return before, record
 
     def send_callback_heartbeat(self, callback_id: str) -> None:
         ref, _ = self._callback(callback_id)

@@ -315,6 +315,15 @@ class MemoryExecutionStore:
                 )
             return True
 
+    def complete_callback_once(
+        self, callback_id: str, now: float, result: ExternalInput
+    ) -> CallbackRef | None:
+        with self._lock:
+            ref = self._callbacks.get(callback_id)
+        if ref is not None and not self.complete_callback(callback_id, now, result, ref.execution_id):
+            return replace(ref, completed=True)  # another completion won meanwhile
+        return ref
+
     def reopen_callback(self, callback_id: str) -> None:
         with self._lock:
             self._count("reopen_callback")

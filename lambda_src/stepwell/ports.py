@@ -186,6 +186,15 @@ class ExecutionStore(Protocol):
         callback's) names where a value too large for the record is put."""
         ...
 
+    def complete_callback_once(
+        self, callback_id: str, now: float, result: ExternalInput
+    ) -> CallbackRef | None:
+        """complete_callback for a sender that has not read the record (a small result, kept on the record
+        as it is): the same one conditional write, answering with the record as it was before it, whose
+        `completed` says whether it had already completed (then nothing changed); None when there is no
+        such callback."""
+        ...
+
     def reopen_callback(self, callback_id: str) -> None:
         """Undo complete_callback (and drop its result) when the execution could not be woken (the sender
         may retry)."""

@@ -40,6 +40,9 @@ test_a_run_reads_the_log_and_then_the_pending_inputs = (
 test_a_release_carries_a_batch_to_the_next_lease_until_the_end = (
     _contract.test_a_release_carries_a_batch_to_the_next_lease_until_the_end
 )
+test_a_completion_without_a_read_answers_with_the_record_before_it = (
+    _contract.test_a_completion_without_a_read_answers_with_the_record_before_it
+)
 test_a_lease_is_exclusive_until_it_expires_or_is_released = (
     _contract.test_a_lease_is_exclusive_until_it_expires_or_is_released
 )

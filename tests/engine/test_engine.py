@@ -186,6 +186,24 @@ def test_a_callback_open_when_its_execution_ends_is_closed_with_it(stepwell_loca
     assert kinds[-1] == "ExecutionStopped" and "CallbackTimedOut" not in kinds
 
 
+def test_a_completion_for_an_ended_execution_is_undone(stepwell_local: LocalStepwell) -> None:
+    """Stopped, and a result arrives before a worker settled the stop: the completion, written without a
+    read, finds the execution ended and is undone; the sender is told; nothing is left for a run to read."""
+    stepwell_local.register("approval", workflows.approval)
+    execution_id = stepwell_local.start("approval", None)
+    stepwell_local.run_until_idle()
+    callback_id = stepwell_local.callback_id(execution_id)
+    assert stepwell_local.engine.stop_execution(execution_id) is True
+
+    with pytest.raises(ExecutionAlreadyEnded):
+        stepwell_local.engine.send_callback_success(callback_id, '"late"')
+    ref = stepwell_local.store.get_callback(callback_id)
+    assert ref is not None and not ref.completed
+    assert stepwell_local.store.get_callback_results([callback_id]) == []
+    with pytest.raises(CallbackNotFound, match="no callback"):
+        stepwell_local.engine.send_callback_success("cb-unknown", '"x"')
+
+
 def test_stop_ends_the_execution_and_later_messages_do_nothing(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("three_day_wait", workflows.three_day_wait)
     execution_id = stepwell_local.start("three_day_wait", None)

@@ -218,6 +218,28 @@ def test_a_callback_completes_once_and_can_be_reopened(execution_store: Executio
     assert execution_store.complete_callback("cb-1", NOW + 2) is True
 
 
+def test_a_completion_without_a_read_answers_with_the_record_before_it(
+    execution_store: ExecutionStore,
+) -> None:
+    execution_id = record("a").execution_id
+    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="3"))
+    result = ExternalInput("i-1", InputKind.CALLBACK_SUCCEEDED, NOW, payload='"yes"')
+    assert execution_store.complete_callback_once("cb-missing", NOW, result) is None
+
+    before = execution_store.complete_callback_once("cb-1", NOW + 1, result)
+    assert before == CallbackRef("cb-1", execution_id, "op-1", version="3")  # it was open: this call won
+    (stored,) = execution_store.get_callback_results(["cb-1"])
+    assert (stored.kind, stored.payload, stored.operation_id) == (
+        InputKind.CALLBACK_SUCCEEDED,
+        '"yes"',
+        "op-1",
+    )
+    other = dataclasses.replace(result, payload='"no"')
+    again = execution_store.complete_callback_once("cb-1", NOW + 2, other)
+    assert again is not None and again.completed  # already completed: nothing changed
+    assert [item.payload for item in execution_store.get_callback_results(["cb-1"])] == ['"yes"']
+
+
 def test_a_completion_keeps_its_result_on_the_callback_record(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     for callback_id, operation_id in [("cb-s", "op-s"), ("cb-f", "op-f"), ("cb-t", "op-t"), ("cb-o", "op-o")]:
