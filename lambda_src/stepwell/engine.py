@@ -315,11 +315,11 @@ class Engine:
         operation (its InvocationCompleted) and is small, the batch to carry on the lease's release
         instead of writing it (the execution's next batch takes it in, see Journal.carry), saving a write
         per suspension; otherwise written as append_journal does, and None."""
-        seq = journal.next_seq
         flushed = journal.flush()
-        text = encode_body(flushed.body)
-        if flushed.carriable and len(text.encode()) <= CARRIED_BATCH_MAX_BYTES:
-            return Batch(seq=seq, body=text, created_at=self.clock.now())
+        if flushed.carriable:
+            text = encode_body(flushed.body)
+            if len(text.encode()) <= CARRIED_BATCH_MAX_BYTES:
+                return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now())
         self._append_flushed(record, journal, flushed, terminal=False)
         return None
 
@@ -591,16 +591,8 @@ class Engine:
         if not isinstance(callback_id, str) or not callback_id:
             raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
         ref = self.store.get_callback(callback_id)
-        if ref is None:
-            raise CallbackNotFound(f"no callback with id {callback_id!r}")
-        record = self.store.get_execution(ref.execution_id)
-        if record is None or record.status.is_terminal:
-            raise ExecutionAlreadyEnded(
-                f"callback {callback_id!r} belongs to execution {ref.execution_id!r}, which has ended"
-            )
-        if ref.completed:
-            raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
-        return ref, record
+        record = self.store.get_execution(ref.execution_id) if ref is not None else None
+        return _open_callback(callback_id, ref, record)
 
     def send_callback_success(self, callback_id: str, result: str | bytes | None = None) -> None:
         """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess)."""
@@ -635,7 +627,7 @@ class Engine:
             # Built (and offloaded) before the write that may lose the race.
             result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
             if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
-                raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
+                raise _already_completed(callback_id)
         try:
             if (
                 record.code_version is not None
@@ -659,18 +651,11 @@ class Engine:
         """Complete the callback with `result` (small: kept inline) in one conditional write, then check
         its execution still runs (else the completion is undone): the errors of `_callback`, in its order."""
         before = self.store.complete_callback_once(callback_id, result.created_at, result)
-        if before is None:
-            raise CallbackNotFound(f"no callback with id {callback_id!r}")
-        record = self.store.get_execution(before.execution_id)
-        if record is None or record.status.is_terminal:
-            if not before.completed:
-                self.store.reopen_callback(callback_id)  # the ended execution never reads it
-            raise ExecutionAlreadyEnded(
-                f"callback {callback_id!r} belongs to execution {before.execution_id!r}, which has ended"
-            )
-        if before.completed:
-            raise CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
-        return before, record
+        record = self.store.get_execution(before.execution_id) if before is not None else None
+        ended = record is None or record.status.is_terminal
+        if before is not None and not before.completed and ended:
+            self.store.reopen_callback(callback_id)  # this call completed it, but the execution ended
+        return _open_callback(callback_id, before, record)
 
     def send_callback_heartbeat(self, callback_id: str) -> None:
         ref, _ = self._callback(callback_id)
@@ -886,6 +871,26 @@ class Engine:
         if end < len(events):
             answer["NextMarker"] = f"{_HISTORY_MARKER_PREFIX}{end}"
         return answer
+
+
+def _open_callback(
+    callback_id: str, ref: CallbackRef | None, record: ExecutionRecord | None
+) -> tuple[CallbackRef, ExecutionRecord]:
+    """`ref` and its execution's `record` as read for a sender, or the sender's error, in this order: no
+    such callback, its execution has ended, it has already completed."""
+    if ref is None:
+        raise CallbackNotFound(f"no callback with id {callback_id!r}")
+    if record is None or record.status.is_terminal:
+        raise ExecutionAlreadyEnded(
+            f"callback {callback_id!r} belongs to execution {ref.execution_id!r}, which has ended"
+        )
+    if ref.completed:
+        raise _already_completed(callback_id)
+    return ref, record
+
+
+def _already_completed(callback_id: str) -> CallbackNotFound:
+    return CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
 
 
 def _same_batch(found: Batch, kept: Batch) -> bool:
