@@ -86,11 +86,13 @@ def _submit_confirmed(driver: object, form_selector: str) -> None:
 
 
 def _wait_for_status(driver: object, status: str, seconds: float = 60.0) -> None:
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, seconds).until(
+    # The page reloads itself on a change; a lookup that lands mid-reload is simply asked again.
+    WebDriverWait(driver, seconds, ignored_exceptions=(WebDriverException,)).until(
         expected_conditions.text_to_be_present_in_element((By.ID, "status"), status)
     )
 
@@ -101,8 +103,8 @@ def test_the_console_lists_draws_answers_and_stops_in_a_browser(
     lambda_runtime: LambdaRuntime | BackendLambdaDriver,
     scheduler_firer: SchedulerFirer,
 ) -> None:
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import Select, WebDriverWait
     from stepwell.console.server import running_console
     from stepwell.testing.console_browser import execution_url
@@ -120,8 +122,15 @@ def test_the_console_lists_draws_answers_and_stops_in_a_browser(
         driver.find_element(By.ID, "filter-workflow").send_keys(WORKFLOW)  # type: ignore[attr-defined]
         apply = driver.find_element(By.ID, "filter-apply")  # type: ignore[attr-defined]
         apply.click()
-        # The filter is a form: wait for the old page to go, or its rows are read as they vanish.
-        WebDriverWait(driver, 10).until(expected_conditions.staleness_of(apply))
+        # The filter is a GET form: wait for the filtered page to have loaded, or the old page's rows
+        # are read as they vanish. (Asking the old button whether it went stale can itself fail
+        # mid-navigation with Chrome's "node does not belong to the document".)
+        WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,)).until(
+            lambda d: (
+                "workflow=" in d.current_url  # type: ignore[attr-defined]
+                and d.execute_script("return document.readyState") == "complete"
+            )  # type: ignore[attr-defined]
+        )
         links = {
             link.text: link
             for link in driver.find_elements(By.CSS_SELECTOR, "a.execution-link")  # type: ignore[attr-defined]
