@@ -820,7 +820,7 @@ class DynamoDbExecutionStore:
         key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
-            if ended:
+            if ended and carried is None:
                 self._db.delete_item(
                     TableName=self.coordination_table,
                     Key=key,
@@ -832,8 +832,13 @@ class DynamoDbExecutionStore:
             # dueShard/dueAt: the index entry of a record an earlier engine wrote goes with it.
             update = "REMOVE o, #x, dueShard, dueAt"
             values: Item = {":owner": _s(owner)}
+            names = {"#x": "exp"}
             assignments: list[str] = []
-            if wake is None:
+            if ended and carried is not None:  # it keeps the end: retention counts from there
+                assignments.append("#ttl = :ttl")
+                names["#ttl"] = "ttl"
+                values[":ttl"] = _n(int(carried.created_at) + self.retention_seconds)
+            if ended or wake is None:
                 update += ", w"
             elif not isinstance(wake, KeepWake):
                 assignments.append("w = :wake")
@@ -852,7 +857,7 @@ class DynamoDbExecutionStore:
                 Key=key,
                 UpdateExpression=update,
                 ConditionExpression="o = :owner",
-                ExpressionAttributeNames={"#x": "exp"},
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnConsumedCapacity=_CAPACITY,
             )

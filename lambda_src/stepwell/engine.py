@@ -310,17 +310,25 @@ class Engine:
         """Write the journal's unflushed changes as its next batch. Raises SequenceConflict when fenced."""
         return self._append_flushed(record, journal, journal.flush(), terminal)
 
-    def carry_or_append_journal(self, record: ExecutionRecord, journal: Journal) -> Batch | None:
-        """The last batch of a run that suspends the execution: when it only records events of no
-        operation (its InvocationCompleted) and is small, the batch to carry on the lease's release
-        instead of writing it (the execution's next batch takes it in, see Journal.carry), saving a write
-        per suspension; otherwise written as append_journal does, and None."""
+    def carry_or_append_journal(
+        self, record: ExecutionRecord, journal: Journal, terminal: bool = False
+    ) -> Batch | None:
+        """The last batch of a run, to carry on the lease's release instead of writing it when it is small
+        and nothing waits for it to be stored, saving a write; otherwise written as append_journal does,
+        and None. A run that suspends the execution: a batch of events of no operation (its
+        InvocationCompleted), which the execution's next batch takes in (Journal.carry). `terminal`: the
+        execution's end (not its first batch), which the record keeps for the retention period."""
         flushed = journal.flush()
-        if flushed.carriable:
+        if terminal:
+            may_carry = journal.next_seq > 0 and flushed.carriable_at_end(journal.execution_operation_id)
+        else:
+            may_carry = flushed.carriable
+        if may_carry:
             text = encode_body(flushed.body)
             if len(text.encode()) <= CARRIED_BATCH_MAX_BYTES:
-                return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now())
-        self._append_flushed(record, journal, flushed, terminal=False)
+                self._count_recorded(record, flushed)
+                return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now(), terminal=terminal)
+        self._append_flushed(record, journal, flushed, terminal)
         return None
 
     def _append_flushed(
@@ -345,8 +353,7 @@ class Engine:
         # holds the execution's start.
         if seq == 0:
             self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
-        if flushed.operations:
-            self.metrics.add(Metric.OPERATIONS_RECORDED, len(flushed.operations), record.workflow_id)
+        self._count_recorded(record, flushed)
         if flushed.absorbed_input_ids:
             self.store.delete_external_inputs(record.execution_id, flushed.absorbed_input_ids)
         for callback_id in flushed.timed_out_callbacks:
@@ -354,6 +361,10 @@ class Engine:
         for child in flushed.child_starts:
             self.start_child(record, child)
         return flushed
+
+    def _count_recorded(self, record: ExecutionRecord, flushed: FlushedBatch) -> None:
+        if flushed.operations:
+            self.metrics.add(Metric.OPERATIONS_RECORDED, len(flushed.operations), record.workflow_id)
 
     # ------------------------------------------------------------------ starting
 

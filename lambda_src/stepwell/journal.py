@@ -129,12 +129,27 @@ class FlushedBatch:
         and be written with the execution's next batch (Journal.carry)."""
         return (
             not self.operations
-            and not self.absorbed_input_ids
+            and self._no_side_effects
+            and all("o" not in event for event in self.body.get("e", ()))
+        )
+
+    def carriable_at_end(self, execution_operation_id: str) -> bool:
+        """Whether a terminal batch may stay on the coordination record instead of the log: it changes no
+        operation but the execution's own (its end) and nothing waits for it to be stored (no callback to
+        close, no input to delete, no child to start). Nothing writes after it, so the log never takes
+        it in."""
+        return self._no_side_effects and all(
+            op.operation_id == execution_operation_id for op in self.operations
+        )
+
+    @property
+    def _no_side_effects(self) -> bool:
+        return (
+            not self.absorbed_input_ids
             and not self.new_callbacks
             and not self.child_starts
             and not self.timed_out_callbacks
             and "d" not in self.body
-            and all("o" not in event for event in self.body.get("e", ()))
         )
 
 
@@ -218,6 +233,11 @@ class Journal:
         self.next_seq = seq
         self._carried = body
         return True
+
+    @property
+    def holds_carried(self) -> bool:
+        """Whether a carried batch was taken in (carry) and no batch has written it since."""
+        return self._carried is not None
 
     def finish_loading(self) -> None:
         """Rebuild the timer heap from the folded state (once per invocation)."""

@@ -272,10 +272,10 @@ class MemoryExecutionStore:
             if held is None or held.owner != owner:
                 return
             del self._leases[execution_id]
-            if ended:
-                self._carried.pop(execution_id, None)
-            elif carried is not None:
+            if carried is not None:
                 self._carried[execution_id] = carried
+            elif ended:
+                self._carried.pop(execution_id, None)
             if ended or wake is None:
                 self._wakes.pop(execution_id, None)
             elif not isinstance(wake, KeepWake):

@@ -163,10 +163,11 @@ class ExecutionStore(Protocol):
     ) -> None:
         """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
         run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
-        execution has ended, its coordination record goes. `carried`: the run's last batch, kept on the
-        record instead of the log (a small one, no operations in it), returned by the next
-        `acquire_lease` and `get_carried_batch`; without it a batch carried before stays (its seq tells
-        whether the log has taken it since)."""
+        execution has ended, its coordination record goes, unless it carries the end. `carried`: the
+        run's last batch, kept on the record instead of the log (a small one: a suspension's events of no
+        operation, or the execution's end, which the record then keeps for the retention period),
+        returned by the next `acquire_lease` and `get_carried_batch`; without it a batch carried before
+        stays while the execution runs (its seq tells whether the log has taken it since)."""
         ...
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:

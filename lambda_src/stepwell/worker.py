@@ -202,6 +202,10 @@ class Worker:
         keep = False
         try:
             outcome = self._run_journal(record, journal, pending, lease, lambda_context)
+            if lease.carried is not None and journal.holds_carried and _ends(outcome):
+                # The end the record carries, which this run (a late message) left as it was: the release
+                # of an ended execution keeps only the batch it is given.
+                outcome = dataclasses.replace(outcome, carried=lease.carried)
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
             keep = outcome.action in _KEEPS_JOURNAL and not journal.ended and not journal.has_unflushed
@@ -475,7 +479,10 @@ class Worker:
         journal.execution_ended(status.value, now, result, error)
         # Whoever writes the terminal batch announces the end, right before it (see _settle_ended).
         engine.announce_status(ended, status)
-        engine.append_journal(record, journal, terminal=True)
+        # A small one stays on the coordination record, which the lease's release keeps for the retention
+        # period instead of deleting it: one write for both. A worker that dies before the release leaves
+        # the log without its end, as one dying before the batch did: the next message settles it.
+        carried = engine.carry_or_append_journal(record, journal, terminal=True)
         # Once written: a terminal batch is written once per execution, whatever messages repeat.
         engine.metrics.add(ENDED[status.value], 1, record.workflow_id)
         # After the last write of the execution's payloads (the terminal batch may be one).
@@ -489,7 +496,7 @@ class Worker:
         if won:
             engine.notify_parent(record, status, result, error)
         _stop_children(engine, ended, journal)
-        return WorkOutcome(record.execution_id, "finished", status=status)
+        return WorkOutcome(record.execution_id, "finished", status=status, carried=carried)
 
     def _fenced(self, record: ExecutionRecord) -> WorkOutcome:
         """A newer worker took the execution's log from this one (its lease had expired)."""
@@ -574,13 +581,22 @@ def _stop_children(engine: Engine, ended: ExecutionRecord, journal: Journal) -> 
         engine.stop_children(ended, journal, error_type)
 
 
+def _ends(outcome: WorkOutcome) -> bool:
+    """Whether the lease's release after this outcome ends the execution's coordination record."""
+    return (
+        outcome.action not in ("fenced", "forward")
+        and outcome.status is not None
+        and outcome.status.is_terminal
+    )
+
+
 def _release_terms(outcome: WorkOutcome | None) -> tuple[float | KeepWake | None, bool]:
     """What releasing the lease records after a run with this outcome: the wake-up the run armed and
     whether the execution has ended. A run that failed, was fenced or forwards the message armed nothing:
     whatever is recorded stands."""
     if outcome is None or outcome.action in ("fenced", "forward"):
         return KeepWake.KEEP, False
-    if outcome.status is not None and outcome.status.is_terminal:
+    if _ends(outcome):
         return None, True
     return outcome.next_wake_at, False
 

@@ -1,6 +1,7 @@
 """A run that suspends the execution leaves its last batch (only its InvocationCompleted) on the lease's
-release instead of the log; the execution's next batch writes it first, at the same seq. The history shows
-it all along, exactly once, and nothing is lost when crashes come between."""
+release instead of the log; the execution's next batch writes it first, at the same seq. A small end stays
+on the record for good. The history shows them all along, exactly once, and nothing is lost when crashes
+come between."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def step_wait_step(event: Any, context: DurableContext) -> int:
     return first + second
 
 
+@durable_execution
+def one_step(event: Any, context: DurableContext) -> str:
+    size = int(event["size"]) if isinstance(event, dict) else 1
+    return str(context.step(lambda _: "x" * size, name="only"))
+
+
 CRASHES = {"left": 0}
 
 
@@ -40,6 +47,7 @@ def local() -> LocalStepwell:
     local = LocalStepwell()
     local.register("step-wait-step", step_wait_step)
     local.register("crashes-then-waits", crashes_then_waits)
+    local.register("one-step", one_step)
     return local
 
 
@@ -82,7 +90,10 @@ def test_a_suspension_carries_its_invocation_completed_until_the_next_batch(loca
     kinds = [event["EventType"] for event in history]
     assert kinds.count("InvocationCompleted") == 2 and kinds[-1] == "ExecutionSucceeded"
     assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
-    assert local.store.get_carried_batch(execution_id) is None  # the record went with the end
+    # The end (small, nothing waits for it) stays on the record, after the log, where the history reads it.
+    end = local.store.get_carried_batch(execution_id)
+    assert end is not None and end.seq == len(after) and decode_body(end.body)["z"] == 1
+    assert event_types(decode_body(end.body))[-1] == "ExecutionSucceeded"
 
 
 def test_a_suspension_after_crashes_writes_its_batch(local: LocalStepwell) -> None:
@@ -115,3 +126,35 @@ def test_a_carried_batch_the_log_has_taken_is_left_out() -> None:
     flushed = journal.flush()
     assert event_types(flushed.body) == ["InvocationCompleted"]
     assert flushed.body["c"] == 0 and flushed.body["w"] == 1  # this batch's flags win
+
+
+def test_a_small_end_stays_on_the_record_and_late_messages_keep_it(local: LocalStepwell) -> None:
+    execution_id = local.start("one-step", {"size": 3})
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    bodies = log_bodies(local, execution_id)
+    assert not any(body.get("z") for body in bodies)  # the log holds no end
+    end = local.store.get_carried_batch(execution_id)
+    assert end is not None and end.seq == len(bodies)
+    history = local.history(execution_id)
+    assert history[-1]["EventType"] == "ExecutionSucceeded"
+    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"xxx"'
+    assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
+
+    # Messages for the ended execution (a duplicate, a late wake-up) change nothing and keep the end.
+    for _ in range(2):
+        local.process_one(InvokeMessage(execution_id).to_body())
+    assert local.store.get_carried_batch(execution_id) == end
+    assert len(log_bodies(local, execution_id)) == len(bodies)
+    assert local.history(execution_id) == history
+    assert local.describe(execution_id)["Status"] == "SUCCEEDED"
+
+
+def test_a_large_end_is_written_to_the_log(local: LocalStepwell) -> None:
+    execution_id = local.start("one-step", {"size": 2000})
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    bodies = log_bodies(local, execution_id)
+    assert bodies[-1].get("z") == 1
+    assert local.store.get_carried_batch(execution_id) is None  # the record went with the end
+    history = local.history(execution_id)
+    assert history[-1]["EventType"] == "ExecutionSucceeded"
+    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + "x" * 2000 + '"'

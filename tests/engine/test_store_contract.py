@@ -155,6 +155,29 @@ def test_a_release_carries_a_batch_to_the_next_lease_until_the_end(execution_sto
     assert execution_store.get_carried_batch(record("b").execution_id) is None
 
 
+def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
+    execution_store: ExecutionStore,
+) -> None:
+    execution_id = record("a").execution_id
+    assert execution_store.acquire_lease(execution_id, "w1", NOW, 60) is not None
+    end = Batch(
+        seq=4, body='{"e":[{"t":"ExecutionSucceeded"}],"z":1,"w":0}', created_at=NOW + 1, terminal=True
+    )
+    execution_store.release_lease(execution_id, "w2", ended=True, carried=end)  # not the holder
+    assert execution_store.get_carried_batch(execution_id) is None
+    execution_store.release_lease(execution_id, "w1", wake=None, ended=True, carried=end)
+    kept = execution_store.get_carried_batch(execution_id)
+    assert kept is not None and (kept.seq, kept.body, kept.created_at) == (end.seq, end.body, end.created_at)
+    # A late message's worker takes the lease at once (it was released), finds the end, and keeps it.
+    late = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
+    assert late is not None and late.carried is not None and late.carried.body == end.body
+    assert late.wake_at is None
+    execution_store.release_lease(execution_id, "w3", wake=None, ended=True, carried=late.carried)
+    assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
+    execution_store.release_lease(execution_id, "w4", ended=True)  # given none, the record goes
+    assert execution_store.get_carried_batch(execution_id) is None
+
+
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
