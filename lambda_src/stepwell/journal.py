@@ -201,6 +201,14 @@ class Journal:
         """Apply one stored batch (in seq order)."""
         for data in body.get("o", ()):
             op = _operation_from_json(data)
+            previous = self.operations.get(op.operation_id)
+            if (
+                previous is not None
+                and op.operation_type is OperationType.EXECUTION
+                and op.execution_details is None
+            ):
+                # Its input is stored once, by the batch that starts it (see flush).
+                op = dataclasses.replace(op, execution_details=previous.execution_details)
             self.operations[op.operation_id] = op
         for op_id, meta in body.get("d", {}).items():
             self.meta[op_id] = meta
@@ -860,6 +868,12 @@ class Journal:
         body.update(self._flags)
         if self.input_ref is not None:
             strip_execution_input(body, self.input_ref)
+        if stored_operations and not any(event.get("t") == "ExecutionStarted" for event in body.get("e", ())):
+            # A later change of the EXECUTION operation (its end) leaves out its input, which the batch
+            # that started it holds: the fold keeps it from there (an end would otherwise copy the input).
+            for stored in stored_operations:
+                if stored.get("Type") == OperationType.EXECUTION.value:
+                    stored.pop("ExecutionDetails", None)
         # Whether the execution still needs an invocation after this batch (a duplicate message finds
         # "no" and does nothing).
         body["w"] = 1 if self.needs_invocation else 0

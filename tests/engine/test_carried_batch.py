@@ -5,6 +5,7 @@ come between."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -158,3 +159,21 @@ def test_a_large_end_is_written_to_the_log(local: LocalStepwell) -> None:
     history = local.history(execution_id)
     assert history[-1]["EventType"] == "ExecutionSucceeded"
     assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + "x" * 2000 + '"'
+
+
+def test_an_end_leaves_out_the_input_its_first_batch_holds(local: LocalStepwell) -> None:
+    big = {"size": 3, "pad": "p" * 3000}
+    execution_id = local.start("one-step", big)
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    end = local.store.get_carried_batch(execution_id)
+    assert end is not None and len(end.body) <= 512  # carried: the 3 KB input is not in it
+    bodies = [*log_bodies(local, execution_id), decode_body(end.body)]
+    journal = Journal(execution_id)
+    for seq, body in enumerate(bodies):
+        journal.fold(seq, body)
+    execution = journal.operations[journal.execution_operation_id]
+    assert execution.status.value == "SUCCEEDED"
+    assert execution.execution_details is not None
+    assert json.loads(execution.execution_details.input_payload or "") == big
+    started = local.history(execution_id)[0]
+    assert json.loads(started["ExecutionStartedDetails"]["Input"]["Payload"]) == big
