@@ -1,8 +1,9 @@
 """Benchmark of the definitions path on the AWS adapters (moto in-process), in two phases: N subjects
 each receive a `user.signed_up` event, which starts a context that runs to its first wait (it then waits
 for `user.activated`); then each receives `user.activated`, which resumes its context, which runs to its
-end. One worker (the entry's SQS batch handler, batches of 10) processes the events and the invocations
-they cause until the queue is quiet, phase by phase.
+end. One worker (the entry's SQS batch handler, batches of 10) processes the events until the queue is
+quiet, phase by phase: it runs the context an event starts or resumes at once, and handles any message
+the runs leave (a run another worker holds, a wake-up).
 
 Prints a Markdown section: events per second and AWS requests per event by operation, per phase.
 
@@ -155,8 +156,8 @@ def markdown(result: dict[str, Any]) -> str:
         "Each subject's `user.signed_up` starts a context that runs to its first wait (for `user.activated`, "
         "with a timeout); then its `user.activated` resumes the context, which runs to its end.",
         "",
-        f"- messages handled (the events and the invocations they caused): {result['messages']} to start, "
-        f"{result['resume']['messages']} to resume",
+        "- messages handled (the events, and any invocation they left to a message): "
+        f"{result['messages']} to start, {result['resume']['messages']} to resume",
         f"- events per second: {subjects / result['seconds']:.1f} starting, "
         f"{subjects / result['resume']['seconds']:.1f} resuming",
         f"- AWS requests per event that starts a context: {sum(starts.values()) / subjects:.2f}",

@@ -331,7 +331,7 @@ class CallbackUrlHandler:
             # check_error_object quotes a bad value: name the field only.
             raise Refusal(400, _without_values(str(problem))) from None
 
-    def _complete(self, callback_id: str, outcome: str, send: Callable[[], None]) -> None:
+    def _complete(self, callback_id: str, outcome: str, send: Callable[[], object]) -> None:
         try:
             send()
         except ExecutionAlreadyEnded:

@@ -376,15 +376,19 @@ class Engine:
         domain: str = "default",
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        wake: bool = True,
     ) -> str:
-        """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
+        """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`. `wake`
+        False: no message for its first run, which the caller makes itself (Worker.run)."""
         try:
             input_payload = json.dumps(input, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise InvalidArgument(
                 f"input of workflow {name!r} is not JSON-serializable (nor are NaN and Infinity): {error}"
             ) from error
-        return self.start_execution_json(name, input_payload, execution_name, domain, subject_id, tags)
+        return self.start_execution_json(
+            name, input_payload, execution_name, domain, subject_id, tags, wake=wake
+        )
 
     def start_execution_json(
         self,
@@ -394,6 +398,7 @@ class Engine:
         domain: str = "default",
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        wake: bool = True,
     ) -> str:
         """Start workflow `name` with its input as JSON text; idempotent on `execution_name` (the first
         start's tags stay: a repeat with other tags returns the same execution, as AWS)."""
@@ -410,6 +415,7 @@ class Engine:
             ExecutionId(domain, name, subject_id or instance_id, instance_id),
             input_payload,
             tags=checked_tags,
+            wake=wake,
         )
 
     def _check_registered(self, name: str) -> None:
@@ -427,9 +433,11 @@ class Engine:
         parent: ExecutionRecord | None = None,
         parent_operation_id: str | None = None,
         tags: dict[str, str] | None = None,
+        wake: bool = True,
     ) -> str:
         """Create the execution (a child of `parent`'s chained invoke: pinned to the parent's version) and
-        enqueue its first run; the same id again is the same start only with the same input."""
+        enqueue its first run (unless not `wake`); the same id again is the same start only with the same
+        input."""
         execution_id = str(ids)
         now = self.clock.now()
         # Before anything is stored: a key the input cannot give refuses the start.
@@ -454,7 +462,8 @@ class Engine:
             flow=flow,
         )
         if self.store.create_execution(record):
-            self.queue.enqueue(InvokeMessage(execution_id).to_body())
+            if wake:
+                self.queue.enqueue(InvokeMessage(execution_id).to_body())
             return execution_id
         existing = self._record(execution_id)
         if input_is_ref and existing.status.is_terminal:
@@ -467,7 +476,7 @@ class Engine:
                 "already exists with a different input; start it with its original input or choose "
                 "another execution name"
             )
-        if existing.status is ExecutionStatus.RUNNING and self._never_ran(execution_id):
+        if wake and existing.status is ExecutionStatus.RUNNING and self._never_ran(execution_id):
             # The first start may have died between its record and its message (its caller saw it fail and
             # tries again): its message again. A repeated one finds the execution running or done.
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
@@ -605,10 +614,14 @@ class Engine:
         record = self.store.get_execution(ref.execution_id) if ref is not None else None
         return _open_callback(callback_id, ref, record)
 
-    def send_callback_success(self, callback_id: str, result: str | bytes | None = None) -> None:
-        """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess)."""
+    def send_callback_success(
+        self, callback_id: str, result: str | bytes | None = None, wake: bool = True
+    ) -> ExecutionRecord:
+        """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess);
+        the execution's record as read. `wake` False: no message wakes the execution, whose run the caller
+        makes itself (Worker.run) and, should that fail, sends."""
         text = result.decode("utf-8") if isinstance(result, bytes) else result
-        self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text)
+        return self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text, wake=wake)
 
     def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:
         """Fail a callback; `error` has ErrorType, ErrorMessage, ErrorData, StackTrace (all optional)."""
@@ -621,7 +634,8 @@ class Engine:
         kind: InputKind,
         payload: str | None = None,
         error: Mapping[str, Any] | None = None,
-    ) -> None:
+        wake: bool = True,
+    ) -> ExecutionRecord:
         """The first completion wins: one conditional write marks the callback completed and keeps its
         result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
         if not isinstance(callback_id, str) or not callback_id:
@@ -650,11 +664,13 @@ class Engine:
                 # code may read results only from inputs. Both are written; whichever the worker reads
                 # first ends the operation and the other is a no-op.
                 self.store.put_external_input(ref.execution_id, result)
-            self.queue.enqueue(InvokeMessage(ref.execution_id).to_body())
+            if wake:
+                self.queue.enqueue(InvokeMessage(ref.execution_id).to_body())
         except Exception:
             # The execution was not woken: the sender may try again.
             self.store.reopen_callback(callback_id)
             raise
+        return record
 
     def _completed_callback(
         self, callback_id: str, result: ExternalInput

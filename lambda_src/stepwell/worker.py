@@ -121,13 +121,20 @@ class Worker:
                 self.engine.metrics.add(Metric.OVERDUE_WAKE_UPS, 1, workflow)
         return outcome
 
-    def run(self, execution_id: str, lambda_context: Any | None = None) -> WorkOutcome:
+    def run(
+        self, execution_id: str, lambda_context: Any | None = None, record: ExecutionRecord | None = None
+    ) -> WorkOutcome:
+        """Run the execution once, as its message would. `record`: the execution as its caller just read
+        it (a sender that woke it), so it is not read again; the lease decides who runs it."""
         with log_context(execution_id):
-            return self._run(execution_id, lambda_context)
+            return self._run(execution_id, lambda_context, record)
 
-    def _run(self, execution_id: str, lambda_context: Any | None) -> WorkOutcome:
+    def _run(
+        self, execution_id: str, lambda_context: Any | None, record: ExecutionRecord | None
+    ) -> WorkOutcome:
         engine = self.engine
-        record = engine.store.get_execution(execution_id)
+        if record is None or record.execution_id != execution_id:
+            record = engine.store.get_execution(execution_id)
         if record is None:
             return WorkOutcome(execution_id, "ignored", details={"reason": "no such execution"})
         if self._pinned_elsewhere(record):

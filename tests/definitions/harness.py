@@ -34,6 +34,27 @@ def envelope(
 
 _ids = itertools.count(1)
 
+# Two waits in a row for the same event name: a redelivered `ping` must not pass the second one.
+PINGS: dict[str, Any] = {
+    "schemaVersion": 1,
+    "id": "pings",
+    "nodes": [
+        {"id": "t", "type": "trigger", "event": "start"},
+        {"id": "w1", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
+        {"id": "w2", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
+        {"id": "r", "type": "action", "action": "remind"},
+        {"id": "e", "type": "end"},
+    ],
+    "edges": [
+        {"from": "t", "to": "w1"},
+        {"from": "w1", "to": "w2", "branch": "event"},
+        {"from": "w1", "to": "e", "branch": "timeout"},
+        {"from": "w2", "to": "e", "branch": "event"},
+        {"from": "w2", "to": "r", "branch": "timeout"},
+        {"from": "r", "to": "e"},
+    ],
+}
+
 
 class Harness:
     def __init__(self) -> None:

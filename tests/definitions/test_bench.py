@@ -19,14 +19,16 @@ def test_bench_runs_and_counts_requests(monkeypatch: pytest.MonkeyPatch) -> None
     sys.modules[spec.name] = bench
     spec.loader.exec_module(bench)
     result = bench.run_bench(3)
-    # Each event: the event message, then the invocation that runs its context to its first wait.
-    assert result["messages"] == 6 and result["waiting_sample"] == 3
+    # Each event is one message: the worker runs the context it starts to its first wait at once.
+    assert result["messages"] == 3 and result["waiting_sample"] == 3
+    assert "sqs.SendMessage" not in result["calls"]
     calls = result["calls"]
     assert calls["dynamodb.Query"] >= 3 * 2  # definitions of the domain, contexts of the subject
     assert calls["scheduler.CreateSchedule"] == 3  # each context's timeout
-    # Then each subject's `user.activated`: the event, the invocation that runs its context to the end.
+    # Then each subject's `user.activated`, which resumes its context and runs it to the end at once.
     resume = result["resume"]
-    assert resume["messages"] == 6 and result["succeeded_sample"] == 3
+    assert resume["messages"] == 3 and result["succeeded_sample"] == 3
+    assert "sqs.SendMessage" not in resume["calls"]
     assert resume["calls"]["events.PutEvents"] == 3  # each context's execution announces its end
     text = bench.markdown(result)
     assert "AWS requests per event that starts a context" in text

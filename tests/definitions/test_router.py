@@ -19,7 +19,7 @@ from stepwell.definitions.router import (
 )
 from stepwell.definitions.store import ContextRecord
 
-from .harness import Harness, envelope
+from .harness import PINGS, Harness, envelope
 
 
 def journey(
@@ -71,27 +71,7 @@ def test_a_redelivered_event_starts_nothing_twice(h: Harness) -> None:
 
 
 def test_a_redelivered_event_resumes_once(h: Harness) -> None:
-    h.put(
-        {
-            "schemaVersion": 1,
-            "id": "pings",
-            "nodes": [
-                {"id": "t", "type": "trigger", "event": "start"},
-                {"id": "w1", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
-                {"id": "w2", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
-                {"id": "r", "type": "action", "action": "remind"},
-                {"id": "e", "type": "end"},
-            ],
-            "edges": [
-                {"from": "t", "to": "w1"},
-                {"from": "w1", "to": "w2", "branch": "event"},
-                {"from": "w1", "to": "e", "branch": "timeout"},
-                {"from": "w2", "to": "e", "branch": "event"},
-                {"from": "w2", "to": "r", "branch": "timeout"},
-                {"from": "r", "to": "e"},
-            ],
-        }
-    )
+    h.put(PINGS)
     h.send("start", "u1")
     assert len(h.send("ping", "u1", event_id="p-1").resumed) == 1
     h.runtime.events.release(done_key("acme", "p-1"))

@@ -52,7 +52,8 @@ from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow,
 from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
-from stepwell.model import make_execution_id
+from stepwell.model import ExecutionRecord, InvokeMessage, make_execution_id
+from stepwell.worker import Worker
 
 logger = logging.getLogger("stepwell.definitions.router")
 
@@ -353,9 +354,14 @@ class Router:
         extractor: Extractor | None = None,
         paths: Mapping[str, Any] | None = None,
         sources: EventSources | None = None,
+        run_inline: bool = False,
     ) -> None:
         self.engine = engine
         self.runtime = runtime
+        # In the worker (install): a context the event starts or resumes runs here at once instead of
+        # through a message to this same function (a client routing for an operator sends messages: its
+        # process has neither the workflow code nor the worker's role).
+        self._worker = Worker(engine) if run_inline else None
         # None: no bus event may speak for any domain (events for an operator's domain still route).
         self.sources = sources if sources is not None else EventSources()
         self._extractor = extractor
@@ -528,6 +534,8 @@ class Router:
                     return
         contexts.create_context(record)  # False on a redelivery: the start below is idempotent too
         try:
+            # Run here when it may (a repeated start runs it again: a first delivery may have died before
+            # its run, and a run that finds nothing to do does nothing).
             started = self.engine.start_execution(
                 INTERPRETER_NAME,
                 {
@@ -543,6 +551,7 @@ class Router:
                 execution_name=instance_id,
                 domain=event.domain,
                 subject_id=event.subject_id,
+                wake=self._worker is None,
             )
         except InvalidArgument as error:  # nothing was created: its context fails, the event goes on
             self._fail_start(stored, event, f"node {trigger_id!r} (trigger): {error}", error, outcome)
@@ -554,6 +563,7 @@ class Router:
             )
             return
         outcome.started.append(started)
+        self._run(started)
 
     def _still_running(self, context: ContextRecord) -> bool:
         """A context whose execution ended without updating its item (stopped from outside) is synced."""
@@ -588,25 +598,63 @@ class Router:
                 if not waits:
                     continue
                 # One event resumes a context once: every wait it has open for the event (parallel
-                # branches may wait for the same name), never a wait opened after a redelivery.
+                # branches may wait for the same name), never a wait opened after a redelivery. The claim
+                # names those waits' callbacks, so a redelivery finishes exactly what a claimer that died
+                # began (completing a callback twice is refused) and nothing opened since.
                 target = _digest(f"{context.context_key}/{context.instance_id}")
                 key = f"evt#{event.domain}#{_digest(event.event_id)}#{target}"
-                if not events.claim(key, self.runtime.clock.now()):
-                    outcome.skipped.append(f"{context.workflow_id}/{context.instance_id}: already resumed")
+                callback_ids = [callback_id for _node_id, callback_id in waits]
+                claimed = events.claim_for(key, self.runtime.clock.now(), callback_ids)
+                label = f"{context.workflow_id}/{context.instance_id}"
+                if claimed is not None:
+                    outcome.skipped.append(f"{label}: already resumed")
+                    if claimed:  # a claim this engine took: finish it (a no-op when it was finished)
+                        self._resume(context.execution_id, claimed, event, [], recovering=True)
                     continue
-                try:
-                    for _node_id, callback_id in waits:
-                        try:
-                            self.engine.send_callback_success(callback_id, json.dumps(event.payload()))
-                        except (CallbackNotFound, ExecutionAlreadyEnded) as error:
-                            outcome.skipped.append(f"{context.workflow_id}/{context.instance_id}: {error}")
-                except Exception:
-                    events.release(key)  # let the redelivery try again
-                    raise
+                self._resume(context.execution_id, callback_ids, event, outcome.skipped, label=label)
                 outcome.resumed.append(context.execution_id)
             token = page.next_token
             if not token:
                 return
+
+    def _resume(
+        self,
+        execution_id: str,
+        callback_ids: list[str],
+        event: ExtractedEvent,
+        skipped: list[str],
+        label: str = "",
+        recovering: bool = False,
+    ) -> None:
+        """Complete the callbacks with the event, then wake the execution: one run here, or their
+        messages. `recovering`: a redelivery finishing a claim, whose claimer may have died after
+        completing them and before the execution ran, so it is woken whatever the completions say."""
+        record: ExecutionRecord | None = None
+        for callback_id in callback_ids:
+            try:
+                record = self.engine.send_callback_success(
+                    callback_id, json.dumps(event.payload()), wake=self._worker is None
+                )
+            except (CallbackNotFound, ExecutionAlreadyEnded) as error:
+                skipped.append(f"{label}: {error}")
+        if record is not None or recovering:
+            self._run(execution_id, record, message=recovering)
+
+    def _run(self, execution_id: str, record: ExecutionRecord | None = None, message: bool = False) -> None:
+        """Run the execution here (in the worker), else wake it with a message if `message`. A run that
+        cannot be made here (another worker holds the lease, another version runs it) or fails is left to
+        a message; if that cannot be sent either, the event fails and its redelivery wakes it again."""
+        if self._worker is None:
+            if message:
+                self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
+            return
+        try:
+            outcome = self._worker.run(execution_id, record=record)
+        except Exception as error:  # the type only: a message may quote the execution's data
+            logger.warning("run of %s failed (%s): a message wakes it", execution_id, type(error).__name__)
+            outcome = None
+        if outcome is None or outcome.action in ("busy", "forward"):
+            self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
 
 
 def handles(body: Mapping[str, Any]) -> bool:

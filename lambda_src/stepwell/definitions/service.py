@@ -82,7 +82,8 @@ def install(
 ) -> Router:
     """Worker start-up: the process-wide runtime on the deployment's tables, the interpreter registered,
     and the Router for bus events (extractor: a registered callable, else config.event_extractor paths;
-    the domains each event source may speak for: config.event_sources)."""
+    the domains each event source may speak for: config.event_sources), which runs the contexts an event
+    starts or resumes in this process."""
     configure(runtime_from_config(config, clients, clock=engine.clock))
     chosen = registry if registry is not None else default_registry
     if INTERPRETER_NAME not in chosen:
@@ -92,6 +93,7 @@ def install(
         get_runtime(),
         paths=config.event_extractor or None,
         sources=EventSources(config.event_sources),
+        run_inline=True,
     )
 
 

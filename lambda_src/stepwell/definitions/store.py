@@ -942,6 +942,14 @@ class EventLog(Protocol):
         """Conditional put of a de-duplication record. True if this call made it (first time)."""
         ...
 
+    def claim_for(
+        self, key: str, now: float, ids: list[str], ttl_seconds: int = DEDUP_TTL_SECONDS
+    ) -> list[str] | None:
+        """claim, the record naming `ids` (what the claim is taken for), in the same one write: None if
+        this call made it, else the ids the record that stands names (so a redelivery can finish what a
+        claimer that died began, and nothing else; [] for a record that names none)."""
+        ...
+
     def exists(self, key: str) -> bool: ...
 
     def release(self, key: str) -> None: ...
@@ -973,17 +981,24 @@ def _event_excerpt(event: Mapping[str, Any] | None) -> str:
 class MemoryEventLog:
     def __init__(self) -> None:
         self._claims: dict[str, float] = {}
+        self._claimed_ids: dict[str, list[str]] = {}
         self._rejected: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
+        return self.claim_for(key, now, [], ttl_seconds) is None
+
+    def claim_for(
+        self, key: str, now: float, ids: list[str], ttl_seconds: int = DEDUP_TTL_SECONDS
+    ) -> list[str] | None:
         _check_record_key(key)
         with self._lock:
             expires = self._claims.get(key)
             if expires is not None and expires > now:
-                return False
+                return list(self._claimed_ids.get(key, []))
             self._claims[key] = now + ttl_seconds
-            return True
+            self._claimed_ids[key] = list(ids)
+            return None
 
     def exists(self, key: str) -> bool:
         with self._lock:
@@ -992,6 +1007,7 @@ class MemoryEventLog:
     def release(self, key: str) -> None:
         with self._lock:
             self._claims.pop(key, None)
+            self._claimed_ids.pop(key, None)
 
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
@@ -1012,23 +1028,35 @@ class DynamoDbEventLog:
         self.table = table
 
     def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
+        return self.claim_for(key, now, [], ttl_seconds) is None
+
+    def claim_for(
+        self, key: str, now: float, ids: list[str], ttl_seconds: int = DEDUP_TTL_SECONDS
+    ) -> list[str] | None:
         _check_record_key(key)
+        item: dict[str, Any] = {
+            "key": {"S": key},
+            "at": {"N": repr(float(now))},
+            "ttl": {"N": str(int(now) + ttl_seconds)},
+        }
+        if ids:
+            item["ids"] = {"L": [{"S": value} for value in ids]}
         try:
             self._db.put_item(
                 TableName=self.table,
-                Item={
-                    "key": {"S": key},
-                    "at": {"N": repr(float(now))},
-                    "ttl": {"N": str(int(now) + ttl_seconds)},
-                },
+                Item=item,
                 # An expired record (TTL deletion is lazy) counts as absent.
                 ConditionExpression="attribute_not_exists(#k) OR #t < :now",
                 ExpressionAttributeNames={"#k": "key", "#t": "ttl"},
                 ExpressionAttributeValues={":now": {"N": str(int(now))}},
+                # The standing record comes back with the refusal: no read to learn what it names.
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        except self._db.exceptions.ConditionalCheckFailedException as error:
+            standing: Item = error.response.get("Item") or {}  # type: ignore[assignment]
+            named = standing.get("ids", {}).get("L", [])
+            return [value["S"] for value in named if "S" in value]
+        return None
 
     def exists(self, key: str) -> bool:
         _check_record_key(key)

@@ -1,0 +1,109 @@
+"""The worker's router runs the contexts an event starts or resumes at once, in its own process, instead of
+through a message to itself; what it cannot run (another worker holds the execution) or fails to run is
+left to a message, and a redelivery finishes what a router that died began: the callbacks its claim named,
+then the run, and nothing opened since."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stepwell.definitions.router import Router, _digest
+from stepwell.definitions.store import ContextRecord
+from stepwell.model import ExecutionStatus
+
+from .harness import DOMAIN, PINGS, Harness, envelope
+
+
+def inline(h: Harness) -> Router:
+    return Router(h.local.engine, h.runtime, sources=h.router.sources, run_inline=True)
+
+
+@pytest.fixture
+def h() -> Harness:
+    harness = Harness()
+    harness.put(PINGS)
+    return harness
+
+
+def messages_sent(h: Harness) -> int:
+    """Invoke messages sent so far (wake-ups the runs schedule are not messages sent)."""
+    return h.local.queue.sent
+
+
+def resume_key(context: ContextRecord, event_id: str) -> str:
+    return f"evt#{DOMAIN}#{_digest(event_id)}#{_digest(f'{context.context_key}/{context.instance_id}')}"
+
+
+def test_an_event_runs_the_context_it_starts_and_resumes_without_a_message(h: Harness) -> None:
+    router = inline(h)
+    started = router.process_event(envelope("start", "u1")).started
+    assert len(started) == 1 and messages_sent(h) == 0
+    context = h.context("pings", "u1")
+    assert [node for node, _ in context.waits_for("ping")] == ["w1"]  # ran to its first wait already
+
+    assert router.process_event(envelope("ping", "u1")).resumed == started
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
+    assert router.process_event(envelope("ping", "u1")).resumed == started
+    assert h.status(h.context("pings", "u1")) == "SUCCEEDED"
+    assert messages_sent(h) == 0
+
+
+def test_a_run_another_worker_holds_is_left_to_a_message(h: Harness) -> None:
+    router = inline(h)
+    execution_id = router.process_event(envelope("start", "u1")).started[0]
+    store = h.local.store
+    assert store.acquire_lease(execution_id, "other", h.local.clock.now(), 60) is not None
+    assert router.process_event(envelope("ping", "u1")).resumed == [execution_id]
+    assert messages_sent(h) == 1  # the callback is completed; its message wakes it
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w1"]
+    store.release_lease(execution_id, "other")
+    h.local.run_until_idle()
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
+
+
+@pytest.mark.parametrize("run_inline", [True, False])
+def test_a_redelivery_finishes_a_resume_whose_router_died_after_completing(
+    h: Harness, run_inline: bool
+) -> None:
+    router = Router(h.local.engine, h.runtime, sources=h.router.sources, run_inline=run_inline)
+    router.process_event(envelope("start", "u1"))
+    h.local.run_until_idle()
+    context = h.context("pings", "u1")
+    ((_, callback_id),) = context.waits_for("ping")
+    event = envelope("ping", "u1", event_id="p-1")
+    payload = {"id": "p-1", "name": "ping", "data": None}
+    # The first delivery claimed the context, completed its callback and died before any run or message.
+    assert h.runtime.events.claim_for(resume_key(context, "p-1"), h.local.clock.now(), [callback_id]) is None
+    h.local.engine.send_callback_success(callback_id, json.dumps(payload), wake=False)
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w1"]
+
+    redelivered = router.process_event(event)
+    h.local.run_until_idle()
+    assert redelivered.resumed == [] and "already resumed" in redelivered.skipped[0]
+    waits = h.context("pings", "u1").waits_for("ping")
+    assert [node for node, _ in waits] == ["w2"]  # the run happened, and the wait opened since is open
+    router.process_event(event)  # once more: still nothing for the second wait
+    h.local.run_until_idle()
+    assert h.context("pings", "u1").waits_for("ping") == waits
+
+
+def test_a_redelivery_completes_what_a_router_that_died_had_claimed(h: Harness) -> None:
+    router = inline(h)
+    router.process_event(envelope("start", "u1"))
+    context = h.context("pings", "u1")
+    ((_, callback_id),) = context.waits_for("ping")
+    # The first delivery claimed the context and died before completing anything.
+    assert h.runtime.events.claim_for(resume_key(context, "p-1"), h.local.clock.now(), [callback_id]) is None
+
+    router.process_event(envelope("ping", "u1", event_id="p-1"))
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
+    history = h.local.history(context.execution_id)
+    assert [e["EventType"] for e in history].count("CallbackSucceeded") == 1
+
+
+def test_the_client_s_router_never_runs_a_context_in_its_own_process(h: Harness) -> None:
+    started = h.router.process_event(envelope("start", "u1")).started  # the harness's: not inline
+    assert messages_sent(h) == 1
+    assert h.local.describe(started[0])["Status"] == ExecutionStatus.RUNNING.value
+    assert h.runtime.contexts.get_contexts(DOMAIN, "pings", "u1")[0].waits_for("ping") == []
