@@ -143,6 +143,15 @@ def check_error_object(error: object, what: str) -> dict[str, Any] | None:
     return dict(error)
 
 
+def _input_json(name: str, input: Any) -> str:
+    try:
+        return json.dumps(input, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgument(
+            f"input of workflow {name!r} is not JSON-serializable (nor are NaN and Infinity): {error}"
+        ) from error
+
+
 def _input_id(now: float) -> str:
     # Zero-padded milliseconds first: inputs sort (and are absorbed) in arrival order.
     return f"{int(now * 1000):015d}#{secrets.token_hex(6)}"
@@ -197,11 +206,18 @@ class Engine:
         of it: the caller owns the journal), reading only the batches from its last one on."""
         return self._load(execution_id).journal
 
-    def open_journal(self, execution_id: str, pending: list[ExternalInput] | None = None) -> Journal:
+    def open_journal(
+        self, execution_id: str, pending: list[ExternalInput] | None = None, empty: bool = False
+    ) -> Journal:
         """load_journal for a worker's run, which ends it with close_journal: the run works on a copy, and
         the batches it writes are noted for the fold close_journal may cache. With `pending`, the
-        execution's pending inputs (payloads as stored) are appended to it, read with the log."""
-        folded = self._load(execution_id, pending)
+        execution's pending inputs (payloads as stored) are appended to it, read with the log. `empty`:
+        the caller knows the log is empty (it created the execution this moment), so nothing is read."""
+        if empty:
+            folded = FoldedLog(Journal(execution_id))
+            folded.journal.finish_loading()
+        else:
+            folded = self._load(execution_id, pending)
         if not self.journals.enabled:
             return folded.journal
         live = copy_journal(folded.journal)
@@ -376,19 +392,25 @@ class Engine:
         domain: str = "default",
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
-        wake: bool = True,
     ) -> str:
-        """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`. `wake`
-        False: no message for its first run, which the caller makes itself (Worker.run)."""
-        try:
-            input_payload = json.dumps(input, allow_nan=False)
-        except (TypeError, ValueError) as error:
-            raise InvalidArgument(
-                f"input of workflow {name!r} is not JSON-serializable (nor are NaN and Infinity): {error}"
-            ) from error
+        """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
         return self.start_execution_json(
-            name, input_payload, execution_name, domain, subject_id, tags, wake=wake
+            name, _input_json(name, input), execution_name, domain, subject_id, tags
         )
+
+    def start_execution_to_run(
+        self,
+        name: str,
+        input: Any = None,
+        execution_name: str | None = None,
+        domain: str = "default",
+        subject_id: str | None = None,
+    ) -> tuple[ExecutionRecord, bool]:
+        """start_execution for a caller in the worker that runs the execution itself at once
+        (Worker.run(record=..., fresh=...)): no message is sent. The record as stored, and whether this
+        call created it (a repeated start finds the one stored; the caller runs it again, as a first start
+        may have died before its run)."""
+        return self._start(name, _input_json(name, input), execution_name, domain, subject_id, None, False)
 
     def start_execution_json(
         self,
@@ -398,10 +420,22 @@ class Engine:
         domain: str = "default",
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
-        wake: bool = True,
     ) -> str:
         """Start workflow `name` with its input as JSON text; idempotent on `execution_name` (the first
         start's tags stay: a repeat with other tags returns the same execution, as AWS)."""
+        record, _ = self._start(name, input_payload, execution_name, domain, subject_id, tags, True)
+        return record.execution_id
+
+    def _start(
+        self,
+        name: str,
+        input_payload: str | None,
+        execution_name: str | None,
+        domain: str,
+        subject_id: str | None,
+        tags: Mapping[str, str] | None,
+        wake: bool,
+    ) -> tuple[ExecutionRecord, bool]:
         validate_workflow_name(name)
         self._check_registered(name)
         _check_key_part("domain", domain)
@@ -434,10 +468,10 @@ class Engine:
         parent_operation_id: str | None = None,
         tags: dict[str, str] | None = None,
         wake: bool = True,
-    ) -> str:
+    ) -> tuple[ExecutionRecord, bool]:
         """Create the execution (a child of `parent`'s chained invoke: pinned to the parent's version) and
         enqueue its first run (unless not `wake`); the same id again is the same start only with the same
-        input."""
+        input. The record as stored and whether this call created it."""
         execution_id = str(ids)
         now = self.clock.now()
         # Before anything is stored: a key the input cannot give refuses the start.
@@ -464,7 +498,7 @@ class Engine:
         if self.store.create_execution(record):
             if wake:
                 self.queue.enqueue(InvokeMessage(execution_id).to_body())
-            return execution_id
+            return record, True
         existing = self._record(execution_id)
         if input_is_ref and existing.status.is_terminal:
             # The offload above wrote an untagged object into an ended execution's folder: retire it too.
@@ -480,7 +514,7 @@ class Engine:
             # The first start may have died between its record and its message (its caller saw it fail and
             # tries again): its message again. A repeated one finds the execution running or done.
             self.queue.enqueue(InvokeMessage(execution_id).to_body())
-        return execution_id
+        return existing, False
 
     def _never_ran(self, execution_id: str) -> bool:
         """Whether the execution's log is still empty (one Query of at most one item)."""

@@ -122,15 +122,21 @@ class Worker:
         return outcome
 
     def run(
-        self, execution_id: str, lambda_context: Any | None = None, record: ExecutionRecord | None = None
+        self,
+        execution_id: str,
+        lambda_context: Any | None = None,
+        record: ExecutionRecord | None = None,
+        fresh: bool = False,
     ) -> WorkOutcome:
         """Run the execution once, as its message would. `record`: the execution as its caller just read
-        it (a sender that woke it), so it is not read again; the lease decides who runs it."""
+        or wrote it (a sender that woke it, a start), so it is not read again; the lease decides who runs
+        it. `fresh`: the caller created it this moment and sent no message, so its log is empty and is not
+        read (were it not, the run's first batch would find its seq taken and the run be fenced)."""
         with log_context(execution_id):
-            return self._run(execution_id, lambda_context, record)
+            return self._run(execution_id, lambda_context, record, fresh)
 
     def _run(
-        self, execution_id: str, lambda_context: Any | None, record: ExecutionRecord | None
+        self, execution_id: str, lambda_context: Any | None, record: ExecutionRecord | None, fresh: bool
     ) -> WorkOutcome:
         engine = self.engine
         if record is None or record.execution_id != execution_id:
@@ -150,7 +156,7 @@ class Worker:
             engine.metrics.add(Metric.STALLED_EXECUTIONS, 1, record.workflow_id)
         outcome: WorkOutcome | None = None
         try:
-            outcome = self._run_leased(record, lease, lambda_context)
+            outcome = self._run_leased(record, lease, lambda_context, fresh)
         except SequenceConflict:
             outcome = self._fenced(record)
         finally:
@@ -197,10 +203,12 @@ class Worker:
             for item in inputs
         ]
 
-    def _run_leased(self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None) -> WorkOutcome:
+    def _run_leased(
+        self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None, fresh: bool = False
+    ) -> WorkOutcome:
         try:
             pending: list[ExternalInput] = []  # read with the log
-            journal = self.engine.open_journal(record.execution_id, pending)
+            journal = self.engine.open_journal(record.execution_id, pending, empty=fresh)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         if lease.carried is not None:

@@ -102,9 +102,22 @@ def test_contexts_and_events_commands(service: DefinitionsService, harness: Harn
     )
     assert sent["status"] == "processed" and len(sent["started"]) == 1
     again = json.loads(
-        cli(service, "event", "send", "user.signed_up", "--domain", "acme", "--subject", "u1", "--id", "s-1")
+        cli(
+            service,
+            "event",
+            "send",
+            "user.signed_up",
+            "--domain",
+            "acme",
+            "--subject",
+            "u1",
+            "--data",
+            '{"email": "u1@x.io"}',
+            "--id",
+            "s-1",
+        )
     )
-    assert again["status"] == "duplicate"
+    assert again["status"] == "duplicate" and again["started"] == []
     harness.local.run_until_idle()
     listing = cli(service, "contexts", "list", "--domain", "acme")
     assert listing.startswith("RUNNING") and "waits for user.activated" in listing

@@ -17,18 +17,19 @@ For each event (`Router.process_event`):
 1. extract; an event that fails the extractor, maps to no domain, subject or name, or whose domain its
    source may not speak for is recorded as rejected with the reason (EventLog.record_rejected) and the
    call returns; nothing is raised.
-2. an event whose id was fully processed before (a `evt#<domain>#<id>#done` record) is a duplicate.
-3. starts: the domain's definitions (one Query) whose trigger node has this event name and whose filter
+2. starts: the domain's definitions (one Query) whose trigger node has this event name and whose filter
    holds. The context's instance id derives from (definition, event id), so a start is at most once per
    event id: the context item and the engine execution are both conditional creates. Policy "single"
    skips the start while the subject has a running context of that definition. A filter that fails
    (any exception) fails that context (item FAILED with the error, no execution), as does a start the
    engine refuses (InvalidArgument: e.g. a `flowControl` key with no usable value); a stored definition
    that no longer parses is skipped. Neither stops the event's other starts and resumes.
-4. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
+3. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
    get their callbacks completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>` record
-   (conditional put) makes each context's resume at most once per event id.
-5. the done record.
+   (conditional put, naming those callbacks) makes each context's resume at most once per event id.
+In the worker (`run_inline`) each context started or resumed then runs at once, in this process.
+A repeated delivery finds its starts and resumes made (the event is then a "duplicate") and finishes what
+a delivery that died left undone; there is no event-wide record.
 """
 
 from __future__ import annotations
@@ -317,6 +318,8 @@ class EventOutcome:
     started: list[str] = field(default_factory=list)  # engine execution ids
     resumed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # Starts and resumes an earlier delivery of the event made (all of them: the event is a duplicate).
+    repeats: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -339,11 +342,6 @@ def instance_id_for(domain: str, workflow_id: str, subject_id: str, event_id: st
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def done_key(domain: str, event_id: str) -> str:
-    """The record that marks an event as fully processed."""
-    return f"evt#{domain}#{_digest(event_id)}#done"
 
 
 class Router:
@@ -424,14 +422,13 @@ class Router:
             subject_id=extracted.subject_id,
             name=extracted.name,
         )
-        events = self.runtime.events
-        done = done_key(extracted.domain, extracted.event_id)
-        if events.exists(done):
-            outcome.status = "duplicate"
-            return outcome
+        # No event-wide record: each start is keyed by the event id and each resume claimed per event and
+        # context, so a repeated delivery finds what it would do done (and finishes what a delivery that
+        # died left), for two fewer requests per event.
         self._start_contexts(extracted, outcome)
         self._resume_contexts(extracted, outcome)
-        events.claim(done, self.runtime.clock.now())
+        if outcome.repeats and not outcome.started and not outcome.resumed:
+            outcome.status = "duplicate"
         return outcome
 
     # --- starting ---
@@ -497,7 +494,8 @@ class Router:
         recorded as FAILED with the reason (it has no execution); both writes are idempotent, so a
         redelivery changes nothing."""
         record = self._context_record(stored, event)
-        self.runtime.contexts.create_context(record)
+        if not self.runtime.contexts.create_context(record):
+            outcome.repeats += 1
         failure = {"ErrorType": type(error).__name__, "ErrorMessage": reason[:2000]}
         self.runtime.contexts.finish(record, "FAILED", record.data, failure)
         outcome.skipped.append(f"{stored.workflow_id}: context {record.instance_id} failed: {reason}")
@@ -532,38 +530,51 @@ class Router:
                         f"{other.instance_id!r} (policy single)"
                     )
                     return
-        contexts.create_context(record)  # False on a redelivery: the start below is idempotent too
+        # False on a redelivery: the start below is idempotent too, and makes a start that died in between.
+        repeated = not contexts.create_context(record)
+        start_input = {
+            "domain": event.domain,
+            "workflowId": stored.workflow_id,
+            "subjectId": event.subject_id,
+            "instanceId": instance_id,
+            "version": stored.version,
+            "definition": stored.definition,
+            "trigger": trigger_id,
+            "event": event.payload(),
+        }
         try:
-            # Run here when it may (a repeated start runs it again: a first delivery may have died before
-            # its run, and a run that finds nothing to do does nothing).
-            started = self.engine.start_execution(
-                INTERPRETER_NAME,
-                {
-                    "domain": event.domain,
-                    "workflowId": stored.workflow_id,
-                    "subjectId": event.subject_id,
-                    "instanceId": instance_id,
-                    "version": stored.version,
-                    "definition": stored.definition,
-                    "trigger": trigger_id,
-                    "event": event.payload(),
-                },
-                execution_name=instance_id,
-                domain=event.domain,
-                subject_id=event.subject_id,
-                wake=self._worker is None,
+            if self._worker is None:
+                execution_id = self.engine.start_execution(
+                    INTERPRETER_NAME, start_input, instance_id, event.domain, event.subject_id
+                )
+                self._started(stored, execution_id, repeated, outcome)
+                return
+            # It runs here; a repeated start runs it again (a first delivery may have died before its
+            # run, and a run that finds nothing to do does nothing).
+            execution, created = self.engine.start_execution_to_run(
+                INTERPRETER_NAME, start_input, instance_id, event.domain, event.subject_id
             )
         except InvalidArgument as error:  # nothing was created: its context fails, the event goes on
             self._fail_start(stored, event, f"node {trigger_id!r} (trigger): {error}", error, outcome)
             return
         except ExecutionAlreadyExists:
             # An earlier delivery of this event started it, before the definition got a new version.
+            outcome.repeats += 1
             outcome.skipped.append(
                 f"{stored.workflow_id}: context {instance_id} was started by an earlier delivery"
             )
             return
-        outcome.started.append(started)
-        self._run(started)
+        self._started(stored, execution.execution_id, repeated and not created, outcome)
+        self._run(execution.execution_id, execution, fresh=created)
+
+    def _started(
+        self, stored: StoredWorkflow, execution_id: str, repeated: bool, outcome: EventOutcome
+    ) -> None:
+        if repeated:
+            outcome.repeats += 1
+            outcome.skipped.append(f"{stored.workflow_id}: {execution_id} was started by an earlier delivery")
+        else:
+            outcome.started.append(execution_id)
 
     def _still_running(self, context: ContextRecord) -> bool:
         """A context whose execution ended without updating its item (stopped from outside) is synced."""
@@ -607,6 +618,7 @@ class Router:
                 claimed = events.claim_for(key, self.runtime.clock.now(), callback_ids)
                 label = f"{context.workflow_id}/{context.instance_id}"
                 if claimed is not None:
+                    outcome.repeats += 1
                     outcome.skipped.append(f"{label}: already resumed")
                     if claimed:  # a claim this engine took: finish it (a no-op when it was finished)
                         self._resume(context.execution_id, claimed, event, [], recovering=True)
@@ -640,16 +652,23 @@ class Router:
         if record is not None or recovering:
             self._run(execution_id, record, message=recovering)
 
-    def _run(self, execution_id: str, record: ExecutionRecord | None = None, message: bool = False) -> None:
+    def _run(
+        self,
+        execution_id: str,
+        record: ExecutionRecord | None = None,
+        message: bool = False,
+        fresh: bool = False,
+    ) -> None:
         """Run the execution here (in the worker), else wake it with a message if `message`. A run that
         cannot be made here (another worker holds the lease, another version runs it) or fails is left to
-        a message; if that cannot be sent either, the event fails and its redelivery wakes it again."""
+        a message; if that cannot be sent either, the event fails and its redelivery wakes it again.
+        `fresh`: this process just created it, so its log is empty (see Worker.run)."""
         if self._worker is None:
             if message:
                 self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
             return
         try:
-            outcome = self._worker.run(execution_id, record=record)
+            outcome = self._worker.run(execution_id, record=record, fresh=fresh)
         except Exception as error:  # the type only: a message may quote the execution's data
             logger.warning("run of %s failed (%s): a message wakes it", execution_id, type(error).__name__)
             outcome = None
