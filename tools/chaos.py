@@ -98,6 +98,9 @@ class Settings:
     fault_rate: float = 0.12  # of HTTP attempts to DynamoDB, SQS and Scheduler
     burst_rate: float = 0.01  # of calls: every attempt fails, the error reaches the engine
     kill_rate: float = 0.08  # of invocations: a timer kills the worker while its batch runs
+    # A worker still alive at its kill_by-th invocation is killed in it, so a short run's kills never fall
+    # below the 5 % however the dice fall (None: the rate alone decides).
+    kill_by: int | None = None
     step_kill_rate: float = 0.02  # of step bodies: the worker dies right after the ledger line
     max_attempts: int = 3  # botocore attempts per call (the deployed default is 8: see the report)
     # botocore's base backoff after a throttling error (1 s in botocore), compressed as the virtual clock
@@ -208,7 +211,11 @@ def worker_process(workdir: Path) -> None:
     def save_faults() -> None:
         faults_log.write_text(json.dumps({"counts": faults.counts, "attempts": faults.attempts}))
 
+    dying = threading.Lock()
+
     def die(where: str) -> None:
+        if not dying.acquire(blocking=False):  # the timer's thread is killing the worker already
+            time.sleep(60)
         note({"invocation": chaos_workflows.INVOCATION, "killed": where})
         save_faults()
         os.kill(pid, signal.SIGKILL)
@@ -239,7 +246,7 @@ def worker_process(workdir: Path) -> None:
         chaos_workflows.INVOCATION = f"{pid}-{count}"
         note({"invocation": chaos_workflows.INVOCATION, "messages": len(messages)})
         timer = None
-        if rng.random() < settings.kill_rate:
+        if rng.random() < settings.kill_rate or (settings.kill_by is not None and count >= settings.kill_by):
             timer = threading.Timer(rng.uniform(0.0, 0.25), die, args=("timer, mid-invocation",))
             timer.daemon = True
             timer.start()
@@ -250,6 +257,8 @@ def worker_process(workdir: Path) -> None:
         answer = runtime.handle_event({"Records": records, "eventSource": "aws:sqs"}, None)
         if timer is not None:
             timer.cancel()
+            # The batch ran faster than the timer: the worker dies now, before its messages are done.
+            die("timer, after its batch and before acknowledging it")
         failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:

@@ -25,7 +25,7 @@ SHORT_EXECUTIONS = 70  # ten of each kind
 
 def test_short_chaos_run_loses_nothing_and_explains_every_rerun(tmp_path: Path) -> None:
     # A generous wait for the ends: on a loaded machine the run takes minutes, not seconds.
-    settings = chaos.Settings(executions=SHORT_EXECUTIONS, workers=4, timeout=420.0)
+    settings = chaos.Settings(executions=SHORT_EXECUTIONS, workers=4, timeout=420.0, kill_by=8)
     report = chaos.run(settings, tmp_path)
 
     assert report.failed_checks == [], chaos.render(report)
