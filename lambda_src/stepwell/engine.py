@@ -53,6 +53,7 @@ from stepwell.model import (
     InvokeMessage,
     Page,
     child_execution_id,
+    kept_on_callback,
     tag_key_problem,
     tag_value_problem,
 )
@@ -141,6 +142,15 @@ def check_error_object(error: object, what: str) -> dict[str, Any] | None:
     if size > MAX_ERROR_BYTES:
         raise InvalidArgument(f"{what} error is {size} bytes as JSON; the limit is {MAX_ERROR_BYTES}")
     return dict(error)
+
+
+@dataclass(frozen=True)
+class CallbackSent:
+    """A completed callback: its execution as read after the completion, and the result as the callback's
+    record keeps it (None when it may hold an object's reference), for a run the sender makes itself."""
+
+    record: ExecutionRecord
+    result: ExternalInput | None
 
 
 def _input_json(name: str, input: Any) -> str:
@@ -650,10 +660,10 @@ class Engine:
 
     def send_callback_success(
         self, callback_id: str, result: str | bytes | None = None, wake: bool = True
-    ) -> ExecutionRecord:
-        """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess);
-        the execution's record as read. `wake` False: no message wakes the execution, whose run the caller
-        makes itself (Worker.run) and, should that fail, sends."""
+    ) -> CallbackSent:
+        """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess).
+        `wake` False: no message wakes the execution, whose run the caller makes itself (Worker.run, with
+        what this returns) and, should that fail, sends."""
         text = result.decode("utf-8") if isinstance(result, bytes) else result
         return self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text, wake=wake)
 
@@ -669,7 +679,7 @@ class Engine:
         payload: str | None = None,
         error: Mapping[str, Any] | None = None,
         wake: bool = True,
-    ) -> ExecutionRecord:
+    ) -> CallbackSent:
         """The first completion wins: one conditional write marks the callback completed and keeps its
         result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
         if not isinstance(callback_id, str) or not callback_id:
@@ -681,12 +691,14 @@ class Engine:
             result = self._external_input("", kind, None, payload, error)
             ref, record = self._completed_callback(callback_id, result)
             result = replace(result, operation_id=ref.operation_id)
+            kept = kept_on_callback(result, callback_id, ref.operation_id, result.created_at)
         else:
             ref, record = self._callback(callback_id)
             # Built (and offloaded) before the write that may lose the race.
             result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
             if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
                 raise _already_completed(callback_id)
+            kept = None  # its record may keep an object's reference: the run reads it
         try:
             if (
                 record.code_version is not None
@@ -704,7 +716,7 @@ class Engine:
             # The execution was not woken: the sender may try again.
             self.store.reopen_callback(callback_id)
             raise
-        return record
+        return CallbackSent(record, kept)
 
     def _completed_callback(
         self, callback_id: str, result: ExternalInput

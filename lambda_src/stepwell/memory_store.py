@@ -22,6 +22,7 @@ from stepwell.model import (
     KeepWake,
     Lease,
     Page,
+    kept_on_callback,
 )
 from stepwell.ports import DUE_SHARDS, check_schedule_pointer
 
@@ -306,12 +307,8 @@ class MemoryExecutionStore:
                 return False
             self._callbacks[callback_id] = replace(ref, completed=True)
             if result is not None:
-                self._callback_results[callback_id] = replace(
-                    result,
-                    input_id="cb#" + callback_id,
-                    created_at=now,
-                    operation_id=ref.operation_id,
-                    on_callback_record=True,
+                self._callback_results[callback_id] = kept_on_callback(
+                    result, callback_id, ref.operation_id, now
                 )
             return True
 

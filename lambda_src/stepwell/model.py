@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -270,6 +270,20 @@ class ExternalInput:
     # A callback's result kept on its callback record (ExecutionStore.complete_callback), not an `in#`
     # item: nothing to delete once absorbed, and its operation's end makes a repeat a no-op.
     on_callback_record: bool = False
+
+
+def kept_on_callback(
+    result: ExternalInput, callback_id: str, operation_id: str, completed_at: float
+) -> ExternalInput:
+    """A completion's `result` as the callback's record keeps it (ExecutionStore.complete_callback) and
+    get_callback_results returns it."""
+    return replace(
+        result,
+        input_id="cb#" + callback_id,
+        created_at=completed_at,
+        operation_id=operation_id,
+        on_callback_record=True,
+    )
 
 
 @dataclass(frozen=True)

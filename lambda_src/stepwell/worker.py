@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_durable_execution_sdk_python.execution import (
@@ -104,6 +105,19 @@ def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
     return InvokeMessage(execution_id=execution_id, due_at=float(due_at) if due_at is not None else None)
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a caller of Worker.run in this process knows already, so the run does not read it again."""
+
+    # The execution as the caller just read or wrote it (a sender that woke it, its start).
+    record: ExecutionRecord | None = None
+    # The caller created it this moment and sent no message: its log is empty and is not read (were it
+    # not, the run's first batch would find its seq taken and the run be fenced).
+    fresh: bool = False
+    # Results of callbacks the caller completed, by callback id, as their records keep them.
+    callback_results: Mapping[str, ExternalInput] = field(default_factory=dict)
+
+
 class Worker:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -122,23 +136,16 @@ class Worker:
         return outcome
 
     def run(
-        self,
-        execution_id: str,
-        lambda_context: Any | None = None,
-        record: ExecutionRecord | None = None,
-        fresh: bool = False,
+        self, execution_id: str, lambda_context: Any | None = None, known: Known | None = None
     ) -> WorkOutcome:
-        """Run the execution once, as its message would. `record`: the execution as its caller just read
-        or wrote it (a sender that woke it, a start), so it is not read again; the lease decides who runs
-        it. `fresh`: the caller created it this moment and sent no message, so its log is empty and is not
-        read (were it not, the run's first batch would find its seq taken and the run be fenced)."""
+        """Run the execution once, as its message would; `known`: what its caller (in this process) knows
+        already, so the run does not read it again. The lease decides who runs it."""
         with log_context(execution_id):
-            return self._run(execution_id, lambda_context, record, fresh)
+            return self._run(execution_id, lambda_context, known or Known())
 
-    def _run(
-        self, execution_id: str, lambda_context: Any | None, record: ExecutionRecord | None, fresh: bool
-    ) -> WorkOutcome:
+    def _run(self, execution_id: str, lambda_context: Any | None, known: Known) -> WorkOutcome:
         engine = self.engine
+        record = known.record
         if record is None or record.execution_id != execution_id:
             record = engine.store.get_execution(execution_id)
         if record is None:
@@ -156,7 +163,7 @@ class Worker:
             engine.metrics.add(Metric.STALLED_EXECUTIONS, 1, record.workflow_id)
         outcome: WorkOutcome | None = None
         try:
-            outcome = self._run_leased(record, lease, lambda_context, fresh)
+            outcome = self._run_leased(record, lease, lambda_context, known)
         except SequenceConflict:
             outcome = self._fenced(record)
         finally:
@@ -184,7 +191,11 @@ class Worker:
         open_callbacks = journal.open_callbacks()
         return self.engine.store.get_callback_results(open_callbacks) if open_callbacks else []
 
-    def _callback_results(self, journal: Journal) -> list[ExternalInput]:
+    def _callback_results(self, journal: Journal, known: Known) -> list[ExternalInput]:
+        open_callbacks = journal.open_callbacks()
+        if open_callbacks and all(callback_id in known.callback_results for callback_id in open_callbacks):
+            # Every one it waits for was completed by this run's caller, whose results these are.
+            return self._resolved([known.callback_results[callback_id] for callback_id in open_callbacks])
         return self._resolved(self._stored_callback_results(journal))
 
     def _unread_callback_objects(self, journal: Journal) -> bool:
@@ -204,11 +215,11 @@ class Worker:
         ]
 
     def _run_leased(
-        self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None, fresh: bool = False
+        self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None, known: Known
     ) -> WorkOutcome:
         try:
             pending: list[ExternalInput] = []  # read with the log
-            journal = self.engine.open_journal(record.execution_id, pending, empty=fresh)
+            journal = self.engine.open_journal(record.execution_id, pending, empty=known.fresh)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         if lease.carried is not None:
@@ -216,7 +227,7 @@ class Worker:
             journal.carry(lease.carried.seq, decode_body(lease.carried.body))
         keep = False
         try:
-            outcome = self._run_journal(record, journal, pending, lease, lambda_context)
+            outcome = self._run_journal(record, journal, pending, lease, lambda_context, known)
             if lease.carried is not None and journal.holds_carried and _ends(outcome):
                 # The end the record carries, which this run (a late message) left as it was: the release
                 # of an ended execution keeps only the batch it is given.
@@ -240,6 +251,7 @@ class Worker:
         pending: list[ExternalInput],
         lease: Lease,
         lambda_context: Any | None,
+        known: Known,
     ) -> WorkOutcome:
         engine = self.engine
         execution_id = record.execution_id
@@ -289,7 +301,7 @@ class Worker:
             )
         try:
             # Read after the deadline check: a result that came after the deadline is never recorded.
-            callback_results = self._callback_results(journal)
+            callback_results = self._callback_results(journal, known)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         journal.absorb([*inputs, *callback_results], now)

@@ -42,8 +42,11 @@ def test_an_event_runs_the_context_it_starts_and_resumes_without_a_message(h: Ha
     context = h.context("pings", "u1")
     assert [node for node, _ in context.waits_for("ping")] == ["w1"]  # ran to its first wait already
 
+    reads = h.local.store.counters.get("get_callback_results", 0)
     assert router.process_event(envelope("ping", "u1")).resumed == started
     assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
+    # The run took the result the router had just completed; it read no callback record for it.
+    assert h.local.store.counters.get("get_callback_results", 0) == reads
     assert router.process_event(envelope("ping", "u1")).resumed == started
     assert h.status(h.context("pings", "u1")) == "SUCCEEDED"
     assert messages_sent(h) == 0

@@ -53,8 +53,8 @@ from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow,
 from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
-from stepwell.model import ExecutionRecord, InvokeMessage, make_execution_id
-from stepwell.worker import Worker
+from stepwell.model import ExecutionRecord, ExternalInput, InvokeMessage, make_execution_id
+from stepwell.worker import Known, Worker
 
 logger = logging.getLogger("stepwell.definitions.router")
 
@@ -565,7 +565,7 @@ class Router:
             )
             return
         self._started(stored, execution.execution_id, repeated and not created, outcome)
-        self._run(execution.execution_id, execution, fresh=created)
+        self._run(execution.execution_id, Known(execution, fresh=created))
 
     def _started(
         self, stored: StoredWorkflow, execution_id: str, repeated: bool, outcome: EventOutcome
@@ -642,33 +642,32 @@ class Router:
         messages. `recovering`: a redelivery finishing a claim, whose claimer may have died after
         completing them and before the execution ran, so it is woken whatever the completions say."""
         record: ExecutionRecord | None = None
+        results: dict[str, ExternalInput] = {}
         for callback_id in callback_ids:
             try:
-                record = self.engine.send_callback_success(
+                sent = self.engine.send_callback_success(
                     callback_id, json.dumps(event.payload()), wake=self._worker is None
                 )
             except (CallbackNotFound, ExecutionAlreadyEnded) as error:
                 skipped.append(f"{label}: {error}")
+                continue
+            record = sent.record
+            if sent.result is not None:
+                results[callback_id] = sent.result
         if record is not None or recovering:
-            self._run(execution_id, record, message=recovering)
+            self._run(execution_id, Known(record, callback_results=results), message=recovering)
 
-    def _run(
-        self,
-        execution_id: str,
-        record: ExecutionRecord | None = None,
-        message: bool = False,
-        fresh: bool = False,
-    ) -> None:
-        """Run the execution here (in the worker), else wake it with a message if `message`. A run that
-        cannot be made here (another worker holds the lease, another version runs it) or fails is left to
-        a message; if that cannot be sent either, the event fails and its redelivery wakes it again.
-        `fresh`: this process just created it, so its log is empty (see Worker.run)."""
+    def _run(self, execution_id: str, known: Known, message: bool = False) -> None:
+        """Run the execution here (in the worker) with what this process knows of it, else wake it with a
+        message if `message`. A run that cannot be made here (another worker holds the lease, another
+        version runs it) or fails is left to a message; if that cannot be sent either, the event fails and
+        its redelivery wakes it again."""
         if self._worker is None:
             if message:
                 self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
             return
         try:
-            outcome = self._worker.run(execution_id, record=record, fresh=fresh)
+            outcome = self._worker.run(execution_id, known=known)
         except Exception as error:  # the type only: a message may quote the execution's data
             logger.warning("run of %s failed (%s): a message wakes it", execution_id, type(error).__name__)
             outcome = None
