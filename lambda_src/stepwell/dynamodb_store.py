@@ -18,9 +18,10 @@ Item layout (bulk data under short attribute names to keep items small and cheap
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
-  w the wake-up its last run armed, pb/ps/pt the body, seq and time of the batch a suspending run carried
-  on its release instead of the log; in no index, so taking and dropping the lease cost one write unit
-  each; deleted when the execution ends), "cb#<callback id>" (eid, op, v the worker version whose run
+  w the wake-up its last run armed, n the log's next seq as that run left it, pb/ps/pt the body, seq and
+  time of the batch a suspending run (or the end) carried on its release instead of the log; in no index,
+  so taking and dropping the lease cost one write unit each; deleted when the execution ends, unless it
+  carries the end: then kept with a ttl), "cb#<callback id>" (eid, op, v the worker version whose run
   created it; done and ttl once completed or timed out; a completion's result: k kind, p/pR payload, er
   error JSON, read back by the worker). Flow control (scopes are FlowLimit.scope): a concurrency key
   "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels, and while its queue
@@ -807,6 +808,7 @@ class DynamoDbExecutionStore:
             wake_at=_num(before, "w"),
             taken_over=held_by is not None and held_by != owner,
             carried=_carried_batch(before),
+            log_next=int(next_seq) if (next_seq := _num(before, "n")) is not None else None,
         )
 
     def release_lease(
@@ -816,6 +818,7 @@ class DynamoDbExecutionStore:
         wake: float | KeepWake | None = KeepWake.KEEP,
         ended: bool = False,
         carried: Batch | None = None,
+        log_next: int | None = None,
     ) -> None:
         key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
@@ -843,6 +846,11 @@ class DynamoDbExecutionStore:
             elif not isinstance(wake, KeepWake):
                 assignments.append("w = :wake")
                 values[":wake"] = _n(wake)
+            if log_next is None or ended:
+                update += ", n"
+            else:
+                assignments.append("n = :next")
+                values[":next"] = _n(log_next)
             if carried is not None:
                 if carried.body_is_ref:
                     raise InvalidArgument("a carried batch is kept on the record: its body must be inline")

@@ -217,17 +217,23 @@ class Engine:
         return self._load(execution_id).journal
 
     def open_journal(
-        self, execution_id: str, pending: list[ExternalInput] | None = None, empty: bool = False
+        self,
+        execution_id: str,
+        pending: list[ExternalInput] | None = None,
+        empty: bool = False,
+        log_next: int | None = None,
     ) -> Journal:
         """load_journal for a worker's run, which ends it with close_journal: the run works on a copy, and
         the batches it writes are noted for the fold close_journal may cache. With `pending`, the
-        execution's pending inputs (payloads as stored) are appended to it, read with the log. `empty`:
-        the caller knows the log is empty (it created the execution this moment), so nothing is read."""
+        execution's pending inputs (payloads as stored) are appended to it, read with the log. Nothing is
+        read when the caller knows the log is `empty` (it created the execution this moment), nor when it
+        knows the log's next seq (`log_next`, Lease.log_next: no input is pending) and the cache holds the
+        fold of exactly that much of it."""
         if empty:
             folded = FoldedLog(Journal(execution_id))
             folded.journal.finish_loading()
         else:
-            folded = self._load(execution_id, pending)
+            folded = self._load(execution_id, pending, log_next)
         if not self.journals.enabled:
             return folded.journal
         live = copy_journal(folded.journal)
@@ -249,10 +255,15 @@ class Engine:
         if run.folded.journal.next_seq == journal.next_seq:  # it holds every batch the run wrote
             self.journals.put(journal.execution_id, run.folded)
 
-    def _load(self, execution_id: str, pending: list[ExternalInput] | None = None) -> FoldedLog:
+    def _load(
+        self, execution_id: str, pending: list[ExternalInput] | None = None, log_next: int | None = None
+    ) -> FoldedLog:
         inputs: dict[str, str] = {}
         cached = self.journals.take(execution_id) if self.journals.enabled else None
-        folded = self._fold_after(cached, inputs, pending) if cached is not None else None
+        if cached is not None and log_next is not None and cached.journal.next_seq == log_next:
+            folded: FoldedLog | None = cached  # the log has nothing the fold lacks
+        else:
+            folded = self._fold_after(cached, inputs, pending) if cached is not None else None
         if folded is None:
             if pending is not None:
                 pending.clear()  # read again with the whole log

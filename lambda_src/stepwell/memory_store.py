@@ -46,6 +46,8 @@ class MemoryExecutionStore:
         self._wakes: dict[str, float] = {}
         # The batch a suspending run left on the coordination record instead of the log (release_lease).
         self._carried: dict[str, Batch] = {}
+        # The log's next seq the last release recorded (Lease.log_next).
+        self._log_next: dict[str, int] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
@@ -255,6 +257,7 @@ class MemoryExecutionStore:
                 wake_at=self._wakes.get(execution_id),
                 taken_over=held is not None and held.owner != owner,
                 carried=self._carried.get(execution_id),
+                log_next=self._log_next.get(execution_id),
             )
             self._leases[execution_id] = lease
             return lease
@@ -266,6 +269,7 @@ class MemoryExecutionStore:
         wake: float | KeepWake | None = KeepWake.KEEP,
         ended: bool = False,
         carried: Batch | None = None,
+        log_next: int | None = None,
     ) -> None:
         with self._lock:
             self._count("release_lease")
@@ -273,6 +277,10 @@ class MemoryExecutionStore:
             if held is None or held.owner != owner:
                 return
             del self._leases[execution_id]
+            if log_next is None or ended:
+                self._log_next.pop(execution_id, None)
+            else:
+                self._log_next[execution_id] = log_next
             if carried is not None:
                 self._carried[execution_id] = carried
             elif ended:

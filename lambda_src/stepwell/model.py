@@ -315,6 +315,11 @@ class Lease:
     # record instead of the log (`release_lease(carried=)`): the log's next batch while its seq is still
     # the log's next seq, which the next batch written takes (stepwell.journal.Journal.carry).
     carried: Batch | None = None
+    # The log's next seq as the last run that released the lease left the log (None: not recorded, as
+    # after a run that did not know it for sure). Only lease holders write the log, and a run keeps its
+    # fold of the log only when it wrote all it changed: a worker holding that fold of this length need
+    # not read the log (when no input is pending: the worker's caller says so).
+    log_next: int | None = None
 
 
 class KeepWake(Enum):
@@ -388,3 +393,5 @@ class WorkOutcome:
     details: dict[str, Any] = field(default_factory=dict)
     # The run's last batch, for the lease's release to carry (Engine.carry_or_append_journal).
     carried: Batch | None = field(default=None, repr=False, compare=False)
+    # The log's next seq when the run kept its fold of the log, for the release to record (Lease.log_next).
+    log_next: int | None = field(default=None, repr=False, compare=False)

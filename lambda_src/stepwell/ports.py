@@ -160,6 +160,7 @@ class ExecutionStore(Protocol):
         wake: float | KeepWake | None = KeepWake.KEEP,
         ended: bool = False,
         carried: Batch | None = None,
+        log_next: int | None = None,
     ) -> None:
         """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
         run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
@@ -167,7 +168,9 @@ class ExecutionStore(Protocol):
         run's last batch, kept on the record instead of the log (a small one: a suspension's events of no
         operation, or the execution's end, which the record then keeps for the retention period),
         returned by the next `acquire_lease` and `get_carried_batch`; without it a batch carried before
-        stays while the execution runs (its seq tells whether the log has taken it since)."""
+        stays while the execution runs (its seq tells whether the log has taken it since). `log_next`: the
+        log's next seq as this run leaves it, returned by the next `acquire_lease` as `Lease.log_next`;
+        None clears it."""
         ...
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:

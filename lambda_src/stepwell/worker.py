@@ -116,6 +116,9 @@ class Known:
     fresh: bool = False
     # Results of callbacks the caller completed, by callback id, as their records keep them.
     callback_results: Mapping[str, ExternalInput] = field(default_factory=dict)
+    # No input is pending that this run must read (the caller completed callbacks, whose results are on
+    # their records, and sent no message): the lease's word on the log's length may spare the read.
+    no_inputs: bool = False
 
 
 class Worker:
@@ -169,7 +172,10 @@ class Worker:
         finally:
             # One write drops the lease and records the wake-up the run armed (see _release_terms).
             carried = outcome.carried if outcome is not None else None
-            engine.store.release_lease(execution_id, owner, *_release_terms(outcome), carried=carried)
+            log_next = outcome.log_next if outcome is not None else None
+            engine.store.release_lease(
+                execution_id, owner, *_release_terms(outcome), carried=carried, log_next=log_next
+            )
         return outcome
 
     # ------------------------------------------------------------------
@@ -219,7 +225,11 @@ class Worker:
     ) -> WorkOutcome:
         try:
             pending: list[ExternalInput] = []  # read with the log
-            journal = self.engine.open_journal(record.execution_id, pending, empty=known.fresh)
+            # A lease taken over from a dead holder may have seen writes its last release does not tell.
+            trusted = lease.log_next if known.no_inputs and not lease.taken_over else None
+            journal = self.engine.open_journal(
+                record.execution_id, pending, empty=known.fresh, log_next=trusted
+            )
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         if lease.carried is not None:
@@ -235,6 +245,8 @@ class Worker:
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
             keep = outcome.action in _KEEPS_JOURNAL and not journal.ended and not journal.has_unflushed
+            if keep:  # the fold kept is of the whole log: the release records its length
+                outcome = dataclasses.replace(outcome, log_next=journal.next_seq)
             return outcome
         finally:
             self.engine.close_journal(journal, keep)

@@ -178,6 +178,21 @@ def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
     assert execution_store.get_carried_batch(execution_id) is None
 
 
+def test_a_release_records_the_log_s_length_for_the_next_lease(execution_store: ExecutionStore) -> None:
+    execution_id = record("a").execution_id
+    first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    assert first is not None and first.log_next is None
+    execution_store.release_lease(execution_id, "w1", wake=NOW + 60, log_next=7)
+    second = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
+    assert second is not None and second.log_next == 7 and second.wake_at == NOW + 60
+    execution_store.release_lease(execution_id, "w2")  # a run that cannot tell clears it
+    third = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
+    assert third is not None and third.log_next is None
+    execution_store.release_lease(execution_id, "w3", log_next=9)
+    fourth = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
+    assert fourth is not None and fourth.log_next == 9
+
+
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)

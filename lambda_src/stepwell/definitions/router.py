@@ -655,7 +655,8 @@ class Router:
             if sent.result is not None:
                 results[callback_id] = sent.result
         if record is not None or recovering:
-            self._run(execution_id, Known(record, callback_results=results), message=recovering)
+            known = Known(record, callback_results=results, no_inputs=True)
+            self._run(execution_id, known, message=recovering)
 
     def _run(self, execution_id: str, known: Known, message: bool = False) -> None:
         """Run the execution here (in the worker) with what this process knows of it, else wake it with a
