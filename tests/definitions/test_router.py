@@ -243,3 +243,30 @@ def test_an_orphaned_context_stops_blocking_policy_single(h: Harness) -> None:
     assert len(h.send("signed_up", "u1").started) == 1
     kept = h.runtime.contexts.get_context("acme", "onboarding", "u1", "orphan")
     assert kept is not None and kept.status == "FAILED" and kept.error is not None
+
+
+def test_an_event_no_definition_waits_for_reads_no_subject_contexts(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h.put(PINGS)
+    reads: list[str] = []
+    original = h.runtime.contexts.get_all_contexts_for_subject
+
+    def counted(domain: str, subject_id: str, **options: Any) -> Any:
+        reads.append(subject_id)
+        return original(domain, subject_id, **options)
+
+    monkeypatch.setattr(h.runtime.contexts, "get_all_contexts_for_subject", counted)
+    assert len(h.send("start", "u1").started) == 1  # "start" starts contexts; none waits for it
+    assert h.send("unrelated", "u1").started == []
+    assert reads == []
+    assert h.send("ping", "u1").resumed  # a name a context may wait for reads them
+    assert reads == ["u1"]
+
+
+def test_a_deleted_definition_s_running_context_is_still_resumed(h: Harness) -> None:
+    h.put(PINGS)
+    h.send("start", "u1")
+    assert h.runtime.definitions.delete_workflow("acme", "pings")
+    assert len(h.send("ping", "u1").resumed) == 1
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]

@@ -94,7 +94,64 @@ def definition(workflow_id: str | None = "onboarding", event: str = "signed_up")
     return document
 
 
+def waiting(workflow_id: str, *events: str) -> dict[str, Any]:
+    """A definition that waits for `events` in turn after its trigger."""
+    nodes: list[dict[str, Any]] = [{"id": "t", "type": "trigger", "event": "begin"}]
+    nodes += [
+        {"id": f"w{index}", "type": "trigger_or_timeout", "event": event, "timeout": "1h"}
+        for index, event in enumerate(events)
+    ]
+    nodes.append({"id": "e", "type": "end"})
+    edges = [
+        {"from": nodes[i]["id"], "to": nodes[i + 1]["id"], "branch": "event"}
+        for i in range(1, len(nodes) - 1)
+    ]
+    edges += [{"from": node["id"], "to": "e", "branch": "timeout"} for node in nodes[1:-1]]
+    edges.insert(0, {"from": "t", "to": nodes[1]["id"]})
+    return {"schemaVersion": 1, "id": workflow_id, "nodes": nodes, "edges": edges}
+
+
 # --- definitions ---
+
+
+def test_routing_knows_every_event_any_version_ever_waited_for(stores: Stores) -> None:
+    store = stores.definitions
+    assert store.list_for_routing("acme")[0] == []
+    store.set_workflow("acme", waiting("a", "paid", "shipped"))
+    store.set_workflow("acme", waiting("a", "paid"))  # version 2 no longer waits for shipped
+    store.set_workflow("acme", waiting("b", "approved"))
+    store.set_workflow("other", waiting("c", "elsewhere"))
+    assert store.delete_workflow("acme", "b")  # its running contexts still wait for approved
+    workflows, waited = store.list_for_routing("acme")
+    assert (
+        [w.workflow_id for w in workflows] == ["a"] == [w.workflow_id for w in store.list_workflows("acme")]
+    )
+    assert waited == frozenset({"paid", "shipped", "approved"})
+    assert store.list_for_routing("other")[1] == frozenset({"elsewhere"})
+
+
+@pytest.mark.parametrize("stores", ["dynamodb"], indirect=True)  # only a table holds an older engine's
+def test_routing_cannot_tell_for_definitions_an_older_engine_stored_until_one_is_stored_again(
+    stores: Stores,
+) -> None:
+    store = stores.definitions
+    store.set_workflow("acme", waiting("a", "paid"))
+    store.set_workflow("acme", waiting("gone", "refunded"))
+    store.delete_workflow("acme", "gone")
+    # As an engine before the waits record left the table: no record, latest items without their mark.
+    db = stores.dynamodb
+    db.delete_item(TableName="sw-definitions", Key={"domain": {"S": "acme"}, "workflowId": {"S": "~waits"}})
+    db.update_item(
+        TableName="sw-definitions",
+        Key={"domain": {"S": "acme"}, "workflowId": {"S": "a"}},
+        UpdateExpression="REMOVE wv",
+    )
+    assert store.list_for_routing("acme")[1] is None  # every event must read the subject's contexts
+    store.set_workflow("acme", waiting("b", "approved"))
+    assert store.list_for_routing("acme")[1] is None  # "a" is still an older engine's
+    store.set_workflow("acme", waiting("a", "paid"))
+    # Made complete from every stored version, the deleted definition's too.
+    assert store.list_for_routing("acme")[1] == frozenset({"paid", "refunded", "approved"})
 
 
 def test_set_get_list_delete_with_timestamps(stores: Stores) -> None:

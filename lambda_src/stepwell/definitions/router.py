@@ -24,7 +24,9 @@ For each event (`Router.process_event`):
    (any exception) fails that context (item FAILED with the error, no execution), as does a start the
    engine refuses (InvalidArgument: e.g. a `flowControl` key with no usable value); a stored definition
    that no longer parses is skipped. Neither stops the event's other starts and resumes.
-3. resumes: the subject's contexts (one Query on the domain/subject index) that wait for the event name
+3. resumes (unless no version of the domain's definitions waits for the event name, which the
+   definitions Query tells: DefinitionStore.list_for_routing): the subject's contexts (one Query on the
+   domain/subject index) that wait for the event name
    get their callbacks completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>` record
    (conditional put, naming those callbacks) makes each context's resume at most once per event id.
 In the worker (`run_inline`) each context started or resumed then runs at once, in this process.
@@ -425,16 +427,22 @@ class Router:
         # No event-wide record: each start is keyed by the event id and each resume claimed per event and
         # context, so a repeated delivery finds what it would do done (and finishes what a delivery that
         # died left), for two fewer requests per event.
-        self._start_contexts(extracted, outcome)
-        self._resume_contexts(extracted, outcome)
+        workflows, waited = self.runtime.definitions.list_for_routing(extracted.domain)
+        self._start_contexts(extracted, workflows, outcome)
+        # No version of the domain's definitions waits for this name, so no context can: the subject's
+        # contexts are not read (an event that only starts contexts, or does nothing, costs no Query).
+        if waited is None or extracted.name in waited:
+            self._resume_contexts(extracted, outcome)
         if outcome.repeats and not outcome.started and not outcome.resumed:
             outcome.status = "duplicate"
         return outcome
 
     # --- starting ---
 
-    def _start_contexts(self, event: ExtractedEvent, outcome: EventOutcome) -> None:
-        for stored in self.runtime.definitions.list_workflows(event.domain):
+    def _start_contexts(
+        self, event: ExtractedEvent, workflows: list[StoredWorkflow], outcome: EventOutcome
+    ) -> None:
+        for stored in workflows:
             try:
                 definition = self._parsed(stored)
             except Exception as invalid:  # stored before a rule tightened: it blocks no other definition

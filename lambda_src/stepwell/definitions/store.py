@@ -45,6 +45,11 @@ Item = dict[str, Any]
 MAX_ID_LENGTH = 128
 RESERVED_PREFIX = "stepwell."
 VERSIONS_SUFFIX = "#versions"
+# Sort keys of a domain's own records beside its definitions (no workflow id starts with "~").
+RECORD_PREFIX = "~"
+# The domain's waits record: `ev`, every event name a version of its definitions waits for, and
+# `complete` once it holds those of every version stored before it.
+WAITS_KEY = RECORD_PREFIX + "waits"
 CONTEXT_RECORD = "context"
 REJECTED_SHARD = "rejected"
 DEDUP_TTL_SECONDS = 7 * 86400
@@ -156,9 +161,27 @@ class DefinitionStore(Protocol):
 
     def list_workflows(self, domain: str) -> list[StoredWorkflow]: ...
 
+    def list_for_routing(self, domain: str) -> tuple[list[StoredWorkflow], frozenset[str] | None]:
+        """list_workflows, and in the same read every event name a context of the domain may wait for:
+        those of every version ever stored, deleted definitions' too (their contexts run on). None when
+        the store cannot tell (definitions an engine before this record stored, not yet seen again)."""
+        ...
+
     def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]: ...
 
     def delete_workflow(self, domain: str, workflow_id: str) -> bool: ...
+
+
+def waited_events(document: Mapping[str, Any]) -> frozenset[str]:
+    """The event names a definition's contexts wait for (its trigger_or_timeout nodes)."""
+    nodes = document.get("nodes")
+    return frozenset(
+        node["event"]
+        for node in (nodes if isinstance(nodes, list) else [])
+        if isinstance(node, Mapping)
+        and node.get("type") == "trigger_or_timeout"
+        and isinstance(node.get("event"), str)
+    )
 
 
 def check_workflow_id(value: object) -> str:
@@ -199,6 +222,7 @@ class MemoryDefinitionStore:
     ) -> None:
         self._latest: dict[tuple[str, str], StoredWorkflow] = {}
         self._versions: dict[tuple[str, str], dict[int, StoredWorkflow]] = {}
+        self._waited: dict[str, set[str]] = {}  # domain -> event names any version waits for
         self._lock = threading.Lock()
         self._validator = validator
         self._now_ms = now_ms
@@ -223,6 +247,7 @@ class MemoryDefinitionStore:
             )
             versions[stored.version] = stored
             self._latest[(domain, workflow_id)] = stored
+            self._waited.setdefault(domain, set()).update(waited_events(document))
             return copy.deepcopy(stored)
 
     def set_workflow(self, domain: str, workflow: Mapping[str, Any]) -> StoredWorkflow:
@@ -247,6 +272,11 @@ class MemoryDefinitionStore:
         check_id("domain", domain)
         with self._lock:
             return [copy.deepcopy(w) for (d, _), w in sorted(self._latest.items()) if d == domain]
+
+    def list_for_routing(self, domain: str) -> tuple[list[StoredWorkflow], frozenset[str] | None]:
+        workflows = self.list_workflows(domain)
+        with self._lock:
+            return workflows, frozenset(self._waited.get(domain, set()))
 
     def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]:
         check_id("domain", domain)
@@ -322,6 +352,7 @@ class DynamoDbDefinitionStore:
                     f"workflow {workflow_id!r} already exists in domain {domain!r}"
                 )
             previous = current.version if current else self._last_version(domain, workflow_id)
+            waits_update = self._waits_update(domain, document)
             now = self._now_ms()
             stored = StoredWorkflow(
                 domain=domain,
@@ -333,7 +364,8 @@ class DynamoDbDefinitionStore:
             )
             latest: dict[str, Any] = {
                 "TableName": self.table,
-                "Item": self._item(domain, workflow_id, stored),
+                # wv: the domain's waits record holds this version's event names.
+                "Item": {**self._item(domain, workflow_id, stored), "wv": {"BOOL": True}},
             }
             if current is None:
                 latest["ConditionExpression"] = "attribute_not_exists(workflowId)"
@@ -355,6 +387,7 @@ class DynamoDbDefinitionStore:
                                 "ConditionExpression": "attribute_not_exists(workflowId)",
                             }
                         },
+                        *waits_update,  # type: ignore[list-item]
                     ]
                 )
             except self._db.exceptions.TransactionCanceledException:
@@ -371,6 +404,49 @@ class DynamoDbDefinitionStore:
 
     def create_workflow(self, domain: str, data: Mapping[str, Any]) -> StoredWorkflow:
         return self._put(domain, data, create=True)
+
+    def _waits_update(self, domain: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The write (in the new version's transaction) that adds its event names to the domain's waits
+        record (WAITS_KEY; none when they are in it already). The first one an engine writes is made
+        complete from every version stored before (deleted definitions' too)."""
+        response = self._db.get_item(
+            TableName=self.table,
+            Key={"domain": {"S": domain}, "workflowId": {"S": WAITS_KEY}},
+            ConsistentRead=True,
+        )
+        record = response.get("Item") or {}
+        known = set(record.get("ev", {}).get("SS", []))
+        names = set(waited_events(document))
+        complete = bool(record.get("complete", {}).get("BOOL"))
+        if not complete:
+            names |= self._events_of_every_version(domain)
+        elif names <= known:
+            return []
+        update: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": {"domain": {"S": domain}, "workflowId": {"S": WAITS_KEY}},
+            "UpdateExpression": "SET complete = :yes",
+            "ExpressionAttributeValues": {":yes": {"BOOL": True}},
+        }
+        if names:
+            update["UpdateExpression"] += " ADD ev :names"
+            update["ExpressionAttributeValues"][":names"] = {"SS": sorted(names)}
+        return [{"Update": update}]
+
+    def _events_of_every_version(self, domain: str) -> set[str]:
+        names: set[str] = set()
+        for item in self._query_all(
+            KeyConditionExpression="#d = :d",
+            ExpressionAttributeNames={"#d": "domain", "#def": "definition"},
+            ExpressionAttributeValues={":d": {"S": domain + VERSIONS_SUFFIX}},
+            ProjectionExpression="#def",
+            ConsistentRead=True,
+        ):
+            try:
+                names |= waited_events(json.loads(item["definition"]["S"]))
+            except (KeyError, ValueError):
+                continue  # not a definition this engine can read: it names no event it could wait for
+        return names
 
     def _get_item(self, domain: str, workflow_id: str) -> StoredWorkflow | None:
         response = self._db.get_item(
@@ -412,13 +488,25 @@ class DynamoDbDefinitionStore:
             kwargs["ExclusiveStartKey"] = last
 
     def list_workflows(self, domain: str) -> list[StoredWorkflow]:
+        return self.list_for_routing(domain)[0]
+
+    def list_for_routing(self, domain: str) -> tuple[list[StoredWorkflow], frozenset[str] | None]:
         check_id("domain", domain)
         items = self._query_all(
             KeyConditionExpression="#d = :d",
             ExpressionAttributeNames={"#d": "domain"},
             ExpressionAttributeValues={":d": {"S": domain}},
         )
-        return [self._stored(domain, item) for item in items]
+        waits = next((item for item in items if item["workflowId"]["S"] == WAITS_KEY), None)
+        latest = [item for item in items if not item["workflowId"]["S"].startswith(RECORD_PREFIX)]
+        # A definition an engine before the waits record stored (no wv) may wait for anything.
+        known = (
+            waits is not None
+            and bool(waits.get("complete", {}).get("BOOL"))
+            and all("wv" in item for item in latest)
+        )
+        names = frozenset(waits.get("ev", {}).get("SS", [])) if known and waits is not None else None
+        return [self._stored(domain, item) for item in latest], names
 
     def list_versions(self, domain: str, workflow_id: str) -> list[StoredWorkflow]:
         check_id("domain", domain)
