@@ -172,3 +172,25 @@ def test_events_on_the_bus_start_resume_and_time_out_contexts_per_tenant_and_ver
             "timeline"
         ]
         assert "CallbackTimedOut" in timeline, timeline
+
+
+def test_resume_claims_and_the_waits_record_on_the_deployed_tables(deployed_stack: DeployedStack) -> None:
+    """The router's resume claim (a conditional put answering with the standing record) and the domain's
+    waits record (an update in the definition's transaction, read with the definitions), on the
+    backend's own DynamoDB."""
+    from stepwell.definitions.store import DynamoDbDefinitionStore, DynamoDbEventLog
+
+    config = deployed_stack.client_config
+    dynamodb = deployed_stack.backend.client("dynamodb")
+    events = DynamoDbEventLog(dynamodb, config["coordination_table"])
+    key = f"evt#claims-{uuid.uuid4().hex[:8]}#ctx"
+    now = time.time()
+    assert events.claim_for(key, now, ["cbA", "cbB"]) is None
+    assert events.claim_for(key, now, ["cbC"]) == ["cbA", "cbB"]
+
+    definitions = DynamoDbDefinitionStore(dynamodb, config["definitions_table"])
+    domain = f"waits-{uuid.uuid4().hex[:8]}"
+    definitions.set_workflow(domain, journey("user.signed_up"))
+    workflows, waited = definitions.list_for_routing(domain)
+    assert [w.workflow_id for w in workflows] == ["journey"]
+    assert waited == frozenset({"user.activated"})
