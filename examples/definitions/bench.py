@@ -53,11 +53,11 @@ def run_bench(subjects: int) -> dict[str, Any]:
         router = install(base.engine, config, clients, registry=registry)
 
         class Routing(EntryRuntime):
-            def _bus_event(self, envelope: Any) -> MessageResult:
+            def _bus_event(self, envelope: Any, context: Any = None) -> MessageResult:
                 if handles(envelope):
                     outcome = router.process_event(envelope)
                     return MessageResult("event", outcome.status, details=outcome.to_dict())
-                return super()._bus_event(envelope)
+                return super()._bus_event(envelope, context)
 
         runtime = Routing(base.engine, base.reconciler)
         router.runtime.definitions.set_workflow("acme", json.loads((HERE / "onboarding.json").read_text()))

@@ -35,7 +35,7 @@ import json
 import logging
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -317,7 +317,7 @@ class EntryRuntime:
             details = {"reason": started.reason} if started.reason else {}
             return MessageResult(SCHEDULED_START, started.action, started.execution_id, details)
         if kind is None and is_bus_envelope(body):
-            return self._bus_event(body)
+            return self._bus_event(body, context)
         raise InvalidMessage(
             f"unknown message (kind {kind!r}); expected kind 'invoke', 'reconcile' or '{SCHEDULED_START}', "
             "or an EventBridge event"
@@ -345,7 +345,7 @@ class EntryRuntime:
         details = {"status": outcome.status.value if outcome.status else None, **outcome.details}
         return MessageResult("invoke", outcome.action, message.execution_id, details)
 
-    def _bus_event(self, envelope: Mapping[str, Any]) -> MessageResult:
+    def _bus_event(self, envelope: Mapping[str, Any], context: Any = None) -> MessageResult:
         if envelope.get("source") == STATUS_EVENT_SOURCE:
             # The worker's own announcements, sent back by a rule whose pattern lets them through: they
             # are for users' rules, nothing here acts on them (not routed, not left to the DLQ).
@@ -354,7 +354,7 @@ class EntryRuntime:
         detail_type = envelope.get("detail-type")
         detail = envelope.get("detail")
         if detail_type not in CALLBACK_DETAIL_TYPES.values() and self.event_router is not None:
-            outcome = self.event_router.process_event(envelope)
+            outcome = self.event_router.process_event(envelope, time_left=_time_left(context))
             return MessageResult("event", outcome.status, details=outcome.to_dict())
         if detail_type not in CALLBACK_DETAIL_TYPES.values():
             logger.warning(
@@ -415,3 +415,11 @@ def load_runtime(environ: Mapping[str, str] | None = None) -> EntryRuntime:
 def handler(event: Any, context: Any) -> dict[str, Any]:
     """The Lambda handler."""
     return load_runtime().handle_event(event, context)
+
+
+def _time_left(context: Any) -> Callable[[], float] | None:
+    """Seconds the Lambda invocation has left, from its context (None outside Lambda)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return lambda: float(remaining()) / 1000.0

@@ -110,3 +110,34 @@ def test_the_client_s_router_never_runs_a_context_in_its_own_process(h: Harness)
     assert messages_sent(h) == 1
     assert h.local.describe(started[0])["Status"] == ExecutionStatus.RUNNING.value
     assert h.runtime.contexts.get_contexts(DOMAIN, "pings", "u1")[0].waits_for("ping") == []
+
+
+def test_with_little_time_left_the_invocation_leaves_its_contexts_to_messages(h: Harness) -> None:
+    router = inline(h)
+    started = router.process_event(envelope("start", "u1"), time_left=lambda: 10.0).started
+    assert len(started) == 1 and messages_sent(h) == 1
+    assert h.context("pings", "u1").waits_for("ping") == []  # not run here
+    h.local.run_until_idle()
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w1"]
+
+    sent = messages_sent(h)
+    assert router.process_event(envelope("ping", "u1"), time_left=lambda: 10.0).resumed == started
+    assert messages_sent(h) == sent + 1  # the completion's message
+    h.local.run_until_idle()
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
+    # With time to spare it runs here again.
+    assert router.process_event(envelope("ping", "u1"), time_left=lambda: 600.0).resumed == started
+    assert messages_sent(h) == sent + 1
+    assert h.status(h.context("pings", "u1")) == "SUCCEEDED"
+
+
+def test_the_entry_tells_the_router_the_lambda_invocation_s_time_left() -> None:
+    from stepwell.entry import _time_left
+
+    class LambdaContext:
+        def get_remaining_time_in_millis(self) -> int:
+            return 42_500
+
+    time_left = _time_left(LambdaContext())
+    assert time_left is not None and time_left() == 42.5
+    assert _time_left(None) is None  # outside Lambda: no limit

@@ -37,11 +37,11 @@ class RoutingEntryRuntime(EntryRuntime):
         super().__init__(base.engine, base.reconciler)
         self.router = router
 
-    def _bus_event(self, envelope: Any) -> MessageResult:
+    def _bus_event(self, envelope: Any, context: Any = None) -> MessageResult:
         if handles(envelope):
             outcome = self.router.process_event(envelope)
             return MessageResult("event", outcome.status, details=outcome.to_dict())
-        return super()._bus_event(envelope)
+        return super()._bus_event(envelope, context)
 
 
 @pytest.fixture

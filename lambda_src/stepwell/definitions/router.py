@@ -72,6 +72,9 @@ _FIELDS = ("domain", "subject", "name", "data", "id")
 # A context item whose execution does not exist this long after it was written is an orphan.
 ORPHAN_AFTER_SECONDS = 900.0
 PARSED_CACHE_SIZE = 1000
+# A context runs in the event's invocation only while that has this long left (a run takes well under it;
+# the rest of a batch of events must fit too); otherwise its message wakes it in an invocation of its own.
+INLINE_RUN_MIN_SECONDS = 60.0
 
 
 class ExtractorError(ValueError):
@@ -362,6 +365,7 @@ class Router:
         # through a message to this same function (a client routing for an operator sends messages: its
         # process has neither the workflow code nor the worker's role).
         self._worker = Worker(engine) if run_inline else None
+        self._time_left: Callable[[], float] | None = None
         # None: no bus event may speak for any domain (events for an operator's domain still route).
         self.sources = sources if sources is not None else EventSources()
         self._extractor = extractor
@@ -395,9 +399,22 @@ class Router:
         self.runtime.events.record_rejected(event_id, reason, event, self.runtime.clock.now())
         return EventOutcome(event_id=event_id, status="rejected", reason=reason)
 
-    def process_event(self, event: Mapping[str, Any], domain: str | None = None) -> EventOutcome:
+    def process_event(
+        self,
+        event: Mapping[str, Any],
+        domain: str | None = None,
+        time_left: Callable[[], float] | None = None,
+    ) -> EventOutcome:
         """Route one event. `domain`: the domain an operator sends it for (the client, the CLI), which the
-        payload may not contradict; None for a bus event, whose source must be allowed its domain."""
+        payload may not contradict; None for a bus event, whose source must be allowed its domain.
+        `time_left`: seconds the worker's invocation has left (contexts run here only while a run fits)."""
+        self._time_left = time_left
+        try:
+            return self._process(event, domain)
+        finally:
+            self._time_left = None
+
+    def _process(self, event: Mapping[str, Any], domain: str | None) -> EventOutcome:
         raw_id = event.get("id") if isinstance(event, Mapping) else None
         fallback_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else uuid.uuid4().hex
         if not isinstance(event, Mapping):
@@ -551,7 +568,7 @@ class Router:
             "event": event.payload(),
         }
         try:
-            if self._worker is None:
+            if not self._runs_inline():
                 execution_id = self.engine.start_execution(
                     INTERPRETER_NAME, start_input, instance_id, event.domain, event.subject_id
                 )
@@ -651,10 +668,11 @@ class Router:
         completing them and before the execution ran, so it is woken whatever the completions say."""
         record: ExecutionRecord | None = None
         results: dict[str, ExternalInput] = {}
+        inline = self._runs_inline()
         for callback_id in callback_ids:
             try:
                 sent = self.engine.send_callback_success(
-                    callback_id, json.dumps(event.payload()), wake=self._worker is None
+                    callback_id, json.dumps(event.payload()), wake=not inline
                 )
             except (CallbackNotFound, ExecutionAlreadyEnded) as error:
                 skipped.append(f"{label}: {error}")
@@ -662,19 +680,23 @@ class Router:
             record = sent.record
             if sent.result is not None:
                 results[callback_id] = sent.result
-        if record is not None or recovering:
-            known = Known(record, callback_results=results, no_inputs=True)
-            self._run(execution_id, known, message=recovering)
+        if inline and (record is not None or recovering):
+            self._run(execution_id, Known(record, callback_results=results, no_inputs=True))
+        elif recovering:  # the completions sent no message: one wakes it
+            self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
 
-    def _run(self, execution_id: str, known: Known, message: bool = False) -> None:
-        """Run the execution here (in the worker) with what this process knows of it, else wake it with a
-        message if `message`. A run that cannot be made here (another worker holds the lease, another
-        version runs it) or fails is left to a message; if that cannot be sent either, the event fails and
-        its redelivery wakes it again."""
+    def _runs_inline(self) -> bool:
+        """Whether a context this event starts or resumes runs here: in the worker, while the invocation
+        has time left for a run (otherwise, and in an operator's process, its message wakes it)."""
         if self._worker is None:
-            if message:
-                self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
-            return
+            return False
+        return self._time_left is None or self._time_left() >= INLINE_RUN_MIN_SECONDS
+
+    def _run(self, execution_id: str, known: Known) -> None:
+        """Run the execution here (in the worker) with what this process knows of it. A run that cannot be
+        made here (another worker holds the lease, another version runs it) or fails is left to a message;
+        if that cannot be sent either, the event fails and its redelivery wakes it again."""
+        assert self._worker is not None
         try:
             outcome = self._worker.run(execution_id, known=known)
         except Exception as error:  # the type only: a message may quote the execution's data
