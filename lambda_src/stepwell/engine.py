@@ -76,6 +76,10 @@ DEFAULT_LEASE_SECONDS = 900.0
 # A suspending run's last batch rides on the lease's release only while small: the coordination record
 # then stays under 1 KB, so the release is still one write unit.
 CARRIED_BATCH_MAX_BYTES = 512
+# An end rides on the release up to this size (the record's own attributes take the rest of 3 KB): the
+# release then costs at most 3 write units, never more than writing the batch to the log and deleting the
+# record would.
+CARRIED_END_MAX_BYTES = 3 * 1024 - 512
 # A callback result up to this size (payload and error) is completed without reading the callback's record
 # first (Engine._completed_callback); a larger one may need an object under the execution's prefix.
 SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
@@ -357,12 +361,12 @@ class Engine:
         execution's end (not its first batch), which the record keeps for the retention period."""
         flushed = journal.flush()
         if terminal:
-            may_carry = journal.next_seq > 0 and flushed.carriable_at_end(journal.execution_operation_id)
+            may_carry, limit = journal.next_seq > 0 and flushed.carriable_at_end, CARRIED_END_MAX_BYTES
         else:
-            may_carry = flushed.carriable
+            may_carry, limit = flushed.carriable, CARRIED_BATCH_MAX_BYTES
         if may_carry:
             text = encode_body(flushed.body)
-            if len(text.encode()) <= CARRIED_BATCH_MAX_BYTES:
+            if len(text.encode()) <= limit:
                 self._count_recorded(record, flushed)
                 return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now(), terminal=terminal)
         self._append_flushed(record, journal, flushed, terminal)

@@ -130,17 +130,17 @@ class FlushedBatch:
         return (
             not self.operations
             and self._no_side_effects
+            and "d" not in self.body
             and all("o" not in event for event in self.body.get("e", ()))
         )
 
-    def carriable_at_end(self, execution_operation_id: str) -> bool:
-        """Whether a terminal batch may stay on the coordination record instead of the log: it changes no
-        operation but the execution's own (its end) and nothing waits for it to be stored (no callback to
-        close, no input to delete, no child to start). Nothing writes after it, so the log never takes
-        it in."""
-        return self._no_side_effects and all(
-            op.operation_id == execution_operation_id for op in self.operations
-        )
+    @property
+    def carriable_at_end(self) -> bool:
+        """Whether a terminal batch may stay on the coordination record instead of the log: nothing waits
+        for it to be stored (no callback to close, no input to delete, no child to start). Nothing writes
+        after it, so the log never takes it in, and whatever it holds (the end, the operations its last
+        invocation changed) is read from the record."""
+        return self._no_side_effects
 
     @property
     def _no_side_effects(self) -> bool:
@@ -149,7 +149,6 @@ class FlushedBatch:
             and not self.new_callbacks
             and not self.child_starts
             and not self.timed_out_callbacks
-            and "d" not in self.body
         )
 
 

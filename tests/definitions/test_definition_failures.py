@@ -191,3 +191,28 @@ def test_on_the_worker_path_a_failing_definition_fails_no_message(
     assert "a fault outside the expression language" in broken.error["ErrorMessage"]
     (healthy,) = service.list_contexts("acme", "u1", workflow_id="healthy").items
     assert healthy.status == "RUNNING"
+
+
+def test_a_store_failing_to_record_the_end_retries_the_run_and_never_fails_the_context(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.put(started_by("paid", "billing"))
+    started = harness.send("paid", "u1").started
+    contexts = harness.runtime.contexts
+    finish = contexts.finish
+    failures = {"left": 1}
+
+    def flaky_finish(*args: Any, **kwargs: Any) -> bool:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise RuntimeError("throttled")
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(contexts, "finish", flaky_finish)
+    harness.advance(3600)  # the wait ends; recording the end fails once, and the run is retried
+    harness.run_all()
+    assert failures["left"] == 0
+    assert harness.local.describe(started[0])["Status"] == "SUCCEEDED"
+    assert harness.context("billing", "u1").status == "SUCCEEDED"
+    history = [event["EventType"] for event in harness.local.history(started[0])]
+    assert "ExecutionFailed" not in history and history[-1] == "ExecutionSucceeded"

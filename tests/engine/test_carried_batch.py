@@ -151,14 +151,14 @@ def test_a_small_end_stays_on_the_record_and_late_messages_keep_it(local: LocalS
 
 
 def test_a_large_end_is_written_to_the_log(local: LocalStepwell) -> None:
-    execution_id = local.start("one-step", {"size": 2000})
+    execution_id = local.start("one-step", {"size": 4000})
     assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
     bodies = log_bodies(local, execution_id)
     assert bodies[-1].get("z") == 1
     assert local.store.get_carried_batch(execution_id) is None  # the record went with the end
     history = local.history(execution_id)
     assert history[-1]["EventType"] == "ExecutionSucceeded"
-    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + "x" * 2000 + '"'
+    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + "x" * 4000 + '"'
 
 
 def test_an_end_leaves_out_the_input_its_first_batch_holds(local: LocalStepwell) -> None:

@@ -44,13 +44,17 @@ from aws_durable_execution_sdk_python.config import (
     ParallelConfig,
     StepConfig,
 )
-from aws_durable_execution_sdk_python.exceptions import CallbackTimeoutError, UnrecoverableError
+from aws_durable_execution_sdk_python.exceptions import (
+    CallbackTimeoutError,
+    InvocationError,
+    UnrecoverableError,
+)
 
 from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
 from stepwell.definitions.expressions import Expression, ExpressionError
 from stepwell.definitions.model import Definition, DefinitionError, Node
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
-from stepwell.definitions.store import ContextRecord
+from stepwell.definitions.store import ContextRecord, ContextStore
 from stepwell.definitions.validation import parse_definition, parse_flow_control
 from stepwell.errors import InvalidArgument
 from stepwell.flow_limits import resolve_flow
@@ -357,6 +361,23 @@ def _instant(value: Any, node: Node) -> float:
     )
 
 
+def _record_end(
+    contexts: ContextStore,
+    record: ContextRecord,
+    status: str,
+    data: Mapping[str, Any],
+    error: Mapping[str, Any] | None = None,
+) -> None:
+    """The context's final status and data. Not a step: only a run that ends the execution gets here, and
+    a run after one that died before the end was recorded finds the context final already (finish is
+    conditional on RUNNING), so it needs no checkpoint of its own (one write fewer per context). A store
+    that fails ends the invocation to be retried (InvocationError), never the workflow."""
+    try:
+        contexts.finish(record, status, copy.deepcopy(dict(data)), error)
+    except Exception as failure:  # the type only: the store's message may quote the context's data
+        raise InvocationError(f"recording the context's end failed ({type(failure).__name__})") from failure
+
+
 def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRuntime = get_runtime) -> Handler:
     """The interpreter handler, on a runtime (or a function returning it, called per invocation)."""
 
@@ -383,14 +404,9 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
         except UnrecoverableError:
             raise
         except Exception as error:
-            failure = _error_dict(error)
-            snapshot = copy.deepcopy(state.data)
-            context.step(
-                lambda _: contexts.finish(record, "FAILED", snapshot, failure), name="context:failed"
-            )
+            _record_end(contexts, record, "FAILED", state.data, _error_dict(error))
             raise
-        snapshot = copy.deepcopy(state.data)
-        context.step(lambda _: contexts.finish(record, "SUCCEEDED", snapshot), name="context:succeeded")
+        _record_end(contexts, record, "SUCCEEDED", state.data)
         return {"data": state.data}
 
     return interpret
