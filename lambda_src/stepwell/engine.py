@@ -431,10 +431,10 @@ class Engine:
         domain: str = "default",
         subject_id: str | None = None,
     ) -> tuple[ExecutionRecord, bool]:
-        """start_execution for a caller in the worker that runs the execution itself at once
-        (Worker.run(record=..., fresh=...)): no message is sent. The record as stored, and whether this
-        call created it (a repeated start finds the one stored; the caller runs it again, as a first start
-        may have died before its run)."""
+        """start_execution for a caller in the worker that runs the execution itself at once (Worker.run
+        with worker.Known(record, fresh=created)): no message is sent. The record as stored, and whether
+        this call created it (a repeated start finds the one stored; the caller runs it again, as a first
+        start may have died before its run)."""
         return self._start(name, _input_json(name, input), execution_name, domain, subject_id, None, False)
 
     def start_execution_json(

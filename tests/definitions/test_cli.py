@@ -84,39 +84,11 @@ def test_definitions_commands(service: DefinitionsService, harness: Harness, tmp
 
 def test_contexts_and_events_commands(service: DefinitionsService, harness: Harness) -> None:
     cli(service, "definitions", "put", str(EXAMPLES / "onboarding.json"), "--domain", "acme")
-    sent = json.loads(
-        cli(
-            service,
-            "event",
-            "send",
-            "user.signed_up",
-            "--domain",
-            "acme",
-            "--subject",
-            "u1",
-            "--data",
-            '{"email": "u1@x.io"}',
-            "--id",
-            "s-1",
-        )
-    )
+    signup = ("event", "send", "user.signed_up", "--domain", "acme", "--subject", "u1")
+    signup += ("--data", '{"email": "u1@x.io"}', "--id", "s-1")
+    sent = json.loads(cli(service, *signup))
     assert sent["status"] == "processed" and len(sent["started"]) == 1
-    again = json.loads(
-        cli(
-            service,
-            "event",
-            "send",
-            "user.signed_up",
-            "--domain",
-            "acme",
-            "--subject",
-            "u1",
-            "--data",
-            '{"email": "u1@x.io"}',
-            "--id",
-            "s-1",
-        )
-    )
+    again = json.loads(cli(service, *signup))  # the same event, delivered again
     assert again["status"] == "duplicate" and again["started"] == []
     harness.local.run_until_idle()
     listing = cli(service, "contexts", "list", "--domain", "acme")
