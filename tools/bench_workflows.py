@@ -5,7 +5,8 @@ Execution SDK, the same objects for Stepwell (moto and local backends) and for t
 - `mixed`: steps, a short wait (SQS delay), a long wait (EventBridge Scheduler), a callback and a parallel
   fan-out, so non-step operations show their cost.
 - `single_*`: one step plus at most one operation of a kind; the bench subtracts `single_step` from each
-  to get the marginal cost of that kind of operation.
+  to get the marginal cost of that kind of operation. `single_callback_timeout` is a callback with a
+  one-day deadline whose result comes first, as an approval's usually does.
 - `long_lived`: `event["cycles"]` cycles of a step then a one-hour wait: one execution that wakes up once
   per cycle, so the cost of resuming shows as its log grows.
 """
@@ -16,13 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
 
 SHORT_WAIT_SECONDS = 2  # under SQS's 900 s delay: an SQS message with DelaySeconds
 LONG_WAIT_SECONDS = 2 * 3600  # beyond 900 s: a one-time EventBridge Scheduler schedule
 PARALLEL_BRANCHES = 3
 LARGE_RESULT_BYTES = 300 * 1024  # over the engine's 200 KiB inline limit: the batch goes to S3
 LONG_LIVED_WAIT_SECONDS = 3600  # each cycle's wait: an EventBridge Scheduler wake-up
+CALLBACK_TIMEOUT_SECONDS = 86400  # an approval's deadline: an EventBridge Scheduler wake-up, usually unneeded
 
 # Callback ids handed out by `wait_for_callback` submitters, in order; the bench sends their results.
 CALLBACKS: list[str] = []
@@ -90,6 +92,13 @@ def single_callback(event: dict[str, Any], context: DurableContext) -> int:
 
 
 @durable_execution
+def single_callback_timeout(event: dict[str, Any], context: DurableContext) -> int:
+    deadline = WaitForCallbackConfig(timeout=Duration.from_seconds(CALLBACK_TIMEOUT_SECONDS))
+    context.wait_for_callback(_submit, name="approval", config=deadline)
+    return context.step(lambda _: 1, name="only")
+
+
+@durable_execution
 def single_parallel(event: dict[str, Any], context: DurableContext) -> int:
     results = context.parallel([_branch(i) for i in range(PARALLEL_BRANCHES)], name="fan-out").get_results()
     return context.step(lambda _: sum(results), name="only")
@@ -118,6 +127,7 @@ WORKFLOWS: dict[str, tuple[Callable[..., Any], bool]] = {
     "single-short-wait": (single_short_wait, False),
     "single-long-wait": (single_long_wait, False),
     "single-callback": (single_callback, True),
+    "single-callback-timeout": (single_callback_timeout, True),
     "single-parallel": (single_parallel, False),
     "single-large-step": (single_large_step, False),
     "long-lived": (long_lived, False),

@@ -311,6 +311,12 @@ class Timers(Protocol):
         """Delete the execution's pending one-time schedules (on stop)."""
         ...
 
+    def withdraw(self, execution_id: str, due_at: float, keep: float | None = None) -> None:
+        """The wake-up scheduled for `due_at` is no longer needed (the execution ended, or its next one is
+        `keep`): drop it where that is possible (a one-time schedule), best effort. One left in place finds
+        nothing due when it comes."""
+        ...
+
 
 class FunctionVersions(Protocol):
     """The published versions of the worker function (Lambda versions and the alias the queue invokes)."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from stepwell.work_queue import MAX_DELAY_SECONDS, SqsWorkQueue, encode_message
 
@@ -59,6 +59,11 @@ def invoke_message(execution_id: str, due_at: float | None = None) -> dict[str, 
 
 def schedule_prefix(execution_id: str) -> str:
     return _NAME_PREFIX + hashlib.sha256(execution_id.encode("utf-8")).hexdigest()[:24] + "-"
+
+
+def schedule_name(execution_id: str, due_at: float) -> str:
+    """The one-time schedule of the execution's wake-up at `due_at` (wake-ups in one minute share it)."""
+    return f"{schedule_prefix(execution_id)}{at_expression(due_at)[1]}"
 
 
 def at_expression(due_at: float) -> tuple[str, int]:
@@ -123,8 +128,8 @@ class WakeScheduler:
                 "a wake-up more than 900 s ahead needs EventBridge Scheduler: configure the schedule group, "
                 "the scheduler role ARN and the work queue ARN"
             )
-        expression, minute = at_expression(due_at)
-        name = f"{schedule_prefix(execution_id)}{minute}"
+        expression, _ = at_expression(due_at)
+        name = schedule_name(execution_id, due_at)
         request: CreateScheduleInputTypeDef = {
             "Name": name,
             "GroupName": self.schedule_group,
@@ -163,6 +168,31 @@ class WakeScheduler:
                 "scheduler:DeleteSchedule); they will fire and find the execution ended",
                 execution_id,
                 code,
+            )
+
+    def withdraw(self, execution_id: str, due_at: float, keep: float | None = None) -> None:
+        """The engine's Timers port: delete the schedule of a wake-up the execution no longer needs (one
+        DeleteSchedule by its name, no listing). Only a wake-up still more than 900 s ahead is certain to be
+        a schedule; a nearer one may be an SQS message, which cannot be withdrawn, so it is left to come
+        and find nothing due. A schedule `keep` shares (same minute) stays. A failure is logged, not
+        raised: the execution's own writes are done, and a schedule left in place is harmless."""
+        if self._scheduler is None or not self.schedule_group:
+            return
+        if due_at - self._clock() <= MAX_DELAY_SECONDS:
+            return
+        name = schedule_name(execution_id, due_at)
+        if keep is not None and schedule_name(execution_id, keep) == name:
+            return
+        try:
+            self._scheduler.delete_schedule(Name=name, GroupName=self.schedule_group)
+        except self._scheduler.exceptions.ResourceNotFoundException:
+            pass  # fired, or deleted by a stop, meanwhile
+        except (ClientError, BotoCoreError) as error:
+            logger.warning(
+                "could not delete the unneeded wake-up %s of %s (%s); it will fire and find nothing due",
+                name,
+                execution_id,
+                type(error).__name__ if isinstance(error, BotoCoreError) else error.response["Error"]["Code"],
             )
 
     def cancel_schedules(self, execution_id: str) -> int:

@@ -167,6 +167,10 @@ class Worker:
         outcome: WorkOutcome | None = None
         try:
             outcome = self._run_leased(record, lease, lambda_context, known)
+            unneeded = _unneeded_wake(lease.wake_at, outcome)
+            if unneeded is not None:
+                # While the lease is held: no other run can arm that wake-up again meanwhile.
+                engine.timers.withdraw(execution_id, *unneeded)
         except SequenceConflict:
             outcome = self._fenced(record)
         finally:
@@ -638,6 +642,20 @@ def _release_terms(outcome: WorkOutcome | None) -> tuple[float | KeepWake | None
     if _ends(outcome):
         return None, True
     return outcome.next_wake_at, False
+
+
+def _unneeded_wake(armed: float | None, outcome: WorkOutcome) -> tuple[float, float | None] | None:
+    """The wake-up the execution's last run armed (`armed`, recorded on its lease) when this run's outcome
+    no longer needs it, with the one the outcome keeps: the execution ended, or its next wake-up is another
+    (a callback came before its deadline). A run that armed nothing (fenced, forwarded, settling an end)
+    leaves it; so does a time-out, which deleted every schedule of the execution."""
+    if armed is None:
+        return None
+    if outcome.action == "finished":
+        return None if outcome.status is ExecutionStatus.TIMED_OUT else (armed, None)
+    if outcome.action in ("ran", "idle", "crashed") and outcome.next_wake_at != armed:
+        return armed, outcome.next_wake_at
+    return None
 
 
 def _forward(record: ExecutionRecord) -> WorkOutcome:

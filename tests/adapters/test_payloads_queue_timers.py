@@ -22,7 +22,14 @@ from stepwell.payloads import (
 from stepwell.registry import Registry
 from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
 from stepwell.testing.scheduler import VirtualClock
-from stepwell.timers import WakeScheduler, at_expression, invoke_message, is_early, schedule_prefix
+from stepwell.timers import (
+    WakeScheduler,
+    at_expression,
+    invoke_message,
+    is_early,
+    schedule_name,
+    schedule_prefix,
+)
 from stepwell.work_queue import SqsWorkQueue
 
 from .deployment import Deployment
@@ -213,6 +220,43 @@ def test_cancel_all_deletes_only_that_executions_schedules(deployment: Deploymen
         )["Schedules"]
     ]
     assert names == [f"{schedule_prefix('exec-keep')}{at_expression(NOW + 7200)[1]}"]
+
+
+def test_withdraw_deletes_only_the_schedule_no_longer_needed(
+    deployment: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    wakes = _wakes(deployment)
+    scheduler = deployment.clients.scheduler
+    group = deployment.config.schedule_group_name
+    deletes: list[str] = []
+    scheduler.meta.events.register(
+        "before-parameter-build.scheduler.DeleteSchedule", lambda params, **_: deletes.append(params["Name"])
+    )
+
+    def names() -> list[str]:
+        return sorted(item["Name"] for item in scheduler.list_schedules(GroupName=group)["Schedules"])
+
+    minute = at_expression(NOW + 7200)[1]
+    wakes.schedule_wake("exec-w", minute - 30)
+    wakes.schedule_wake("exec-w", NOW + 86400)
+    wakes.schedule_wake("exec-near", NOW + 600)  # an SQS message: nothing to withdraw
+    both = sorted([schedule_name("exec-w", minute - 30), schedule_name("exec-w", NOW + 86400)])
+    assert names() == both
+
+    wakes.withdraw("exec-w", minute - 30, keep=minute - 10)  # the one kept shares its schedule
+    wakes.withdraw("exec-near", NOW + 600)  # not certain to be a schedule: no request
+    assert (names(), deletes) == (both, [])
+
+    wakes.withdraw("exec-w", minute - 30, keep=NOW + 86400)
+    wakes.withdraw("exec-w", minute - 30)  # already gone (fired, or a stop deleted it): no error
+    assert names() == [schedule_name("exec-w", NOW + 86400)]
+    assert deletes == [schedule_name("exec-w", minute - 30)] * 2
+
+    with Stubber(scheduler) as stub:  # a failure is logged, never raised: the schedule just fires
+        stub.add_client_error("delete_schedule", "ThrottlingException", "slow down", 400)
+        wakes.withdraw("exec-w", NOW + 86400)
+    assert "could not delete the unneeded wake-up" in caplog.text and "ThrottlingException" in caplog.text
+    assert names() == [schedule_name("exec-w", NOW + 86400)]
 
 
 def test_long_wake_without_scheduler_settings_is_a_clear_error(deployment: Deployment) -> None:

@@ -150,6 +150,44 @@ def test_a_callback_completes_and_wakes_the_execution(stepwell_local: LocalStepw
         stepwell_local.engine.send_callback_success(callback_id, "1")
 
 
+def test_a_callback_answered_before_its_deadline_leaves_no_wake_up(stepwell_local: LocalStepwell) -> None:
+    """Its deadline was armed as a wake-up an hour ahead (on AWS a one-time schedule): the run the result
+    ends withdraws it, instead of it coming an hour later to find nothing due."""
+    stepwell_local.register("approval", workflows.approval)
+    execution_id = stepwell_local.start("approval", None)
+    stepwell_local.run_until_idle()
+    assert stepwell_local.queue.next_due_at() == pytest.approx(stepwell_local.clock.now() + 3600, abs=1)
+
+    stepwell_local.engine.send_callback_success(stepwell_local.callback_id(execution_id), '"yes"')
+    assert stepwell_local.run_until_idle() == 1
+
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.SUCCEEDED
+    assert len(stepwell_local.queue) == 0
+
+
+def test_a_deadline_still_ahead_stays_armed_when_an_earlier_one_is_withdrawn(
+    stepwell_local: LocalStepwell,
+) -> None:
+    """Two callbacks, deadlines in 1 h and 3 h: the 1 h one is answered, so its wake-up is withdrawn and
+    the 3 h one armed in its place, and that callback still times out at its deadline."""
+    stepwell_local.register("two_deadlines", workflows.two_deadlines)
+    started = stepwell_local.clock.now()
+    execution_id = stepwell_local.start("two_deadlines", None)
+    stepwell_local.run_until_idle()
+    assert stepwell_local.queue.next_due_at() == pytest.approx(started + 3600, abs=1)
+
+    stepwell_local.engine.send_callback_success(stepwell_local.callback_id(execution_id, "sooner"), '"a"')
+    stepwell_local.run_until_idle()
+    assert len(stepwell_local.queue) == 1
+    assert stepwell_local.queue.next_due_at() == pytest.approx(started + 3 * 3600, abs=1)
+
+    record = stepwell_local.run_to_completion(execution_id)
+    assert record.status is ExecutionStatus.FAILED
+    assert stepwell_local.clock.now() == pytest.approx(started + 3 * 3600, abs=1)
+    timed_out = [e for e in stepwell_local.history(execution_id) if e["EventType"] == "CallbackTimedOut"]
+    assert [event["Name"] for event in timed_out] == ["later"]
+
+
 def test_an_unknown_callback_id_is_refused(stepwell_local: LocalStepwell) -> None:
     with pytest.raises(CallbackNotFound, match="no-such-id"):
         stepwell_local.engine.send_callback_success("no-such-id", "1")

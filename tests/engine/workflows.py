@@ -29,6 +29,13 @@ def approval(event: Any, context: DurableContext) -> Any:
 
 
 @durable_execution
+def two_deadlines(event: Any, context: DurableContext) -> Any:
+    later = context.create_callback(name="later", config=CallbackConfig(timeout=Duration.from_hours(3)))
+    sooner = context.create_callback(name="sooner", config=CallbackConfig(timeout=Duration.from_hours(1)))
+    return [sooner.result(), later.result()]
+
+
+@durable_execution
 def counted_steps(event: Any, context: DurableContext) -> int:
     total = 0
     for index in range(event["steps"]):

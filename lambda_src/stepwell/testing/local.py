@@ -43,6 +43,7 @@ from stepwell.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
 from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
 from stepwell.registry import Handler, PlainFunction, Registry, WorkflowSettings
 from stepwell.status_events import MemoryStatusEvents
+from stepwell.work_queue import MAX_DELAY_SECONDS
 from stepwell.worker import Worker, parse_invoke_message
 
 # A message whose execution is busy (leased) is retried this much later, as SQS would after a visibility
@@ -129,6 +130,19 @@ class LocalQueue:
     def cancel_all(self, execution_id: str) -> None:
         self._heap = [entry for entry in self._heap if entry[2].get("executionId") != execution_id]
         heapq.heapify(self._heap)
+
+    def withdraw(self, execution_id: str, due_at: float, keep: float | None = None) -> None:
+        """As on AWS: only a wake-up more than 900 s ahead (there a schedule) is withdrawn."""
+        if due_at - self._clock.now() <= MAX_DELAY_SECONDS or keep == due_at:
+            return
+        kept = [
+            entry
+            for entry in self._heap
+            if not (entry[0] == due_at and entry[2].get("executionId") == execution_id)
+        ]
+        if len(kept) != len(self._heap):
+            self._heap = kept
+            heapq.heapify(self._heap)
 
     def pop_due(self, now: float) -> dict[str, Any] | None:
         if self._heap and self._heap[0][0] <= now:

@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
-from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from botocore.exceptions import ClientError
 from stepwell.callback_urls import callback_url
 from stepwell.flow_limits import Rate
@@ -178,6 +178,15 @@ def callback_by_url(event: dict[str, Any], context: DurableContext) -> Any:
     context.step(urls, name="urls")
     raw = callback.result()
     return None if raw is None else json.loads(raw)
+
+
+@workflow("callbacks.deadline")
+@durable_execution
+def callback_deadline(event: dict[str, Any], context: DurableContext) -> Any:
+    """An approval with a one-day deadline (a schedule, being more than 900 s ahead); its result is the
+    execution's: tests/deploy/test_wake_ups_deployed.py."""
+    callback = context.create_callback(name="approval", config=CallbackConfig(timeout=Duration.from_days(1)))
+    return callback.result()
 
 
 @workflow("flow.rated", rate=Rate(2, period=60, key="$.customer"))
