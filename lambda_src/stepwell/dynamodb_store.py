@@ -15,7 +15,8 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   '~', tag keys and values no '#'), instanceId "<createdAt ms:015>#<execution id>", ttl once it ended.
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
   (the last execution the schedule started); no attribute an index keys on, so no index holds it.
-- operations: executionId, sk = "b#<seq:012>" for a batch (b body, bR is-reference, t created, x terminal)
+- operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bz the body deflated when it is over
+  DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed, n the log's next seq as that run left it, pb/ps/pt the body, seq and
@@ -42,6 +43,7 @@ import hashlib
 import json
 import re
 import time
+import zlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -76,6 +78,9 @@ Item = dict[str, Any]
 # Items stay under 350 KB. An item holds at most two large values (an execution's input and its result
 # or error), so each value over this size is offloaded to S3 (when a payload store is configured).
 DEFAULT_INLINE_LIMIT = 160 * 1024
+# A batch body over this size is stored deflated (`bz`, Binary) when that is smaller: a write unit is 1 KB
+# of item, and the JSON of operations and history events deflates to a third to a half.
+DEFLATE_MIN_BYTES = 512
 _MAX_SEQ_KEY = "b#999999999999"
 _BATCH_WRITE_SIZE = 25
 _BATCH_GET_SIZE = 100
@@ -104,6 +109,23 @@ def batch_key(seq: int) -> str:
     if not 0 <= seq <= 999_999_999_999:
         raise InvalidArgument(f"batch seq must be 0..999999999999, got {seq}")
     return f"b#{seq:012d}"
+
+
+def _deflated(body: str, inline_limit: int) -> bytes | None:
+    """`body` deflated, when it is long enough to be worth it and comes out smaller (and not so long that
+    the store offloads it to S3 instead)."""
+    raw = body.encode("utf-8")
+    if not DEFLATE_MIN_BYTES < len(raw) <= inline_limit:
+        return None
+    packed = zlib.compress(raw, 6)
+    return packed if len(packed) < len(raw) else None
+
+
+def _body(item: Item) -> str:
+    """A batch item's body: `b` as written, or `bz` inflated."""
+    if "bz" in item:
+        return zlib.decompress(bytes(item["bz"]["B"])).decode("utf-8")
+    return _str(item, "b") or ""
 
 
 def _s(value: str) -> dict[str, str]:
@@ -639,7 +661,11 @@ class DynamoDbExecutionStore:
             "sk": _s(batch_key(batch.seq)),
             "t": _n(batch.created_at),
         }
-        self._put_text(item, "b", batch.body, batch.body_is_ref, execution_id)
+        packed = None if batch.body_is_ref else _deflated(batch.body, self.inline_limit)
+        if packed is not None:
+            item["bz"] = {"B": packed}
+        else:
+            self._put_text(item, "b", batch.body, batch.body_is_ref, execution_id)
         if batch.terminal:
             item["x"] = {"BOOL": True}
         try:
@@ -692,7 +718,7 @@ class DynamoDbExecutionStore:
                     batches.append(
                         Batch(
                             seq=int(key[2:]),
-                            body=_str(item, "b") or "",
+                            body=_body(item),
                             created_at=_num(item, "t") or 0.0,
                             body_is_ref=_flag(item, "bR"),
                             terminal=_flag(item, "x"),

@@ -198,6 +198,43 @@ def test_batches_are_fenced_and_load_in_pages(deployment: Deployment) -> None:
     assert [b.seq for b in store.load_batches(execution_id, after_seq=5)[0]] == [6]
 
 
+def test_a_long_batch_body_is_stored_deflated_and_reads_back_as_written(deployment: Deployment) -> None:
+    """A body over DEFLATE_MIN_BYTES is kept deflated as `bz` (Binary); a short one and one written before
+    (`b`, as the engine did before deflating) read back unchanged."""
+    store = _store(deployment)
+    execution_id = _record().execution_id
+    operations = [{"Id": f"{index:064x}", "Type": "STEP", "Status": "SUCCEEDED"} for index in range(40)]
+    long_body = json.dumps({"o": operations, "note": "é✓"})
+    bodies = [long_body, '{"o": []}']
+    for seq, body in enumerate(bodies):
+        store.append_batch(execution_id, Batch(seq=seq, body=body, created_at=T0))
+    raw = deployment.clients.dynamodb
+    table = deployment.config.operations_table
+    # As an engine before deflating wrote it: the body as text under `b`.
+    raw.put_item(
+        TableName=table,
+        Item={
+            "executionId": {"S": execution_id},
+            "sk": {"S": "b#000000000002"},
+            "t": {"N": str(T0)},
+            "b": {"S": long_body},
+        },
+    )
+    items = raw.query(
+        TableName=table,
+        KeyConditionExpression="executionId = :e",
+        ExpressionAttributeValues={":e": {"S": execution_id}},
+    )["Items"]
+    stored = {item["sk"]["S"]: sorted(set(item) & {"b", "bz"}) for item in items}
+    assert stored == {
+        "b#000000000000": ["bz"],
+        "b#000000000001": ["b"],
+        "b#000000000002": ["b"],
+    }
+    assert len(items[0]["bz"]["B"]) < len(long_body.encode("utf-8")) / 3
+    assert [batch.body for batch in store.load_batches(execution_id)[0]] == [*bodies, long_body]
+
+
 def test_external_inputs_in_arrival_order_and_deleted_after_absorbing(deployment: Deployment) -> None:
     store = _store(deployment)
     execution_id = _record().execution_id
