@@ -368,21 +368,14 @@ def test_a_claim_names_what_it_is_for_and_a_refused_one_learns_it(stores: Stores
     log = stores.events
     assert log.claim_for("evt#acme#r1", stores.clock.t, ["cbA", "cbB"]) is None  # this call made it
     assert log.claim_for("evt#acme#r1", stores.clock.t, ["cbC"]) == ["cbA", "cbB"]  # the standing one's
-    assert log.claim("evt#acme#r1", stores.clock.t) is False
     assert log.claim_for("evt#acme#r2", stores.clock.t, []) is None
     assert log.claim_for("evt#acme#r2", stores.clock.t, ["cbA"]) == []  # it names none
-    assert log.claim("evt#acme#r3", stores.clock.t) is True
-    assert log.claim_for("evt#acme#r3", stores.clock.t, ["cbA"]) == []
 
 
 def test_event_log_claims_once_and_records_rejections(stores: Stores) -> None:
     log = stores.events
-    assert log.claim("evt#acme#1", stores.clock.t) is True
-    assert log.claim("evt#acme#1", stores.clock.t) is False
-    assert log.exists("evt#acme#1")
-    log.release("evt#acme#1")
-    assert not log.exists("evt#acme#1")
-    assert log.claim("evt#acme#1", stores.clock.t) is True
+    assert log.claim_for("evt#acme#1", stores.clock.t, [], ttl_seconds=60) is None
+    assert log.claim_for("evt#acme#1", stores.clock.t + 59, []) == []
     log.record_rejected("e1", "the event maps to no subject", {"id": "e1"}, 10.0)
     log.record_rejected("e2", "extractor failed: boom", None, 20.0)
     rejected = log.list_rejected()

@@ -1026,21 +1026,13 @@ class DynamoDbContextStore:
 
 
 class EventLog(Protocol):
-    def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
-        """Conditional put of a de-duplication record. True if this call made it (first time)."""
-        ...
-
     def claim_for(
         self, key: str, now: float, ids: list[str], ttl_seconds: int = DEDUP_TTL_SECONDS
     ) -> list[str] | None:
-        """claim, the record naming `ids` (what the claim is taken for), in the same one write: None if
-        this call made it, else the ids the record that stands names (so a redelivery can finish what a
-        claimer that died began, and nothing else; [] for a record that names none)."""
+        """Conditional put of a de-duplication record naming `ids` (what the claim is taken for), in one
+        write: None if this call made it, else the ids the record that stands names (so a redelivery can
+        finish what a claimer that died began, and nothing else; [] for a record that names none)."""
         ...
-
-    def exists(self, key: str) -> bool: ...
-
-    def release(self, key: str) -> None: ...
 
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
@@ -1073,9 +1065,6 @@ class MemoryEventLog:
         self._rejected: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
-        return self.claim_for(key, now, [], ttl_seconds) is None
-
     def claim_for(
         self, key: str, now: float, ids: list[str], ttl_seconds: int = DEDUP_TTL_SECONDS
     ) -> list[str] | None:
@@ -1087,15 +1076,6 @@ class MemoryEventLog:
             self._claims[key] = now + ttl_seconds
             self._claimed_ids[key] = list(ids)
             return None
-
-    def exists(self, key: str) -> bool:
-        with self._lock:
-            return key in self._claims
-
-    def release(self, key: str) -> None:
-        with self._lock:
-            self._claims.pop(key, None)
-            self._claimed_ids.pop(key, None)
 
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
@@ -1114,9 +1094,6 @@ class DynamoDbEventLog:
     def __init__(self, dynamodb: DynamoDBClient, table: str) -> None:
         self._db = dynamodb
         self.table = table
-
-    def claim(self, key: str, now: float, ttl_seconds: int = DEDUP_TTL_SECONDS) -> bool:
-        return self.claim_for(key, now, [], ttl_seconds) is None
 
     def claim_for(
         self, key: str, now: float, ids: list[str], ttl_seconds: int = DEDUP_TTL_SECONDS
@@ -1145,15 +1122,6 @@ class DynamoDbEventLog:
             named = standing.get("ids", {}).get("L", [])
             return [value["S"] for value in named if "S" in value]
         return None
-
-    def exists(self, key: str) -> bool:
-        _check_record_key(key)
-        response = self._db.get_item(TableName=self.table, Key={"key": {"S": key}}, ConsistentRead=True)
-        return "Item" in response
-
-    def release(self, key: str) -> None:
-        _check_record_key(key)
-        self._db.delete_item(TableName=self.table, Key={"key": {"S": key}})
 
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
