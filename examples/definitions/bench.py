@@ -32,10 +32,9 @@ def run_bench(subjects: int) -> dict[str, Any]:
     from stepwell.aws import AwsClients
     from stepwell.clock import SystemClock
     from stepwell.definitions.actions import default_actions
-    from stepwell.definitions.router import handles
     from stepwell.definitions.runtime import configure
     from stepwell.definitions.service import install
-    from stepwell.entry import EntryRuntime, MessageResult
+    from stepwell.entry import EntryRuntime
     from stepwell.registry import Registry
     from stepwell.testing.mock_deployment import create_deployment
 
@@ -52,14 +51,8 @@ def run_bench(subjects: int) -> dict[str, Any]:
         base = EntryRuntime.from_config(config, clients, registry=registry, clock=SystemClock())
         router = install(base.engine, config, clients, registry=registry)
 
-        class Routing(EntryRuntime):
-            def _bus_event(self, envelope: Any, context: Any = None) -> MessageResult:
-                if handles(envelope):
-                    outcome = router.process_event(envelope)
-                    return MessageResult("event", outcome.status, details=outcome.to_dict())
-                return super()._bus_event(envelope, context)
-
-        runtime = Routing(base.engine, base.reconciler)
+        # As the deployed worker is wired (stepwell.entry.handler): bus events go to the router.
+        runtime = EntryRuntime(base.engine, base.reconciler, event_router=router)
         router.runtime.definitions.set_workflow("acme", json.loads((HERE / "onboarding.json").read_text()))
         sqs = clients.sqs
 

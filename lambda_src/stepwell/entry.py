@@ -36,6 +36,7 @@ import logging
 import threading
 import traceback
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,6 +197,24 @@ class EntryRuntime:
         """`forwarded_from`: the version that forwarded these records (they are never forwarded again)."""
         failures: list[dict[str, str]] = []
         pinned_elsewhere: dict[str, list[Mapping[str, Any]]] = {}
+        with self.event_router.batch() if self.event_router is not None else nullcontext():
+            self._handle_records(records, context, forwarded_from, failures, pinned_elsewhere)
+        # After this version's own records: one synchronous invoke per pinned version (a batch spans at
+        # most the versions of one transition, so running them one after another costs little).
+        for version, group in pinned_elsewhere.items():
+            failures.extend({"itemIdentifier": message_id} for message_id in self._forward(version, group))
+        return {"batchItemFailures": failures}
+
+    def _handle_records(
+        self,
+        records: list[Any],
+        context: Any,
+        forwarded_from: str | None,
+        failures: list[dict[str, str]],
+        pinned_elsewhere: dict[str, list[Mapping[str, Any]]],
+    ) -> None:
+        """Handle each record of the batch, adding to `failures` what SQS must deliver again and to
+        `pinned_elsewhere` what another version must run."""
         for record in records:
             message_id = _message_id(record)
             try:
@@ -250,11 +269,6 @@ class EntryRuntime:
             finally:
                 # One EMF record per message (and workflow), whatever became of it.
                 self.engine.metrics.flush()
-        # After this version's own records: one synchronous invoke per pinned version (a batch spans at
-        # most the versions of one transition, so running them one after another costs little).
-        for version, group in pinned_elsewhere.items():
-            failures.extend({"itemIdentifier": message_id} for message_id in self._forward(version, group))
-        return {"batchItemFailures": failures}
 
     def _forward(self, version: str, records: list[Mapping[str, Any]]) -> list[str]:
         """Have `version` run `records`; returns the ids of those that failed there (or all, if the invoke

@@ -23,13 +23,18 @@ def test_bench_runs_and_counts_requests(monkeypatch: pytest.MonkeyPatch) -> None
     assert result["messages"] == 3 and result["waiting_sample"] == 3
     assert "sqs.SendMessage" not in result["calls"]
     calls = result["calls"]
-    assert calls["dynamodb.Query"] >= 3 * 2  # definitions of the domain, contexts of the subject
+    # The three events come in one batch: the domain's definitions are read once, each subject's contexts
+    # once per event.
+    assert calls["dynamodb.Query"] == 1 + 3
     assert calls["scheduler.CreateSchedule"] == 3  # each context's timeout
+    assert result["pending_schedules"] == 3
     # Then each subject's `user.activated`, which resumes its context and runs it to the end at once.
     resume = result["resume"]
     assert resume["messages"] == 3 and result["succeeded_sample"] == 3
     assert "sqs.SendMessage" not in resume["calls"]
     assert resume["calls"]["events.PutEvents"] == 3  # each context's execution announces its end
+    # Each run that ends a context deletes the timeout it no longer needs.
+    assert resume["calls"]["scheduler.DeleteSchedule"] == 3 and resume["pending_schedules"] == 0
     text = bench.markdown(result)
     assert "AWS requests per event that starts a context" in text
     assert "AWS requests per event that resumes a waiting context" in text

@@ -9,7 +9,8 @@ import json
 
 import pytest
 from stepwell.definitions.router import Router, _digest
-from stepwell.definitions.store import ContextRecord
+from stepwell.definitions.store import ContextRecord, StoredWorkflow
+from stepwell.entry import EntryRuntime
 from stepwell.model import ExecutionStatus
 
 from .harness import DOMAIN, PINGS, Harness, envelope
@@ -50,6 +51,33 @@ def test_an_event_runs_the_context_it_starts_and_resumes_without_a_message(h: Ha
     assert router.process_event(envelope("ping", "u1")).resumed == started
     assert h.status(h.context("pings", "u1")) == "SUCCEEDED"
     assert messages_sent(h) == 0
+
+
+def test_the_events_of_one_batch_read_their_domains_definitions_once(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SQS batch's events share one read of their domain's definitions (each was in the queue before
+    the batch came, so a read at its first event is as new as each needs); alone, an event reads them."""
+    router = inline(h)
+    reads: list[str] = []
+    read = h.runtime.definitions.list_for_routing
+
+    def counted(domain: str) -> tuple[list[StoredWorkflow], frozenset[str] | None]:
+        reads.append(domain)
+        return read(domain)
+
+    monkeypatch.setattr(h.runtime.definitions, "list_for_routing", counted)
+    events = [envelope("start", "u1"), envelope("start", "u2"), envelope("ping", "u1")]
+    records = [{"messageId": str(i), "body": json.dumps(event)} for i, event in enumerate(events)]
+    entry = EntryRuntime(h.local.engine, event_router=router)
+
+    assert entry.handle_sqs_batch(records) == {"batchItemFailures": []}
+    assert reads == [DOMAIN]
+    assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]  # started, resumed
+    assert [node for node, _ in h.context("pings", "u2").waits_for("ping")] == ["w1"]
+    router.process_event(envelope("ping", "u2"))
+    assert reads == [DOMAIN, DOMAIN]
+    assert [node for node, _ in h.context("pings", "u2").waits_for("ping")] == ["w2"]
 
 
 def test_a_run_another_worker_holds_is_left_to_a_message(h: Harness) -> None:

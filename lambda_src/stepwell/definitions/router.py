@@ -17,7 +17,8 @@ For each event (`Router.process_event`):
 1. extract; an event that fails the extractor, maps to no domain, subject or name, or whose domain its
    source may not speak for is recorded as rejected with the reason (EventLog.record_rejected) and the
    call returns; nothing is raised.
-2. starts: the domain's definitions (one Query) whose trigger node has this event name and whose filter
+2. starts: the domain's definitions (one Query; one for all the events of an SQS batch, Router.batch,
+   which the worker's entry opens per batch) whose trigger node has this event name and whose filter
    holds. The context's instance id derives from (definition, event id), so a start is at most once per
    event id: the context item and the engine execution are both conditional creates. Policy "single"
    skips the start while the subject has a running context of that definition. A filter that fails
@@ -43,7 +44,8 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -372,6 +374,29 @@ class Router:
         self._paths = dict(paths) if paths else None
         # A version that no longer parses is kept with its error, so it is not parsed again per event.
         self._parsed_cache: dict[tuple[str, str, int, int], Definition | Exception] = {}
+        # Inside batch(): each domain's definitions and waited names, read once for the batch's events.
+        self._batch_routing: dict[str, tuple[list[StoredWorkflow], frozenset[str] | None]] | None = None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Route the events of one SQS batch, reading each domain's definitions once for all of them
+        (one Query, not one per event). Every event of a batch was in the queue before the batch was
+        received, and the definitions are read after that, so each event sees every definition stored
+        before it was sent, as it would routed alone at the batch's start."""
+        self._batch_routing = {}
+        try:
+            yield
+        finally:
+            self._batch_routing = None
+
+    def _routing(self, domain: str) -> tuple[list[StoredWorkflow], frozenset[str] | None]:
+        """The domain's definitions and the event names its contexts may wait for (see batch())."""
+        batch = self._batch_routing
+        if batch is None:
+            return self.runtime.definitions.list_for_routing(domain)
+        if domain not in batch:
+            batch[domain] = self.runtime.definitions.list_for_routing(domain)
+        return batch[domain]
 
     def _parsed(self, stored: StoredWorkflow) -> Definition:
         """Parse a stored definition once per version (a warm worker parses nothing per event)."""
@@ -444,7 +469,7 @@ class Router:
         # No event-wide record: each start is keyed by the event id and each resume claimed per event and
         # context, so a repeated delivery finds what it would do done (and finishes what a delivery that
         # died left), for two fewer requests per event.
-        workflows, waited = self.runtime.definitions.list_for_routing(extracted.domain)
+        workflows, waited = self._routing(extracted.domain)
         self._start_contexts(extracted, workflows, outcome)
         # No version of the domain's definitions waits for this name, so no context can: the subject's
         # contexts are not read (an event that only starts contexts, or does nothing, costs no Query).
