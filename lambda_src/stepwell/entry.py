@@ -195,10 +195,8 @@ class EntryRuntime:
         self, records: list[Any], context: Any = None, forwarded_from: str | None = None
     ) -> dict[str, Any]:
         """`forwarded_from`: the version that forwarded these records (they are never forwarded again)."""
-        failures: list[dict[str, str]] = []
-        pinned_elsewhere: dict[str, list[Mapping[str, Any]]] = {}
         with self.event_router.batch() if self.event_router is not None else nullcontext():
-            self._handle_records(records, context, forwarded_from, failures, pinned_elsewhere)
+            failures, pinned_elsewhere = self._handle_records(records, context, forwarded_from)
         # After this version's own records: one synchronous invoke per pinned version (a batch spans at
         # most the versions of one transition, so running them one after another costs little).
         for version, group in pinned_elsewhere.items():
@@ -206,15 +204,12 @@ class EntryRuntime:
         return {"batchItemFailures": failures}
 
     def _handle_records(
-        self,
-        records: list[Any],
-        context: Any,
-        forwarded_from: str | None,
-        failures: list[dict[str, str]],
-        pinned_elsewhere: dict[str, list[Mapping[str, Any]]],
-    ) -> None:
-        """Handle each record of the batch, adding to `failures` what SQS must deliver again and to
-        `pinned_elsewhere` what another version must run."""
+        self, records: list[Any], context: Any, forwarded_from: str | None
+    ) -> tuple[list[dict[str, str]], dict[str, list[Mapping[str, Any]]]]:
+        """Handle each record of the batch: the failures SQS must deliver again, and the records another
+        version must run, by version."""
+        failures: list[dict[str, str]] = []
+        pinned_elsewhere: dict[str, list[Mapping[str, Any]]] = {}
         for record in records:
             message_id = _message_id(record)
             try:
@@ -269,6 +264,7 @@ class EntryRuntime:
             finally:
                 # One EMF record per message (and workflow), whatever became of it.
                 self.engine.metrics.flush()
+        return failures, pinned_elsewhere
 
     def _forward(self, version: str, records: list[Mapping[str, Any]]) -> list[str]:
         """Have `version` run `records`; returns the ids of those that failed there (or all, if the invoke
