@@ -13,10 +13,11 @@ from stepwell.definitions import router as router_module
 from stepwell.definitions.expressions import Expression
 from stepwell.definitions.service import DefinitionsService
 from stepwell.definitions.validation import parse_definition
+from stepwell.entry import EntryRuntime
 
 from .harness import Harness
 from .test_nodes import graph
-from .test_worker_path import RoutingEntryRuntime, bus_event
+from .test_worker_path import bus_event
 from .test_worker_path import stack as stack  # the worker-path fixture
 
 
@@ -172,7 +173,7 @@ def test_a_redelivery_after_a_new_version_does_not_poison_the_event(harness: Har
 
 
 def test_on_the_worker_path_a_failing_definition_fails_no_message(
-    stack: tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]], monkeypatch: pytest.MonkeyPatch
+    stack: tuple[Deployment, EntryRuntime, QueueDriver, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the work queue and the entry on DynamoDB (moto): the message succeeds, the failing
     definition's context is FAILED in the table, the other definition's context runs."""

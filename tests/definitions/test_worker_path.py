@@ -1,8 +1,8 @@
 """The worker path on the AWS adapters (moto): bus envelope -> work queue -> worker entry -> router ->
 interpreter executions on the DynamoDB store, timers through EventBridge Scheduler, on a virtual clock.
 
-`RoutingEntryRuntime` is exactly the wiring the worker entry needs (see docs in the report): bus events
-that are not stepwell.* commands go to the definitions Router built by `install`.
+The entry is wired as the deployed worker's (`stepwell.entry.load_runtime`): bus events that are not
+callback commands go to the definitions Router built by `install`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.definitions.actions import ActionContext, default_actions
-from stepwell.definitions.router import Router, handles
 from stepwell.definitions.runtime import configure
 from stepwell.definitions.service import DefinitionsService, install
-from stepwell.entry import EntryRuntime, MessageResult
+from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
 
 from .test_examples import EXAMPLES, document
@@ -32,22 +31,10 @@ REGION = "us-east-1"
 DAY = 86400
 
 
-class RoutingEntryRuntime(EntryRuntime):
-    def __init__(self, base: EntryRuntime, router: Router) -> None:
-        super().__init__(base.engine, base.reconciler)
-        self.router = router
-
-    def _bus_event(self, envelope: Any, context: Any = None) -> MessageResult:
-        if handles(envelope):
-            outcome = self.router.process_event(envelope)
-            return MessageResult("event", outcome.status, details=outcome.to_dict())
-        return super()._bus_event(envelope, context)
-
-
 @pytest.fixture
 def stack(
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]]]:
+) -> Iterator[tuple[Deployment, EntryRuntime, QueueDriver, list[Any]]]:
     for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -71,7 +58,7 @@ def stack(
         registry = Registry()
         base = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
         router = install(base.engine, deployment.config, deployment.clients, registry=registry)
-        runtime = RoutingEntryRuntime(base, router)
+        runtime = EntryRuntime(base.engine, base.reconciler, event_router=router)
         try:
             yield deployment, runtime, QueueDriver(deployment, runtime, clock), sent
         finally:
@@ -101,7 +88,7 @@ def bus_event(
 
 
 def test_events_through_the_queue_start_and_resume_contexts(
-    stack: tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]],
+    stack: tuple[Deployment, EntryRuntime, QueueDriver, list[Any]],
 ) -> None:
     deployment, _runtime, driver, sent = stack
     client = StepwellClient(deployment.config, deployment.clients)
@@ -149,7 +136,7 @@ def test_events_through_the_queue_start_and_resume_contexts(
 
 
 def test_client_process_event_starts_once_and_reports_rejections(
-    stack: tuple[Deployment, RoutingEntryRuntime, QueueDriver, list[Any]],
+    stack: tuple[Deployment, EntryRuntime, QueueDriver, list[Any]],
 ) -> None:
     deployment, _runtime, _driver, _sent = stack
     client = StepwellClient(deployment.config, deployment.clients)

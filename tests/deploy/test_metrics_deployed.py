@@ -13,6 +13,8 @@ from deployed_backend import FINISHED, DeployedTarget
 from stepwell.client import StepwellClient
 from stepwell.testing.local import check_emf_record, metric_totals
 
+from .test_failures_deployed import _callback_id
+
 WAIT_SECONDS = 240.0
 WORKFLOW = "failures.sequence"
 
@@ -30,13 +32,6 @@ def _json_lines(lines: list[str]) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             parsed.append(value)
     return parsed
-
-
-def _callback_id(client: StepwellClient, execution_id: str) -> str | None:
-    for event in client.get_execution_history(execution_id):
-        if event.get("EventType") == "CallbackStarted":
-            return str(event["CallbackStartedDetails"]["CallbackId"])
-    return None
 
 
 def _send_invoke(target: DeployedTarget, execution_id: str) -> None:

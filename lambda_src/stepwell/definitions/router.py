@@ -731,12 +731,6 @@ class Router:
             self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
 
 
-def handles(body: Mapping[str, Any]) -> bool:
-    """True for a bus envelope the router should take (not a stepwell.* command)."""
-    detail_type = body.get("detail-type")
-    return isinstance(detail_type, str) and not detail_type.startswith("stepwell.")
-
-
 __all__ = [
     "DEFAULT_PATHS",
     "DefinitionError",
@@ -747,7 +741,6 @@ __all__ = [
     "ExtractorError",
     "PathExtractor",
     "Router",
-    "handles",
     "instance_id_for",
     "register_extractor",
 ]
