@@ -174,6 +174,8 @@ module "callback_urls" {
   retention_days           = var.retention_days
   max_body_bytes           = var.callback_url_max_body_bytes
   secret_arn               = var.callback_url_secret_arn
+
+  reserved_concurrent_executions = var.callback_url_reserved_concurrency
 }
 
 module "monitoring" {

@@ -731,6 +731,22 @@ variable "callback_url_max_body_bytes" {
   }
 }
 
+variable "callback_url_reserved_concurrency" {
+  description = "Concurrent executions reserved for the callbacks function, which are also its ceiling: beyond them its public URL answers 429 (Too Many Requests), so a flood of requests cannot take the account's concurrency from the worker or run up more than this many invocations at once. null: unreserved (it shares the account's pool)."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.callback_url_reserved_concurrency == null || try(var.callback_url_reserved_concurrency >= 1 && floor(var.callback_url_reserved_concurrency) == var.callback_url_reserved_concurrency, false)
+    error_message = "callback_url_reserved_concurrency must be a whole number >= 1 (0 would refuse every callback URL request: set callback_urls = false instead), or null; got ${coalesce(var.callback_url_reserved_concurrency, "null")}."
+  }
+
+  validation {
+    condition     = var.callback_url_reserved_concurrency == null || var.callback_urls
+    error_message = "callback_url_reserved_concurrency needs callback_urls = true (it bounds the callbacks function)."
+  }
+}
+
 variable "callback_url_secret_arn" {
   description = "Secrets Manager secret ARN or SSM SecureString parameter ARN holding the HMAC-SHA256 key callback URL requests must be signed with (X-Stepwell-Timestamp, X-Stepwell-Signature); null: unsigned requests are accepted and the callback id alone is the capability."
   type        = string

@@ -154,8 +154,10 @@ module "stepwell" {
   # Callback URLs: a public function URL through which a third party (a payment provider's webhook, an
   # approval link) completes a callback without AWS credentials; stepwell.callback_url(id) in a workflow.
   # In production give callback_url_secret_arn too, so that requests must be signed (HMAC-SHA256).
-  callback_urls               = true
-  callback_url_max_body_bytes = 65536
+  # A reserved (and capping) concurrency keeps a flood of URL requests from starving the worker.
+  callback_urls                     = true
+  callback_url_max_body_bytes       = 65536
+  callback_url_reserved_concurrency = 20
 
   # Monitoring: every alarm, and every failed or timed-out execution (its status-change event), notifies
   # the module's topic {name}-alarms (subscribe to it: email, chat, pager); the dashboard {name} graphs

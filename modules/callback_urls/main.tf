@@ -125,18 +125,20 @@ resource "aws_lambda_function" "callbacks" {
   #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
   #checkov:skip=CKV_AWS_173:Environment holds resource names and the secret's ARN only, never the secret; kms_key_arn encrypts it when given.
-  #checkov:skip=CKV_AWS_115:Concurrency is bounded by the account; reserving some would take it from the worker.
-  function_name    = local.function_name
-  description      = "Stepwell callback URLs: completes, fails or heartbeats a callback for an HTTPS request."
-  role             = aws_iam_role.callbacks.arn
-  handler          = local.handler
-  runtime          = var.runtime
-  architectures    = [var.architecture]
-  memory_size      = 256
-  timeout          = 30
-  kms_key_arn      = var.kms_key_arn
-  filename         = var.package.path
-  source_code_hash = var.package.code_hash
+  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable (the root's callback_url_reserved_concurrency), unset by default: reserving takes it from the account's pool.
+  function_name = local.function_name
+  description   = "Stepwell callback URLs: completes, fails or heartbeats a callback for an HTTPS request."
+  role          = aws_iam_role.callbacks.arn
+  handler       = local.handler
+  runtime       = var.runtime
+  architectures = [var.architecture]
+  memory_size   = 256
+  timeout       = 30
+  kms_key_arn   = var.kms_key_arn
+  # A cap on what a flood of requests to the public URL can take (429 beyond it).
+  reserved_concurrent_executions = var.reserved_concurrent_executions
+  filename                       = var.package.path
+  source_code_hash               = var.package.code_hash
 
   environment {
     variables = local.environment

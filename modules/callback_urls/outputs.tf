@@ -37,3 +37,8 @@ output "environment" {
   description = "Environment of the callbacks Lambda."
   value       = local.environment
 }
+
+output "reserved_concurrent_executions" {
+  description = "Concurrent executions reserved for the callbacks function; null when unreserved."
+  value       = var.reserved_concurrent_executions
+}

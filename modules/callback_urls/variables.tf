@@ -130,6 +130,17 @@ variable "max_body_bytes" {
   }
 }
 
+variable "reserved_concurrent_executions" {
+  description = "Concurrent executions reserved for (and capping) the callbacks function; null: unreserved."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrent_executions == null || try(var.reserved_concurrent_executions >= 1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions, false)
+    error_message = "reserved_concurrent_executions must be a whole number >= 1, or null."
+  }
+}
+
 variable "secret_arn" {
   description = "Secrets Manager secret ARN or SSM (SecureString) parameter ARN holding the HMAC-SHA256 key requests must be signed with; null: requests are not signed."
   type        = string

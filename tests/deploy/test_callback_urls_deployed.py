@@ -184,3 +184,13 @@ def test_the_signing_secret_is_read_from_secrets_manager_and_ssm_on_the_backend(
         for arn in (text_arn, binary_arn):
             secrets.delete_secret(SecretId=arn, ForceDeleteWithoutRecovery=True)
         ssm.delete_parameter(Name=f"/stepwell/cb-{label}")
+
+
+def test_the_callbacks_function_reserves_its_concurrency_and_is_capped_there(
+    deployed_stack: DeployedStack,
+) -> None:
+    # examples/complete sets callback_url_reserved_concurrency = 20: a flood of URL requests gets Lambda's
+    # 429 beyond 20 at once and leaves the rest of the account's concurrency to the worker.
+    functions = deployed_stack.backend.client("lambda")
+    name = str(deployed_stack.outputs["callback_function_name"])
+    assert functions.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions") == 20

@@ -242,7 +242,84 @@ run "parameter_secret_grant" {
   }
 }
 
+run "reserved_concurrency_caps_the_function" {
+  command = plan
+
+  variables {
+    callback_urls                     = true
+    callback_url_reserved_concurrency = 5
+  }
+
+  assert {
+    condition     = module.callback_urls[0].reserved_concurrent_executions == 5
+    error_message = "callback_url_reserved_concurrency reaches the callbacks function."
+  }
+}
+
+run "submodule_reserved_concurrency" {
+  command = plan
+
+  module {
+    source = "./modules/callback_urls"
+  }
+
+  variables {
+    tables = {
+      executions_name   = "unit-executions"
+      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name   = "unit-operations"
+      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name = "unit-coordination"
+      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+    }
+    work_queue = {
+      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    }
+    package = {
+      path      = "worker.zip"
+      code_hash = "aGFzaA=="
+    }
+    reserved_concurrent_executions = 5
+  }
+
+  assert {
+    condition     = aws_lambda_function.callbacks.reserved_concurrent_executions == 5
+    error_message = "The callbacks function reserves (and is capped at) the given concurrency."
+  }
+}
+
 # The submodule's own input validations (one run per rule).
+
+run "submodule_rejects_reserved_concurrency_zero" {
+  command = plan
+
+  module {
+    source = "./modules/callback_urls"
+  }
+
+  variables {
+    tables = {
+      executions_name   = "unit-executions"
+      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name   = "unit-operations"
+      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name = "unit-coordination"
+      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+    }
+    work_queue = {
+      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    }
+    package = {
+      path      = "worker.zip"
+      code_hash = "aGFzaA=="
+    }
+    reserved_concurrent_executions = 0
+  }
+
+  expect_failures = [var.reserved_concurrent_executions]
+}
 
 run "submodule_rejects_name" {
   command = plan

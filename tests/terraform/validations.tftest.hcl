@@ -937,6 +937,38 @@ run "rejects_callback_url_secret_arn_without_callback_urls" {
   expect_failures = [var.callback_url_secret_arn]
 }
 
+run "rejects_callback_url_reserved_concurrency_zero" {
+  command = plan
+
+  variables {
+    callback_urls                     = true
+    callback_url_reserved_concurrency = 0
+  }
+
+  expect_failures = [var.callback_url_reserved_concurrency]
+}
+
+run "rejects_callback_url_reserved_concurrency_fraction" {
+  command = plan
+
+  variables {
+    callback_urls                     = true
+    callback_url_reserved_concurrency = 2.5
+  }
+
+  expect_failures = [var.callback_url_reserved_concurrency]
+}
+
+run "rejects_callback_url_reserved_concurrency_without_callback_urls" {
+  command = plan
+
+  variables {
+    callback_url_reserved_concurrency = 10
+  }
+
+  expect_failures = [var.callback_url_reserved_concurrency]
+}
+
 run "accepts_callback_url_limits_and_secret" {
   command = plan
 
