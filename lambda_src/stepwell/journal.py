@@ -298,6 +298,13 @@ class Journal:
     def has_unflushed(self) -> bool:
         return bool(self._dirty or self._events or self._absorbed_now or self._dirty_meta or self._flags)
 
+    @property
+    def has_unflushed_side_effects(self) -> bool:
+        """Whether the unflushed changes hold something that must be stored before the run goes on: a
+        new callback (its id must resolve before user code has it), a child execution to start, a
+        callback timed out (a later completion must be refused)."""
+        return bool(self._new_callbacks or self._child_starts or self._timed_out_callbacks)
+
     def unflushed_operation_ids(self) -> list[str]:
         """Operations changed since the last batch (at invocation start: what changed while it slept)."""
         return list(self._dirty)

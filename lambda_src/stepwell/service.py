@@ -3,9 +3,10 @@ on the managed service.
 
 One client serves one invocation. It holds the journal the worker loaded; each checkpoint applies the
 updates to it (O(updates)), appends the changes as the next batch (a conditional put: the fence), and
-answers with only the operations that changed. The checkpoint token is `<lease owner>:<next seq>`; when
-another worker took the seq, the token is revoked (no token in the answer) and the SDK ends the
-invocation with PENDING.
+answers with only the operations that changed. A checkpoint that only starts or ends child contexts is
+not written on its own: the next batch takes it in (see `_replayable`). The checkpoint token is
+`<lease owner>:<next seq>`; when another worker took the seq, the token is revoked (no token in the
+answer) and the SDK ends the invocation with PENDING.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     CheckpointOutput,
     CheckpointUpdatedExecutionState,
     Operation,
+    OperationAction,
     OperationType,
     OperationUpdate,
     StateOutput,
@@ -40,6 +42,8 @@ class StoreServiceClient:
         self._lock = threading.Lock()
         self.fenced = False
         self.checkpoints = 0
+        # Checkpoints left to the next batch (_replayable).
+        self.deferred = 0
         # Timers that came due during this invocation: the handler may have suspended without seeing
         # them, so the worker runs the execution again rather than waiting for a timer that has fired.
         self.timers_fired = 0
@@ -74,6 +78,10 @@ class StoreServiceClient:
                 journal.apply_update(update, now)
             if not journal.has_unflushed:
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state([]))
+            if _replayable(updates) and not journal.has_unflushed_side_effects:
+                self.deferred += 1
+                changed = [journal.operations[op_id] for op_id in journal.unflushed_operation_ids()]
+                return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state(changed))
             try:
                 flushed = self._engine.append_journal(self._record, journal)
             except SequenceConflict:
@@ -111,6 +119,25 @@ class StoreServiceClient:
     def _check_arn(self, arn: str) -> None:
         if arn != self._record.execution_id:
             raise ValueError(f"this client serves execution {self._record.execution_id!r}, not {arn!r}")
+
+
+# What a child context's start or end records is made again by a replay that does not find it: the SDK
+# runs the context's function again, whose steps, waits and callbacks answer from the log.
+_REPLAYABLE_ACTIONS = frozenset({OperationAction.START, OperationAction.SUCCEED, OperationAction.FAIL})
+
+
+def _replayable(updates: list[OperationUpdate]) -> bool:
+    """Whether a checkpoint's updates may wait for the next batch instead of a write of their own: they
+    only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback), which
+    nothing outside the run acts on and which a crash before the next write loses harmlessly (the replay
+    records them again, after the steps inside answer from the log). The run's last batch, written or
+    carried on the lease's release as it suspends or ends, takes in whatever is left. The caller also
+    checks the journal has nothing waiting to be stored for something outside it (a callback id to
+    resolve, a child to start, a callback to close)."""
+    return bool(updates) and all(
+        update.operation_type is OperationType.CONTEXT and update.action in _REPLAYABLE_ACTIONS
+        for update in updates
+    )
 
 
 def _state(operations: list[Operation]) -> CheckpointUpdatedExecutionState:
