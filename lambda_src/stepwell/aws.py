@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -215,3 +216,8 @@ class AwsClients:
         INVOKE_READ_TIMEOUT_SECONDS)."""
         client: LambdaClient = self._client("lambda", "invoke")
         return client
+
+
+def error_code(error: ClientError) -> str:
+    """The AWS error code of a refused request ("" when the response has none)."""
+    return str(error.response.get("Error", {}).get("Code", ""))

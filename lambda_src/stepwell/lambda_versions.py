@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from stepwell.aws import error_code
 from stepwell.errors import ForwardFailed, InvalidArgument
 from stepwell.model import FunctionVersion
 
@@ -20,10 +21,6 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 LATEST = "$LATEST"
-
-
-def _error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 class LambdaFunctionVersions:
@@ -38,7 +35,7 @@ class LambdaFunctionVersions:
         try:
             alias = self._lambda.get_alias(FunctionName=self.function_name, Name=self.alias)
         except ClientError as error:
-            if _error_code(error) == "ResourceNotFoundException":
+            if error_code(error) == "ResourceNotFoundException":
                 return None
             raise
         version = alias.get("FunctionVersion")
@@ -72,7 +69,7 @@ class LambdaFunctionVersions:
                 Payload=json.dumps(dict(event)).encode("utf-8"),
             )
         except ClientError as error:
-            code = _error_code(error)
+            code = error_code(error)
             missing = code == "ResourceNotFoundException"
             cause = "the version does not exist (deleted or never published)" if missing else code
             raise ForwardFailed(f"invoke of {target} failed: {cause}", version, missing) from error
@@ -103,5 +100,5 @@ class LambdaFunctionVersions:
         try:
             self._lambda.delete_function(FunctionName=self.function_name, Qualifier=version)
         except ClientError as error:
-            if _error_code(error) != "ResourceNotFoundException":  # already gone: that is the goal
+            if error_code(error) != "ResourceNotFoundException":  # already gone: that is the goal
                 raise

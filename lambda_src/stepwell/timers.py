@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from stepwell.aws import error_code
 from stepwell.work_queue import MAX_DELAY_SECONDS, SqsWorkQueue, encode_message
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ class WakeScheduler:
         try:
             self.cancel_schedules(execution_id)
         except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "")
+            code = error_code(error)
             if code not in ("AccessDeniedException", "AccessDenied"):
                 raise
             logger.warning(
@@ -192,7 +193,7 @@ class WakeScheduler:
                 "could not delete the unneeded wake-up %s of %s (%s); it will fire and find nothing due",
                 name,
                 execution_id,
-                type(error).__name__ if isinstance(error, BotoCoreError) else error.response["Error"]["Code"],
+                type(error).__name__ if isinstance(error, BotoCoreError) else error_code(error),
             )
 
     def cancel_schedules(self, execution_id: str) -> int:

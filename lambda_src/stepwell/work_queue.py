@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from stepwell.aws import error_code
+
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import (
@@ -134,7 +136,7 @@ def _start_move_task(sqs: SQSClient, dlq_url: str, work_queue_arn: str) -> str |
     except NotImplementedError:
         return None  # moto in-process
     except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
+        code = error_code(error)
         message = str(error.response.get("Error", {}).get("Message", "")).lower()
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         unsupported = (

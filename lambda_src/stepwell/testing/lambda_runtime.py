@@ -80,6 +80,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from botocore.exceptions import ClientError
 
+from stepwell.aws import error_code
+
 ClientFactory = Callable[[str], Any]
 CodeFetcher = Callable[[str], bytes]
 
@@ -930,7 +932,7 @@ class LambdaRuntime:
                 FunctionName=function_name
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            if error_code(error) == "ResourceNotFoundException":
                 return None
             raise
         return config

@@ -23,6 +23,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from stepwell.aws import error_code
 from stepwell.testing.scheduler import VirtualClock
 
 
@@ -120,7 +121,7 @@ class BucketLifecycle:
         try:
             response = self._s3.get_bucket_lifecycle_configuration(Bucket=self.bucket)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "NoSuchLifecycleConfiguration":
+            if error_code(error) == "NoSuchLifecycleConfiguration":
                 return []
             raise
         rules = (ExpirationRule.from_api(rule) for rule in response.get("Rules", []))
