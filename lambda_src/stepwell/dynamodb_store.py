@@ -27,7 +27,8 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   error JSON, read back by the worker). Flow control (scopes are FlowLimit.scope): a concurrency key
   "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels, and while its queue
   is not empty dueShard flow#N, dueAt = its sweep time), its tickets "fc#c#<digest>#t#<n>" (eid, or skipped
-  + ttl), a rate key "fc#r#<digest>" (starts, v version, labels) and per rate-limited execution
+  + ttl), a rate key "fc#r#<digest>" (starts, v version, labels, ttl: a retention period after its
+  last start leaves the window) and per rate-limited execution
   "fc#x#<digest of its id>" (eid, startAt, ttl).
 
 Safety net: a string value larger than `inline_limit` bytes that the engine did not already offload is
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError, ParamValidationError
 
+from stepwell.aws import error_code
 from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.model import (
     Batch,
@@ -501,7 +503,7 @@ class DynamoDbExecutionStore:
         try:
             response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
         except (ClientError, ParamValidationError) as error:
-            code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else "Param"
+            code = error_code(error) if isinstance(error, ClientError) else "Param"
             if next_token and code in ("ValidationException", "Param"):
                 raise InvalidArgument(f"page token {next_token!r} is not one this store returned") from error
             raise
@@ -1254,7 +1256,12 @@ class DynamoDbExecutionStore:
         )
 
     def put_flow_rate(
-        self, scope: str, expected_version: int, starts: Sequence[float], labels: Mapping[str, str]
+        self,
+        scope: str,
+        expected_version: int,
+        starts: Sequence[float],
+        labels: Mapping[str, str],
+        window_ends: float | None = None,
     ) -> bool:
         item: Item = {
             "key": _s(scope),
@@ -1262,6 +1269,9 @@ class DynamoDbExecutionStore:
             "v": _n(expected_version + 1),
             "labels": _labels(labels),
         }
+        if window_ends is not None:
+            # Its labels name the key (a customer id, say): it goes a retention period after its last use.
+            item["ttl"] = _n(int(window_ends) + self.retention_seconds)
         if expected_version == 0:
             return self._flow_put(item, "attribute_not_exists(#k)")
         return self._flow_put(item, "v = :expected", {":expected": _n(expected_version)})

@@ -165,7 +165,7 @@ class FlowControl:
             state = self.store.get_flow_rate(rate.scope)
             start_at = next_rate_start(state.starts, rate.limit, rate.period, now)
             starts = sorted([*state.starts, start_at])[-rate.limit :]
-            if self.store.put_flow_rate(rate.scope, state.version, starts, labels):
+            if self.store.put_flow_rate(rate.scope, state.version, starts, labels, starts[-1] + rate.period):
                 # A duplicate message that reserved first wins; its time is the execution's.
                 return RateDecision(self.store.reserve_flow_start(execution_id, start_at), False)
         raise StepwellError(

@@ -451,7 +451,12 @@ class MemoryExecutionStore:
             return replace(state, labels=dict(state.labels))
 
     def put_flow_rate(
-        self, scope: str, expected_version: int, starts: Sequence[float], labels: Mapping[str, str]
+        self,
+        scope: str,
+        expected_version: int,
+        starts: Sequence[float],
+        labels: Mapping[str, str],
+        window_ends: float | None = None,
     ) -> bool:
         with self._lock:
             self._count("put_flow_rate")

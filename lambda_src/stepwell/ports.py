@@ -275,10 +275,18 @@ class ExecutionStore(Protocol):
         ...
 
     def put_flow_rate(
-        self, scope: str, expected_version: int, starts: Sequence[float], labels: Mapping[str, str]
+        self,
+        scope: str,
+        expected_version: int,
+        starts: Sequence[float],
+        labels: Mapping[str, str],
+        window_ends: float | None = None,
     ) -> bool:
         """Replace the key's recent starts if its version is still `expected_version` (0: no item yet);
-        the version becomes expected_version + 1. False when another writer changed it first."""
+        the version becomes expected_version + 1. False when another writer changed it first.
+        `window_ends`: when the last of `starts` leaves the window; a store with expiry keeps the key
+        for its retention period after that, then lets it go (a key no longer used, say a customer's,
+        does not stay; losing it then loses no start the limit still counts)."""
         ...
 
     def reserve_flow_start(self, execution_id: str, start_at: float) -> float:

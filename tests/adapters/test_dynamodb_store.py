@@ -8,8 +8,10 @@ import json
 from typing import Any
 
 import pytest
+from stepwell.clock import VirtualClock
 from stepwell.dynamodb_store import DEFAULT_INLINE_LIMIT, DynamoDbExecutionStore, due_shard
 from stepwell.errors import InvalidArgument, SequenceConflict
+from stepwell.flow_control import FlowControl
 from stepwell.model import (
     Batch,
     CallbackRef,
@@ -17,10 +19,12 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    FlowLimit,
     InputKind,
     make_execution_id,
 )
 from stepwell.payloads import S3PayloadStore
+from stepwell.testing.local import LocalQueue
 
 from .deployment import Deployment
 
@@ -392,3 +396,29 @@ def test_input_and_result_near_the_engine_limit_still_fit_one_item(deployment: D
     )["Item"]
     size = sum(len(name) + len(str(next(iter(value.values())))) for name, value in item.items())
     assert size < 350 * 1024
+
+
+def test_a_rate_key_expires_a_retention_period_after_its_last_start_leaves_the_window(
+    deployment: Deployment,
+) -> None:
+    # Its labels name the key's value (a customer id, say): a key no longer used must not stay for good.
+    store = _store(deployment)
+    clock = VirtualClock()
+    queue = LocalQueue(clock)
+    gate = FlowControl(store, queue, queue, clock)
+    limit = FlowLimit("rate", "default", "orders", "customer-42", 2, period=3600)
+    outcomes = []
+    for index in range(3):
+        record = _record(subject=f"o-{index}", instance=f"i{index}")
+        store.create_execution(record)
+        outcomes.append(gate.gate(record, (limit,), None))
+
+    assert outcomes[:2] == [None, None]
+    third = outcomes[2]
+    assert third is not None and third.action == "delayed"
+    item = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.coordination_table, Key={"key": {"S": limit.scope}}
+    )["Item"]
+    starts = sorted(float(start["N"]) for start in item["starts"]["L"])
+    assert starts[-1] == third.details["startAt"]  # the third start, an hour after the first
+    assert int(item["ttl"]["N"]) == int(starts[-1] + 3600) + 30 * 86400
