@@ -80,8 +80,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from botocore.exceptions import ClientError
 
-from stepwell.aws import error_code
-
 ClientFactory = Callable[[str], Any]
 CodeFetcher = Callable[[str], bytes]
 
@@ -932,7 +930,8 @@ class LambdaRuntime:
                 FunctionName=function_name
             )
         except ClientError as error:
-            if error_code(error) == "ResourceNotFoundException":
+            # Not stepwell.aws.error_code: this module also runs alone as the worker side, without stepwell.
+            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
                 return None
             raise
         return config
