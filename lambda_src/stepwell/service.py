@@ -41,7 +41,6 @@ class StoreServiceClient:
         self._owner = owner
         self._lock = threading.Lock()
         self.fenced = False
-        self.checkpoints = 0
         # Checkpoints left to the next batch (_replayable).
         self.deferred = 0
         # Timers that came due during this invocation: the handler may have suspended without seeing
@@ -87,7 +86,6 @@ class StoreServiceClient:
             except SequenceConflict:
                 self.fenced = True
                 return self._revoked(updates)
-            self.checkpoints += 1
             return CheckpointOutput(
                 checkpoint_token=self.token, new_execution_state=_state(flushed.operations)
             )

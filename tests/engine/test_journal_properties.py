@@ -314,15 +314,15 @@ class JournalMachine(RuleBasedStateMachine):
         assert after.batches[: len(before.batches)] == before.batches
         assert len(after.batches) - len(before.batches) in (0, 1)
         wrote = len(after.batches) == len(before.batches) + 1
+        left = client.deferred > deferred
         state = output.new_execution_state
         changed = state.operations if state is not None and state.operations is not None else []
         for op in changed:
             assert _json(op) == _json(invocation.journal.operations[op.operation_id])
-        if client.deferred > deferred:
+        if left:
             assert not wrote and invocation.journal.has_unflushed
             assert updates and all(u.operation_type is CONTEXT for u in updates)
             assert not invocation.journal.has_unflushed_side_effects
-        left = client.deferred > deferred
         assert changed == [] or wrote or left
         event(f"checkpoint: {'wrote' if wrote else 'left to the next batch' if left else 'no-op'}")
         if client.timers_fired > fired:
