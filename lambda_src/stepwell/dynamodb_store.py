@@ -25,10 +25,10 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   carries the end: then kept with a ttl), "cb#<callback id>" (eid, op, v the worker version whose run
   created it; done and ttl once completed or timed out; a completion's result: k kind, p/pR payload, er
   error JSON, read back by the worker). Flow control (scopes are FlowLimit.scope): a concurrency key
-  "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels, and while its queue
-  is not empty dueShard flow#N, dueAt = its sweep time), its tickets "fc#c#<digest>#t#<n>" (eid, or skipped
-  + ttl), a rate key "fc#r#<digest>" (starts, v version, labels, ttl: a retention period after its
-  last start leaves the window) and per rate-limited execution
+  "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels, while its queue is
+  not empty dueShard flow#N and dueAt = its sweep time, and ttl while nobody holds or waits), its tickets
+  "fc#c#<digest>#t#<n>" (eid, or skipped + ttl), a rate key "fc#r#<digest>" (starts, v version, labels,
+  ttl: a retention period after its last start leaves the window) and per rate-limited execution
   "fc#x#<digest of its id>" (eid, startAt, ttl).
 
 Safety net: a string value larger than `inline_limit` bytes that the engine did not already offload is
@@ -97,7 +97,7 @@ _CAPACITY: Literal["TOTAL"] = "TOTAL"
 _SCHEDULE_POINTER_SK = "pointer"
 # Attempts of a flow write that lost a race creating its key's item (the next attempt finds it).
 _FLOW_ATTEMPTS = 3
-_FLOW_NAMES = {"#h": "holders", "#hd": "head", "#tl": "tail", "#lb": "labels"}
+_FLOW_NAMES = {"#h": "holders", "#hd": "head", "#tl": "tail", "#lb": "labels", "#ttl": "ttl"}
 _NAME_TOKEN = re.compile(r"#[A-Za-z0-9_]+")
 
 
@@ -1096,7 +1096,7 @@ class DynamoDbExecutionStore:
             # atomically, so racing holders never pass the limit.
             taken = self._flow_update(
                 scope,
-                UpdateExpression="SET #h.#e = :expires, #lb = :labels",
+                UpdateExpression="SET #h.#e = :expires, #lb = :labels REMOVE #ttl",
                 ConditionExpression=(
                     "attribute_exists(#h) AND attribute_not_exists(#h.#e) AND size(#h) < :limit AND #hd = #tl"
                 ),
@@ -1133,7 +1133,7 @@ class DynamoDbExecutionStore:
             scope,
             UpdateExpression=(
                 "SET #h = if_not_exists(#h, :none), #hd = if_not_exists(#hd, :zero), #lb = :labels, "
-                "dueShard = :shard, dueAt = :sweep ADD #tl :one"
+                "dueShard = :shard, dueAt = :sweep REMOVE #ttl ADD #tl :one"
             ),
             ExpressionAttributeValues={
                 ":none": {"M": {}},
@@ -1173,7 +1173,7 @@ class DynamoDbExecutionStore:
         values: Item = {":ticket": _n(ticket), ":next": _n(ticket + 1)}
         update, condition, names = "SET #hd = :next", "#hd = :ticket", {}
         if execution_id is not None:
-            update += ", #h.#e = :expires"
+            update += ", #h.#e = :expires REMOVE #ttl"
             condition += " AND size(#h) < :limit AND attribute_not_exists(#h.#e)"
             names["#e"] = execution_id
             values.update({":expires": _n(expires_at), ":limit": _n(limit)})
@@ -1183,9 +1183,12 @@ class DynamoDbExecutionStore:
             ConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
         )
         if served is None:
             return False
+        if execution_id is None:  # a skipped ticket (its execution ended) may have been the last one
+            self._expire_flow_key_when_idle(scope, served)
         # A skipped marker stays until its ttl, so a late put of its ticket still fails.
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
             self._db.delete_item(
@@ -1212,7 +1215,29 @@ class DynamoDbExecutionStore:
             ReturnValues="ALL_NEW",
             **({"ExpressionAttributeValues": values} if values else {}),
         )
-        return None if after is None else _flow_slots(after)
+        if after is None:
+            return None
+        self._expire_flow_key_when_idle(scope, after)
+        return _flow_slots(after)
+
+    def _expire_flow_key_when_idle(self, scope: str, item: Item) -> None:
+        """Give a concurrency key that nobody holds or waits for a ttl: its labels name the key's value (a
+        customer id, say), so a key no longer used goes after the retention period. Conditional, so a
+        racing hold or ticket (each removes the ttl) keeps the key; only a write that leaves the key idle
+        costs this second write. A key that is held is never given a ttl: expiring under a long-running
+        holder would let the next arrival start past the limit."""
+        state = _flow_slots(item)
+        if state.holders or state.waiting:
+            return
+        self._flow_update(
+            scope,
+            UpdateExpression="SET #ttl = :ttl",
+            ConditionExpression="attribute_exists(#h) AND size(#h) = :zero AND #hd = #tl",
+            ExpressionAttributeValues={
+                ":ttl": _n(int(time.time()) + self.retention_seconds),
+                ":zero": _n(0),
+            },
+        )
 
     def renew_flow_slot(
         self, scope: str, execution_id: str, expected_expiry: float, expires_at: float

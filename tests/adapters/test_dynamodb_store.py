@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import time
 from typing import Any
 
 import pytest
@@ -422,3 +423,54 @@ def test_a_rate_key_expires_a_retention_period_after_its_last_start_leaves_the_w
     starts = sorted(float(start["N"]) for start in item["starts"]["L"])
     assert starts[-1] == third.details["startAt"]  # the third start, an hour after the first
     assert int(item["ttl"]["N"]) == int(starts[-1] + 3600) + 30 * 86400
+
+
+def _concurrency_gate(
+    deployment: Deployment, key: str, executions: int
+) -> tuple[DynamoDbExecutionStore, FlowControl, FlowLimit, list[ExecutionRecord]]:
+    """A limit of 1 on `key` and that many started executions, not yet gated."""
+    store = _store(deployment)
+    clock = VirtualClock()
+    queue = LocalQueue(clock)
+    records = [_record(subject=f"{key}-{index}", instance=f"{key}{index}") for index in range(executions)]
+    for record in records:
+        store.create_execution(record)
+    limit = FlowLimit("concurrency", "default", "orders", key, 1)
+    return store, FlowControl(store, queue, queue, clock), limit, records
+
+
+def test_a_concurrency_key_expires_a_retention_period_after_it_falls_idle(deployment: Deployment) -> None:
+    # Its labels name the key's value too; but while anyone holds or waits for it, it keeps no ttl.
+    _, gate, limit, records = _concurrency_gate(deployment, "customer-7", 3)
+
+    def ttl() -> int | None:
+        item = _coordination_item(deployment, limit.scope)
+        assert item is not None
+        return int(item["ttl"]["N"]) if "ttl" in item else None
+
+    assert gate.gate(records[0], (limit,), None) is None  # holds the slot
+    waiting = gate.gate(records[1], (limit,), None)
+    assert waiting is not None  # waits in line behind it
+    assert ttl() is None
+
+    gate.release(records[0].execution_id, (limit,))  # serves the waiting one: still held
+    assert ttl() is None
+    before = int(time.time())
+    gate.release(records[1].execution_id, (limit,))  # nobody holds or waits now
+    expires = ttl()
+    assert expires is not None and before + 30 * 86400 <= expires <= int(time.time()) + 30 * 86400
+
+    assert gate.gate(records[2], (limit,), None) is None  # used again: the ttl goes
+    assert ttl() is None
+
+
+def test_a_concurrency_key_whose_last_waiting_execution_ended_expires_too(deployment: Deployment) -> None:
+    store, gate, limit, (first, second) = _concurrency_gate(deployment, "customer-8", 2)
+    assert gate.gate(first, (limit,), None) is None
+    assert gate.gate(second, (limit,), None) is not None
+    assert store.complete_execution(second.execution_id, ExecutionStatus.STOPPED, T0 + 1)
+
+    gate.release(first.execution_id, (limit,))  # the waiting ticket is skipped: the key is idle
+    item = _coordination_item(deployment, limit.scope)
+    assert item is not None and int(item["head"]["N"]) == int(item["tail"]["N"]) == 1
+    assert not item["holders"]["M"] and "ttl" in item
