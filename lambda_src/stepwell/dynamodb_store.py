@@ -162,6 +162,12 @@ def _carried_batch(item: Item) -> Batch | None:
     return Batch(seq=int(seq), body=body, created_at=_num(item, "pt") or 0.0)
 
 
+def _is_execution(item: Item) -> bool:
+    """Whether an executions-table item is an execution: the definitions' context items share the table and
+    its indexes (recordType = "context", stepwell.definitions.store) but are never executions."""
+    return "recordType" not in item
+
+
 def _num(item: Item, name: str) -> float | None:
     value = item.get(name)
     return None if value is None else float(value["N"])
@@ -372,7 +378,7 @@ class DynamoDbExecutionStore:
             ReturnConsumedCapacity=_CAPACITY,
         )
         item = response.get("Item")
-        return None if item is None else self._record(item)
+        return self._record(item) if item is not None and _is_execution(item) else None
 
     def complete_execution(
         self,
@@ -402,7 +408,7 @@ class DynamoDbExecutionStore:
         expression_values[":running"] = _s(ExecutionStatus.RUNNING.value)
         names["#status"] = "status"
         assignments = ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
-        running = "attribute_exists(contextKey) AND #status = :running"
+        running = "attribute_exists(contextKey) AND attribute_not_exists(recordType) AND #status = :running"
         update: Item = {
             "TableName": self.executions_table,
             "Key": self._execution_key(execution_id),
@@ -422,7 +428,12 @@ class DynamoDbExecutionStore:
             )
         except self._db.exceptions.ConditionalCheckFailedException as error:
             current: Item | None = error.response.get("Item")  # type: ignore[assignment]
-            if not current or _str(current, "status") != ExecutionStatus.RUNNING.value or "tg" not in current:
+            if (
+                not current
+                or not _is_execution(current)
+                or _str(current, "status") != ExecutionStatus.RUNNING.value
+                or "tg" not in current
+            ):
                 return False
             # Its tag entries start their retention with it, in the same transaction.
             entries = _tag_entries(self._record(current), int(now) + self.retention_seconds)
@@ -494,7 +505,7 @@ class DynamoDbExecutionStore:
             items = self._get_executions([self._key_of(item) for item in items])
             if query.status is not None:  # an entry the index has not caught up on yet
                 items = [item for item in items if _str(item, "status") == query.status.value]
-        records = [self._record(item) for item in items]
+        records = [self._record(item) for item in items if _is_execution(item)]
         last_key = response.get("LastEvaluatedKey")
         return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
 
