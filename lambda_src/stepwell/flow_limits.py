@@ -42,7 +42,7 @@ MAX_RATE = 1000
 MAX_RATE_PERIOD_SECONDS = 7 * 24 * 3600
 MAX_FLOW_KEY_LENGTH = 256
 KEY_PATH_RULE = "'$' followed by '.name' or '[index]' segments, e.g. '$.customer.id' or '$.items[0].sku'"
-_PATH_PATTERN = re.compile(r"^\$((\.[A-Za-z_][A-Za-z0-9_-]*)|(\[\d{1,6}\]))*$")
+_PATH_PATTERN = re.compile(r"^\$((\.[A-Za-z_][A-Za-z0-9_-]*)|(\[[0-9]{1,6}\]))*\Z")
 _SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d{1,6})\]")
 
 # A key: a path over the input, a callable of the input (code only), or None (one key per workflow).

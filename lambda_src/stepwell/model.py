@@ -29,7 +29,7 @@ class ExecutionStatus(StrEnum):
 
 
 # Parts of an execution id: contextKey = domain#workflowId#subjectId, id = contextKey/instanceId.
-KEY_PART_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}$")
+KEY_PART_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}\Z")
 KEY_PART_RULE = "1-128 characters: letters, digits and _ . : @ + = , - (not starting with a symbol)"
 
 

@@ -30,7 +30,7 @@ from stepwell.invoke_targets import (
     plain_function_handler,
 )
 
-WORKFLOW_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+WORKFLOW_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
 WORKFLOW_NAME_RULE = "1-64 characters: a letter, then letters, digits, '_', '.' or '-'"
 MODULES_ENV = "STEPWELL_WORKFLOW_MODULES"
 # AWS's DurableConfig ExecutionTimeout: 1 second to 366 days.

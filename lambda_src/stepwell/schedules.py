@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 SCHEDULED_START = "scheduled-start"
 # Scheduler names of the user's schedules; no engine schedule name contains a dot.
 SCHEDULE_NAME_PREFIX = "start."
-SCHEDULE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,57}$")
+SCHEDULE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,57}\Z")
 SCHEDULE_NAME_RULE = "1-58 characters: letters, digits, '_' and '-', starting with a letter or digit"
 OVERLAP_POLICIES = ("ALLOW", "SKIP")
 # Scheduled executions run in the default domain, with the schedule's name as their subject.
@@ -64,15 +64,15 @@ SCHEDULED_TIME_KEYWORD = "<aws.scheduler.scheduled-time>"
 MAX_INPUT_CHARS = 7000
 
 # The three expression forms (the harness's firer reads their fields: stepwell.testing.scheduler).
-AT_PATTERN = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
-RATE_PATTERN = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
-CRON_PATTERN = re.compile(r"^cron\((.+)\)$")
+AT_PATTERN = re.compile(r"^at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)\Z")
+RATE_PATTERN = re.compile(r"^rate\(([0-9]+) +(minute|minutes|hour|hours|day|days)\)\Z")
+CRON_PATTERN = re.compile(r"^cron\((.+)\)\Z")
 EXPRESSION_FORMS = (
     "at(yyyy-mm-ddThh:mm:ss), rate(N minute[s]|hour[s]|day[s]) or "
     "cron(minutes hours day-of-month month day-of-week year)"
 )
-TIMEZONE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$")
-_FIRED_AT_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+TIMEZONE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}\Z")
+_FIRED_AT_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z\Z")
 
 
 def check_schedule_name(name: object) -> str:

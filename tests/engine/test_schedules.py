@@ -355,7 +355,17 @@ def test_expression_shapes_scheduler_takes(expression: str) -> None:
 
 @pytest.mark.parametrize(
     "expression",
-    ["", "every day", "rate(0 minutes)", "rate(5 weeks)", "cron(0 6 * * ?)", "at(2030-03-01)", None],
+    [
+        "",
+        "every day",
+        "rate(0 minutes)",
+        "rate(5 weeks)",
+        "cron(0 6 * * ?)",
+        "at(2030-03-01)",
+        None,
+        "rate(5\nminutes)",
+        "at(\uff12\uff10\uff13\uff10-03-01T09:30:00)",  # fullwidth digits, which `\d` let through
+    ],
 )
 def test_bad_expressions_are_refused_with_the_allowed_forms(expression: Any) -> None:
     with pytest.raises(InvalidArgument, match=r"invalid schedule expression .*use at\(yyyy-mm-ddThh:mm:ss\)"):
@@ -365,10 +375,10 @@ def test_bad_expressions_are_refused_with_the_allowed_forms(expression: Any) -> 
 def test_names_and_time_zones() -> None:
     assert check_schedule_name("nightly-report_2") == "nightly-report_2"
     assert check_timezone("America/Argentina/Buenos_Aires") == "America/Argentina/Buenos_Aires"
-    for bad_name in ("-x", "a.b", "x" * 59, ""):
+    for bad_name in ("-x", "a.b", "x" * 59, "", "nightly\n"):
         with pytest.raises(InvalidArgument, match="invalid schedule name"):
             check_schedule_name(bad_name)
-    for bad_zone in ("", "Europe/", "UTC 1", "../etc"):
+    for bad_zone in ("", "Europe/", "UTC 1", "../etc", "Europe/Paris\n"):
         with pytest.raises(InvalidArgument, match="invalid schedule time zone"):
             check_timezone(bad_zone)
 
