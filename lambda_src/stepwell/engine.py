@@ -66,7 +66,7 @@ from stepwell.ports import (
     Timers,
     WorkQueue,
 )
-from stepwell.registry import Registry, default_registry, validate_workflow_name
+from stepwell.registry import WORKFLOW_NAME_RULE, Registry, default_registry, validate_workflow_name
 from stepwell.status_events import NoStatusEvents, status_change_detail
 
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
@@ -679,7 +679,18 @@ class Engine:
         """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess).
         `wake` False: no message wakes the execution, whose run the caller makes itself (Worker.run, with
         what this returns) and, should that fail, sends."""
-        text = result.decode("utf-8") if isinstance(result, bytes) else result
+        if isinstance(result, bytes):
+            try:
+                text: str | None = result.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidArgument(f"callback result must be UTF-8 text: {error}") from None
+        elif result is None or isinstance(result, str):
+            text = result
+        else:
+            raise InvalidArgument(
+                f"callback result must be JSON text (str or UTF-8 bytes) or None, got {type(result).__name__}"
+                " (serialize it first, e.g. json.dumps)"
+            )
         return self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text, wake=wake)
 
     def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:
@@ -911,18 +922,30 @@ class Engine:
     ) -> Page[ExecutionRecord]:
         """One page of executions by status, by workflow, by domain (and subject), or by tag: newest
         first within a domain (`domain`, default "default"), optionally of one status."""
-        if isinstance(status, str) and not isinstance(status, ExecutionStatus):
-            try:
-                status = ExecutionStatus(status)
-            except ValueError:
-                allowed = ", ".join(s.value for s in ExecutionStatus)
-                raise InvalidArgument(f"invalid status {status!r}; allowed: {allowed}") from None
+        if status is not None and not isinstance(status, ExecutionStatus):
+            known = {s.value: s for s in ExecutionStatus}
+            if not isinstance(status, str) or status not in known:
+                raise InvalidArgument(f"invalid status {status!r}; allowed: {', '.join(known)}")
+            status = known[status]
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InvalidArgument(f"limit must be a whole number 1..1000, got {limit!r}")
+        if next_token is not None and not isinstance(next_token, str):
+            raise InvalidArgument(f"page token {next_token!r} is not one this store returned")
+        if workflow is not None and not isinstance(workflow, str):
+            raise InvalidArgument(f"invalid workflow name {workflow!r}: a name is {WORKFLOW_NAME_RULE}")
+        if subject_id is not None:
+            subject_id = _check_key_part("subject id", subject_id)
         if tag is not None:
             tag = check_tag_filter(tag)
-            domain = _check_key_part("domain", "default" if domain is None else domain)
-        query = ExecutionQuery(
-            status=status, workflow_id=workflow, domain=domain, subject_id=subject_id, tag=tag
-        )
+            domain = "default" if domain is None else domain
+        if domain is not None:
+            domain = _check_key_part("domain", domain)
+        try:
+            query = ExecutionQuery(
+                status=status, workflow_id=workflow, domain=domain, subject_id=subject_id, tag=tag
+            )
+        except ValueError as error:
+            raise InvalidArgument(str(error)) from None
         return self.store.list_executions(query, limit=limit, next_token=next_token)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from stepwell.errors import PayloadMissing, SequenceConflict
+from stepwell.errors import InvalidArgument, PayloadMissing, SequenceConflict
 from stepwell.model import (
     Batch,
     CallbackRef,
@@ -102,8 +102,8 @@ class MemoryExecutionStore:
     def list_executions(
         self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
     ) -> Page[ExecutionRecord]:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
+        if not 1 <= limit <= 1000:  # as the DynamoDB store's
+            raise InvalidArgument(f"limit must be 1..1000, got {limit}")
         with self._lock:
             self._count("list_executions")
             records = list(self._executions.values())
@@ -498,6 +498,8 @@ def _copy_slots(state: FlowSlots) -> FlowSlots:
 
 def _page(items: list[T], limit: int, next_token: str | None) -> Page[T]:
     """One page of a listing; the token is the offset of the next page."""
+    if next_token and not (next_token.isascii() and next_token.isdigit()):
+        raise InvalidArgument(f"page token {next_token!r} is not one this store returned")
     start = int(next_token) if next_token else 0
     more = start + limit < len(items)
     return Page(items=items[start : start + limit], next_token=str(start + limit) if more else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from stepwell.errors import (
     ExecutionAlreadyEnded,
     ExecutionNotFound,
     InvalidArgument,
+    InvalidWorkflowName,
     WorkflowNotFound,
 )
 from stepwell.model import ExecutionStatus
@@ -362,8 +364,49 @@ def test_start_rejects_unknown_workflows_and_bad_names(stepwell_local: LocalStep
         stepwell_local.start("greet", {}, execution_name="a/b")
     with pytest.raises(InvalidArgument, match="domain 'x#y'"):
         stepwell_local.start("greet", {}, domain="x#y")
+    # A trailing newline made a second execution of the same name (`$` matches before it).
+    with pytest.raises(InvalidArgument, match="execution name 'order-7\\\\n'"):
+        stepwell_local.start("greet", {}, execution_name="order-7\n")
+    with pytest.raises(InvalidArgument, match="subject id 'customer-1\\\\n'"):
+        stepwell_local.start("greet", {}, subject_id="customer-1\n")
+    with pytest.raises(InvalidWorkflowName, match="workflow name 'greet2\\\\n'"):
+        stepwell_local.register("greet2\n", workflows.greet)
     with pytest.raises(InvalidArgument, match="not JSON-serializable"):
         stepwell_local.start("greet", {"when": object()})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"status": "RUNNING", "limit": 0}, "limit must be a whole number 1..1000, got 0"),
+        ({"status": "RUNNING", "limit": 1001}, "got 1001"),
+        ({"status": "RUNNING", "limit": "5"}, "got '5'"),
+        ({"status": "RUNNING", "limit": 2.5}, "got 2.5"),
+        ({"status": "RUNNING", "limit": True}, "got True"),
+        ({"status": "RUNNING", "next_token": "zzz"}, "page token 'zzz' is not one this store returned"),
+        ({"status": "RUNNING", "next_token": 5}, "page token 5"),
+        ({"status": "running"}, "invalid status 'running'; allowed: RUNNING, SUCCEEDED"),
+        ({"status": 1}, "invalid status 1"),
+        ({"workflow": 5}, "invalid workflow name 5"),
+        ({"domain": "a#b"}, "invalid domain 'a#b'"),
+        ({"domain": "shop", "subject_id": "c-1\n"}, "invalid subject id"),
+        ({}, "needs exactly one of status=, workflow_id= or domain="),
+        ({"status": "RUNNING", "domain": "shop"}, "needs exactly one of"),
+        ({"subject_id": "c-1"}, "needs exactly one of"),
+    ],
+)
+def test_list_executions_refuses_bad_arguments_naming_them(
+    stepwell_local: LocalStepwell, arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        stepwell_local.engine.list_executions(**arguments)
+
+
+def test_a_callback_result_must_be_json_text(stepwell_local: LocalStepwell) -> None:
+    with pytest.raises(InvalidArgument, match=r"callback result must be JSON text .* got dict"):
+        stepwell_local.engine.send_callback_success("cb-any", {"approved": True})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="callback result must be UTF-8 text"):
+        stepwell_local.engine.send_callback_success("cb-any", b"\xff\xfe")
 
 
 def test_describe_and_list_executions(stepwell_local: LocalStepwell) -> None:
