@@ -354,11 +354,12 @@ def test_contexts_share_the_executions_table_with_engine_items(stores: Stores) -
         )
     )
     stores.contexts.create_context(context("u1", "i1"))
-    # The context store sees only contexts; the engine's listing still parses every item.
+    # Each store sees only its own items: a context is never listed or found as an execution.
     assert [c.instance_id for c in stores.contexts.get_all_contexts_for_subject("acme", "u1").items] == ["i1"]
     assert stores.contexts.get_context("acme", "stepwell.definition", "u1", "i1") is None
     listed = engine_store.list_executions(ExecutionQuery(domain="acme", subject_id="u1")).items
-    assert sorted(r.workflow_id for r in listed) == ["onboarding", "stepwell.definition"]
+    assert [r.workflow_id for r in listed] == ["stepwell.definition"]
+    assert engine_store.get_execution("acme#onboarding#u1/i1") is None
 
 
 # --- event records ---
