@@ -16,7 +16,7 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
   (the last execution the schedule started); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bz the body deflated when it is over
-  DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal)
+  DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal; ttl once the execution ended)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed, n the log's next seq as that run left it, pb/ps/pt the body, seq and
@@ -46,6 +46,7 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError, ParamValidationError
@@ -97,6 +98,10 @@ _CAPACITY: Literal["TOTAL"] = "TOTAL"
 _SCHEDULE_POINTER_SK = "pointer"
 # Attempts of a flow write that lost a race creating its key's item (the next attempt finds it).
 _FLOW_ATTEMPTS = 3
+# expire_log: up to this many batches one after another, more on this many threads (boto3's clients are
+# thread-safe).
+_EXPIRE_SEQUENTIALLY = 16
+_EXPIRE_THREADS = 8
 _FLOW_NAMES = {"#h": "holders", "#hd": "head", "#tl": "tail", "#lb": "labels", "#ttl": "ttl"}
 _NAME_TOKEN = re.compile(r"#[A-Za-z0-9_]+")
 
@@ -679,8 +684,9 @@ class DynamoDbExecutionStore:
             item["bz"] = {"B": packed}
         else:
             self._put_text(item, "b", batch.body, batch.body_is_ref, execution_id)
-        if batch.terminal:
+        if batch.terminal:  # the execution's end: its retention starts (expire_log did the batches before)
             item["x"] = {"BOOL": True}
+            item["ttl"] = _n(int(batch.created_at) + self.retention_seconds)
         try:
             self._db.put_item(
                 TableName=self.operations_table,
@@ -791,6 +797,30 @@ class DynamoDbExecutionStore:
             payload_is_ref=_flag(record, "pR"),
             error=json.loads(error_text) if error_text is not None else None,
         )
+
+    def expire_log(self, execution_id: str, count: int, ended_at: float) -> None:
+        # One UpdateItem per batch (DynamoDB has no batch update; TTL's own deletes are free), a few at a
+        # time so a long log does not hold the run up; a batch already gone is skipped by the condition.
+        ttl = _n(int(ended_at) + self.retention_seconds)
+
+        def expire(seq: int) -> None:
+            with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+                self._db.update_item(
+                    TableName=self.operations_table,
+                    Key={"executionId": _s(execution_id), "sk": _s(batch_key(seq))},
+                    UpdateExpression="SET #ttl = :ttl",
+                    ConditionExpression="attribute_exists(sk)",
+                    ExpressionAttributeNames={"#ttl": "ttl"},
+                    ExpressionAttributeValues={":ttl": ttl},
+                    ReturnConsumedCapacity=_CAPACITY,
+                )
+
+        if count <= _EXPIRE_SEQUENTIALLY:
+            for seq in range(count):
+                expire(seq)
+            return
+        with ThreadPoolExecutor(max_workers=_EXPIRE_THREADS) as pool:
+            list(pool.map(expire, range(count)))
 
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         keys = [{"executionId": _s(execution_id), "sk": _s("in#" + input_id)} for input_id in input_ids]

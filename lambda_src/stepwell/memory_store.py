@@ -52,6 +52,7 @@ class MemoryExecutionStore:
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
         self._flow_slots: dict[str, FlowSlots] = {}
+        self.log_expiry: dict[str, tuple[int, float]] = {}
         self._flow_tickets: dict[tuple[str, int], str | None] = {}
         self._flow_sweeps: dict[str, float] = {}
         self._flow_rates: dict[str, FlowRate] = {}
@@ -235,6 +236,12 @@ class MemoryExecutionStore:
             self._count("list_external_inputs")
             pending = self._inputs.get(execution_id, {})
             return [pending[key] for key in sorted(pending)]
+
+    def expire_log(self, execution_id: str, count: int, ended_at: float) -> None:
+        with self._lock:
+            self._count("expire_log")
+            # Nothing expires in memory: the ended_at each log's first `count` batches expire from.
+            self.log_expiry[execution_id] = (count, ended_at)
 
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         with self._lock:

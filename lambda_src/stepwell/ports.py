@@ -146,6 +146,12 @@ class ExecutionStore(Protocol):
         """Remove absorbed inputs (after the batch that absorbed them was appended)."""
         ...
 
+    def expire_log(self, execution_id: str, count: int, ended_at: float) -> None:
+        """The execution ended at `ended_at`: its log batches seq 0..count-1 expire a retention period
+        later, with its item (the terminal batch, appended after, gets its expiry as it is written).
+        Idempotent."""
+        ...
+
     # --- coordination ---
     def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
         """Take the execution's lease if it is free or expired (one conditional write on its coordination

@@ -522,6 +522,9 @@ class Worker:
         journal.execution_ended(status.value, now, result, error)
         # Whoever writes the terminal batch announces the end, right before it (see _settle_ended).
         engine.announce_status(ended, status)
+        # The log expires with the execution. Before its end is logged, so a logged end means the batches
+        # before it expire too (a worker that dies in between leaves both to the next message).
+        engine.store.expire_log(record.execution_id, journal.next_seq, now)
         # A small one stays on the coordination record, which the lease's release keeps for the retention
         # period instead of deleting it: one write for both. A worker that dies before the release leaves
         # the log without its end, as one dying before the batch did: the next message settles it.
@@ -572,6 +575,7 @@ class Worker:
             # The end is not logged yet: a stop, or the worker that ended it died before its terminal batch
             # (e.g. the bus refused its announcement): announce it now, and resume a waiting parent.
             engine.announce_status(record, *announced)
+            engine.store.expire_log(record.execution_id, journal.next_seq, record.ended_at or now)
             engine.append_journal(record, journal, terminal=True)
             engine.metrics.add(ENDED[record.status.value], 1, record.workflow_id)
             if record.status is not ExecutionStatus.STOPPED:  # a stop resumes the parent itself

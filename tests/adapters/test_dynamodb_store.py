@@ -474,3 +474,21 @@ def test_a_concurrency_key_whose_last_waiting_execution_ended_expires_too(deploy
     item = _coordination_item(deployment, limit.scope)
     assert item is not None and int(item["head"]["N"]) == int(item["tail"]["N"]) == 1
     assert not item["holders"]["M"] and "ttl" in item
+
+
+def test_expire_log_gives_every_batch_the_retention_period_after_the_end(deployment: Deployment) -> None:
+    store = _store(deployment)
+    record = _record()
+    store.create_execution(record)
+    for seq in range(40):  # longer than one run of sequential updates: the threaded path
+        store.append_batch(record.execution_id, Batch(seq=seq, body="{}", created_at=T0 + seq))
+
+    store.expire_log(record.execution_id, 41, T0 + 100)  # one past the log's end: nothing is created
+
+    items = deployment.clients.dynamodb.query(
+        TableName=deployment.config.operations_table,
+        KeyConditionExpression="executionId = :e",
+        ExpressionAttributeValues={":e": {"S": record.execution_id}},
+    )["Items"]
+    assert len(items) == 40
+    assert {int(item["ttl"]["N"]) for item in items} == {int(T0) + 100 + 30 * 86400}

@@ -184,3 +184,36 @@ class _RawBody:
 
     def stream(self, **_: Any) -> Any:
         yield self._body
+
+
+def _operations_items(deployment: Deployment, execution_id: str) -> list[dict[str, Any]]:
+    response = deployment.clients.dynamodb.query(
+        TableName=deployment.config.operations_table,
+        KeyConditionExpression="executionId = :e",
+        ExpressionAttributeValues={":e": {"S": execution_id}},
+        ConsistentRead=True,
+    )
+    return list(response["Items"])
+
+
+def test_an_ended_executions_log_expires_with_it_and_a_running_ones_never(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    # Log batches hold step results, inputs and errors: kept past retention, they outlived the execution
+    # for good (and a later execution of the same name would have replayed them).
+    client, _, driver = stack
+    execution_id = client.start_execution("approval-flow", {"n": 2}, execution_name="order-2")
+    driver.run_until_quiet()
+    waiting = _operations_items(deployment, execution_id)
+    assert waiting and all("ttl" not in item for item in waiting)  # waiting for its callback: kept
+
+    client.send_callback_success(CALLBACKS[0], json.dumps("ok"))
+    driver.run_until_quiet()
+    record = client.engine.store.get_execution(execution_id)
+    assert record is not None and record.ended_at is not None
+    retention = 30 * 86400
+    items = _operations_items(deployment, execution_id)
+    assert {item["sk"]["S"] for item in items} >= {item["sk"]["S"] for item in waiting}
+    expiries = {item["sk"]["S"]: int(item["ttl"]["N"]) for item in items if "ttl" in item}
+    assert set(expiries) == {item["sk"]["S"] for item in items}  # every batch, the terminal one too
+    assert all(abs(expiry - (record.ended_at + retention)) <= 1 for expiry in expiries.values())

@@ -18,6 +18,7 @@ from stepwell.errors import (
     InvalidWorkflowName,
     WorkflowNotFound,
 )
+from stepwell.memory_store import MemoryExecutionStore
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import ExecutionStuck, LocalStepwell
 from stepwell.work_queue import QueueError
@@ -259,6 +260,11 @@ def test_stop_ends_the_execution_and_later_messages_do_nothing(stepwell_local: L
     assert history_after_stop[-1]["EventType"] == "ExecutionStopped"
     assert stepwell_local.history(execution_id) == history_after_stop
     assert len(stepwell_local.queue) == 0  # the pending wake-up was cancelled
+    # Its log expires with it, from the stop: the batches before the end (the terminal one as written).
+    store = stepwell_local.engine.store
+    assert isinstance(store, MemoryExecutionStore)
+    record = stepwell_local.record(execution_id)
+    assert store.log_expiry[execution_id] == (2, record.ended_at)  # its start, and the wait it armed
 
 
 def test_context_invoke_runs_a_child_and_resumes_the_parent(stepwell_local: LocalStepwell) -> None:
