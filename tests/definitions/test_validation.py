@@ -349,3 +349,26 @@ def test_an_id_the_store_would_refuse_is_refused_by_validation(workflow_id: Any,
     document = base()
     document["id"] = workflow_id
     assert any(message in error for error in errors_of(document))
+
+
+def http_node(headers: object) -> dict[str, Any]:
+    document = base()
+    document["nodes"][1] = {
+        "id": "greet",
+        "type": "action",
+        "action": "stepwell.http",
+        "input": {"url": "'https://api.example.com/'", "headers": headers},
+    }
+    return document
+
+
+def test_literal_http_headers_that_frame_the_message_are_refused_when_stored() -> None:
+    errors = validate_definition(
+        http_node({"X-Api-Key": "k", "Content-Length": "0", "proxy-connection": "x"})
+    )
+    assert [error.split(":")[0] for error in errors] == ["node 'greet' (action)"] * 2, errors
+    assert "header 'Content-Length' is not allowed" in errors[0]
+    assert "header 'proxy-connection' is not allowed" in errors[1]
+    assert "not Host (it comes from the url)" in errors[0]
+    assert validate_definition(http_node({"X-Api-Key": "k", "Accept": "application/json"})) == []
+    assert validate_definition(http_node("data.headers")) == []  # an expression: checked at run time

@@ -7,8 +7,9 @@ An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register 
   STEPWELL_EVENT_BUS_NAME). The engine stamps it: source "stepwell.definitions" and detail.domain = the
   calling context's domain, so a definition emits events for its own domain only.
 - `stepwell.http`: an HTTP request to a URL the operator allowed (inputs: url (http or https), method = GET,
-  headers, body (sent as JSON unless a string), timeoutSeconds = 10 (for the whole exchange, redirects
-  included), maxResponseBytes = 1 MiB (at most 10 MiB), followRedirects = true). `outbound` holds the
+  headers (end-to-end ones only: `outbound.HEADER_RULE`), body (sent as JSON unless a string),
+  timeoutSeconds = 10 (for the whole exchange, redirects included), maxResponseBytes = 1 MiB (at most
+  10 MiB), followRedirects = true). `outbound` holds the
   rules (allowlist, no loopback, link-local or private address unless allowed); a refused request or a
   larger body raises a permanent error, a network failure or a missed deadline a retryable one, a 5xx
   or 429 answer a retryable one, any other 4xx a permanent one; the result is {status, headers, body}
@@ -228,9 +229,10 @@ def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
     if not isinstance(headers, Mapping):
         raise PermanentActionError(f"action {HTTP!r}: headers must be an object, got {headers!r}")
     request_headers = {str(k): str(v) for k, v in headers.items()}
-    if any(name.lower() == "host" for name in request_headers):
-        # The allowlist judges the URL's host; a Host header would ask the server for another one.
-        raise PermanentActionError(f"action {HTTP!r}: header 'Host' is set from the url, not from headers")
+    try:  # headers may come from expressions: validation could check only literal ones
+        outbound.check_headers(request_headers)
+    except outbound.RequestRefused as error:
+        raise PermanentActionError(f"action {HTTP!r}: {error}") from None
     body = inputs.get("body")
     data: bytes | None = None
     if body is not None:

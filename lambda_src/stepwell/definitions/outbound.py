@@ -17,7 +17,9 @@ services are one URL away. So a request goes out only when:
    the URL's host in the Host header and TLS server name;
 4. a redirect is followed only to a URL that passes 1 and 2 again, never from https to http, for at
    most MAX_REDIRECTS hops; credentials are not sent to another origin;
-5. the whole exchange ends within the deadline and the body stays within the size limit.
+5. the definition sets no header that frames the message or steers the connection (FRAMING_HEADERS, Host,
+   Proxy-*) and none with CR, LF or NUL: http.client frames the body, so it cannot hold a second request;
+6. the whole exchange ends within the deadline and the body stays within the size limit.
 
 `RequestRefused` (a rule said no: retrying cannot help) and `RequestFailed` (the network or the server
 did not answer in time: a retry may) name the URL and the reason. Proxies are not used.
@@ -48,6 +50,17 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Headers that prove who the caller is: never forwarded to another origin by a redirect.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
+# Headers that frame the message or steer the connection: set by a definition, they let a body carry a
+# second request past the allowlist (request smuggling). http.client frames the body; Host is the url's.
+FRAMING_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "connection", "te", "upgrade", "expect", "keep-alive", "trailer"}
+)
+HEADER_RULE = (
+    "a definition may set end-to-end headers only: not Host (it comes from the url), Content-Length, "
+    "Transfer-Encoding, Connection, TE, Upgrade, Expect, Keep-Alive, Trailer or any Proxy-* header; "
+    "names are letters, digits and !#$%&'*+-.^_`|~, and no name or value holds CR, LF or NUL"
+)
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+\-.^_`|~]+")
 _READ_CHUNK = 65536
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
@@ -148,6 +161,26 @@ def non_public_reason(address: IPAddress) -> str | None:
         if any(address in network for network in networks):
             return name
     return None if address.is_global else "not globally routable"
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """Why a definition may not send this header (None: it may)."""
+    if any(ch in text for text in (name, value) for ch in "\r\n\x00"):
+        return f"header {name!r}: {value!r} holds CR, LF or NUL"
+    folded = name.strip().lower()
+    if folded in FRAMING_HEADERS or folded == "host" or folded.startswith("proxy-"):
+        return f"header {name!r} is not allowed"
+    if not _HEADER_NAME.fullmatch(name):
+        return f"header {name!r}: the name is not a token"
+    return None
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """RequestRefused naming the first header a definition may not send, and the rule."""
+    for name, value in headers.items():
+        problem = header_problem(name, value)
+        if problem:
+            raise RequestRefused(f"{problem}: {HEADER_RULE}")
 
 
 def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
@@ -395,6 +428,7 @@ def send(
 ) -> Response:
     """Send a request the policy admits, following admitted redirects, within `timeout` seconds in all."""
     deadline = time.monotonic() + timeout
+    check_headers(headers)
     target = policy.check_url(url)
     request_headers = dict(headers)
     hops = 0

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from stepwell.definitions.actions import HTTP
 from stepwell.definitions.expressions import Expression, ExpressionError, brief_repr, compile_expression
 from stepwell.definitions.model import (
     CONCURRENCY_POLICIES,
@@ -38,6 +39,7 @@ from stepwell.definitions.model import (
     encode_definition,
     parse_duration,
 )
+from stepwell.definitions.outbound import HEADER_RULE, header_problem
 from stepwell.definitions.store import InvalidId, check_workflow_id
 from stepwell.errors import InvalidArgument
 from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, Concurrency, Rate
@@ -421,6 +423,8 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
                 node.inputs[str(key)] = (
                     _expression(label, f"input.{key}", value, errors) if isinstance(value, str) else value
                 )
+        if action == HTTP and isinstance(inputs, Mapping):
+            _check_literal_headers(label, inputs.get("headers"), errors)
         if "retry" in raw:
             retry = _parse_retry(label, raw["retry"], errors)
             if retry is not None:
@@ -455,6 +459,16 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
         elif n is not None:
             errors.append(f"{label}: 'n' is only allowed with mode 'n'")
     return node
+
+
+def _check_literal_headers(label: str, headers: object, errors: list[str]) -> None:
+    """The headers of a `stepwell.http` node, when written out (an expression is checked at run time)."""
+    if not isinstance(headers, Mapping):
+        return
+    for name, value in headers.items():
+        problem = header_problem(str(name), value if isinstance(value, str) else "")
+        if problem:
+            errors.append(f"{label}: input.headers: {problem}: {HEADER_RULE}")
 
 
 def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | None:
