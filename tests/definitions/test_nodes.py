@@ -415,3 +415,33 @@ def test_an_invalid_definition_in_the_input_fails_its_context(harness: Harness) 
     context = harness.context("wf", "s1")
     assert context.status == "FAILED" and context.error is not None
     assert "dangling edge" in context.error["ErrorMessage"]
+
+
+def test_wait_until_more_than_366_days_ahead_fails_the_context_naming_the_node(harness: Harness) -> None:
+    """A far-future time from event data overflowed the engine's timestamps on every run of the context."""
+    harness.recording_action("mark")
+    harness.put(
+        graph(
+            [
+                {"id": "t", "type": "trigger", "event": "go"},
+                {"id": "u", "type": "wait", "until": "data.when"},
+                {"id": "m", "type": "action", "action": "mark"},
+                {"id": "e", "type": "end"},
+            ],
+            [("t", "u"), ("u", "m"), ("m", "e")],
+        )
+    )
+    now = harness.local.clock.now()
+    too_far = [now + 366 * 86400 + 2, 253402300800, 10**30, 10**400, 1e300, "9999-12-31T23:59:59Z"]
+    for index, when in enumerate(too_far):
+        outcome = harness.send("go", f"far{index}", {"when": when})
+        harness.run_all()
+        context = harness.context("wf", f"far{index}")
+        assert context.status == "FAILED" and context.error is not None, when
+        assert harness.local.record(outcome.started[0]).status.value == "FAILED", when
+        message = context.error["ErrorMessage"]
+        assert message.startswith("node 'u' (wait): 'until' gave ") and "more than 366 days ahead" in message
+    assert harness.calls_of("mark") == []
+    harness.send("go", "near", {"when": now + 366 * 86400 - 60})
+    harness.run_all()
+    assert harness.context("wf", "near").status == "SUCCEEDED" and len(harness.calls_of("mark")) == 1

@@ -9,8 +9,8 @@ Node by node (each is an SDK operation, so durability, retries and history come 
 - trigger: the start; the context's data starts as a copy of the event's data (when an object).
 - action: `context.step` calling the registered action, with the node's retry policy as the step's
   retry strategy; the result goes to data[output] when the node names an output.
-- wait: `context.wait` for a duration, or until a time from an expression (epoch seconds or ISO 8601);
-  the current time is read in a step so replays agree.
+- wait: `context.wait` for a duration, or until a time from an expression (epoch seconds or ISO 8601,
+  at most 366 days ahead like a duration); the current time is read in a step so replays agree.
 - trigger_or_timeout: `context.create_callback` with the timeout; a step records on the context item
   that it waits for the event (node id -> event name, callback id) so the router can find it with a
   Query; the router completes the callback with the event. Branch "event" or "timeout". A step then
@@ -52,7 +52,7 @@ from aws_durable_execution_sdk_python.exceptions import (
 
 from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
 from stepwell.definitions.expressions import Expression, ExpressionError
-from stepwell.definitions.model import Definition, DefinitionError, Node
+from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
 from stepwell.definitions.store import ContextRecord, ContextStore
 from stepwell.definitions.validation import parse_definition, parse_flow_control
@@ -241,8 +241,8 @@ class Walker:
             seconds = node.duration
         else:
             assert node.until is not None
-            target = _instant(self.evaluate(node.until, state, node), node)
-            seconds = target - self.now(context, name)
+            value = self.evaluate(node.until, state, node)
+            seconds = _seconds_ahead(_instant(value, node), self.now(context, name), value, node)
         if seconds > 0:  # a time already past does not wait; the engine's waits are whole seconds (>= 1)
             context.wait(Duration.from_seconds(max(1, math.ceil(seconds))), name=name)
 
@@ -341,9 +341,24 @@ class Walker:
         return sorted(n for n in seen if self.definition.nodes[n].type == "trigger_or_timeout")
 
 
+def _seconds_ahead(target: float, now: float, value: Any, node: Node) -> float:
+    """Seconds from now to `until`'s time, which must lie within the longest wait (a far-future time
+    would overflow the engine's timestamps on every run of the context)."""
+    seconds = target - now
+    if not math.isfinite(seconds) or seconds > MAX_WAIT_SECONDS:
+        raise DefinitionRuntimeError(
+            f"node {node.id!r} (wait): 'until' gave {value!r}, more than 366 days ahead; "
+            "a wait lasts at most 366 days"
+        )
+    return seconds
+
+
 def _instant(value: Any, node: Node) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond a float's range
+            return math.inf
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -55,6 +55,8 @@ class DefinitionInvalid(DefinitionError):
         super().__init__("invalid definition: " + "; ".join(self.errors))
 
 
+# The longest wait the engine takes (AWS's limit for a durable wait): a duration, or an `until` ahead.
+MAX_WAIT_SECONDS = 366 * 86400
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _ISO_DURATION = re.compile(
     r"^P(?!$)(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
@@ -93,7 +95,7 @@ def parse_duration(value: object) -> float:
             raise ValueError(f"bad duration {value!r}: {DURATION_RULE}")
     else:
         raise ValueError(f"bad duration {value!r}: {DURATION_RULE}")
-    if seconds <= 0 or seconds != seconds or seconds > 366 * 86400:
+    if seconds <= 0 or seconds != seconds or seconds > MAX_WAIT_SECONDS:
         raise ValueError(f"bad duration {value!r}: must be more than 0 and at most 366 days")
     return seconds
 
