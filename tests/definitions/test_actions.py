@@ -112,3 +112,20 @@ def test_retry_policy_maps_to_the_step_retry_strategy() -> None:
     wrapped = RuntimeError("wrapper")
     wrapped.__cause__ = PermanentActionError("inner")
     assert not strategy(wrapped, 1).should_retry
+
+
+def test_put_event_refuses_the_engines_own_detail_types() -> None:
+    """stepwell.callback.success and its kind are the engine's commands: a definition must not emit them."""
+    sent: list[Any] = []
+
+    class Bus:
+        def put_events(self, **kwargs: Any) -> dict[str, Any]:
+            sent.append(kwargs)
+            return {"FailedEntryCount": 0, "Entries": [{"EventId": "e1"}]}
+
+    for reserved in ("stepwell.callback.success", "stepwell.callback.heartbeat", " Stepwell.anything"):
+        with pytest.raises(PermanentActionError, match=r"starting with 'stepwell\.' are the engine's own"):
+            put_event({"detailType": reserved, "detail": {}}, context(lambda s: Bus(), bus="bus"))
+    assert sent == []
+    assert put_event({"detailType": "stepwells.x", "detail": {}}, context(lambda s: Bus(), bus="bus"))
+    assert [entry["Entries"][0]["DetailType"] for entry in sent] == ["stepwells.x"]

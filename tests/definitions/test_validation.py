@@ -372,3 +372,23 @@ def test_literal_http_headers_that_frame_the_message_are_refused_when_stored() -
     assert "not Host (it comes from the url)" in errors[0]
     assert validate_definition(http_node({"X-Api-Key": "k", "Accept": "application/json"})) == []
     assert validate_definition(http_node("data.headers")) == []  # an expression: checked at run time
+
+
+def put_event_node(detail_type: str) -> dict[str, Any]:
+    document = base()
+    document["nodes"][1] = {
+        "id": "greet",
+        "type": "action",
+        "action": "stepwell.put_event",
+        "input": {"detailType": detail_type, "detail": {}},
+    }
+    return document
+
+
+def test_a_constant_engine_detail_type_is_refused_when_stored() -> None:
+    for constant in ("'stepwell.callback.success'", "'stepwell.' + 'callback.failure'"):
+        errors = validate_definition(put_event_node(constant))
+        assert len(errors) == 1 and errors[0].startswith("node 'greet' (action): input.detailType: "), errors
+        assert "starting with 'stepwell.' are the engine's own commands" in errors[0]
+    assert validate_definition(put_event_node("'order.shipped'")) == []
+    assert validate_definition(put_event_node("data.kind")) == []  # reads data: checked at run time

@@ -3,7 +3,8 @@
 An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register your own with
 `register_action(name, fn)` or `@action(name)` in the workflow code; the built-ins are:
 
-- `stepwell.put_event`: put an event on the bus (inputs: detailType, detail (an object), eventBusName =
+- `stepwell.put_event`: put an event on the bus (inputs: detailType (not starting with `stepwell.`,
+  the engine's commands), detail (an object), eventBusName =
   STEPWELL_EVENT_BUS_NAME). The engine stamps it: source "stepwell.definitions" and detail.domain = the
   calling context's domain, so a definition emits events for its own domain only.
 - `stepwell.http`: an HTTP request to a URL the operator allowed (inputs: url (http or https), method = GET,
@@ -47,6 +48,9 @@ PUT_EVENT = "stepwell.put_event"
 # The source of events definitions emit; event_sources lets it speak for every domain because the
 # engine stamps the emitting context's domain (and only the worker may put it on the module's bus).
 ENGINE_EVENT_SOURCE = "stepwell.definitions"
+# Detail types the engine reads as its own commands (stepwell.callback.success, ...): a definition's
+# event must never look like one, whatever the bus rules match.
+RESERVED_DETAIL_TYPE_PREFIX = "stepwell."
 HTTP = "stepwell.http"
 INVOKE_LAMBDA = "stepwell.invoke_lambda"
 HTTP_DEFAULT_MAX_BYTES = 1024 * 1024
@@ -167,8 +171,21 @@ def _require_str(inputs: Mapping[str, Any], key: str, action_name: str) -> str:
     return value
 
 
+def detail_type_problem(detail_type: str) -> str | None:
+    """Why a definition may not emit an event of this detail type (None: it may)."""
+    if detail_type.strip().lower().startswith(RESERVED_DETAIL_TYPE_PREFIX):
+        return (
+            f"detailType {detail_type!r} is not allowed: detail types starting with "
+            f"{RESERVED_DETAIL_TYPE_PREFIX!r} are the engine's own commands (e.g. stepwell.callback.success)"
+        )
+    return None
+
+
 def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
     detail_type = _require_str(inputs, "detailType", PUT_EVENT)
+    problem = detail_type_problem(detail_type)
+    if problem:
+        raise PermanentActionError(f"action {PUT_EVENT!r}: {problem}")
     detail = _stamped_detail(inputs.get("detail", {}), context.domain)
     source = inputs.get("source", ENGINE_EVENT_SOURCE)
     if source != ENGINE_EVENT_SOURCE:

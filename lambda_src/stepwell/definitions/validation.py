@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from stepwell.definitions.actions import HTTP
+from stepwell.definitions.actions import HTTP, PUT_EVENT, detail_type_problem
 from stepwell.definitions.expressions import Expression, ExpressionError, brief_repr, compile_expression
 from stepwell.definitions.model import (
     CONCURRENCY_POLICIES,
@@ -425,6 +425,8 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
                 )
         if action == HTTP and isinstance(inputs, Mapping):
             _check_literal_headers(label, inputs.get("headers"), errors)
+        if action == PUT_EVENT and isinstance(inputs, Mapping):
+            _check_constant_detail_type(label, node.inputs.get("detailType"), errors)
         if "retry" in raw:
             retry = _parse_retry(label, raw["retry"], errors)
             if retry is not None:
@@ -469,6 +471,18 @@ def _check_literal_headers(label: str, headers: object, errors: list[str]) -> No
         problem = header_problem(str(name), value if isinstance(value, str) else "")
         if problem:
             errors.append(f"{label}: input.headers: {problem}: {HEADER_RULE}")
+
+
+def _check_constant_detail_type(label: str, detail_type: object, errors: list[str]) -> None:
+    """The detailType of a `stepwell.put_event` node, when it reads no data (else checked at run time)."""
+    if isinstance(detail_type, Expression) and not detail_type.paths():
+        try:
+            detail_type = detail_type.evaluate({})
+        except ExpressionError:
+            return  # fails the same way when the node runs, naming the node
+    problem = detail_type_problem(detail_type) if isinstance(detail_type, str) else None
+    if problem:
+        errors.append(f"{label}: input.detailType: {problem}")
 
 
 def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | None:
