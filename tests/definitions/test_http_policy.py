@@ -432,6 +432,28 @@ def test_address_classes() -> None:
     assert non_public_reason(ipaddress.ip_address("192.0.2.1")) == "reserved"
 
 
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("64:ff9b:1::a9fe:a9fe", "IPv4 translation (local-use NAT64, SIIT)"),
+        ("64:ff9b:1::808:808", "IPv4 translation (local-use NAT64, SIIT)"),
+        ("::ffff:0:a9fe:a9fe", "IPv4 translation (local-use NAT64, SIIT)"),
+        ("::ffff:0:808:808", "IPv4 translation (local-use NAT64, SIIT)"),
+        ("::ffff:a9fe:a9fe", "link-local"),  # the mapped form (::ffff:0:0/96) is read as its IPv4 address
+        ("5f00::1", "reserved"),
+        ("3fff::1", "reserved"),
+        ("3fff:fff::1", "reserved"),
+        ("100:0:0:1::1", "reserved"),
+    ],
+)
+def test_ipv6_ranges_that_are_no_hosts_own_are_refused(address: str, reason: str) -> None:
+    """Python 3.11's is_global calls these global: the explicit list refuses them."""
+    policy = OutboundPolicy.parse(["api.example.com"], [])
+    with pytest.raises(RequestRefused, match=re.escape(f"a {reason} address")):
+        policy.check_addresses(outbound.parse_url("https://api.example.com/"), [address])
+    assert non_public_reason(ipaddress.ip_address("3fff:1000::1")) is None  # just past 3fff::/20
+
+
 # --- redirects ----------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ services are one URL away. So a request goes out only when:
    (`2130706433`, `0x7f.1`) are refused outright;
 2. every address the host resolves to is public, or inside a network of STEPWELL_HTTP_ALLOWED_NETWORKS
    (the module's `http_allowed_networks`). Loopback, link-local, private, shared (CGNAT), multicast,
-   unspecified and reserved addresses are refused, also when spelled as IPv4 inside IPv6;
+   unspecified, reserved and IPv4-translation (local-use NAT64, SIIT) addresses, and any other address
+   Python's ipaddress does not call global, are refused, also when spelled as IPv4 inside IPv6;
 3. the connection goes to the address that was checked (a rebinding DNS gets no second lookup), with
    the URL's host in the Host header and TLS server name;
 4. a redirect is followed only to a URL that passes 1 and 2 again, never from https to http, for at
@@ -79,6 +80,8 @@ _NON_PUBLIC: tuple[tuple[str, tuple[IPNetwork, ...]], ...] = tuple(
         ("private", ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7", "fec0::/10")),
         ("shared (CGNAT)", ("100.64.0.0/10",)),
         ("multicast", ("224.0.0.0/4", "ff00::/8")),
+        # A translator may map these to any IPv4 address, private ones included; they are no host's own.
+        ("IPv4 translation (local-use NAT64, SIIT)", ("64:ff9b:1::/48", "::ffff:0:0:0/96")),
         (
             "reserved",
             (
@@ -89,7 +92,10 @@ _NON_PUBLIC: tuple[tuple[str, tuple[IPNetwork, ...]], ...] = tuple(
                 "203.0.113.0/24",
                 "240.0.0.0/4",
                 "100::/64",
+                "100:0:0:1::/64",  # dummy prefix (RFC 9780)
                 "2001:db8::/32",
+                "3fff::/20",  # documentation (RFC 9637)
+                "5f00::/16",  # SRv6 segment identifiers (RFC 9602)
             ),
         ),
     )
