@@ -495,6 +495,43 @@ def test_redirects_are_followed_only_where_allowed(monkeypatch: pytest.MonkeyPat
     assert len(server.requests) == 6
 
 
+def test_a_redirect_to_another_origin_carries_only_the_safe_headers(
+    monkeypatch: pytest.MonkeyPatch, server: Server
+) -> None:
+    """A tenant's secret may sit in a header of any name: only Accept, Accept-Language, Content-Type and
+    User-Agent follow a redirect to another origin; the same origin gets them all."""
+    other = f"other.partner.test:{server.port}"
+    allow(monkeypatch, [f"127.0.0.1:{server.port}", other], ["127.0.0.0/8"])
+    resolve_names(monkeypatch, {"other.partner.test": ["127.0.0.1"]})
+    headers = {
+        "X-Api-Key": "secret",
+        "Authorization": "Bearer t",
+        "Cookie": "s=1",
+        "Accept": "application/json",
+        "Accept-Language": "de",
+        "User-Agent": "tenant/1",
+        "X-Trace": "abc",
+    }
+    call(
+        {
+            "url": f"{server.url}/r?status=307&to=http://{other}/ok",
+            "method": "POST",
+            "headers": headers,
+            "body": {},
+        }
+    )
+    call({"url": f"{server.url}/r?status=307&to=/ok", "headers": headers})
+    (_, _, first), (_, _, crossed), _, (_, _, same) = server.requests
+    assert {k: v for k, v in first.items() if k in headers} == headers
+    assert {k: v for k, v in crossed.items() if k in headers} == {
+        "Accept": "application/json",
+        "Accept-Language": "de",
+        "User-Agent": "tenant/1",
+    }
+    assert crossed["Content-Type"] == "application/json"  # a 307 keeps the body, so its type
+    assert {k: v for k, v in same.items() if k in headers} == headers
+
+
 def test_a_redirect_from_https_to_http_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = OutboundPolicy.parse(["api.example.com"], [])
     calls: list[str] = []

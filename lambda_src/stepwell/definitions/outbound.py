@@ -17,7 +17,8 @@ services are one URL away. So a request goes out only when:
 3. the connection goes to the address that was checked (a rebinding DNS gets no second lookup), with
    the URL's host in the Host header and TLS server name;
 4. a redirect is followed only to a URL that passes 1 and 2 again, never from https to http, for at
-   most MAX_REDIRECTS hops; credentials are not sent to another origin;
+   most MAX_REDIRECTS hops; to another origin it carries only the headers of CROSS_ORIGIN_HEADERS
+   (Accept, Accept-Language, Content-Type, User-Agent), none of those that may hold a secret;
 5. the definition sets no header that frames the message or steers the connection (FRAMING_HEADERS, Host,
    Proxy-*) and none with CR, LF or NUL: http.client frames the body, so it cannot hold a second request;
 6. the whole exchange ends within the deadline and the body stays within the size limit.
@@ -48,8 +49,9 @@ ALLOWED_NETWORKS_ENV = "STEPWELL_HTTP_ALLOWED_NETWORKS"
 MAX_REDIRECTS = 5
 DEFAULT_PORTS = {"http": 80, "https": 443}
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-# Headers that prove who the caller is: never forwarded to another origin by a redirect.
-_CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# The only headers a redirect carries to another origin: tenants put secrets in headers of any name
+# (X-Api-Key, ...), so every other header stays with the origin the definition named.
+CROSS_ORIGIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent"})
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 # Headers that frame the message or steer the connection: set by a definition, they let a body carry a
 # second request past the allowlist (request smuggling). http.client frames the body; Host is the url's.
@@ -465,7 +467,7 @@ def send(
             request_headers = {k: v for k, v in request_headers.items() if k.lower() not in _BODY_HEADERS}
         if next_target.origin != target.origin:
             request_headers = {
-                k: v for k, v in request_headers.items() if k.lower() not in _CREDENTIAL_HEADERS
+                k: v for k, v in request_headers.items() if k.strip().lower() in CROSS_ORIGIN_HEADERS
             }
         redirected_from, target = target.url, next_target
 
