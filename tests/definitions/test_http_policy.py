@@ -574,6 +574,34 @@ def test_the_whole_exchange_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch, 
         assert time.monotonic() - started < 2.5, path
 
 
+def test_name_resolution_is_inside_the_deadline() -> None:
+    """getaddrinfo has no timeout: a slow DNS server took 4 s of a request given 1 s."""
+    policy = OutboundPolicy.parse(["api.example.com"], [])
+    lookups: list[str] = []
+
+    def slow(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        time.sleep(4)
+        return ["8.8.8.8"]
+
+    started = time.monotonic()
+    with pytest.raises(
+        outbound.RequestFailed, match=r"no complete answer within 1 s \(resolving api\.example\.com\)"
+    ):
+        outbound.send(
+            policy, "GET", "https://api.example.com/", {}, None, timeout=1, max_bytes=10, resolver=slow
+        )
+    assert lookups == ["api.example.com"] and time.monotonic() - started < 2
+
+    def failing(host: str, port: int) -> list[str]:
+        raise outbound.RequestFailed(f"cannot resolve {host!r}: no such name")
+
+    with pytest.raises(outbound.RequestFailed, match=r"cannot resolve 'api\.example\.com': no such name"):
+        outbound.send(
+            policy, "GET", "https://api.example.com/", {}, None, timeout=1, max_bytes=10, resolver=failing
+        )
+
+
 def test_request_inputs_are_checked(monkeypatch: pytest.MonkeyPatch, server: Server) -> None:
     allow(monkeypatch, [f"127.0.0.1:{server.port}"], ["127.0.0.0/8"])
     refused({"url": f"{server.url}/ok", "headers": {"Host": "internal"}}, "header 'Host' is not allowed")

@@ -9,12 +9,11 @@ An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register 
   calling context's domain, so a definition emits events for its own domain only.
 - `stepwell.http`: an HTTP request to a URL the operator allowed (inputs: url (http or https), method = GET,
   headers (end-to-end ones only: `outbound.HEADER_RULE`), body (sent as JSON unless a string),
-  timeoutSeconds = 10 (for the whole exchange, redirects included), maxResponseBytes = 1 MiB (at most
-  10 MiB), followRedirects = true). `outbound` holds the
-  rules (allowlist, no loopback, link-local or private address unless allowed); a refused request or a
-  larger body raises a permanent error, a network failure or a missed deadline a retryable one, a 5xx
-  or 429 answer a retryable one, any other 4xx a permanent one; the result is {status, headers, body}
-  (body parsed as JSON when it is JSON).
+  timeoutSeconds = 10 (for the whole exchange, lookups and redirects included), maxResponseBytes =
+  1 MiB (at most 10 MiB), followRedirects = true). `outbound` holds the rules (allowlist, no loopback,
+  link-local or private address unless allowed); a refused request or a larger body raises a permanent
+  error, a network failure or a missed deadline a retryable one, a 5xx or 429 answer a retryable one, any
+  other 4xx a permanent one; the result is {status, headers, body} (body parsed as JSON when it is JSON).
 - `stepwell.invoke_lambda`: invoke a Lambda function (inputs: functionName, payload,
   invocationType = RequestResponse); a function error raises a retryable error.
 

@@ -21,7 +21,8 @@ services are one URL away. So a request goes out only when:
    (Accept, Accept-Language, Content-Type, User-Agent), none of those that may hold a secret;
 5. the definition sets no header that frames the message or steers the connection (FRAMING_HEADERS, Host,
    Proxy-*) and none with CR, LF or NUL: http.client frames the body, so it cannot hold a second request;
-6. the whole exchange ends within the deadline and the body stays within the size limit.
+6. the whole exchange, every lookup and redirect included, ends within the deadline and the body stays
+   within the size limit.
 
 `RequestRefused` (a rule said no: retrying cannot help) and `RequestFailed` (the network or the server
 did not answer in time: a retry may) name the URL and the reason. Proxies are not used.
@@ -504,7 +505,7 @@ def _exchange(
     resolver: Resolver,
     tls: ssl.SSLContext | None,
 ) -> Response:
-    addresses = policy.check_addresses(target, resolver(target.host, target.port))
+    addresses = policy.check_addresses(target, _resolve_in_time(resolver, target, method, deadline, timeout))
     sock = _connect(target, addresses, deadline, timeout)
     watchdog = _Watchdog(sock, deadline - time.monotonic())
     connection: http.client.HTTPConnection | None = None
@@ -541,6 +542,36 @@ def _exchange(
         if connection is not None:
             connection.close()
         sock.close()
+
+
+def _resolve_in_time(
+    resolver: Resolver, target: Target, method: str, deadline: float, timeout: float
+) -> Sequence[str]:
+    """The resolver's answer within the deadline. getaddrinfo takes no timeout, so it runs on a thread of
+    its own; one that is late is left to finish (daemon) and its answer is dropped."""
+    late = RequestFailed(
+        f"{method} {target.url}: no complete answer within {timeout:g} s (resolving {target.host})"
+    )
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise late
+    answers: list[Sequence[str]] = []
+    errors: list[BaseException] = []
+
+    def resolve() -> None:
+        try:
+            answers.append(resolver(target.host, target.port))
+        except BaseException as error:  # handed to the caller's thread
+            errors.append(error)
+
+    worker = threading.Thread(target=resolve, name=f"resolve {target.host}", daemon=True)
+    worker.start()
+    worker.join(remaining)
+    if worker.is_alive():
+        raise late
+    if errors:
+        raise errors[0]
+    return answers[0]
 
 
 def _connect(
