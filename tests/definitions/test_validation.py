@@ -392,3 +392,18 @@ def test_a_constant_engine_detail_type_is_refused_when_stored() -> None:
         assert "starting with 'stepwell.' are the engine's own commands" in errors[0]
     assert validate_definition(put_event_node("'order.shipped'")) == []
     assert validate_definition(put_event_node("data.kind")) == []  # reads data: checked at run time
+
+
+def test_a_trailing_newline_does_not_pass_as_a_whole_value() -> None:
+    """`re.match` with `$` accepts a value ending in a newline: ids and data keys are matched whole."""
+    document = base()
+    document["nodes"][1]["output"] = "greeting\n"
+    document["nodes"][9]["id"] = "done\n"
+    errors = validate_definition(document)
+    assert any(error.startswith("node 'greet' (action): 'output' must be a data key") for error in errors), (
+        errors
+    )
+    assert any(error.startswith("node #9: invalid id 'done\\n'") for error in errors), errors
+    with pytest.raises(ValueError, match="bad duration"):
+        parse_duration("P\n")
+    assert parse_duration(" P3D\n") == 3 * 86400  # surrounding spaces are stripped, as before

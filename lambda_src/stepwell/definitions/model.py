@@ -59,7 +59,7 @@ class DefinitionInvalid(DefinitionError):
 MAX_WAIT_SECONDS = 366 * 86400
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _ISO_DURATION = re.compile(
-    r"^P(?!$)(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
+    r"P(?!\Z)(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
 )
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 DURATION_RULE = (
@@ -82,7 +82,7 @@ def parse_duration(value: object) -> float:
         seconds = float(value)
     elif isinstance(value, str):
         text = value.strip()
-        iso = _ISO_DURATION.match(text)
+        iso = _ISO_DURATION.fullmatch(text)
         if iso:
             seconds = sum(
                 float(iso.group(unit) or 0) * _UNIT_SECONDS[unit] for unit in ("w", "d", "h", "m", "s")

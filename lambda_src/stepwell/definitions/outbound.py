@@ -66,7 +66,7 @@ HEADER_RULE = (
 )
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+\-.^_`|~]+")
 _READ_CHUNK = 65536
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")  # fullmatch: "$" would let a trailing newline in
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -270,7 +270,7 @@ def _host_problem(host: str) -> str | None:
     if not host.isascii():
         return "is not ASCII (give its xn-- form)"
     labels = host.lower().split(".")
-    if not all(_LABEL.match(label) for label in labels) or len(host) > 253:
+    if not all(_LABEL.fullmatch(label) for label in labels) or len(host) > 253:
         return "is not a DNS name (letters, digits and hyphens in dot-separated labels)"
     if labels[-1].isdigit() or _is_inet_aton_spelling(host):
         return "is not a canonical IPv4 address (write it as four decimal numbers, e.g. 192.0.2.1)"

@@ -44,9 +44,10 @@ from stepwell.definitions.store import InvalidId, check_workflow_id
 from stepwell.errors import InvalidArgument
 from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, Concurrency, Rate
 
-NODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# Patterns of whole values: used with fullmatch (match with "$" lets a trailing newline through).
+NODE_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 NODE_ID_RULE = "1-64 characters: letters, digits, '_', '.', '-' (not starting with '.' or '-')"
-EVENT_NAME_PATTERN = re.compile(r"^[^\s#][^#]{0,127}$")
+EVENT_NAME_PATTERN = re.compile(r"[^\s#][^#]{0,127}")
 _TOP_KEYS = {
     "schemaVersion",
     "id",
@@ -366,7 +367,7 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
         errors.append(f"node #{index}: must be an object, got {brief_repr(raw)}")
         return None
     node_id = raw.get("id")
-    if not isinstance(node_id, str) or not NODE_ID_PATTERN.match(node_id):
+    if not isinstance(node_id, str) or not NODE_ID_PATTERN.fullmatch(node_id):
         errors.append(f"node #{index}: invalid id {brief_repr(node_id)}: {NODE_ID_RULE}")
         return None
     node_type = raw.get("type")
@@ -384,7 +385,7 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
 
     if node_type in ("trigger", "trigger_or_timeout"):
         event = raw.get("event")
-        if not isinstance(event, str) or not EVENT_NAME_PATTERN.match(event):
+        if not isinstance(event, str) or not EVENT_NAME_PATTERN.fullmatch(event):
             errors.append(
                 f"{label}: 'event' must be an event name (1-128 characters, no '#'), got {brief_repr(event)}"
             )
@@ -399,7 +400,7 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
             node.timeout = _duration(label, "timeout", raw["timeout"], errors)
     if node_type in ("action", "trigger_or_timeout") and "output" in raw:
         output = raw["output"]
-        if not isinstance(output, str) or not NODE_ID_PATTERN.match(output):
+        if not isinstance(output, str) or not NODE_ID_PATTERN.fullmatch(output):
             errors.append(f"{label}: 'output' must be a data key ({NODE_ID_RULE}), got {brief_repr(output)}")
         else:
             node.output = output
