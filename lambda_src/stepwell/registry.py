@@ -29,6 +29,11 @@ from stepwell.invoke_targets import (
     parse_target,
     plain_function_handler,
 )
+from stepwell.model import ExecutionRecord
+
+# Told of an execution's end when its code did not see it (a stop, a time-out, crashes, a stop racing its
+# last run): the ended record and the execution's input, parsed.
+EndObserver = Callable[[ExecutionRecord, object], None]
 
 WORKFLOW_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
 WORKFLOW_NAME_RULE = "1-64 characters: a letter, then letters, digits, '_', '.' or '-'"
@@ -108,13 +113,16 @@ class WorkflowOptions:
     """How a registered name runs. `execution_timeout`: seconds from the start until the execution ends
     TIMED_OUT (None: never). `plain`: a plain function (or Lambda function), not a durable workflow.
     `concurrency`, `rate`: its flow control limits (stepwell.flow_limits); `flow_resolver`, when set,
-    decides an execution's limits from its domain and input instead (the definitions' interpreter)."""
+    decides an execution's limits from its domain and input instead (the definitions' interpreter).
+    `on_ended`, when set, is told of an execution's end that its code did not see, once the end is logged
+    (the definitions' interpreter finishes the context of a stopped execution)."""
 
     execution_timeout: int | None = None
     plain: bool = False
     concurrency: Concurrency | None = None
     rate: Rate | None = None
     flow_resolver: FlowResolver | None = None
+    on_ended: EndObserver | None = None
 
     @property
     def has_flow_limits(self) -> bool:
@@ -128,6 +136,7 @@ class WorkflowSettings(TypedDict, total=False):
     concurrency: Concurrency | None
     rate: Rate | None
     flow_resolver: FlowResolver | None
+    on_ended: EndObserver | None
 
 
 def workflow_options(name: str, settings: Mapping[str, object]) -> WorkflowOptions:
@@ -143,11 +152,15 @@ def workflow_options(name: str, settings: Mapping[str, object]) -> WorkflowOptio
         settings.get("flow_resolver"),
     )
     check_flow_options(name, concurrency, rate, flow_resolver)
+    on_ended = settings.get("on_ended")
+    if on_ended is not None and not callable(on_ended):
+        raise InvalidArgument(f"invalid on_ended {on_ended!r} for workflow {name!r}: a callable or None")
     return WorkflowOptions(
         execution_timeout=validate_execution_timeout(name, settings.get("execution_timeout")),
         concurrency=cast("Concurrency | None", concurrency),
         rate=cast("Rate | None", rate),
         flow_resolver=cast("FlowResolver | None", flow_resolver),
+        on_ended=cast("EndObserver | None", on_ended),
     )
 
 

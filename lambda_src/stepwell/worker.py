@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import time
 import uuid
@@ -378,7 +379,15 @@ class Worker:
             if not result and journal.execution_result is not None:
                 result = journal.execution_result
             return self._end(
-                record, journal, started_at, end, request_id, ExecutionStatus.SUCCEEDED, result, None
+                record,
+                journal,
+                started_at,
+                end,
+                request_id,
+                ExecutionStatus.SUCCEEDED,
+                result,
+                None,
+                by_handler=True,
             )
         if status == "FAILED":
             failure = output.get("Error")
@@ -394,6 +403,7 @@ class Worker:
                 ExecutionStatus.FAILED,
                 None,
                 failure,
+                by_handler=True,
             )
         if status != "PENDING":
             crash_error = InvalidMessage(
@@ -506,7 +516,9 @@ class Worker:
         status: ExecutionStatus,
         result: str | None,
         error: dict[str, Any] | None,
+        by_handler: bool = False,
     ) -> WorkOutcome:
+        """End the execution; `by_handler`: the status is the one its code returned (it saw its end)."""
         engine = self.engine
         if started_at is not None:
             journal.invocation_completed(started_at, now, request_id, None)
@@ -542,7 +554,25 @@ class Worker:
         if won:
             engine.notify_parent(record, status, result, error)
         _stop_children(engine, ended, journal)
+        if not (won and by_handler):
+            self._tell_ended(ended)
         return WorkOutcome(record.execution_id, "finished", status=status, carried=carried)
+
+    def _tell_ended(self, record: ExecutionRecord) -> None:
+        """Tell the workflow's end observer (WorkflowOptions.on_ended) of an end its code did not see.
+        After the end is logged; an observer that raises fails the message, whose retry tells it again."""
+        try:
+            observer = self.engine.registry.options(record.workflow_id).on_ended
+        except WorkflowNotFound:
+            return
+        if observer is None:
+            return
+        text = self.engine.resolve(record.input_payload, record.input_is_ref)
+        try:
+            start = json.loads(text) if text else None
+        except ValueError:
+            start = None
+        observer(record, start)
 
     def _fenced(self, record: ExecutionRecord) -> WorkOutcome:
         """A newer worker took the execution's log from this one (its lease had expired)."""
@@ -591,6 +621,7 @@ class Worker:
             engine.payloads.retire(record.execution_id)
         # Also when the end is already logged: the worker that logged it may have died before this.
         _stop_children(engine, record, journal)
+        self._tell_ended(record)
         self._release_flow(record)
         if inputs:
             engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])

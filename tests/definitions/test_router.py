@@ -106,6 +106,18 @@ def test_a_context_stopped_from_outside_does_not_block_policy_single(h: Harness)
     assert statuses == ["RUNNING", "STOPPED"]
 
 
+def test_a_context_ends_with_its_execution_stopped_from_outside(h: Harness) -> None:
+    # Without waiting for the subject's next event: a stopped context neither shows RUNNING nor keeps its
+    # data past the retention period (its end gives it its ttl).
+    h.put(journey())
+    started = h.send("signed_up", "u1").started[0]
+    h.local.engine.stop_execution(started, {"ErrorType": "Cancelled", "ErrorMessage": "by support"})
+    h.local.run_until_idle()
+    (context,) = h.runtime.contexts.get_contexts("acme", "onboarding", "u1")
+    assert (context.status, context.waiting) == ("STOPPED", {})
+    assert context.error == {"ErrorType": "Cancelled", "ErrorMessage": "by support"}
+
+
 def test_rejected_events_are_recorded_and_block_nothing(h: Harness) -> None:
     h.put(journey())
     no_subject = envelope("signed_up", "x")

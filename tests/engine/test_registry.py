@@ -343,7 +343,7 @@ def test_an_unknown_setting_is_refused_naming_the_allowed_ones() -> None:
     registry = Registry()
     expected = (
         r"workflow 'orders': unknown settings \['concurency'\]; allowed: concurrency, execution_timeout, "
-        r"flow_resolver, rate"
+        r"flow_resolver, on_ended, rate"
     )
     with pytest.raises(TypeError, match=expected):
         registry.register("orders", durable, concurency=Concurrency(1))  # type: ignore[call-arg]

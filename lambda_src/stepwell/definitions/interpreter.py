@@ -54,12 +54,12 @@ from stepwell.definitions.actions import ActionContext, PermanentActionError, Un
 from stepwell.definitions.expressions import Expression, ExpressionError
 from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
-from stepwell.definitions.store import ContextRecord, ContextStore
+from stepwell.definitions.store import ContextRecord, ContextStore, StoreError
 from stepwell.definitions.validation import parse_definition, parse_flow_control
 from stepwell.errors import InvalidArgument
 from stepwell.flow_limits import resolve_flow
-from stepwell.model import FlowLimit
-from stepwell.registry import Handler, Registry
+from stepwell.model import ExecutionRecord, FlowLimit
+from stepwell.registry import EndObserver, Handler, Registry
 
 INTERPRETER_NAME = "stepwell.definition"
 MAX_NODE_VISITS = 10_000
@@ -446,10 +446,34 @@ def definition_flow(domain: str, start: Any) -> tuple[FlowLimit, ...]:
     return resolve_flow(domain, str(start.get("workflowId")), concurrency, rate, start)
 
 
+def context_ender(
+    runtime: Callable[[], DefinitionsRuntime] | DefinitionsRuntime = get_runtime,
+) -> EndObserver:
+    """The interpreter's end observer: a context whose execution ended without the interpreter seeing it
+    (stopped, timed out, failed by crashes) ends with it, so it neither shows RUNNING nor keeps its data
+    past the retention period (finish gives it its ttl)."""
+
+    def finish_context(record: ExecutionRecord, start: object) -> None:
+        workflow_id = start.get("workflowId") if isinstance(start, Mapping) else None
+        if not isinstance(workflow_id, str):
+            return  # not a context's start: nothing to finish
+        contexts = runtime.contexts if isinstance(runtime, DefinitionsRuntime) else runtime().contexts
+        try:
+            context = contexts.get_context(record.domain, workflow_id, record.subject_id, record.instance_id)
+        except (InvalidArgument, StoreError):
+            return
+        if context is None or context.status != "RUNNING" or context.execution_id != record.execution_id:
+            return
+        contexts.finish(context, record.status.value, context.data, record.error)
+
+    return finish_context
+
+
 def register_interpreter(registry: Registry, runtime: DefinitionsRuntime | None = None) -> Handler:
     """Register the interpreter in `registry` (on `runtime`, or the process-wide one)."""
     return registry.register(
         INTERPRETER_NAME,
         make_interpreter(runtime) if runtime is not None else handler,
         flow_resolver=definition_flow,
+        on_ended=context_ender(runtime if runtime is not None else get_runtime),
     )
