@@ -66,9 +66,13 @@ SIGNATURE_HEADER = "x-stepwell-signature"
 SIGNATURE_PREFIX = "sha256="
 
 # Callback ids are "cb" + URL-safe base64 (stepwell.journal.new_callback_id); anything else is no route.
-_ROUTE = re.compile(r"^/callbacks/([A-Za-z0-9_-]{1,256})/([a-z]+)/?$")
-_SECRETS_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$")
-_PARAMETER_ARN = re.compile(r"^arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter/[A-Za-z0-9/_.-]+$")
+# Patterns are used with fullmatch and [0-9], never `$` (it matches before a trailing newline) nor `\d`
+# (it matches any Unicode digit, which int() or .encode("ascii") then trips over).
+_ROUTE = re.compile(r"/callbacks/([A-Za-z0-9_-]{1,256})/([a-z]+)/?")
+_SECRETS_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+")
+_PARAMETER_ARN = re.compile(r"arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+")
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")
 
 
 class CallbackUrlsNotEnabled(StepwellError):
@@ -80,7 +84,7 @@ def callback_url(callback_id: str, outcome: str = "success", environ: Mapping[st
     callback `callback_id`. Its base is the worker's STEPWELL_CALLBACK_URL."""
     if outcome not in OUTCOMES:
         raise InvalidArgument(f"callback URL outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
-    if not isinstance(callback_id, str) or not _ROUTE.match(f"/callbacks/{callback_id}/{outcome}"):
+    if not isinstance(callback_id, str) or not _ROUTE.fullmatch(f"/callbacks/{callback_id}/{outcome}"):
         raise InvalidArgument(
             f"invalid callback id {callback_id!r}: 1 to 256 letters, digits, '-' or '_' (a callback's id)"
         )
@@ -104,7 +108,7 @@ def signature(secret: bytes, timestamp: str, body: bytes) -> str:
 
 def check_secret_arn(arn: str) -> str:
     """A Secrets Manager secret ARN or an SSM parameter ARN; InvalidArgument otherwise."""
-    if _SECRETS_ARN.match(arn) or _PARAMETER_ARN.match(arn):
+    if _SECRETS_ARN.fullmatch(arn) or _PARAMETER_ARN.fullmatch(arn):
         return arn
     raise InvalidArgument(
         f"callback URL secret {arn!r} must be a Secrets Manager secret ARN "
@@ -117,7 +121,7 @@ def read_secret(arn: str, session: boto3.Session | None = None, region: str | No
     check_secret_arn(arn)
     chosen = session or boto3.Session()
     region_name = region or arn.split(":")[3]
-    if _SECRETS_ARN.match(arn):
+    if _SECRETS_ARN.fullmatch(arn):
         secrets: Any = chosen.client("secretsmanager", region_name=region_name)
         response = secrets.get_secret_value(SecretId=arn)
         if isinstance(response.get("SecretString"), str):
@@ -211,7 +215,7 @@ class CallbackUrlHandler:
         )
         method = str(http.get("method", "")).upper() if isinstance(http, Mapping) else ""
         path = event.get("rawPath") or (http.get("path") if isinstance(http, Mapping) else None) or ""
-        match = _ROUTE.match(path) if isinstance(path, str) else None
+        match = _ROUTE.fullmatch(path) if isinstance(path, str) else None
         if match is None or match.group(2) not in OUTCOMES:
             logger.info("callback URL: no route (404)")
             raise Refusal(404, "not found: POST /callbacks/{id}/success, /failure or /heartbeat")
@@ -282,7 +286,7 @@ class CallbackUrlHandler:
         if not isinstance(timestamp, str) or not isinstance(given, str):
             logger.info("callback URL: unsigned request refused (401)")
             raise Refusal(401, "missing X-Stepwell-Timestamp or X-Stepwell-Signature header")
-        if not re.fullmatch(r"\d{1,12}", timestamp):
+        if not _TIMESTAMP.fullmatch(timestamp):
             logger.info("callback URL: bad timestamp refused (401)")
             raise Refusal(401, "X-Stepwell-Timestamp must be epoch seconds")
         if abs(self.clock.now() - int(timestamp)) > SIGNATURE_TOLERANCE_SECONDS:
@@ -392,7 +396,7 @@ def load_handler(environ: Mapping[str, str] | None = None) -> CallbackUrlHandler
             engine = build_engine(config, clients, Registry(), SystemClock())
             engine.code_version = None
             max_body = env.get(MAX_BODY_ENV, "") or str(DEFAULT_MAX_BODY_BYTES)
-            if not max_body.isdigit():
+            if not _WHOLE_NUMBER.fullmatch(max_body):
                 raise InvalidArgument(f"{MAX_BODY_ENV} must be a whole number of bytes, got {max_body!r}")
             secret_arn = env.get(SECRET_ARN_ENV, "")
             loader = None

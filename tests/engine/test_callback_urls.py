@@ -234,6 +234,7 @@ def test_an_unknown_callback_id_is_404(stepwell_local: LocalStepwell) -> None:
         "/callbacks/cb%2F..%2Fx/success",
         "/other/{id}/success",
         "/callbacks/{id}/SUCCESS",
+        "/callbacks/{id}/success\n",
     ],
 )
 def test_unknown_routes_are_404(stepwell_local: LocalStepwell, waiting: tuple[str, str], path: str) -> None:
@@ -367,6 +368,8 @@ def test_header_names_are_case_insensitive(stepwell_local: LocalStepwell, waitin
         "expired",
         "future",
         "not-a-number",
+        "fullwidth-digits",
+        "trailing-newline",
         "no-prefix",
     ],
 )
@@ -385,6 +388,8 @@ def test_a_bad_signature_is_401_and_changes_nothing(
         "expired": signed(body, timestamp=int(now) - 301, now=now),
         "future": signed(body, timestamp=int(now) + 301, now=now),
         "not-a-number": {**signed(body, now=now), "X-Stepwell-Timestamp": "soon"},
+        "fullwidth-digits": {**signed(body, now=now), "X-Stepwell-Timestamp": _fullwidth(str(int(now)))},
+        "trailing-newline": {**signed(body, now=now), "X-Stepwell-Timestamp": f"{int(now)}\n"},
         "no-prefix": {
             **signed(body, now=now),
             "X-Stepwell-Signature": signed(body, now=now)["X-Stepwell-Signature"].removeprefix("sha256="),
@@ -396,6 +401,30 @@ def test_a_bad_signature_is_401_and_changes_nothing(
     )
 
     assert status == 401 and "X-Stepwell" in answered["error"]
+    assert_unchanged(stepwell_local, execution_id, callback_id)
+
+
+def _fullwidth(digits: str) -> str:
+    """The same number in fullwidth digits (U+FF10..U+FF19): Unicode digits, but not ASCII."""
+    return digits.translate({ord(digit): 0xFF10 + int(digit) for digit in "0123456789"})
+
+
+def test_a_timestamp_of_unicode_digits_is_401_and_logs_no_error(
+    stepwell_local: LocalStepwell, waiting: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # An unauthenticated caller must not be able to raise an ERROR (and the alarms that watch for it).
+    execution_id, callback_id = waiting
+    handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
+    stamp = _fullwidth(str(int(stepwell_local.clock.now())))
+    headers = {"X-Stepwell-Timestamp": stamp, "X-Stepwell-Signature": "sha256=00"}
+
+    with caplog.at_level(logging.INFO, logger="stepwell"):
+        status, _ = answer(
+            handler.handle(url_event(f"/callbacks/{callback_id}/success", "1", headers=headers))
+        )
+
+    assert status == 401
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
     assert_unchanged(stepwell_local, execution_id, callback_id)
 
 
@@ -514,6 +543,7 @@ def test_callback_url_without_callback_urls_is_a_clear_error() -> None:
         ("cb/../x", "success", "invalid callback id"),
         ("", "success", "invalid callback id"),
         ("cb?x=1", "success", "invalid callback id"),
+        ("cbAbc\n", "success", "invalid callback id"),
         ("cbAbc", "complete", "outcome must be one of success, failure, heartbeat"),
     ],
 )
@@ -563,7 +593,14 @@ def test_secret_arns_of_both_stores_are_accepted(arn: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "arn", ["stepwell/callbacks", "arn:aws:s3:::bucket/key", "arn:aws:ssm:eu-west-1:123456789012:document/x"]
+    "arn",
+    [
+        "stepwell/callbacks",
+        "arn:aws:s3:::bucket/key",
+        "arn:aws:ssm:eu-west-1:123456789012:document/x",
+        "arn:aws:ssm:eu-west-1:123456789012:parameter/stepwell/key\n",
+        "arn:aws:secretsmanager:eu-west-1:\uff11\uff12\uff13456789012:secret:stepwell/callbacks",
+    ],
 )
 def test_other_secret_references_are_refused(arn: str) -> None:
     with pytest.raises(InvalidArgument, match="Secrets Manager secret ARN"):
