@@ -318,10 +318,10 @@ class StepwellClient:
         callback_id: str,
         result: Any = None,
         error: Mapping[str, Any] | None = None,
-        source: str = CALLBACK_EVENT_SOURCE,
     ) -> str:
         """Send a callback command as an event on the deployment's bus (action: success, fail or
-        heartbeat); the worker applies it when the bus rule delivers it. Returns the event id."""
+        heartbeat), with source stepwell.client: the worker applies it when the bus rule delivers it, and
+        refuses a callback command from any other source. Returns the event id."""
         detail_type = CALLBACK_DETAIL_TYPES.get(action)
         if detail_type is None:
             raise ValueError(f"callback action {action!r} is not one of {', '.join(CALLBACK_DETAIL_TYPES)}")
@@ -336,7 +336,7 @@ class StepwellClient:
             Entries=[
                 {
                     "EventBusName": self.config.event_bus_name,
-                    "Source": source,
+                    "Source": CALLBACK_EVENT_SOURCE,
                     "DetailType": detail_type,
                     "Detail": json.dumps(detail),
                 }

@@ -15,9 +15,10 @@ succeeds. Message bodies (docs/architecture.md):
   "stepwell.callback.success" (detail {"callbackId": ..., "result": text, or any JSON value which is
   sent as its JSON text}),
   "stepwell.callback.failure" (detail {"callbackId": ..., "error": {"ErrorType", "ErrorMessage",
-  "ErrorData", "StackTrace"}}) or "stepwell.callback.heartbeat" (detail {"callbackId": ...}). Other
-  events are domain events: the definitions router (stepwell.definitions) takes them when the deployment
-  has a definitions table; without one, each is logged as rejected.
+  "ErrorData", "StackTrace"}}) or "stepwell.callback.heartbeat" (detail {"callbackId": ...}), and whose
+  source is "stepwell.client" (one with such a detail-type from any other source is logged as rejected
+  and never applied). Other events are domain events: the definitions router (stepwell.definitions)
+  takes them when the deployment has a definitions table; without one, each is logged as rejected.
 
 A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way.
 
@@ -43,6 +44,7 @@ from typing import Any
 from stepwell.aws import AwsClients
 from stepwell.client import (
     CALLBACK_DETAIL_TYPES,
+    CALLBACK_EVENT_SOURCE,
     CALLBACK_FAILURE,
     CALLBACK_SUCCESS,
     build_engine,
@@ -377,6 +379,21 @@ class EntryRuntime:
                 "event",
                 "rejected",
                 details={"reason": "no route for domain events", "detail-type": detail_type},
+            )
+        if envelope.get("source") != CALLBACK_EVENT_SOURCE:
+            # Only callback senders may put stepwell.client (docs/security.md): an event producer granted
+            # its own source, or a definition's put_event, must not complete anyone's callback.
+            logger.warning(
+                "rejected bus event %s (source %r, detail-type %r): callback commands come from %r only",
+                envelope.get("id"),
+                envelope.get("source"),
+                detail_type,
+                CALLBACK_EVENT_SOURCE,
+            )
+            return MessageResult(
+                "event",
+                "rejected",
+                details={"reason": "callback command from another source", "detail-type": detail_type},
             )
         if not isinstance(detail, Mapping):
             raise InvalidMessage(f"{detail_type} event {envelope.get('id')!r} has no detail object")

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from stepwell import entry
-from stepwell.client import CALLBACK_FAILURE, CALLBACK_HEARTBEAT, StepwellClient
+from stepwell.client import CALLBACK_EVENT_SOURCE, CALLBACK_FAILURE, CALLBACK_HEARTBEAT, StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.definitions.runtime import configure as configure_definitions
 from stepwell.entry import EntryRuntime
@@ -32,11 +32,18 @@ def echo(event: Any, context: DurableContext) -> Any:
     return context.step(lambda _: event, name="echo")
 
 
+@durable_execution
+def approval(event: Any, context: DurableContext) -> Any:
+    callback = context.create_callback(name="approval", config=CallbackConfig(timeout=Duration.from_hours(1)))
+    return callback.result()
+
+
 @pytest.fixture
 def stack(deployment: Deployment) -> tuple[StepwellClient, QueueDriver]:
     registry = Registry()
     registry.register("long-sleeper", long_sleeper)
     registry.register("echo", echo)
+    registry.register("approval", approval)
     clock = VirtualClock()
     client = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
     runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
@@ -127,19 +134,20 @@ def test_bus_events_callback_commands_and_rejected_domain_events(
     assert (result.kind, result.action) == ("event", "rejected")
     assert "rejected bus event e-1" in caplog.text and "OrderPlaced" in caplog.text
 
-    unknown = {**envelope, "detail-type": CALLBACK_HEARTBEAT, "detail": {"callbackId": "nobody-knows"}}
+    command = {**envelope, "source": CALLBACK_EVENT_SOURCE}
+    unknown = {**command, "detail-type": CALLBACK_HEARTBEAT, "detail": {"callbackId": "nobody-knows"}}
     assert runtime.handle_body(unknown).action == "rejected"
 
     records = [
         {
             "messageId": "no-id",
-            "body": json.dumps({**envelope, "detail-type": CALLBACK_FAILURE, "detail": {}}),
+            "body": json.dumps({**command, "detail-type": CALLBACK_FAILURE, "detail": {}}),
         },
         {"messageId": "fine", "body": json.dumps(envelope)},
         {
             "messageId": "bad-error",
             "body": json.dumps(
-                {**envelope, "detail-type": CALLBACK_FAILURE, "detail": {"callbackId": "x", "error": "boom"}}
+                {**command, "detail-type": CALLBACK_FAILURE, "detail": {"callbackId": "x", "error": "boom"}}
             ),
         },
     ]
@@ -152,6 +160,50 @@ def test_bus_events_callback_commands_and_rejected_domain_events(
             {"itemIdentifier": "bad-id"},
         ]
     }
+
+
+def _callback_id(client: StepwellClient, execution_id: str) -> str:
+    for event in client.get_execution_history(execution_id):
+        if event["EventType"] == "CallbackStarted":
+            callback_id: str = event["CallbackStartedDetails"]["CallbackId"]
+            return callback_id
+    raise AssertionError("the execution has no callback")
+
+
+@pytest.mark.parametrize("source", ["acme.orders", "stepwell.definitions", "stepwell.client.evil"])
+def test_a_callback_command_from_another_source_is_refused_and_changes_nothing(
+    stack: tuple[StepwellClient, QueueDriver], caplog: pytest.LogCaptureFixture, source: str
+) -> None:
+    # docs/security.md reserves callback commands for stepwell.client: an event producer granted only its
+    # own source (or a definition's put_event) must not complete, fail or heartbeat anyone's callback.
+    client, driver = stack
+    execution_id = client.start_execution("approval", None, execution_name=f"forged-{len(source)}")
+    # Without firing schedules: the callback's one-hour timeout must not end the execution here.
+    driver.run_until_quiet(fire_schedules=False)
+    callback_id = _callback_id(client, execution_id)
+    history = client.get_execution_history(execution_id)
+    caplog.set_level(logging.WARNING, logger="stepwell.entry")
+    forged = {
+        "version": "0",
+        "id": "e-forged",
+        "source": source,
+        "detail-type": CALLBACK_FAILURE,
+        "detail": {"callbackId": callback_id, "error": {"ErrorMessage": "forged"}},
+    }
+
+    result = driver.runtime.handle_body(forged)
+    driver.run_until_quiet(fire_schedules=False)
+
+    assert (result.kind, result.action) == ("event", "rejected")
+    assert "rejected bus event e-forged" in caplog.text and repr(source) in caplog.text
+    assert client.describe_execution(execution_id)["Status"] == "RUNNING"
+    assert client.get_execution_history(execution_id) == history
+
+    # The same command from stepwell.client applies.
+    applied = driver.runtime.handle_body({**forged, "source": CALLBACK_EVENT_SOURCE})
+    driver.run_until_quiet(fire_schedules=False)
+    assert (applied.kind, applied.action) == ("callback", "delivered")
+    assert client.describe_execution(execution_id)["Status"] == "FAILED"
 
 
 def test_early_wake_is_rescheduled_not_run(

@@ -51,7 +51,7 @@ def test_a_message_left_to_the_dlq_is_logged_by_id_not_by_body(
     failure = {
         "version": "0",
         "id": "e-9",
-        "source": "payments",
+        "source": "stepwell.client",
         "detail-type": "stepwell.callback.failure",
         "detail": {"callbackId": "cb-1", "error": f"declined {SECRET}"},
     }
