@@ -16,7 +16,10 @@ be read. A refused request changes nothing. The body is never echoed back nor lo
 When a signing secret is configured (`STEPWELL_CALLBACK_SECRET_ARN`: a Secrets Manager secret or an SSM
 SecureString parameter, read once per container), every request must carry `X-Stepwell-Timestamp` (epoch
 seconds, within 300 s of now) and `X-Stepwell-Signature: sha256=<hex HMAC-SHA256(secret,
-"<timestamp>.<body>")>`.
+"<timestamp>.<METHOD>.<path>.<body>")>` (`signature()`): the method as sent ("POST"), the request's path
+as sent, without scheme, host or query (`/callbacks/<id>/<outcome>`), then the body's bytes. Signing the
+method and path binds a signature to one callback and one outcome. An older signature of
+"<timestamp>.<body>" alone is refused (401).
 
 Inside a workflow, `callback_url(callback_id)` gives the URL to hand to a third party; the worker's
 `STEPWELL_CALLBACK_URL` (the function URL, set by the module when `callback_urls` is on) is its base.
@@ -72,6 +75,7 @@ _ROUTE = re.compile(r"/callbacks/([A-Za-z0-9_-]{1,256})/([a-z]+)/?")
 _SECRETS_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+")
 _PARAMETER_ARN = re.compile(r"arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+")
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_METHOD = re.compile(r"[A-Z]{1,16}")
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")
 
 
@@ -100,10 +104,20 @@ def callback_url(callback_id: str, outcome: str = "success", environ: Mapping[st
     return f"{base.rstrip('/')}/callbacks/{quote(callback_id, safe='')}/{outcome}"
 
 
-def signature(secret: bytes, timestamp: str, body: bytes) -> str:
-    """The X-Stepwell-Signature header value for `body` sent at `timestamp` (epoch seconds as text)."""
-    digest = hmac.new(secret, timestamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
-    return SIGNATURE_PREFIX + digest
+def signature(secret: bytes, timestamp: str, method: str, path: str, body: bytes) -> str:
+    """The X-Stepwell-Signature header value of a request: HMAC-SHA256(secret,
+    "<timestamp>.<METHOD>.<path>.<body>"), hex, after "sha256=". `timestamp` is epoch seconds as text (the
+    X-Stepwell-Timestamp header), `method` "POST", `path` the request's path as sent, without scheme, host
+    or query (`/callbacks/<id>/<outcome>`: urllib.parse.urlsplit(callback_url(...)).path), `body` its bytes.
+    Neither a timestamp, a method nor a callback path holds a ".", so the signed text is unambiguous."""
+    if not _TIMESTAMP.fullmatch(timestamp):
+        raise InvalidArgument("the signature's timestamp must be epoch seconds (1 to 12 digits 0-9)")
+    if not _METHOD.fullmatch(method):
+        raise InvalidArgument("the signature's method must be an upper-case HTTP method such as POST")
+    if not _ROUTE.fullmatch(path):
+        raise InvalidArgument("the signature's path must be a callback path: /callbacks/<id>/<outcome>")
+    signed = b".".join((timestamp.encode("ascii"), method.encode("ascii"), path.encode("ascii"), body))
+    return SIGNATURE_PREFIX + hmac.new(secret, signed, hashlib.sha256).hexdigest()
 
 
 def check_secret_arn(arn: str) -> str:
@@ -227,7 +241,7 @@ class CallbackUrlHandler:
                 "headers": {"content-type": "application/json", "cache-control": "no-store", "allow": "POST"},
             }
         body = self._body(event)
-        self._check_signature(event, body)
+        self._check_signature(event, method, path, body)
         if outcome == "success":
             result = self._success_body(body)
             self._complete(
@@ -265,7 +279,7 @@ class CallbackUrlHandler:
             raise Refusal(413, f"the body is {len(data)} bytes; the limit is {self.max_body_bytes}")
         return data
 
-    def _check_signature(self, event: Mapping[str, Any], body: bytes) -> None:
+    def _check_signature(self, event: Mapping[str, Any], method: str, path: str, body: bytes) -> None:
         try:
             secret = self._signing_secret()
         except Exception as error:
@@ -292,11 +306,14 @@ class CallbackUrlHandler:
         if abs(self.clock.now() - int(timestamp)) > SIGNATURE_TOLERANCE_SECONDS:
             logger.info("callback URL: expired timestamp refused (401)")
             raise Refusal(401, f"X-Stepwell-Timestamp is more than {SIGNATURE_TOLERANCE_SECONDS} s from now")
-        expected = signature(secret, timestamp, body)
+        # The method and path as received: a signature made for another callback or outcome fails.
+        expected = signature(secret, timestamp, method, path, body)
         if not hmac.compare_digest(expected.encode("ascii"), given.strip().encode("utf-8", errors="replace")):
             logger.info("callback URL: bad signature refused (401)")
             raise Refusal(
-                401, "X-Stepwell-Signature does not match: sha256=<hex HMAC-SHA256 of '<timestamp>.<body>'>"
+                401,
+                "X-Stepwell-Signature does not match: "
+                "sha256=<hex HMAC-SHA256 of '<timestamp>.<METHOD>.<path>.<body>'>",
             )
 
     @staticmethod

@@ -40,11 +40,11 @@ def _callback_id(client: StepwellClient, execution_id: str) -> str:
     raise AssertionError("the execution has no callback")
 
 
-def _signed(body: str) -> dict[str, str]:
+def _signed(body: str, path: str) -> dict[str, str]:
     stamp = str(int(time.time()))
     return {
         "X-Stepwell-Timestamp": stamp,
-        "X-Stepwell-Signature": signature(KEY.encode(), stamp, body.encode()),
+        "X-Stepwell-Signature": signature(KEY.encode(), stamp, "POST", path, body.encode()),
     }
 
 
@@ -86,15 +86,15 @@ def test_the_lambda_handler_completes_a_callback_on_dynamodb_and_sqs(
     path = f"/callbacks/{callback_id}/success"
 
     unsigned = callback_urls.handler(url_event(path, '"approved"'), None)
-    too_large = callback_urls.handler(url_event(path, json.dumps("x" * 1100), headers=_signed("")), None)
-    unknown = callback_urls.handler(
-        url_event("/callbacks/cbUnknown/success", "1", headers=_signed("1")), None
+    too_large = callback_urls.handler(
+        url_event(path, json.dumps("x" * 1100), headers=_signed("", path)), None
     )
-    heartbeat = callback_urls.handler(
-        url_event(f"/callbacks/{callback_id}/heartbeat", headers=_signed("")), None
-    )
-    accepted = callback_urls.handler(url_event(path, '"approved"', headers=_signed('"approved"')), None)
-    again = callback_urls.handler(url_event(path, '"again"', headers=_signed('"again"')), None)
+    unknown_path = "/callbacks/cbUnknown/success"
+    unknown = callback_urls.handler(url_event(unknown_path, "1", headers=_signed("1", unknown_path)), None)
+    heartbeat_path = f"/callbacks/{callback_id}/heartbeat"
+    heartbeat = callback_urls.handler(url_event(heartbeat_path, headers=_signed("", heartbeat_path)), None)
+    accepted = callback_urls.handler(url_event(path, '"approved"', headers=_signed('"approved"', path)), None)
+    again = callback_urls.handler(url_event(path, '"again"', headers=_signed('"again"', path)), None)
 
     assert [r["statusCode"] for r in (unsigned, too_large, unknown, heartbeat, accepted, again)] == [
         401,

@@ -6,6 +6,8 @@ Every refusal asserts that nothing changed: no external input, the callback stil
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import logging
 from typing import Any
@@ -75,11 +77,20 @@ def url_event(
     return event
 
 
-def signed(body: str, secret: bytes = SECRET, timestamp: int | None = None, *, now: float) -> dict[str, str]:
+def signed(
+    body: str,
+    path: str,
+    secret: bytes = SECRET,
+    timestamp: int | None = None,
+    *,
+    now: float,
+    method: str = "POST",
+) -> dict[str, str]:
+    """The headers of a request to `path` signed as a sender does (stepwell.callback_urls.signature)."""
     stamp = str(int(now) if timestamp is None else timestamp)
     return {
         "X-Stepwell-Timestamp": stamp,
-        "X-Stepwell-Signature": signature(secret, stamp, body.encode("utf-8")),
+        "X-Stepwell-Signature": signature(secret, stamp, method, path, body.encode("utf-8")),
     }
 
 
@@ -339,23 +350,20 @@ def test_a_signed_request_is_accepted(stepwell_local: LocalStepwell, waiting: tu
     execution_id, callback_id = waiting
     handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
     body = '{"paid": 1200}'
-    headers = signed(body, now=stepwell_local.clock.now())
+    path = f"/callbacks/{callback_id}/success"
+    headers = signed(body, path, now=stepwell_local.clock.now())
 
-    assert (
-        handler.handle(url_event(f"/callbacks/{callback_id}/success", body, headers=headers))["statusCode"]
-        == 202
-    )
+    assert handler.handle(url_event(path, body, headers=headers))["statusCode"] == 202
     assert json.loads(stepwell_local.run_to_completion(execution_id).result or "null") == body
 
 
 def test_header_names_are_case_insensitive(stepwell_local: LocalStepwell, waiting: tuple[str, str]) -> None:
     _, callback_id = waiting
     handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
-    headers = {key.lower(): value for key, value in signed("", now=stepwell_local.clock.now()).items()}
+    path = f"/callbacks/{callback_id}/heartbeat"
+    headers = {key.lower(): value for key, value in signed("", path, now=stepwell_local.clock.now()).items()}
 
-    assert (
-        handler.handle(url_event(f"/callbacks/{callback_id}/heartbeat", headers=headers))["statusCode"] == 202
-    )
+    assert handler.handle(url_event(path, headers=headers))["statusCode"] == 202
 
 
 @pytest.mark.parametrize(
@@ -371,6 +379,10 @@ def test_header_names_are_case_insensitive(stepwell_local: LocalStepwell, waitin
         "fullwidth-digits",
         "trailing-newline",
         "no-prefix",
+        "other-outcome",
+        "other-callback",
+        "other-method",
+        "unsigned-path",
     ],
 )
 def test_a_bad_signature_is_401_and_changes_nothing(
@@ -380,28 +392,80 @@ def test_a_bad_signature_is_401_and_changes_nothing(
     handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
     now = stepwell_local.clock.now()
     body = '"approved"'
+    path = f"/callbacks/{callback_id}/success"
+    good = signed(body, path, now=now)
     headers = {
         "missing": {},
-        "no-timestamp": {"X-Stepwell-Signature": signed(body, now=now)["X-Stepwell-Signature"]},
-        "wrong-secret": signed(body, secret=b"another key", now=now),
-        "other-body": signed('"rejected"', now=now),
-        "expired": signed(body, timestamp=int(now) - 301, now=now),
-        "future": signed(body, timestamp=int(now) + 301, now=now),
-        "not-a-number": {**signed(body, now=now), "X-Stepwell-Timestamp": "soon"},
-        "fullwidth-digits": {**signed(body, now=now), "X-Stepwell-Timestamp": _fullwidth(str(int(now)))},
-        "trailing-newline": {**signed(body, now=now), "X-Stepwell-Timestamp": f"{int(now)}\n"},
-        "no-prefix": {
-            **signed(body, now=now),
-            "X-Stepwell-Signature": signed(body, now=now)["X-Stepwell-Signature"].removeprefix("sha256="),
+        "no-timestamp": {"X-Stepwell-Signature": good["X-Stepwell-Signature"]},
+        "wrong-secret": signed(body, path, secret=b"another key", now=now),
+        "other-body": signed('"rejected"', path, now=now),
+        "expired": signed(body, path, timestamp=int(now) - 301, now=now),
+        "future": signed(body, path, timestamp=int(now) + 301, now=now),
+        "not-a-number": {**good, "X-Stepwell-Timestamp": "soon"},
+        "fullwidth-digits": {**good, "X-Stepwell-Timestamp": _fullwidth(str(int(now)))},
+        "trailing-newline": {**good, "X-Stepwell-Timestamp": f"{int(now)}\n"},
+        "no-prefix": {**good, "X-Stepwell-Signature": good["X-Stepwell-Signature"].removeprefix("sha256=")},
+        "other-outcome": signed(body, f"/callbacks/{callback_id}/failure", now=now),
+        "other-callback": signed(body, "/callbacks/cbAnotherCallback/success", now=now),
+        "other-method": signed(body, path, now=now, method="PUT"),
+        # The format before the method and path were signed: "<timestamp>.<body>".
+        "unsigned-path": {
+            "X-Stepwell-Timestamp": str(int(now)),
+            "X-Stepwell-Signature": "sha256="
+            + hmac.new(SECRET, f"{int(now)}.{body}".encode(), hashlib.sha256).hexdigest(),
         },
     }[case]
 
-    status, answered = answer(
-        handler.handle(url_event(f"/callbacks/{callback_id}/success", body, headers=headers))
-    )
+    status, answered = answer(handler.handle(url_event(path, body, headers=headers)))
 
     assert status == 401 and "X-Stepwell" in answered["error"]
     assert_unchanged(stepwell_local, execution_id, callback_id)
+
+
+def test_a_captured_signature_works_only_for_its_own_callback_and_outcome(
+    stepwell_local: LocalStepwell, waiting: tuple[str, str]
+) -> None:
+    # A signed heartbeat (empty body) seen once must not fail the callback, nor complete another one.
+    execution_id, callback_id = waiting
+    other_execution = stepwell_local.start("approval", None)
+    stepwell_local.run_until_idle()
+    _SENT_WHEN_WAITING[other_execution] = stepwell_local.queue.sent
+    _SENT_WHEN_WAITING[execution_id] = stepwell_local.queue.sent
+    other_callback = stepwell_local.callback_id(other_execution, "approval")
+    handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
+    heartbeat = f"/callbacks/{callback_id}/heartbeat"
+    captured = signed("", heartbeat, now=stepwell_local.clock.now())
+
+    replays = [
+        f"/callbacks/{callback_id}/failure",
+        f"/callbacks/{callback_id}/success",
+        f"/callbacks/{other_callback}/failure",
+        f"/callbacks/{other_callback}/success",
+        f"/callbacks/{other_callback}/heartbeat",
+    ]
+    for path in replays:
+        status, answered = answer(handler.handle(url_event(path, headers=captured)))
+        assert status == 401 and "does not match" in answered["error"], path
+    assert_unchanged(stepwell_local, execution_id, callback_id)
+    assert_unchanged(stepwell_local, other_execution, other_callback)
+
+    assert handler.handle(url_event(heartbeat, headers=captured))["statusCode"] == 202
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "method", "path", "problem"),
+    [
+        ("\uff11\uff17", "POST", "/callbacks/cbAbc/success", "timestamp must be epoch seconds"),
+        ("17", "post", "/callbacks/cbAbc/success", "method must be an upper-case HTTP method"),
+        ("17", "POST", "https://example.com/callbacks/cbAbc/success", "path must be a callback path"),
+        ("17", "POST", "/callbacks/cbAbc/success?x=1", "path must be a callback path"),
+    ],
+)
+def test_signature_refuses_what_it_cannot_sign_precisely(
+    timestamp: str, method: str, path: str, problem: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=problem):
+        signature(SECRET, timestamp, method, path, b"")
 
 
 def _fullwidth(digits: str) -> str:
@@ -434,11 +498,10 @@ def test_a_timestamp_within_300_seconds_is_accepted(
     _, callback_id = waiting
     handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
     now = stepwell_local.clock.now()
-    headers = signed("", timestamp=int(now) - 290, now=now)
+    path = f"/callbacks/{callback_id}/heartbeat"
+    headers = signed("", path, timestamp=int(now) - 290, now=now)
 
-    assert (
-        handler.handle(url_event(f"/callbacks/{callback_id}/heartbeat", headers=headers))["statusCode"] == 202
-    )
+    assert handler.handle(url_event(path, headers=headers))["statusCode"] == 202
 
 
 def test_the_signature_is_checked_before_the_callback_id(stepwell_local: LocalStepwell) -> None:
@@ -469,12 +532,10 @@ def test_the_secret_is_read_once_and_an_unreadable_secret_is_500(
         return SECRET
 
     handler = CallbackUrlHandler(stepwell_local.engine, secret_loader=readable)
+    path = f"/callbacks/{callback_id}/heartbeat"
     for _ in range(3):
-        headers = signed("", now=stepwell_local.clock.now())
-        assert (
-            handler.handle(url_event(f"/callbacks/{callback_id}/heartbeat", headers=headers))["statusCode"]
-            == 202
-        )
+        headers = signed("", path, now=stepwell_local.clock.now())
+        assert handler.handle(url_event(path, headers=headers))["statusCode"] == 202
     assert reads == [1, 2]
 
 
@@ -484,23 +545,18 @@ def test_logs_carry_neither_bodies_nor_signatures(
     _, callback_id = waiting
     handler = CallbackUrlHandler(stepwell_local.engine, secret=SECRET)
     body = '{"card": "4111-1111-1111-1111"}'
-    headers = signed(body, now=stepwell_local.clock.now())
+    success = f"/callbacks/{callback_id}/success"
+    headers = signed(body, success, now=stepwell_local.clock.now())
 
     with caplog.at_level(logging.DEBUG, logger="stepwell"):
-        handler.handle(
-            url_event(f"/callbacks/{callback_id}/success", body, headers={"X-Stepwell-Timestamp": "1"})
-        )
-        handler.handle(url_event(f"/callbacks/{callback_id}/success", body, headers=headers))
+        handler.handle(url_event(success, body, headers={"X-Stepwell-Timestamp": "1"}))
+        handler.handle(url_event(success, body, headers=headers))
         handler.handle(
             url_event(f"/callbacks/{callback_id}/failure", '{"ErrorMessage": 4111}', headers=headers)
         )
 
-        handler.handle(url_event(f"/callbacks/{callback_id}/success", "1", headers=signed("1", now=0)))
-        handler.handle(
-            url_event(
-                f"/callbacks/{callback_id}/success", "1", headers=signed("1", now=stepwell_local.clock.now())
-            )
-        )
+        handler.handle(url_event(success, "1", headers=signed("1", success, now=0)))
+        handler.handle(url_event(success, "1", headers=signed("1", success, now=stepwell_local.clock.now())))
 
     text = caplog.text
     assert "4111" not in text and SECRET.decode() not in text
