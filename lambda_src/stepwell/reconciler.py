@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from stepwell.config import DEFAULT_KEEP_VERSIONS
 from stepwell.flow_control import FlowControl
 from stepwell.ports import Clock, ExecutionStore, FunctionVersions, WorkQueue
-from stepwell.versions import prune_versions
+from stepwell.versions import PRUNE_GRACE_SECONDS, prune_versions
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ class Reconciler:
         if keep_versions < 1:
             raise ValueError(f"keep_versions must be at least 1, got {keep_versions}")
         self._store = store
+        self._clock = clock
         self.limit_per_shard = limit_per_shard
         self._versions = versions
         self.keep_versions = keep_versions
@@ -69,7 +70,13 @@ class Reconciler:
             )
         if self._versions is not None:
             try:
-                report.deleted_versions = prune_versions(self._store, self._versions, self.keep_versions)
+                report.deleted_versions = prune_versions(
+                    self._store,
+                    self._versions,
+                    self.keep_versions,
+                    now=self._clock.now(),
+                    grace=PRUNE_GRACE_SECONDS,
+                )
             except Exception as error:
                 # Old versions stay until the next run: nothing is lost, so the rest of the run stands.
                 logger.error(

@@ -7,17 +7,26 @@ here: which old versions may be deleted, and how a replay that disagrees with it
 from __future__ import annotations
 
 import ast
+import itertools
 import logging
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from aws_durable_execution_sdk_python.lambda_service import Operation
 
 from stepwell.errors import InvalidArgument
+from stepwell.model import FunctionVersion
 from stepwell.ports import ExecutionStore, FunctionVersions
 
 logger = logging.getLogger(__name__)
+
+# The reconciler deletes a version only once the version after it was published this long ago: an
+# invocation of the old one that started before the alias moved on has ended (Lambda runs at most 15
+# minutes) and the execution it pinned meanwhile is in the version index (eventually consistent), so the
+# count before the deletion sees it.
+PRUNE_GRACE_SECONDS = 3600.0
 
 NONDETERMINISM_ERROR = "NonDeterministicExecutionError"
 # The SDK's message names the operation by id and each part that differs as `<part> checkpoint=<log>
@@ -38,12 +47,20 @@ def _version_order(version: str) -> tuple[int, str]:
     return (int(version), "") if version.isdigit() else (-1, version)
 
 
-def prune_versions(store: ExecutionStore, functions: FunctionVersions, keep: int) -> list[str]:
+def prune_versions(
+    store: ExecutionStore,
+    functions: FunctionVersions,
+    keep: int,
+    now: float | None = None,
+    grace: float = 0.0,
+) -> list[str]:
     """Delete the published versions nothing needs any more; returns the deleted ones, oldest first.
 
     Never deleted: the newest `keep` versions, a version an alias points to, a version newer than the
-    alias's (a deploy in progress), and a version any RUNNING execution is pinned to (counted right
-    before its deletion). Without an alias version nothing is deleted: which code is live is unknown.
+    alias's (a deploy in progress), a version any RUNNING execution is pinned to (counted right before
+    its deletion), and with a `grace` (seconds; the reconciler's is PRUNE_GRACE_SECONDS) one whose next
+    version was published less than that before `now` (or at a time Lambda does not tell). Without an
+    alias version nothing is deleted: which code is live is unknown.
     """
     if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
         raise InvalidArgument(f"keep must be a whole number of versions, at least 1; got {keep!r}")
@@ -53,18 +70,29 @@ def prune_versions(store: ExecutionStore, functions: FunctionVersions, keep: int
     published = sorted(functions.list_versions(), key=lambda v: _version_order(v.version))
     newest = {v.version for v in published[-keep:]}
     deleted: list[str] = []
-    for candidate in published:
+    for candidate, successor in itertools.pairwise(published):
         version = candidate.version
         if version in newest or candidate.aliases:
             continue
         if _version_order(version) >= _version_order(current):
             continue
+        if grace > 0 and not _published_before(successor, (now or 0.0) - grace):
+            continue  # it may still run an invocation that started before the alias moved on
         if store.count_pinned(version) > 0:
             continue
         functions.delete_version(version)
         logger.info("deleted worker version %s: no running execution is pinned to it", version)
         deleted.append(version)
     return deleted
+
+
+def _published_before(version: FunctionVersion, moment: float) -> bool:
+    """Whether Lambda says `version` was published before `moment` (its LastModified, ISO 8601)."""
+    try:
+        published = datetime.fromisoformat(version.last_modified).timestamp()
+    except ValueError:
+        return False
+    return published < moment
 
 
 def _literal(text: str) -> str | None:

@@ -9,6 +9,7 @@ import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from stepwell.clock import VirtualClock
@@ -34,13 +35,19 @@ class Functions:
     deleted: list[str] = field(default_factory=list)
     # Answers to give instead of running the version (tests of the answer mapping).
     canned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # When each version was published (Lambda's LastModified), on the stack's virtual clock.
+    published_at: dict[str, float] = field(default_factory=dict)
 
     def current_version(self) -> str | None:
         return self.alias_version
 
     def list_versions(self) -> list[FunctionVersion]:
         return [
-            FunctionVersion(version, (ALIAS,) if version == self.alias_version else ())
+            FunctionVersion(
+                version,
+                (ALIAS,) if version == self.alias_version else (),
+                last_modified=datetime.fromtimestamp(self.published_at.get(version, 0.0), tz=UTC).isoformat(),
+            )
             for version in sorted(self.runtimes, key=int)
         ]
 
@@ -71,6 +78,7 @@ class VersionedStack:
         version = str(max((int(v) for v in self.functions.runtimes), default=0) + 1)
         runtime = EntryRuntime(self.engine(registry, version), keep_versions=keep_versions)
         self.functions.runtimes[version] = runtime
+        self.functions.published_at[version] = self.clock.now()
         self.functions.alias_version = version
         return runtime
 
