@@ -579,29 +579,37 @@ class Engine:
         """What ChainedInvokeStarted says about the target beyond the code's options: the version that
         runs (ExecutedVersion) and, for a durable workflow, the child's id (DurableExecutionArn; omitted
         when the child cannot be started, e.g. a bad tenant id)."""
-        if target not in self.registry:
+        try:
+            name = self.registry.invoke_name(target, parent.code_version)
+        except WorkflowNotFound:
             return {}
         details: dict[str, Any] = {}
-        version = self.registry.executed_version(target, parent.code_version)
+        version = self.registry.executed_version(name, parent.code_version)
         if version is not None:
             details["ExecutedVersion"] = version
-        if self.registry.is_durable(target) and (tenant_id is None or KEY_PART_PATTERN.match(tenant_id)):
+        if self.registry.is_durable(name) and (tenant_id is None or KEY_PART_PATTERN.match(tenant_id)):
             details["DurableExecutionArn"] = child_execution_id(
-                parent.execution_id, operation_id, target, tenant_id
+                parent.execution_id, operation_id, name, tenant_id
             )
         return details
+
+    def _child_name(self, parent: ExecutionRecord, target: str) -> str:
+        """The name the child of an invoke of `target` runs under (the bare name of a registered one
+        the code qualified); `target` itself when it names nothing this engine runs."""
+        try:
+            return self.registry.invoke_name(target, parent.code_version)
+        except WorkflowNotFound:
+            return target
 
     def start_child(self, parent: ExecutionRecord, child: ChildStart) -> None:
         """Start the child of a chained invoke (idempotent: its id derives from the parent's operation);
         a target that cannot start fails the invoke with the reason."""
         try:
-            self._check_registered(child.workflow_name)
+            name = self.registry.invoke_name(child.workflow_name, parent.code_version)
             if child.tenant_id is not None:
                 _check_key_part("tenant id", child.tenant_id)
             ids = ExecutionId.parse(
-                child_execution_id(
-                    parent.execution_id, child.operation_id, child.workflow_name, child.tenant_id
-                )
+                child_execution_id(parent.execution_id, child.operation_id, name, child.tenant_id)
             )
             self._create_execution(ids, child.payload, parent=parent, parent_operation_id=child.operation_id)
         except (WorkflowNotFound, InvalidArgument, ValueError) as error:
@@ -616,9 +624,8 @@ class Engine:
         """Stop the children of the ended `record`'s chained invokes that are still waiting (a stopped or
         timed-out parent stops its children); idempotent, so any message for the parent may repeat it."""
         for child in journal.waiting_children():
-            child_id = child_execution_id(
-                record.execution_id, child.operation_id, child.workflow_name, child.tenant_id
-            )
+            name = self._child_name(record, child.workflow_name)
+            child_id = child_execution_id(record.execution_id, child.operation_id, name, child.tenant_id)
             message = f"parent execution {record.execution_id!r} ended {record.status.value}"
             try:
                 self.stop_execution(child_id, {"ErrorType": error_type, "ErrorMessage": message})

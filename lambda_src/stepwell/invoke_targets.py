@@ -31,6 +31,8 @@ Handler = Callable[[Any, Any], Any]
 PlainFunction = Callable[[Any, Any], Any]
 
 LATEST_VERSION = "$LATEST"
+# Lambda's qualifier for the latest published version (ChainedInvokeOptions.FunctionName accepts it).
+LATEST_PUBLISHED = "$LATEST.PUBLISHED"
 # Lambda reports an error without an errorType (a runtime that sent none) under this type.
 FUNCTION_ERROR_TYPE = "Lambda.FunctionError"
 # What Lambda's Python runtime reports for a return value it cannot serialize.

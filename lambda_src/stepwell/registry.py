@@ -19,6 +19,7 @@ from typing import TypedDict, Unpack, cast
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
 from stepwell.flow_limits import Concurrency, FlowResolver, Rate
 from stepwell.invoke_targets import (
+    LATEST_PUBLISHED,
     LATEST_VERSION,
     Handler,
     LambdaInvoker,
@@ -329,6 +330,27 @@ class Registry:
         """Whether `name` is a registered durable workflow (an invoke of it has a DurableExecutionArn)."""
         registration = self._registrations.get(name)
         return registration is not None and not registration.options.plain
+
+    def invoke_name(self, target: str, code_version: str | None) -> str:
+        """The name an invoke's target runs under: the target itself for a registered name or an allowed
+        Lambda function; for a registered name with a Lambda qualifier (AWS requires qualified names for
+        durable functions, so ported code carries them) the bare name, when the qualifier is one Stepwell
+        honours: $LATEST, $LATEST.PUBLISHED, or the version the invoke runs on (`code_version`, the
+        caller's). WorkflowNotFound otherwise: a refused qualifier names the target and what it allows."""
+        if target in self._registrations:
+            return target
+        bare, colon, qualifier = target.rpartition(":")
+        if colon and bare in self._registrations:
+            allowed = [LATEST_VERSION, LATEST_PUBLISHED, *([code_version] if code_version else [])]
+            if qualifier in allowed:
+                return bare
+            runs_on = f"version {code_version}" if code_version else "the code this worker has (unversioned)"
+            raise WorkflowNotFound(
+                f"invoke target {target!r}: {bare!r} runs on {runs_on}, so the qualifier {qualifier!r} is "
+                f"not accepted; use {bare!r} or qualify it with {', '.join(allowed)}"
+            )
+        self._lambda_target(target)
+        return target
 
     def executed_version(self, name: str, code_version: str | None) -> str | None:
         """The version of `name` that an invoke runs (ChainedInvokeStarted's ExecutedVersion): this

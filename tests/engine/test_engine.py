@@ -326,6 +326,41 @@ def test_a_failing_child_fails_the_invoke(stepwell_local: LocalStepwell) -> None
     assert "ChainedInvokeFailed" in event_types(stepwell_local, parent_id)
 
 
+@pytest.mark.parametrize("qualifier", ["$LATEST", "$LATEST.PUBLISHED"])
+def test_invoking_a_registered_workflow_by_a_qualified_name_runs_it(
+    stepwell_local: LocalStepwell, qualifier: str
+) -> None:
+    # AWS requires qualified names for durable functions, so code ported from it carries a qualifier.
+    stepwell_local.register("invoker", workflows.invoker)
+    stepwell_local.register("doubler", workflows.doubler)
+    parent_id = stepwell_local.start("invoker", {"target": f"doubler:{qualifier}", "value": 21})
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED, record.error
+    assert json.loads(record.result or "null") == {"doubled": 42}
+    started = next(e for e in stepwell_local.history(parent_id) if e["EventType"] == "ChainedInvokeStarted")
+    details = started["ChainedInvokeStartedDetails"]
+    assert details["FunctionName"] == f"doubler:{qualifier}"  # as the code wrote it
+    child = stepwell_local.engine.list_executions(workflow="doubler").items[0]
+    assert details["DurableExecutionArn"] == child.execution_id
+    assert child.workflow_id == "doubler" and child.parent_execution_id == parent_id
+
+
+def test_invoking_a_registered_workflow_by_another_version_fails_the_invoke_naming_what_it_accepts(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("invoker", workflows.invoker)
+    stepwell_local.register("doubler", workflows.doubler)
+    parent_id = stepwell_local.start("invoker", {"target": "doubler:3", "value": 21})
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.FAILED
+    assert "'doubler:3'" in str(record.error) and "$LATEST.PUBLISHED" in str(record.error)
+    assert stepwell_local.engine.list_executions(workflow="doubler").items == []
+
+
 def test_invoking_an_unregistered_workflow_fails_the_invoke(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("invoker", workflows.invoker)
     parent_id = stepwell_local.start("invoker", {"target": "missing", "value": 1})

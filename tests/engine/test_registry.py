@@ -121,6 +121,33 @@ def test_a_name_holds_one_workflow_or_one_function() -> None:
         registry.register_function("quote2", 3)  # type: ignore[arg-type]
 
 
+def test_a_registered_name_with_a_qualifier_stepwell_honours_runs_under_its_bare_name() -> None:
+    registry = with_lambda_targets(PRICING)
+    registry.register("orders", durable)
+    registry.register_function("quote", plain)
+
+    for name in ("orders", "quote"):
+        assert registry.invoke_name(name, "12") == name
+        assert registry.invoke_name(f"{name}:$LATEST", "12") == name
+        assert registry.invoke_name(f"{name}:$LATEST.PUBLISHED", None) == name
+        assert registry.invoke_name(f"{name}:12", "12") == name  # the version the invoke runs on
+    # An allowed Lambda function keeps its name and qualifier.
+    assert registry.invoke_name("pricing:live", "12") == "pricing:live"
+    # Another version or an alias: refused, naming the target and what it accepts.
+    with pytest.raises(WorkflowNotFound) as raised:
+        registry.invoke_name("orders:11", "12")
+    assert str(raised.value) == (
+        "invoke target 'orders:11': 'orders' runs on version 12, so the qualifier '11' is not accepted; "
+        "use 'orders' or qualify it with $LATEST, $LATEST.PUBLISHED, 12"
+    )
+    with pytest.raises(WorkflowNotFound, match=r"'orders:1': 'orders' runs on the code this worker has "):
+        registry.invoke_name("orders:1", None)
+    with pytest.raises(WorkflowNotFound, match=r"the qualifier 'live' is not accepted"):
+        registry.invoke_name("quote:live", "12")
+    with pytest.raises(WorkflowNotFound, match="no workflow, function or Lambda target 'nope:1'"):
+        registry.invoke_name("nope:1", "12")
+
+
 def test_executed_version_is_the_version_that_runs() -> None:
     registry = with_lambda_targets(PRICING)
     registry.register("orders", durable)
