@@ -8,6 +8,7 @@ queue, timers and payload store).
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import uuid
 from collections.abc import Iterator, Mapping
@@ -27,9 +28,11 @@ from stepwell.errors import (
 from stepwell.flow_control import FlowControl
 from stepwell.flow_limits import MAX_FLOW_KEY_LENGTH, resolve_flow
 from stepwell.history import events_from_bodies, without_execution_data
+from stepwell.invoke_targets import aws_function_name
 from stepwell.journal import (
     ChildStart,
     FlushedBatch,
+    InvokeRefused,
     Journal,
     decode_body,
     encode_body,
@@ -66,8 +69,16 @@ from stepwell.ports import (
     Timers,
     WorkQueue,
 )
-from stepwell.registry import WORKFLOW_NAME_RULE, Registry, default_registry, validate_workflow_name
+from stepwell.registry import (
+    WORKFLOW_NAME_RULE,
+    QualifierRefused,
+    Registry,
+    default_registry,
+    validate_workflow_name,
+)
 from stepwell.status_events import NoStatusEvents, status_change_detail
+
+logger = logging.getLogger("stepwell.engine")
 
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
 # DynamoDB items stay under 350 KB with room for the other attributes.
@@ -578,20 +589,49 @@ class Engine:
     ) -> dict[str, Any]:
         """What ChainedInvokeStarted says about the target beyond the code's options: the version that
         runs (ExecutedVersion) and, for a durable workflow, the child's id (DurableExecutionArn; omitted
-        when the child cannot be started, e.g. a bad tenant id)."""
+        when the child cannot be started, e.g. a bad tenant id). InvokeRefused when the target cannot be
+        started, which fails the invoke in the checkpoint of its START, as AWS resolves the target there."""
         try:
             name = self.registry.invoke_name(target, parent.code_version)
-        except WorkflowNotFound:
-            return {}
+        except WorkflowNotFound as error:
+            raise InvokeRefused(self._target_not_found(parent, target, error)) from None
+        if tenant_id is not None and not KEY_PART_PATTERN.match(tenant_id):
+            # AWS refuses such a checkpoint (InvalidParameterValueException); Stepwell fails the invoke.
+            raise InvokeRefused(
+                {
+                    "ErrorType": "InvalidArgument",
+                    "ErrorMessage": f"invalid tenant id {tenant_id!r}: {KEY_PART_RULE}",
+                }
+            )
         details: dict[str, Any] = {}
         version = self.registry.executed_version(name, parent.code_version)
         if version is not None:
             details["ExecutedVersion"] = version
-        if self.registry.is_durable(name) and (tenant_id is None or KEY_PART_PATTERN.match(tenant_id)):
+        if self.registry.is_durable(name):
             details["DurableExecutionArn"] = child_execution_id(
                 parent.execution_id, operation_id, name, tenant_id
             )
         return details
+
+    def _target_not_found(
+        self, parent: ExecutionRecord, target: str, error: WorkflowNotFound
+    ) -> dict[str, Any]:
+        """The error of an invoke whose target cannot be started, as AWS reports an unknown function
+        (ResourceNotFoundException, "Function not found: <name>."; a target that is no function name at all
+        "Invalid function ARN '<target>'", without a type). What is registered and allowed goes to the log,
+        not into the tenant's history; a refused qualifier adds what that target accepts."""
+        logger.warning(
+            "execution %s: invoke target %r cannot be started: %s", parent.execution_id, target, error
+        )
+        name = aws_function_name(target)
+        if name is None:
+            return {"ErrorMessage": f"Invalid function ARN '{target}'"}
+        if isinstance(error, QualifierRefused):
+            return {
+                "ErrorType": "ResourceNotFoundException",
+                "ErrorMessage": f"Function not found: {target}. {error}",
+            }
+        return {"ErrorType": "ResourceNotFoundException", "ErrorMessage": f"Function not found: {name}."}
 
     def _child_name(self, parent: ExecutionRecord, target: str) -> str:
         """The name the child of an invoke of `target` runs under (the bare name of a registered one
@@ -612,7 +652,10 @@ class Engine:
                 child_execution_id(parent.execution_id, child.operation_id, name, child.tenant_id)
             )
             self._create_execution(ids, child.payload, parent=parent, parent_operation_id=child.operation_id)
-        except (WorkflowNotFound, InvalidArgument, ValueError) as error:
+        except WorkflowNotFound as error:  # a child its parent's log waits for since before InvokeRefused
+            error_object = self._target_not_found(parent, child.workflow_name, error)
+            self.deliver(parent.execution_id, InputKind.CHILD_FAILED, child.operation_id, error=error_object)
+        except (InvalidArgument, ValueError) as error:
             self.deliver(
                 parent.execution_id,
                 InputKind.CHILD_FAILED,

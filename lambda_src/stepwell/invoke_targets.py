@@ -54,6 +54,19 @@ TARGET_RULE = (
     "(name, name:qualifier, ARN or ARN:qualifier)"
 )
 
+# ChainedInvokeOptions.FunctionName as botocore's Lambda model has it (NamespacedFunctionName, 1-256).
+AWS_FUNCTION_NAME_PATTERN = re.compile(
+    r"(arn:(aws[a-zA-Z-]*)?:lambda:)?((eusc-)?[a-z]{2}((-gov)|(-iso([a-z]?)))?-[a-z]+-\d{1}:)?(\d{12}:)?"
+    r"(function:)?(?P<name>[a-zA-Z0-9-_\.]+)(:(\$LATEST(\.PUBLISHED)?|[a-zA-Z0-9-_]+))?"
+)
+
+
+def aws_function_name(target: str) -> str | None:
+    """The function's name in an invoke target as AWS parses it (no ARN prefix, no qualifier); None when
+    the target is not a function name or ARN at all."""
+    match = AWS_FUNCTION_NAME_PATTERN.fullmatch(target) if 0 < len(target) <= 256 else None
+    return match["name"] if match is not None else None
+
 
 @dataclass(frozen=True)
 class LambdaTarget:

@@ -97,9 +97,19 @@ def _operation_from_json(data: dict[str, Any]) -> Operation:
 
 class InvokeDescriber(Protocol):
     """What ChainedInvokeStarted says about a target that only the engine knows (its ExecutedVersion and,
-    for a durable workflow, the child's DurableExecutionArn): (operation id, target, tenant id) -> details."""
+    for a durable workflow, the child's DurableExecutionArn): (operation id, target, tenant id) -> details.
+    InvokeRefused when the target cannot be started (unknown, a refused qualifier, a bad tenant id)."""
 
     def __call__(self, operation_id: str, target: str, tenant_id: str | None) -> dict[str, Any]: ...
+
+
+class InvokeRefused(Exception):
+    """A chained invoke's target cannot be started: the invoke fails in the checkpoint that starts it, as
+    AWS resolves the target then, with `error` (an ErrorObject as a dict)."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("ErrorMessage", ""))
+        self.error = error
 
 
 @dataclass
@@ -795,12 +805,34 @@ class Journal:
             raise ValueError(
                 f"CHAINED_INVOKE {update.operation_id!r} has no ChainedInvokeOptions (FunctionName)"
             )
+        tenant_id = options.tenant_id
+        details: dict[str, Any] = {
+            "FunctionName": options.function_name,
+            "Input": {"Payload": update.payload},
+        }
+        if tenant_id is not None:
+            details["TenantId"] = tenant_id
+        try:
+            if self.describe_invoke is not None:
+                details.update(self.describe_invoke(update.operation_id, options.function_name, tenant_id))
+        except InvokeRefused as refused:
+            # As AWS: the operation is FAILED in the response to its START, which starts nothing, and its
+            # history shows the function name and the error without the input; one batch holds both.
+            error = ErrorObject.from_dict(refused.error)
+            failed = dataclasses.replace(
+                self._base(update, current, OperationStatus.FAILED, now),
+                chained_invoke_details=ChainedInvokeDetails(error=error),
+            )
+            self._set(failed)
+            del details["Input"]
+            self._event("ChainedInvokeStarted", now, failed, details)
+            self._event("ChainedInvokeFailed", now, failed, {"Error": {"Payload": _error_dict(error)}})
+            return
         op = dataclasses.replace(
             self._base(update, current, OperationStatus.STARTED, now),
             chained_invoke_details=ChainedInvokeDetails(),
         )
         self._set(op)
-        tenant_id = options.tenant_id
         meta: dict[str, Any] = {"target": options.function_name, "input": update.payload}
         if tenant_id is not None:
             meta["tenant"] = tenant_id
@@ -808,14 +840,6 @@ class Journal:
         self._child_starts.append(
             ChildStart(op.operation_id, options.function_name, update.payload, tenant_id)
         )
-        details: dict[str, Any] = {
-            "FunctionName": options.function_name,
-            "Input": {"Payload": update.payload},
-        }
-        if tenant_id is not None:
-            details["TenantId"] = tenant_id
-        if self.describe_invoke is not None:
-            details.update(self.describe_invoke(op.operation_id, options.function_name, tenant_id))
         self._event("ChainedInvokeStarted", now, op, details)
 
     # ------------------------------------------------------------------ flushing

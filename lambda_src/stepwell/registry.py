@@ -63,6 +63,10 @@ __all__ = [
 ]
 
 
+class QualifierRefused(WorkflowNotFound):
+    """A registered name with a qualifier Stepwell cannot honour (an alias, another version)."""
+
+
 def validate_workflow_name(name: object) -> str:
     if not isinstance(name, str) or not WORKFLOW_NAME_PATTERN.match(name):
         raise InvalidWorkflowName(f"invalid workflow name {name!r}: a name is {WORKFLOW_NAME_RULE}")
@@ -345,7 +349,7 @@ class Registry:
             if qualifier in allowed:
                 return bare
             runs_on = f"version {code_version}" if code_version else "the code this worker has (unversioned)"
-            raise WorkflowNotFound(
+            raise QualifierRefused(
                 f"invoke target {target!r}: {bare!r} runs on {runs_on}, so the qualifier {qualifier!r} is "
                 f"not accepted; use {bare!r} or qualify it with {', '.join(allowed)}"
             )

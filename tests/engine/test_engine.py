@@ -361,15 +361,59 @@ def test_invoking_a_registered_workflow_by_another_version_fails_the_invoke_nami
     assert stepwell_local.engine.list_executions(workflow="doubler").items == []
 
 
-def test_invoking_an_unregistered_workflow_fails_the_invoke(stepwell_local: LocalStepwell) -> None:
+def test_invoking_an_unregistered_workflow_fails_the_invoke_in_its_checkpoint_as_aws_does(
+    stepwell_local: LocalStepwell, caplog: pytest.LogCaptureFixture
+) -> None:
     stepwell_local.register("invoker", workflows.invoker)
+    stepwell_local.register("secret_workflow", workflows.doubler)
     parent_id = stepwell_local.start("invoker", {"target": "missing", "value": 1})
 
     record = stepwell_local.run_to_completion(parent_id)
 
     assert record.status is ExecutionStatus.FAILED
-    failed = [e for e in stepwell_local.history(parent_id) if e["EventType"] == "ChainedInvokeFailed"]
-    assert failed[0]["ChainedInvokeFailedDetails"]["Error"]["Payload"]["ErrorType"] == "WorkflowNotFound"
+    error = {"ErrorType": "ResourceNotFoundException", "ErrorMessage": "Function not found: missing."}
+    # The START's checkpoint answers FAILED: the handler raises in the same invocation, one batch records
+    # both events, and the history names nothing else registered.
+    events = [(e["EventType"], e.get("Name")) for e in stepwell_local.history(parent_id)]
+    assert events == [
+        ("ExecutionStarted", None),
+        ("ChainedInvokeStarted", "call child"),
+        ("ChainedInvokeFailed", "call child"),
+        ("InvocationCompleted", None),
+        ("ExecutionFailed", None),
+    ]
+    history = stepwell_local.history(parent_id)
+    assert history[1]["ChainedInvokeStartedDetails"] == {"FunctionName": "missing"}
+    assert history[2]["ChainedInvokeFailedDetails"]["Error"]["Payload"] == error
+    assert "secret_workflow" not in json.dumps(history, default=str)
+    assert "secret_workflow" in caplog.text  # the operator's log says what is allowed
+    assert stepwell_local.engine.list_executions(workflow="missing").items == []
+
+
+@durable_execution
+def invokes_then_waits(event: Any, context: DurableContext) -> Any:
+    from aws_durable_execution_sdk_python.exceptions import InvokeError
+
+    try:
+        outcome = {"ok": context.invoke(event["target"], {"value": 1}, name="call")}
+    except InvokeError as error:
+        outcome = {"error": error.error_type}
+    context.wait(Duration.from_seconds(60), name="nap")
+    return outcome
+
+
+def test_a_target_refused_at_its_start_stays_refused_on_replay(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("parent", invokes_then_waits)
+    parent_id = stepwell_local.start("parent", {"target": "late"})
+    stepwell_local.run_until_idle()
+    # Registered after the invoke failed: the replay answers from the log, so nothing changes.
+    stepwell_local.register("late", workflows.doubler)
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert json.loads(record.result or "null") == {"error": "ResourceNotFoundException"}
+    assert event_types(stepwell_local, parent_id).count("ChainedInvokeFailed") == 1
+    assert stepwell_local.engine.list_executions(workflow="late").items == []
 
 
 def test_each_step_costs_one_batch_and_one_load_per_invocation(stepwell_local: LocalStepwell) -> None:
