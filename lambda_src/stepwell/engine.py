@@ -80,6 +80,10 @@ from stepwell.status_events import NoStatusEvents, status_change_detail
 
 logger = logging.getLogger("stepwell.engine")
 
+# What a parent's invoke reports for a child that timed out (the testing library's child_dispatcher.py:
+# "the service reports a fixed error type and the child's execution timeout").
+CHAINED_INVOKE_TIMEOUT_TYPE = "ChainedInvoke.Timeout"
+
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
 # DynamoDB items stay under 350 KB with room for the other attributes.
 DEFAULT_INLINE_LIMIT = 200 * 1024
@@ -838,7 +842,11 @@ class Engine:
         status: ExecutionStatus,
         result: str | None,
         error: Mapping[str, Any] | None,
+        execution_timeout: int | None = None,
     ) -> None:
+        """Resume the parent waiting for the ended child `record`. A child that timed out reaches it as
+        AWS reports one: ErrorType ChainedInvoke.Timeout naming the child's execution timeout
+        (`execution_timeout`, as the child started; else its workflow's), not the child's own error."""
         if record.parent_execution_id is None or record.parent_operation_id is None:
             return
         kind = {
@@ -846,6 +854,13 @@ class Engine:
             ExecutionStatus.STOPPED: InputKind.CHILD_STOPPED,
             ExecutionStatus.TIMED_OUT: InputKind.CHILD_TIMED_OUT,
         }.get(status, InputKind.CHILD_FAILED)
+        if kind is InputKind.CHILD_TIMED_OUT:
+            seconds = execution_timeout or self.registry.options(record.workflow_id).execution_timeout
+            if seconds is not None:
+                error = {
+                    "ErrorType": CHAINED_INVOKE_TIMEOUT_TYPE,
+                    "ErrorMessage": f"CHAINED_INVOKE timed out after {seconds} seconds.",
+                }
         self.deliver(
             record.parent_execution_id,
             kind,

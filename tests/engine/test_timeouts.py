@@ -170,16 +170,16 @@ def test_a_child_that_times_out_is_a_chained_invoke_timed_out_in_its_parent(loca
     (started,) = [e for e in events if e["EventType"] == "ChainedInvokeStarted"]
     child_id = started["ChainedInvokeStartedDetails"]["DurableExecutionArn"]
     assert local.describe(child_id)["Status"] == "TIMED_OUT"
+    # As AWS reports it (not the child's own Execution.TimedOut): a fixed type, the child's timeout.
+    invoke_error = {
+        "ErrorType": "ChainedInvoke.Timeout",
+        "ErrorMessage": "CHAINED_INVOKE timed out after 60 seconds.",
+    }
     calls = [_details(event) for event in events if event.get("Name") == "call"]
-    assert calls[1:] == [
-        ("ChainedInvokeTimedOut", {"Error": {"Payload": _timed_out_error(), "Truncated": False}})
-    ]
-    # The SDK raises InvokeError with the child's error: the parent fails with it.
+    assert calls[1:] == [("ChainedInvokeTimedOut", {"Error": {"Payload": invoke_error, "Truncated": False}})]
+    # The SDK raises InvokeError with that error: the parent fails with it.
     parent = local.describe(parent_id)
-    assert (parent["Status"], parent["Error"]["ErrorMessage"]) == (
-        "FAILED",
-        _timed_out_error()["ErrorMessage"],
-    )
+    assert (parent["Status"], parent["Error"]["ErrorMessage"]) == ("FAILED", invoke_error["ErrorMessage"])
     assert parent["Error"]["ErrorType"].endswith("InvokeError")
 
 
