@@ -119,12 +119,9 @@ def parse_function_arn(arn: object) -> LambdaTarget:
 
 
 def parse_target(target: str) -> LambdaTarget:
-    """What an invoke's FunctionName names as a Lambda function."""
-    if target.endswith(":" + LATEST_VERSION):
-        raise InvalidArgument(
-            f"invoke target {target!r}: the qualifier {LATEST_VERSION} is not accepted; omit the qualifier "
-            "to invoke the unqualified function"
-        )
+    """What an invoke's FunctionName names as a Lambda function. `:$LATEST` is the unqualified function
+    (Lambda's Invoke accepts it: FunctionName's pattern in botocore's model ends (:($LATEST|...))?)."""
+    target = target.removesuffix(":" + LATEST_VERSION)
     match = TARGET_PATTERN.match(target)
     if match is None:
         raise InvalidArgument(f"invalid invoke target {target!r}: must be {TARGET_RULE}")

@@ -337,10 +337,11 @@ class Registry:
 
     def invoke_name(self, target: str, code_version: str | None) -> str:
         """The name an invoke's target runs under: the target itself for a registered name or an allowed
-        Lambda function; for a registered name with a Lambda qualifier (AWS requires qualified names for
-        durable functions, so ported code carries them) the bare name, when the qualifier is one Stepwell
-        honours: $LATEST, $LATEST.PUBLISHED, or the version the invoke runs on (`code_version`, the
-        caller's). WorkflowNotFound otherwise: a refused qualifier names the target and what it allows."""
+        Lambda function (without `:$LATEST`, which names the unqualified function); for a registered name
+        with a Lambda qualifier (AWS requires qualified names for durable functions, so ported code carries
+        them) the bare name, when the qualifier is one Stepwell honours: $LATEST, $LATEST.PUBLISHED, or the
+        version the invoke runs on (`code_version`, the caller's). WorkflowNotFound otherwise: a refused
+        qualifier names the target and what it allows."""
         if target in self._registrations:
             return target
         bare, colon, qualifier = target.rpartition(":")
@@ -354,7 +355,7 @@ class Registry:
                 f"not accepted; use {bare!r} or qualify it with {', '.join(allowed)}"
             )
         self._lambda_target(target)
-        return target
+        return target.removesuffix(":" + LATEST_VERSION)  # the unqualified function
 
     def executed_version(self, name: str, code_version: str | None) -> str | None:
         """The version of `name` that an invoke runs (ChainedInvokeStarted's ExecutedVersion): this

@@ -10,7 +10,7 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.exceptions import InvokeError
 from history_model import check_history_against_model
-from stepwell.invoke_targets import MemoryLambdaInvoker
+from stepwell.invoke_targets import TARGET_RULE, MemoryLambdaInvoker
 from stepwell.model import ExecutionStatus, child_execution_id
 from stepwell.testing.local import LocalStepwell
 
@@ -56,6 +56,7 @@ def invoke_events(history: list[dict[str, Any]]) -> list[tuple[str, dict[str, An
 
 def child_history(local: LocalStepwell, parent_id: str, history: list[dict[str, Any]], target: str) -> Any:
     operation_id = next(e["Id"] for e in history if e["EventType"] == "ChainedInvokeStarted")
+    target = target.removesuffix(":$LATEST")  # the unqualified function's child
     child_id = child_execution_id(parent_id, operation_id, target)
     child = local.record(child_id)
     assert (child.workflow_id, child.parent_execution_id) == (target, parent_id)
@@ -247,6 +248,8 @@ def test_a_new_code_version_keeps_the_functions_and_runs_them_on_its_version() -
         (PRICING, PRICING, "$LATEST"),
         (f"{PRICING}:3", f"{PRICING}:3", "3"),
         (f"{PRICING}:live", f"{PRICING}:live", None),
+        ("pricing:$LATEST", PRICING, "$LATEST"),  # Invoke accepts it: the unqualified function
+        (f"{PRICING}:$LATEST", PRICING, "$LATEST"),
     ],
 )
 def test_an_allowed_lambda_function_is_invoked_by_name_or_arn(
@@ -320,9 +323,8 @@ def test_a_function_lambda_does_not_have_fails_the_invoke_with_lambdas_error(
         (SHIPPING, f"no workflow, function or Lambda target {SHIPPING!r}"),
         (PRICING_ELSEWHERE, f"no workflow, function or Lambda target {PRICING_ELSEWHERE!r}"),
         (
-            "pricing:$LATEST",
-            "invoke target 'pricing:$LATEST': the qualifier $LATEST is not accepted; omit the qualifier to "
-            "invoke the unqualified function",
+            "pricing:$LATEST.PUBLISHED",
+            f"invalid invoke target 'pricing:$LATEST.PUBLISHED': must be {TARGET_RULE}",
         ),
     ],
 )
@@ -335,7 +337,9 @@ def test_a_target_that_is_not_allowed_fails_the_invoke_without_a_call(
 
     # As AWS: Lambda's error for an unknown function, in the START's checkpoint (no Input recorded); what
     # the deployment registers and allows goes to the operator's log only.
-    name = {SHIPPING: "shipping", PRICING_ELSEWHERE: "pricing", "pricing:$LATEST": "pricing"}[target]
+    name = {SHIPPING: "shipping", PRICING_ELSEWHERE: "pricing", "pricing:$LATEST.PUBLISHED": "pricing"}[
+        target
+    ]
     message = f"Function not found: {name}."
     assert invoke_events(history) == [
         ("ChainedInvokeStarted", {"FunctionName": target}),

@@ -189,19 +189,18 @@ def test_lambda_targets_match_by_name_or_arn_with_any_qualifier() -> None:
         )
 
 
-def test_latest_and_malformed_targets_are_refused_with_the_rule() -> None:
+def test_latest_names_the_unqualified_function_and_malformed_targets_are_refused_with_the_rule() -> None:
     registry = with_lambda_targets(PRICING)
-    with pytest.raises(
-        WorkflowNotFound, match=r"invoke target 'pricing:\$LATEST': the qualifier \$LATEST is not"
-    ):
-        registry.get("pricing:$LATEST")
-    with pytest.raises(WorkflowNotFound, match=r"the qualifier \$LATEST is not accepted; omit the qualifier"):
-        registry.get(f"{PRICING}:$LATEST")
+    # Lambda's Invoke accepts name:$LATEST (botocore's FunctionName pattern): the unqualified function.
+    for target in ("pricing:$LATEST", f"{PRICING}:$LATEST"):
+        assert target in registry
+        assert registry.executed_version(target, "12") == "$LATEST"
+        assert registry.invoke_name(target, "12") == target.removesuffix(":$LATEST")
     with pytest.raises(
         WorkflowNotFound, match=r"invalid invoke target 'pricing:a:b': must be a function name or"
     ):
         registry.get("pricing:a:b")
-    assert "pricing:$LATEST" not in registry
+    assert "pricing:$LATEST.PUBLISHED" not in registry  # Invoke's FunctionName has no $LATEST.PUBLISHED
 
 
 def test_a_bare_name_matching_two_allowed_functions_must_be_an_arn() -> None:
