@@ -84,6 +84,9 @@ logger = logging.getLogger("stepwell.engine")
 # "the service reports a fixed error type and the child's execution timeout").
 CHAINED_INVOKE_TIMEOUT_TYPE = "ChainedInvoke.Timeout"
 
+# GetDurableExecutionHistory's MaxItems when none (or 0) is given (botocore's Lambda model).
+DEFAULT_HISTORY_PAGE_ITEMS = 100
+
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
 # DynamoDB items stay under 350 KB with room for the other attributes.
 DEFAULT_INLINE_LIMIT = 200 * 1024
@@ -1014,10 +1017,15 @@ class Engine:
         return self.store.list_executions(query, limit=limit, next_token=next_token)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
-        """Events in EventId order, in the vocabulary of GetDurableExecutionHistory: all of them, or the
-        page `options` choose (get_execution_history_page's: include_execution_data, reverse_order,
-        max_items, marker)."""
-        events: list[dict[str, Any]] = self.get_execution_history_page(execution_id, **options)["Events"]
+        """Events in EventId order, in the vocabulary of GetDurableExecutionHistory: all of them (what the
+        console, CLI and tests read), or the page `options` choose (get_execution_history_page's:
+        include_execution_data, reverse_order, max_items, marker)."""
+        if options.get("max_items") is not None or options.get("marker") is not None:
+            page = self.get_execution_history_page(execution_id, **options)
+        else:
+            options.pop("max_items", None)
+            page = self._history_page(execution_id, max_items=None, **options)
+        events: list[dict[str, Any]] = page["Events"]
         return events
 
     def get_execution_history_page(
@@ -1029,13 +1037,35 @@ class Engine:
         max_items: int | None = None,
         marker: str | None = None,
     ) -> dict[str, Any]:
-        """{"Events": [...], "NextMarker": ...}: up to `max_items` (1..1000; None: all) events from `marker`
-        (a previous page's NextMarker, for the same order), newest first with `reverse_order`. Without
-        `include_execution_data` every payload is left out and marked Truncated, as AWS does."""
+        """{"Events": [...], "NextMarker": ...}: up to `max_items` events from `marker` (a previous page's
+        NextMarker, for the same order), newest first with `reverse_order`. As GetDurableExecutionHistory's
+        MaxItems: 1..1000, and None or 0 the default, 100. Without `include_execution_data` every payload is
+        left out and marked Truncated, as AWS does."""
         if max_items is not None and (
-            isinstance(max_items, bool) or not isinstance(max_items, int) or not 1 <= max_items <= 1000
+            isinstance(max_items, bool) or not isinstance(max_items, int) or not 0 <= max_items <= 1000
         ):
-            raise InvalidArgument(f"invalid max_items {max_items!r}: an integer from 1 to 1000, or None: all")
+            raise InvalidArgument(
+                f"invalid max_items {max_items!r}: an integer from 1 to 1000 (0 or None: the default, "
+                f"{DEFAULT_HISTORY_PAGE_ITEMS})"
+            )
+        return self._history_page(
+            execution_id,
+            include_execution_data=include_execution_data,
+            reverse_order=reverse_order,
+            max_items=max_items or DEFAULT_HISTORY_PAGE_ITEMS,
+            marker=marker,
+        )
+
+    def _history_page(
+        self,
+        execution_id: str,
+        *,
+        include_execution_data: bool = True,
+        reverse_order: bool = False,
+        max_items: int | None,
+        marker: str | None = None,
+    ) -> dict[str, Any]:
+        """A page of the history as get_execution_history_page's; `max_items` None: every event."""
         self._record(execution_id)
         events = events_from_bodies(list(self._batch_bodies(execution_id)))
         if reverse_order:

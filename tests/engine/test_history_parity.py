@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration, InvokeConfig
 from aws_durable_execution_sdk_python.lambda_service import OperationStatus
@@ -422,10 +423,26 @@ def test_history_in_reverse_order_and_in_pages(local: LocalStepwell, finished_in
     assert engine.get_execution_history(finished_invoke, max_items=3, marker="events-from-2") == full[2:5]
 
 
+def test_a_history_page_holds_100_events_by_default_as_aws_max_items(local: LocalStepwell) -> None:
+    # GetDurableExecutionHistory's MaxItems (botocore's Lambda model): "The default is 100 ... A value of 0
+    # uses the default." get_execution_history (console, CLI, tests) still reads every event.
+    local.register("many_steps", workflows.counted_steps)
+    execution_id = local.start("many_steps", {"steps": 60})
+    local.run_to_completion(execution_id)
+    engine = local.engine
+    full = engine.get_execution_history(execution_id)
+    assert len(full) > 120
+    for max_items in (None, 0):
+        first = engine.get_execution_history_page(execution_id, max_items=max_items)
+        assert (first["Events"], first["NextMarker"]) == (full[:100], "events-from-100")
+    rest = engine.get_execution_history_page(execution_id, marker="events-from-100")
+    assert rest == {"Events": full[100:]}
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_items": 0}, "invalid max_items 0: an integer from 1 to 1000"),
+        ({"max_items": -1}, "invalid max_items -1: an integer from 1 to 1000 .0 or None: the default, 100."),
         ({"max_items": 1001}, "invalid max_items 1001: an integer from 1 to 1000"),
         ({"max_items": True}, "invalid max_items True: an integer from 1 to 1000"),
         ({"marker": "7"}, "invalid history marker '7': pass the NextMarker of a previous page"),
