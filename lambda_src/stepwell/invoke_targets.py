@@ -31,6 +31,13 @@ Handler = Callable[[Any, Any], Any]
 PlainFunction = Callable[[Any, Any], Any]
 
 LATEST_VERSION = "$LATEST"
+# Chained invoke payload caps, as AWS enforces them (the testing library's child_dispatcher.py): the input a
+# parent sends, the result a durable child returns and the result a plain target returns, 1 MiB each (UTF-8).
+MAX_CHAINED_INVOKE_PAYLOAD_BYTES = 1_048_576
+_AT_MOST_1_MIB = f"payload size must be less than or equal to {MAX_CHAINED_INVOKE_PAYLOAD_BYTES} bytes."
+CHAINED_INVOKE_INPUT_TOO_LARGE = f"CHAINED_INVOKE input {_AT_MOST_1_MIB}"
+CHAINED_INVOKE_OUTPUT_TOO_LARGE = f"CHAINED_INVOKE output {_AT_MOST_1_MIB}"
+CHILD_EXECUTION_OUTPUT_TOO_LARGE = f"Execution output {_AT_MOST_1_MIB}"
 # Lambda's qualifier for the latest published version (ChainedInvokeOptions.FunctionName accepts it).
 LATEST_PUBLISHED = "$LATEST.PUBLISHED"
 # Lambda reports an error without an errorType (a runtime that sent none) under this type.

@@ -35,6 +35,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     WaitDetails,
 )
 
+from stepwell.invoke_targets import CHAINED_INVOKE_INPUT_TOO_LARGE, MAX_CHAINED_INVOKE_PAYLOAD_BYTES
 from stepwell.model import ExternalInput, InputKind
 
 TERMINAL_STATUSES = frozenset(
@@ -813,6 +814,14 @@ class Journal:
         if tenant_id is not None:
             details["TenantId"] = tenant_id
         try:
+            if update.payload is not None and len(update.payload.encode()) > MAX_CHAINED_INVOKE_PAYLOAD_BYTES:
+                # AWS refuses such a START (InvalidParameterValueException): the invoke fails with it.
+                raise InvokeRefused(
+                    {
+                        "ErrorType": "InvalidParameterValueException",
+                        "ErrorMessage": CHAINED_INVOKE_INPUT_TOO_LARGE,
+                    }
+                )
             if self.describe_invoke is not None:
                 details.update(self.describe_invoke(update.operation_id, options.function_name, tenant_id))
         except InvokeRefused as refused:

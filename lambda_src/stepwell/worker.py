@@ -33,6 +33,11 @@ from stepwell.errors import (
     SequenceConflict,
     WorkflowNotFound,
 )
+from stepwell.invoke_targets import (
+    CHAINED_INVOKE_OUTPUT_TOO_LARGE,
+    CHILD_EXECUTION_OUTPUT_TOO_LARGE,
+    MAX_CHAINED_INVOKE_PAYLOAD_BYTES,
+)
 from stepwell.journal import Journal, decode_body
 from stepwell.logs import log_context, workflow_of
 from stepwell.metrics import ENDED, Metric
@@ -378,6 +383,11 @@ class Worker:
             result = output.get("Result")
             if not result and journal.execution_result is not None:
                 result = journal.execution_result
+            too_large = self._child_result_too_large(record, result)
+            if too_large is not None:
+                return self._end(
+                    record, journal, started_at, end, request_id, ExecutionStatus.FAILED, None, too_large
+                )
             return self._end(
                 record,
                 journal,
@@ -449,6 +459,18 @@ class Worker:
             input_ref=record.input_payload if record.input_is_ref else None,
             execution_timeout=self.engine.registry.options(record.workflow_id).execution_timeout,
         )
+
+    def _child_result_too_large(self, record: ExecutionRecord, result: str | None) -> dict[str, Any] | None:
+        """The error of a chained invoke's child whose result is over AWS's cap for what reaches the parent:
+        a durable child fails as AWS fails it, a plain target with the invoke's error (neither has a type)."""
+        if record.parent_execution_id is None or result is None:
+            return None
+        if len(result.encode()) <= MAX_CHAINED_INVOKE_PAYLOAD_BYTES:
+            return None
+        durable = self.engine.registry.is_durable(record.workflow_id)
+        return {
+            "ErrorMessage": CHILD_EXECUTION_OUTPUT_TOO_LARGE if durable else CHAINED_INVOKE_OUTPUT_TOO_LARGE
+        }
 
     def _time_out(
         self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float

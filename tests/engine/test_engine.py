@@ -776,3 +776,66 @@ def test_a_run_writes_its_coordination_record_twice_and_an_end_removes_it(
     assert (counters["acquire_lease"], counters["release_lease"]) == (3, 3)
     lease = store.acquire_lease(waiting, "probe", stepwell_local.clock.now(), 1)
     assert lease is not None and lease.wake_at is None
+
+
+# ------------------------------------------------------------------------------- chained invoke size caps
+
+MIB = 1_048_576
+AT_MOST_1_MIB = "payload size must be less than or equal to 1048576 bytes."
+
+
+@durable_execution
+def invokes_catching(event: Any, context: DurableContext) -> Any:
+    from aws_durable_execution_sdk_python.exceptions import InvokeError
+
+    try:
+        return {"ok": len(context.invoke(event["target"], event["payload"], name="call"))}
+    except InvokeError as error:
+        return {"type": error.error_type, "message": error.message}
+
+
+@durable_execution
+def returns_text(event: Any, context: DurableContext) -> str:
+    return "x" * int(event["size"])
+
+
+def returns_text_plain(event: Any, lambda_context: Any) -> str:
+    return "x" * int(event["size"])
+
+
+def test_an_invoke_input_over_1_mib_fails_the_invoke_as_aws_refuses_it(stepwell_local: LocalStepwell) -> None:
+    stepwell_local.register("parent", invokes_catching)
+    stepwell_local.register("child", returns_text)
+    parent_id = stepwell_local.start("parent", {"target": "child", "payload": {"size": 1, "pad": "x" * MIB}})
+
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert json.loads(record.result or "null") == {
+        "type": "InvalidParameterValueException",
+        "message": f"CHAINED_INVOKE input {AT_MOST_1_MIB}",
+    }
+    assert stepwell_local.engine.list_executions(workflow="child").items == []
+
+
+@pytest.mark.parametrize(
+    ("plain", "message"),
+    [(False, f"Execution output {AT_MOST_1_MIB}"), (True, f"CHAINED_INVOKE output {AT_MOST_1_MIB}")],
+)
+def test_a_child_result_over_1_mib_fails_the_invoke_as_aws_does(
+    stepwell_local: LocalStepwell, plain: bool, message: str
+) -> None:
+    stepwell_local.register("parent", invokes_catching)
+    if plain:
+        stepwell_local.register_function("child", returns_text_plain)
+    else:
+        stepwell_local.register("child", returns_text)
+    # At the cap exactly (the JSON string's quotes count) the result arrives; one byte more fails the invoke.
+    at_cap = stepwell_local.start("parent", {"target": "child", "payload": {"size": MIB - 2}})
+    over = stepwell_local.start("parent", {"target": "child", "payload": {"size": MIB - 1}})
+
+    assert json.loads(stepwell_local.run_to_completion(at_cap).result or "null") == {"ok": MIB - 2}
+    assert json.loads(stepwell_local.run_to_completion(over).result or "null")["message"] == message
+    failed = next(e for e in stepwell_local.history(over) if e["EventType"] == "ChainedInvokeFailed")
+    assert failed["ChainedInvokeFailedDetails"]["Error"]["Payload"] == {"ErrorMessage": message}  # no type
+    statuses = sorted(r.status.value for r in stepwell_local.engine.list_executions(workflow="child").items)
+    assert statuses == ["FAILED", "SUCCEEDED"]
