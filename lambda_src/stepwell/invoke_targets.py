@@ -48,14 +48,14 @@ MARSHAL_ERROR_TYPE = "Runtime.MarshalError"
 _NAME = r"[A-Za-z0-9_-]{1,64}"
 _QUALIFIER = r"[A-Za-z0-9_-]{1,128}"
 _ARN = (
-    r"arn:(?P<partition>aws[a-z-]*):lambda:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):(?P<account>\d{12})"
+    r"arn:(?P<partition>aws[a-z-]*):lambda:(?P<region>[a-z]{2}(?:-[a-z]+)+-[0-9]+):(?P<account>[0-9]{12})"
     rf":function:(?P<name>{_NAME})"
 )
-ALLOWED_ARN_PATTERN = re.compile(rf"^{_ARN}$")
+ALLOWED_ARN_PATTERN = re.compile(rf"^{_ARN}\Z")
 ALLOWED_ARN_RULE = (
     "an unqualified Lambda function ARN: arn:<partition>:lambda:<region>:<account>:function:<name>"
 )
-TARGET_PATTERN = re.compile(rf"^(?:{_ARN}|(?P<bare>{_NAME}))(?::(?P<qualifier>{_QUALIFIER}))?$")
+TARGET_PATTERN = re.compile(rf"^(?:{_ARN}|(?P<bare>{_NAME}))(?::(?P<qualifier>{_QUALIFIER}))?\Z")
 TARGET_RULE = (
     "a function name or ARN, optionally with ':<version or alias>' "
     "(name, name:qualifier, ARN or ARN:qualifier)"
@@ -241,7 +241,10 @@ def plain_function_handler(fn: PlainFunction) -> Handler:
 
     def handler(invocation: Any, lambda_context: Any) -> dict[str, Any]:
         payload = _input_payload(invocation)
-        event = json.loads(payload) if payload else {}
+        try:
+            event = _lambda_event(payload)
+        except LambdaInvokeRefused as refused:  # as Lambda's Invoke refuses it: at once, never retried
+            return _failed(refused.error_type, refused.message)
         try:
             value = fn(event, lambda_context)
         except Exception as error:  # the function's error is the invoke's, as Lambda reports it
@@ -270,6 +273,19 @@ def lambda_target_handler(target: LambdaTarget, invoker: LambdaInvoker) -> Handl
     return handler
 
 
+def _lambda_event(payload: str | None) -> Any:
+    """A Lambda-style function's event from an invoke's payload (none: {}); a payload that is not JSON is
+    refused as Lambda's Invoke refuses it (InvalidRequestContentException)."""
+    if not payload:
+        return {}
+    try:
+        return json.loads(payload)
+    except ValueError as error:
+        raise LambdaInvokeRefused(
+            "InvalidRequestContentException", f"Could not parse request body into json: {error}"
+        ) from None
+
+
 class MemoryLambdaInvoker:
     """LambdaInvoker over in-process functions (for LocalStepwell and tests): unqualified function ARN ->
     fn(event, lambda_context). Answers as Lambda does: the return value as JSON, an exception as
@@ -290,8 +306,9 @@ class MemoryLambdaInvoker:
             function_name=target.name, invoked_function_arn=function, aws_request_id=uuid.uuid4().hex
         )
         version = target.executed_version or "1"  # an alias: this in-memory Lambda has one version
+        event = _lambda_event(payload.decode("utf-8", errors="replace"))
         try:
-            value = fn(json.loads(payload) if payload else {}, context)
+            value = fn(event, context)
         except Exception as error:
             report = {
                 "errorType": type(error).__name__,

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import InvokeConfig
 from aws_durable_execution_sdk_python.exceptions import InvokeError
+from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
 from history_model import check_history_against_model
 from stepwell.invoke_targets import TARGET_RULE, MemoryLambdaInvoker
 from stepwell.model import ExecutionStatus, child_execution_id
@@ -190,6 +192,50 @@ def test_a_value_that_is_not_json_fails_the_invoke_as_a_marshal_error(stepwell_l
         },
     )
     assert result["error"]["type"] == "Runtime.MarshalError"
+
+
+class TextSerDes(SerDes[Any]):
+    """A payload serializer that writes plain text, not JSON."""
+
+    def serialize(self, value: Any, serdes_context: SerDesContext) -> str:
+        return str(value)
+
+    def deserialize(self, data: str, serdes_context: SerDesContext) -> Any:
+        return data
+
+
+@durable_execution
+def text_invoker(event: Any, context: DurableContext) -> Any:
+    config: InvokeConfig[Any, Any] = InvokeConfig(serdes_payload=TextSerDes(), serdes_result=TextSerDes())
+    try:
+        return {"result": context.invoke(event["target"], "hello world", name="call", config=config)}
+    except InvokeError as error:
+        return {"error": [error.error_type, error.message]}
+
+
+@pytest.mark.parametrize("kind", ["registered", "lambda"])
+def test_a_payload_that_is_not_json_fails_the_invoke_at_once_as_lambda_refuses_it(
+    stepwell_local: LocalStepwell, kind: str
+) -> None:
+    # Lambda's Invoke refuses a body that is not JSON before the function runs: the invoke fails once,
+    # never retried as a crash.
+    calls: list[Any] = []
+    if kind == "registered":
+        stepwell_local.register_function("echo", lambda event, lambda_context: calls.append(event))
+        target = "echo"
+    else:
+        stepwell_local.allow_lambda_functions({PRICING: lambda event, lambda_context: calls.append(event)})
+        target = PRICING
+    stepwell_local.register("text_invoker", text_invoker)
+    parent_id = stepwell_local.start("text_invoker", {"target": target})
+    record = stepwell_local.run_to_completion(parent_id)
+
+    assert record.status is ExecutionStatus.SUCCEEDED and calls == []
+    error_type, message = json.loads(record.result or "null")["error"]
+    assert error_type == "InvalidRequestContentException"
+    assert "Could not parse request body into json" in message
+    crashes = [e for e in stepwell_local.history(parent_id) if e["EventType"] == "InvocationCompleted"]
+    assert len(crashes) <= 2  # the parent's own invocations, not five crashed attempts of the child
 
 
 def test_a_large_result_of_a_function_goes_through_the_payload_store() -> None:
