@@ -602,14 +602,12 @@ class Engine:
             name = self.registry.invoke_name(target, parent.code_version)
         except WorkflowNotFound as error:
             raise InvokeRefused(self._target_not_found(parent, target, error)) from None
-        if tenant_id is not None and not KEY_PART_PATTERN.match(tenant_id):
-            # AWS refuses such a checkpoint (InvalidParameterValueException); Stepwell fails the invoke.
-            raise InvokeRefused(
-                {
-                    "ErrorType": "InvalidArgument",
-                    "ErrorMessage": f"invalid tenant id {tenant_id!r}: {KEY_PART_RULE}",
-                }
-            )
+        if tenant_id is not None:
+            try:
+                _check_key_part("tenant id", tenant_id)
+            except InvalidArgument as error:
+                # AWS refuses such a checkpoint (InvalidParameterValueException); Stepwell fails the invoke.
+                raise InvokeRefused({"ErrorType": "InvalidArgument", "ErrorMessage": str(error)}) from None
         details: dict[str, Any] = {}
         version = self.registry.executed_version(name, parent.code_version)
         if version is not None:

@@ -52,11 +52,12 @@ class MemoryExecutionStore:
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
         self._flow_slots: dict[str, FlowSlots] = {}
-        self.log_expiry: dict[str, tuple[int, float]] = {}
         self._flow_tickets: dict[tuple[str, int], str | None] = {}
         self._flow_sweeps: dict[str, float] = {}
         self._flow_rates: dict[str, FlowRate] = {}
         self._flow_starts: dict[str, float] = {}
+        # expire_log's word per execution (count, ended_at): nothing expires in memory.
+        self.log_expiry: dict[str, tuple[int, float]] = {}
         # Request counters, for tests and benchmarks of the access pattern.
         self.counters: dict[str, int] = {}
 

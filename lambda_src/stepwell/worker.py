@@ -583,10 +583,7 @@ class Worker:
     def _tell_ended(self, record: ExecutionRecord) -> None:
         """Tell the workflow's end observer (WorkflowOptions.on_ended) of an end its code did not see.
         After the end is logged; an observer that raises fails the message, whose retry tells it again."""
-        try:
-            observer = self.engine.registry.options(record.workflow_id).on_ended
-        except WorkflowNotFound:
-            return
+        observer = self.engine.registry.options(record.workflow_id).on_ended
         if observer is None:
             return
         text = self.engine.resolve(record.input_payload, record.input_is_ref)
