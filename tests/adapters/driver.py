@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
 
@@ -116,3 +117,12 @@ def _at_epoch(expression: str) -> float:
     if not (expression.startswith("at(") and expression.endswith(")")):
         raise ValueError(f"not a one-time schedule expression: {expression!r}")
     return datetime.strptime(expression[3:-1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+
+
+def callback_id_of(client: StepwellClient, execution_id: str) -> str:
+    """The id of the execution's (first) callback, from its history."""
+    for event in client.get_execution_history(execution_id):
+        if event["EventType"] == "CallbackStarted":
+            callback_id: str = event["CallbackStartedDetails"]["CallbackId"]
+            return callback_id
+    raise AssertionError("the execution has no callback")

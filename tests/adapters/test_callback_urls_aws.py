@@ -21,7 +21,7 @@ from stepwell.registry import Registry
 from tests.engine.test_callback_urls import url_event
 
 from .deployment import REGION, Deployment
-from .driver import QueueDriver
+from .driver import QueueDriver, callback_id_of
 
 KEY = "webhook-signing-key"
 
@@ -30,14 +30,6 @@ KEY = "webhook-signing-key"
 def approval(event: Any, context: DurableContext) -> Any:
     callback = context.create_callback(name="approval", config=CallbackConfig(timeout=Duration.from_hours(1)))
     return callback.result()
-
-
-def _callback_id(client: StepwellClient, execution_id: str) -> str:
-    for event in client.get_execution_history(execution_id):
-        if event["EventType"] == "CallbackStarted":
-            callback_id: str = event["CallbackStartedDetails"]["CallbackId"]
-            return callback_id
-    raise AssertionError("the execution has no callback")
 
 
 def _signed(body: str, path: str) -> dict[str, str]:
@@ -82,7 +74,7 @@ def test_the_lambda_handler_completes_a_callback_on_dynamodb_and_sqs(
     )
     execution_id = client.start_execution("approval", None, execution_name="by-url")
     driver.run_until_quiet(fire_schedules=False)
-    callback_id = _callback_id(client, execution_id)
+    callback_id = callback_id_of(client, execution_id)
     path = f"/callbacks/{callback_id}/success"
 
     unsigned = callback_urls.handler(url_event(path, '"approved"'), None)

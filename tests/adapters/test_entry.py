@@ -18,7 +18,7 @@ from stepwell.registry import Registry
 from stepwell.timers import schedule_prefix
 
 from .deployment import Deployment
-from .driver import QueueDriver
+from .driver import QueueDriver, callback_id_of
 
 
 @durable_execution
@@ -162,14 +162,6 @@ def test_bus_events_callback_commands_and_rejected_domain_events(
     }
 
 
-def _callback_id(client: StepwellClient, execution_id: str) -> str:
-    for event in client.get_execution_history(execution_id):
-        if event["EventType"] == "CallbackStarted":
-            callback_id: str = event["CallbackStartedDetails"]["CallbackId"]
-            return callback_id
-    raise AssertionError("the execution has no callback")
-
-
 @pytest.mark.parametrize("source", ["acme.orders", "stepwell.definitions", "stepwell.client.evil"])
 def test_a_callback_command_from_another_source_is_refused_and_changes_nothing(
     stack: tuple[StepwellClient, QueueDriver], caplog: pytest.LogCaptureFixture, source: str
@@ -180,7 +172,7 @@ def test_a_callback_command_from_another_source_is_refused_and_changes_nothing(
     execution_id = client.start_execution("approval", None, execution_name=f"forged-{len(source)}")
     # Without firing schedules: the callback's one-hour timeout must not end the execution here.
     driver.run_until_quiet(fire_schedules=False)
-    callback_id = _callback_id(client, execution_id)
+    callback_id = callback_id_of(client, execution_id)
     history = client.get_execution_history(execution_id)
     caplog.set_level(logging.WARNING, logger="stepwell.entry")
     forged = {
