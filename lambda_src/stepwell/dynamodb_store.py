@@ -16,7 +16,7 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
   (the last execution the schedule started); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bz the body deflated when it is over
-  DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal; ttl once the execution ended)
+  DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.log_expiry)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed, n the log's next seq as that run left it, pb/ps/pt the body, seq and
@@ -98,8 +98,8 @@ _CAPACITY: Literal["TOTAL"] = "TOTAL"
 _SCHEDULE_POINTER_SK = "pointer"
 # Attempts of a flow write that lost a race creating its key's item (the next attempt finds it).
 _FLOW_ATTEMPTS = 3
-# expire_log: up to this many batches one after another, more on this many threads (boto3's clients are
-# thread-safe).
+# expire_log and keep_log: up to this many batches one after another, more on this many threads
+# (boto3's clients are thread-safe).
 _EXPIRE_SEQUENTIALLY = 16
 _EXPIRE_THREADS = 8
 _FLOW_NAMES = {"#h": "holders", "#hd": "head", "#tl": "tail", "#lb": "labels", "#ttl": "ttl"}
@@ -684,9 +684,10 @@ class DynamoDbExecutionStore:
             item["bz"] = {"B": packed}
         else:
             self._put_text(item, "b", batch.body, batch.body_is_ref, execution_id)
-        if batch.terminal:  # the execution's end: its retention starts (expire_log did the batches before)
+        if batch.terminal:
             item["x"] = {"BOOL": True}
-            item["ttl"] = _n(int(batch.created_at) + self.retention_seconds)
+        if batch.expires_at is not None:
+            item["ttl"] = _n(int(batch.expires_at))
         try:
             self._db.put_item(
                 TableName=self.operations_table,
@@ -741,6 +742,7 @@ class DynamoDbExecutionStore:
                             created_at=_num(item, "t") or 0.0,
                             body_is_ref=_flag(item, "bR"),
                             terminal=_flag(item, "x"),
+                            expires_at=_num(item, "ttl"),
                         )
                     )
             last_key = response.get("LastEvaluatedKey")
@@ -799,28 +801,37 @@ class DynamoDbExecutionStore:
         )
 
     def expire_log(self, execution_id: str, count: int, ended_at: float) -> None:
-        # One UpdateItem per batch (DynamoDB has no batch update; TTL's own deletes are free), a few at a
-        # time so a long log does not hold the run up; a batch already gone is skipped by the condition.
-        ttl = _n(int(ended_at) + self.retention_seconds)
+        self._update_batches(
+            execution_id, count, "SET #ttl = :ttl", {":ttl": _n(int(ended_at) + self.retention_seconds)}
+        )
 
-        def expire(seq: int) -> None:
+    def keep_log(self, execution_id: str, count: int) -> None:
+        self._update_batches(execution_id, count, "REMOVE #ttl", None)
+
+    def _update_batches(self, execution_id: str, count: int, update: str, values: Item | None) -> None:
+        """Set or remove the ttl of batches seq 0..count-1: one UpdateItem each (DynamoDB has no batch
+        update; TTL's own deletes are free), a few at a time so a long log does not hold the run up; a
+        batch already gone is skipped by the condition."""
+        extra: dict[str, Any] = {} if values is None else {"ExpressionAttributeValues": values}
+
+        def update_one(seq: int) -> None:
             with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
                 self._db.update_item(
                     TableName=self.operations_table,
                     Key={"executionId": _s(execution_id), "sk": _s(batch_key(seq))},
-                    UpdateExpression="SET #ttl = :ttl",
+                    UpdateExpression=update,
                     ConditionExpression="attribute_exists(sk)",
                     ExpressionAttributeNames={"#ttl": "ttl"},
-                    ExpressionAttributeValues={":ttl": ttl},
                     ReturnConsumedCapacity=_CAPACITY,
+                    **extra,
                 )
 
         if count <= _EXPIRE_SEQUENTIALLY:
             for seq in range(count):
-                expire(seq)
+                update_one(seq)
             return
         with ThreadPoolExecutor(max_workers=_EXPIRE_THREADS) as pool:
-            list(pool.map(expire, range(count)))
+            list(pool.map(update_one, range(count)))
 
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         keys = [{"executionId": _s(execution_id), "sk": _s("in#" + input_id)} for input_id in input_ids]

@@ -21,6 +21,7 @@ from stepwell.errors import (
     ExecutionAlreadyExists,
     ExecutionNotFound,
     InvalidArgument,
+    LogIncomplete,
     StepwellError,
     VersionNotFound,
     WorkflowNotFound,
@@ -39,6 +40,7 @@ from stepwell.journal import (
     restore_execution_input,
 )
 from stepwell.journal_cache import FoldedLog, JournalCache, copy_journal
+from stepwell.log_expiry import LOG_DECISION_SLACK_SECONDS
 from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
@@ -313,8 +315,14 @@ class Engine:
 
     def _fold(self, folded: FoldedLog, batch: Batch, body: dict[str, Any], size: int) -> None:
         """Fold one batch as the store holds it (`body`: its body as written, `size`: its stored text)."""
+        if batch.seq != folded.journal.next_seq:
+            raise LogIncomplete(
+                f"execution {folded.journal.execution_id!r}: its log has batch {batch.seq} but not batch "
+                f"{folded.journal.next_seq} (expired under the table's TTL)"
+            )
         folded.journal.fold(batch.seq, body)
         folded.journal.offloaded_batches |= batch.body_is_ref
+        folded.journal.log_expiry.note(batch.expires_at)
         folded.last_batch = batch
         folded.size += size
 
@@ -363,6 +371,27 @@ class Engine:
             restore_execution_input(body, inputs[input_ref])
         return body
 
+    def expire_log(self, journal: Journal, ended_at: float) -> None:
+        """The execution ended at `ended_at`: its log expires a retention period after (before the end is
+        logged, see Worker._end). No write when every batch already expires late enough
+        (stepwell.log_expiry)."""
+        if not journal.log_expiry.lasts_past(ended_at, self.store.retention_seconds):
+            self.store.expire_log(journal.execution_id, journal.next_seq, ended_at)
+
+    def keep_log_until(self, journal: Journal, now: float, wake_at: float | None) -> float | None:
+        """The execution suspends until `wake_at` (None: until an input comes): the wake-up to arm, so that
+        its next run still finds the whole log with a retention period to spare (stepwell.log_expiry). A
+        wake-up later than that keeps the log now, a write per batch. None at all gets one at the last
+        safe moment, which keeps the log if the execution still waits then."""
+        safe_until = journal.log_expiry.safe_until(self.store.retention_seconds)
+        if safe_until is None or (wake_at is not None and wake_at <= safe_until):
+            return wake_at
+        if wake_at is None and now < safe_until - LOG_DECISION_SLACK_SECONDS:
+            return safe_until
+        self.store.keep_log(journal.execution_id, journal.next_seq)
+        journal.log_expiry.made_kept()
+        return wake_at
+
     def append_journal(
         self, record: ExecutionRecord, journal: Journal, terminal: bool = False
     ) -> FlushedBatch:
@@ -402,11 +431,21 @@ class Engine:
         text = encode_body(flushed.body)
         body, is_ref = self.offload(record.execution_id, f"batch-{seq}", text)
         journal.offloaded_batches |= is_ref
+        now = self.clock.now()
+        retention = self.store.retention_seconds
+        # The end's batch expires a retention period after it; the others as stepwell.log_expiry says.
+        expires_at = now + retention if terminal else journal.log_expiry.expiry_for(now, retention)
         stored = Batch(
-            seq=seq, body=body or "", created_at=self.clock.now(), body_is_ref=is_ref, terminal=terminal
+            seq=seq,
+            body=body or "",
+            created_at=now,
+            body_is_ref=is_ref,
+            terminal=terminal,
+            expires_at=None if expires_at is None else float(int(expires_at)),
         )
         self.store.append_batch(record.execution_id, stored)
         journal.next_seq = seq + 1
+        journal.log_expiry.note(stored.expires_at)
         self.journals.written(journal, stored, text)
         # Counted once written: a fenced worker's batch is not, and seq 0 (only one worker writes it)
         # holds the execution's start.
@@ -1105,6 +1144,8 @@ def _same_batch(found: Batch, kept: Batch) -> bool:
         and found.body == kept.body
         and found.body_is_ref == kept.body_is_ref
         and abs(found.created_at - kept.created_at) < 0.001
+        # Not when the log was kept since (ExecutionStore.keep_log): the fold's expiries are out of date.
+        and found.expires_at == kept.expires_at
     )
 
 

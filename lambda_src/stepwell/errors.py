@@ -56,6 +56,11 @@ class PayloadMissing(StepwellError, LookupError):
     (possibly before its items do), or the bucket lost it."""
 
 
+class LogIncomplete(PayloadMissing):
+    """A batch of the execution's log is missing (its items expired, in any order, under the table's TTL):
+    the log is never folded with a gap, nor replayed from a later batch."""
+
+
 class VersionNotFound(InvalidArgument):
     """A worker function version that is not published (or was deleted)."""
 

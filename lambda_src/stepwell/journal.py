@@ -36,6 +36,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
 )
 
 from stepwell.invoke_targets import CHAINED_INVOKE_INPUT_TOO_LARGE, MAX_CHAINED_INVOKE_PAYLOAD_BYTES
+from stepwell.log_expiry import LogExpiry
 from stepwell.model import ExternalInput, InputKind
 
 TERMINAL_STATUSES = frozenset(
@@ -186,6 +187,8 @@ class Journal:
     # that records it large enough, so with the input's and result's own flags this tells whether the
     # execution has payload objects to retire at its end, without listing its folder.
     offloaded_batches: bool = False
+    # When the log's batches expire (set by the engine as it loads and writes them).
+    log_expiry: LogExpiry = field(default_factory=LogExpiry)
     # The worker version the log last ran on (key "v", written when it changes; None: never versioned).
     code_version: str | None = None
     # The workflow's execution timeout in seconds when it started (key "to"; None: none).

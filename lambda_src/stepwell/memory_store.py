@@ -35,7 +35,9 @@ def due_shard(execution_id: str) -> int:
 
 
 class MemoryExecutionStore:
-    def __init__(self) -> None:
+    def __init__(self, retention_days: int = 30) -> None:
+        # Kept as a number (batches carry their expiry), nothing expires in memory by itself.
+        self.retention_seconds = retention_days * 86400
         self._lock = threading.RLock()
         self._executions: dict[str, ExecutionRecord] = {}
         self._batches: dict[str, list[Batch]] = {}
@@ -56,8 +58,6 @@ class MemoryExecutionStore:
         self._flow_sweeps: dict[str, float] = {}
         self._flow_rates: dict[str, FlowRate] = {}
         self._flow_starts: dict[str, float] = {}
-        # expire_log's word per execution (count, ended_at): nothing expires in memory.
-        self.log_expiry: dict[str, tuple[int, float]] = {}
         # Request counters, for tests and benchmarks of the access pattern.
         self.counters: dict[str, int] = {}
 
@@ -241,8 +241,32 @@ class MemoryExecutionStore:
     def expire_log(self, execution_id: str, count: int, ended_at: float) -> None:
         with self._lock:
             self._count("expire_log")
-            # Nothing expires in memory: the ended_at each log's first `count` batches expire from.
-            self.log_expiry[execution_id] = (count, ended_at)
+            self._set_batch_expiry(execution_id, count, ended_at + self.retention_seconds)
+
+    def keep_log(self, execution_id: str, count: int) -> None:
+        with self._lock:
+            self._count("keep_log")
+            self._set_batch_expiry(execution_id, count, None)
+
+    def _set_batch_expiry(self, execution_id: str, count: int, expires_at: float | None) -> None:
+        log = self._batches.get(execution_id, [])
+        log[:count] = [replace(batch, expires_at=expires_at) for batch in log[:count]]
+
+    def batch_expiries(self, execution_id: str) -> list[float | None]:
+        """The expiry of each of the execution's log batches, in seq order (for tests)."""
+        with self._lock:
+            return [batch.expires_at for batch in self._batches.get(execution_id, [])]
+
+    def remove_expired_batches(self, now: float) -> int:
+        """Remove the batches whose expiry has passed, as the operations table's TTL does (lazily, in any
+        order, on DynamoDB): how many. Nothing else expires in memory."""
+        removed = 0
+        with self._lock:
+            for execution_id, log in self._batches.items():
+                kept = [batch for batch in log if batch.expires_at is None or batch.expires_at > now]
+                removed += len(log) - len(kept)
+                self._batches[execution_id] = kept
+        return removed
 
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         with self._lock:

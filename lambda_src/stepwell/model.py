@@ -239,6 +239,9 @@ class Batch:
     body_is_ref: bool = False
     # Set on the batch that ends the execution (for a store that wants to mark it).
     terminal: bool = False
+    # When the store may remove it (epoch seconds; None: never before ExecutionStore.expire_log gives it
+    # an expiry). See stepwell.log_expiry.
+    expires_at: float | None = None
 
 
 class InputKind(StrEnum):

@@ -63,6 +63,9 @@ class Clock(Protocol):
 
 
 class ExecutionStore(Protocol):
+    # How long an ended execution's items are kept (its records, log and callbacks expire after it).
+    retention_seconds: int
+
     # --- executions ---
     def create_execution(self, record: ExecutionRecord) -> bool:
         """Put the record unless its id exists (conditional). True if created, False if it existed."""
@@ -150,6 +153,11 @@ class ExecutionStore(Protocol):
         """The execution ended at `ended_at`: its log batches seq 0..count-1 expire a retention period
         later, with its item (the terminal batch, appended after, gets its expiry as it is written).
         Idempotent."""
+        ...
+
+    def keep_log(self, execution_id: str, count: int) -> None:
+        """Take the expiry off the log batches seq 0..count-1 (Batch.expires_at): they are kept until
+        expire_log, for an execution that waits past their expiry (stepwell.log_expiry). Idempotent."""
         ...
 
     # --- coordination ---

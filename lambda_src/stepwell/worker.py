@@ -254,7 +254,12 @@ class Worker:
                 outcome = dataclasses.replace(outcome, carried=lease.carried)
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
-            keep = outcome.action in _KEEPS_JOURNAL and not journal.ended and not journal.has_unflushed
+            keep = (
+                outcome.action in _KEEPS_JOURNAL
+                and not journal.ended
+                and not journal.has_unflushed
+                and not journal.log_expiry.changed
+            )
             if keep:  # the fold kept is of the whole log: the release records its length
                 outcome = dataclasses.replace(outcome, log_next=journal.next_seq)
             return outcome
@@ -329,7 +334,7 @@ class Worker:
         journal.absorb([*inputs, *callback_results], now)
         journal.fire_due_timers(now)
         if not journal.needs_invocation:
-            wake_at = _next_wake_at(record, journal)
+            wake_at = engine.keep_log_until(journal, now, _next_wake_at(record, journal))
             if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
                 engine.append_journal(record, journal)
             if wake_at is not None and lease.wake_at != wake_at:
@@ -490,9 +495,9 @@ class Worker:
 
     def _schedule_next(self, record: ExecutionRecord, journal: Journal, now: float) -> WorkOutcome:
         engine = self.engine
-        wake_at = _next_wake_at(record, journal)
-        if journal.needs_invocation:
-            wake_at = now
+        wake_at = engine.keep_log_until(
+            journal, now, now if journal.needs_invocation else _next_wake_at(record, journal)
+        )
         if wake_at is not None:
             engine.timers.schedule(record.execution_id, wake_at)
         return WorkOutcome(record.execution_id, "ran", status=ExecutionStatus.RUNNING, next_wake_at=wake_at)
@@ -523,6 +528,7 @@ class Worker:
         engine.append_journal(record, journal)
         delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
         retry_at = min(now + delay, _deadline(record, journal) or now + delay)
+        engine.keep_log_until(journal, now, retry_at)  # the retry, however soon, is the next run
         engine.timers.schedule(record.execution_id, retry_at)
         return WorkOutcome(
             record.execution_id, "crashed", status=ExecutionStatus.RUNNING, next_wake_at=retry_at
@@ -558,7 +564,7 @@ class Worker:
         engine.announce_status(ended, status)
         # The log expires with the execution. Before its end is logged, so a logged end means the batches
         # before it expire too (a worker that dies in between leaves both to the next message).
-        engine.store.expire_log(record.execution_id, journal.next_seq, now)
+        engine.expire_log(journal, now)
         # A small one stays on the coordination record, which the lease's release keeps for the retention
         # period instead of deleting it: one write for both. A worker that dies before the release leaves
         # the log without its end, as one dying before the batch did: the next message settles it.
@@ -624,7 +630,7 @@ class Worker:
             # The end is not logged yet: a stop, or the worker that ended it died before its terminal batch
             # (e.g. the bus refused its announcement): announce it now, and resume a waiting parent.
             engine.announce_status(record, *announced)
-            engine.store.expire_log(record.execution_id, journal.next_seq, record.ended_at or now)
+            engine.expire_log(journal, record.ended_at or now)
             engine.append_journal(record, journal, terminal=True)
             engine.metrics.add(ENDED[record.status.value], 1, record.workflow_id)
             if record.status is not ExecutionStatus.STOPPED:  # a stop resumes the parent itself

@@ -492,3 +492,24 @@ def test_expire_log_gives_every_batch_the_retention_period_after_the_end(deploym
     )["Items"]
     assert len(items) == 40
     assert {int(item["ttl"]["N"]) for item in items} == {int(T0) + 100 + 30 * 86400}
+
+
+def test_a_batch_keeps_its_expiry_as_its_ttl_and_keep_log_takes_it_off(deployment: Deployment) -> None:
+    store = _store(deployment)
+    record = _record()
+    store.create_execution(record)
+    store.append_batch(record.execution_id, Batch(seq=0, body="{}", created_at=T0, expires_at=T0 + 99.0))
+    store.append_batch(record.execution_id, Batch(seq=1, body="{}", created_at=T0 + 1))
+
+    batches, _ = store.load_batches(record.execution_id)
+    assert [batch.expires_at for batch in batches] == [T0 + 99.0, None]
+
+    store.keep_log(record.execution_id, 3)  # one past the log's end: nothing is created
+    batches, _ = store.load_batches(record.execution_id)
+    assert [batch.expires_at for batch in batches] == [None, None]
+    items = deployment.clients.dynamodb.query(
+        TableName=deployment.config.operations_table,
+        KeyConditionExpression="executionId = :e",
+        ExpressionAttributeValues={":e": {"S": record.execution_id}},
+    )["Items"]
+    assert len(items) == 2 and all("ttl" not in item for item in items)

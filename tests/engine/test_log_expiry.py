@@ -1,0 +1,208 @@
+"""An execution's log expires a retention period after its end, at most a horizon later, and never while
+it runs (stepwell.log_expiry): the writes that cost, and the executions that wait long enough to pay them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from stepwell.errors import LogIncomplete
+from stepwell.log_expiry import LOG_HORIZON_SECONDS, MESSAGE_LIFETIME_SECONDS, LogExpiry
+from stepwell.memory_store import MemoryExecutionStore
+from stepwell.model import Batch, ExecutionStatus
+from stepwell.testing.local import LocalStepwell
+
+DAY = 86_400
+
+
+@durable_execution
+def three_steps(event: Any, context: DurableContext) -> list[str]:
+    return [context.step(lambda _, n=n: f"step-{n}", name=f"s{n}") for n in range(3)]
+
+
+@durable_execution
+def monthly(event: Any, context: DurableContext) -> list[str]:
+    """A subscription: a step, then a 30-day wait, a few times."""
+    paid = []
+    for month in range(event["months"]):
+        paid.append(context.step(lambda _, m=month: f"paid-{m}", name=f"charge-{month}"))
+        context.wait(Duration.from_days(30), name=f"month-{month}")
+    return paid
+
+
+@durable_execution
+def open_callback(event: Any, context: DurableContext) -> Any:
+    """A callback with no timeout, after a step: its answer may come in a minute or in a year."""
+    before = context.step(lambda _: "before", name="before")
+    callback = context.create_callback(name="answer")
+    return [before, callback.result()]
+
+
+def _store(stepwell: LocalStepwell) -> MemoryExecutionStore:
+    store = stepwell.engine.store
+    assert isinstance(store, MemoryExecutionStore)
+    return store
+
+
+def _waiting_on_open_callback(stepwell: LocalStepwell) -> tuple[str, MemoryExecutionStore]:
+    """An open_callback execution, suspended on its callback."""
+    stepwell.register("open_callback", open_callback)
+    execution_id = stepwell.start("open_callback", None)
+    stepwell.run_until_idle()
+    return execution_id, _store(stepwell)
+
+
+def _ended_at(stepwell: LocalStepwell, execution_id: str) -> float:
+    ended_at = stepwell.record(execution_id).ended_at
+    assert ended_at is not None
+    return ended_at
+
+
+def test_an_execution_that_ends_within_the_horizon_pays_no_write_for_its_log_expiry(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("three_steps", three_steps)
+    execution_id = stepwell_local.start("three_steps", None)
+    store = _store(stepwell_local)
+    stepwell_local.run_to_completion(execution_id)
+
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.SUCCEEDED
+    assert store.counters.get("expire_log", 0) == 0 and store.counters.get("keep_log", 0) == 0
+    ended_at, retention = _ended_at(stepwell_local, execution_id), store.retention_seconds
+    expiries = store.batch_expiries(execution_id)
+    assert expiries, "the log has batches"
+    # Every batch goes a retention period after the end, and at most the horizon later.
+    for at in expiries:
+        assert at is not None and ended_at + retention - 1 <= at <= ended_at + retention + LOG_HORIZON_SECONDS
+
+
+def test_a_wait_past_the_horizon_keeps_the_log_until_the_end_and_the_log_never_expires_while_it_runs(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("monthly", monthly)
+    execution_id = stepwell_local.start("monthly", {"months": 3})
+    store = _store(stepwell_local)
+    stepwell_local.run_until_idle()
+
+    # Suspended for 30 days, more than the log's earliest expiry allows: kept, every batch.
+    assert store.counters["keep_log"] == 1
+    assert store.batch_expiries(execution_id) == [None] * len(store.batch_expiries(execution_id))
+    # The table's TTL removes what has expired at each wake-up: nothing of a running execution's log.
+    while stepwell_local.advance_to_next_wakeup():
+        assert store.remove_expired_batches(stepwell_local.clock.now()) == 0
+        stepwell_local.run_until_idle()
+
+    record = stepwell_local.record(execution_id)
+    assert record.status is ExecutionStatus.SUCCEEDED
+    assert json.loads(stepwell_local.describe(execution_id)["Result"]) == ["paid-0", "paid-1", "paid-2"]
+    assert store.counters["keep_log"] == 1  # once: later batches are written without an expiry
+    ended_at = _ended_at(stepwell_local, execution_id)
+    assert all(
+        at is not None and abs(at - (ended_at + store.retention_seconds)) <= 1
+        for at in store.batch_expiries(execution_id)
+    )
+    assert store.remove_expired_batches(ended_at + store.retention_seconds + 1) == len(
+        store.batch_expiries(execution_id)
+    ) or not store.batch_expiries(execution_id)
+
+
+def test_a_callback_without_a_timeout_answered_within_the_horizon_costs_no_write(
+    stepwell_local: LocalStepwell,
+) -> None:
+    execution_id, store = _waiting_on_open_callback(stepwell_local)
+
+    # Nothing to wake it, so one wake-up at the last moment its log is safe, a retention period ahead.
+    (first,) = {at for at in store.batch_expiries(execution_id) if at is not None} or {None}
+    assert first is not None
+    safe_until = stepwell_local.queue.next_due_at()
+    assert safe_until == pytest.approx(first - store.retention_seconds)
+
+    stepwell_local.clock.advance_to(stepwell_local.clock.now() + 3600)
+    stepwell_local.engine.send_callback_success(stepwell_local.callback_id(execution_id, "answer"), '"yes"')
+    stepwell_local.run_until_idle()
+
+    assert json.loads(stepwell_local.describe(execution_id)["Result"]) == ["before", '"yes"']
+    assert store.counters.get("keep_log", 0) == 0 and store.counters.get("expire_log", 0) == 0
+    assert len(stepwell_local.queue) == 0  # the wake-up it no longer needs is withdrawn
+
+
+def test_a_callback_without_a_timeout_still_waiting_at_the_last_safe_moment_keeps_its_log(
+    stepwell_local: LocalStepwell,
+) -> None:
+    execution_id, store = _waiting_on_open_callback(stepwell_local)
+    history = stepwell_local.history(execution_id)
+
+    assert stepwell_local.advance_to_next_wakeup()
+    stepwell_local.run_until_idle()
+
+    assert store.counters["keep_log"] == 1
+    assert all(at is None for at in store.batch_expiries(execution_id))
+    assert len(stepwell_local.queue) == 0  # nothing more to wake it for
+    assert stepwell_local.history(execution_id) == history  # the wake-up ran no invocation
+
+    # A year on, the table's TTL has removed nothing of it, and the answer completes it.
+    stepwell_local.clock.advance_to(stepwell_local.clock.now() + 365 * DAY)
+    assert store.remove_expired_batches(stepwell_local.clock.now()) == 0
+    stepwell_local.engine.send_callback_success(stepwell_local.callback_id(execution_id, "answer"), '"late"')
+    stepwell_local.run_until_idle()
+    assert json.loads(stepwell_local.describe(execution_id)["Result"]) == ["before", '"late"']
+    assert store.counters["expire_log"] == 1
+
+
+def test_a_log_written_without_expiries_stays_so_and_expires_from_the_end(
+    stepwell_local: LocalStepwell,
+) -> None:
+    """A log an earlier version wrote (no batch had an expiry) gets none until its end."""
+    execution_id, store = _waiting_on_open_callback(stepwell_local)
+    count = len(store.batch_expiries(execution_id))
+    # As an earlier version left it (the fold this process keeps finds its last batch changed).
+    store.keep_log(execution_id, count)
+
+    stepwell_local.engine.send_callback_success(stepwell_local.callback_id(execution_id, "answer"), '"yes"')
+    stepwell_local.run_until_idle()
+
+    ended_at = _ended_at(stepwell_local, execution_id)
+    expiries = store.batch_expiries(execution_id)
+    assert len(expiries) >= count and store.counters["expire_log"] == 1
+    assert all(at is not None and abs(at - (ended_at + store.retention_seconds)) <= 1 for at in expiries)
+
+
+def test_log_expiry_tells_the_earliest_expiry_and_a_kept_batch() -> None:
+    retention = 30 * DAY
+    expiry = LogExpiry()
+    assert expiry.lasts_past(1_000.0, retention) and expiry.safe_until(retention) is None
+    assert expiry.expiry_for(0.0, retention) == retention + LOG_HORIZON_SECONDS
+    for at in (50 * DAY, 40 * DAY, 45 * DAY):
+        expiry.note(at)
+    assert expiry.safe_until(retention) == 10 * DAY
+    assert expiry.lasts_past(10 * DAY, retention) and not expiry.lasts_past(10 * DAY + 1, retention)
+    # A retention shorter than an SQS message's lifetime: the log must outlive any message of the run.
+    assert expiry.safe_until(DAY) == 40 * DAY - MESSAGE_LIFETIME_SECONDS
+    expiry.note(None)  # a batch with none: the log is kept, new batches get none, the end expires all
+    assert expiry.kept and expiry.expiry_for(0.0, retention) is None and not expiry.lasts_past(0.0, retention)
+    assert expiry.safe_until(retention) == 10 * DAY  # the batches that do expire still must be kept first
+
+
+def test_the_store_round_trips_a_batch_expiry() -> None:
+    store = MemoryExecutionStore(retention_days=2)
+    store.append_batch("e", Batch(seq=0, body="{}", created_at=1.0, expires_at=500.0))
+    store.append_batch("e", Batch(seq=1, body="{}", created_at=2.0))
+    assert [batch.expires_at for batch in store.load_batches("e")[0]] == [500.0, None]
+    store.expire_log("e", 2, 10.0)
+    assert store.batch_expiries("e") == [10.0 + 2 * DAY] * 2
+
+
+def test_a_log_missing_a_batch_is_never_folded_with_the_gap(stepwell_local: LocalStepwell) -> None:
+    execution_id, store = _waiting_on_open_callback(stepwell_local)
+    assert len(store.batch_expiries(execution_id)) >= 2
+    # The table's TTL removes expired items in any order: here the first batch only.
+    store.expire_log(execution_id, 1, -store.retention_seconds)
+    assert store.remove_expired_batches(stepwell_local.clock.now()) == 1
+    stepwell_local.engine.journals.discard(execution_id)  # a cold worker reads the log
+
+    with pytest.raises(LogIncomplete, match=r"has batch 1 but not batch 0"):
+        stepwell_local.worker.run(execution_id)
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.RUNNING
