@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 # How far past the retention period a batch's expiry is set as it is written: the longest an execution
 # runs (from its first batch) without its log costing a write to expire, and the most its log may be
-# kept past the retention period. A day is below DynamoDB's own delay in deleting expired items.
-LOG_HORIZON_SECONDS = 86_400
+# kept past the retention period. Two days: a day-long wait or callback deadline (the commonest long
+# one) fits, and it is about DynamoDB's own delay in deleting expired items.
+LOG_HORIZON_SECONDS = 2 * 86_400
 # SQS's longest message retention (14 days): no message of a running execution, in the work queue or the
 # DLQ, outlives the margin its log keeps past the run the message is for.
 MESSAGE_LIFETIME_SECONDS = 14 * 86_400
