@@ -19,7 +19,8 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.log_expiry)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
-  w the wake-up its last run armed, n the log's next seq as that run left it, pb/ps/pt the body, seq and
+  w the wake-up its last run armed, n the log's next seq as that run left it, mv the version an upgrade
+  moved it to, pb/ps/pt the body, seq and
   time of the batch a suspending run (or the end) carried on its release instead of the log; in no index,
   so taking and dropping the lease cost one write unit each; deleted when the execution ends, unless it
   carries the end: then kept with a ttl), "cb#<callback id>" (eid, op, v the worker version whose run
@@ -889,6 +890,7 @@ class DynamoDbExecutionStore:
             taken_over=held_by is not None and held_by != owner,
             carried=_carried_batch(before),
             log_next=int(next_seq) if (next_seq := _num(before, "n")) is not None else None,
+            moved_to=_str(before, "mv"),
         )
 
     def release_lease(
@@ -949,6 +951,15 @@ class DynamoDbExecutionStore:
                 ExpressionAttributeValues=values,
                 ReturnConsumedCapacity=_CAPACITY,
             )
+
+    def note_moved_version(self, execution_id: str, version: str) -> None:
+        self._db.update_item(
+            TableName=self.coordination_table,
+            Key={"key": _s("lease#" + execution_id)},
+            UpdateExpression="SET mv = :v, eid = :eid",
+            ExpressionAttributeValues={":v": _s(version), ":eid": _s(execution_id)},
+            ReturnConsumedCapacity=_CAPACITY,
+        )
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:
         response = self._db.get_item(

@@ -964,6 +964,9 @@ class Engine:
         have it replay there now. False when it has ended or moved meanwhile."""
         if not self.store.pin_version(execution_id, target, expected=expected):
             return False
+        # A worker of the old version that read the record before the pin may take the lease after it:
+        # the lease tells it (Worker._run). One that holds it now finishes its run, as before the upgrade.
+        self.store.note_moved_version(execution_id, target)
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
         return True
 

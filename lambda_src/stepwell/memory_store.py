@@ -50,6 +50,8 @@ class MemoryExecutionStore:
         self._carried: dict[str, Batch] = {}
         # The log's next seq the last release recorded (Lease.log_next).
         self._log_next: dict[str, int] = {}
+        # The version an upgrade moved each execution to (Lease.moved_to).
+        self._moved_to: dict[str, str] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
@@ -290,6 +292,7 @@ class MemoryExecutionStore:
                 taken_over=held is not None and held.owner != owner,
                 carried=self._carried.get(execution_id),
                 log_next=self._log_next.get(execution_id),
+                moved_to=self._moved_to.get(execution_id),
             )
             self._leases[execution_id] = lease
             return lease
@@ -317,10 +320,17 @@ class MemoryExecutionStore:
                 self._carried[execution_id] = carried
             elif ended:
                 self._carried.pop(execution_id, None)
+            if ended:
+                self._moved_to.pop(execution_id, None)
             if ended or wake is None:
                 self._wakes.pop(execution_id, None)
             elif not isinstance(wake, KeepWake):
                 self._wakes[execution_id] = wake
+
+    def note_moved_version(self, execution_id: str, version: str) -> None:
+        with self._lock:
+            self._count("note_moved_version")
+            self._moved_to[execution_id] = version
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:
         with self._lock:

@@ -323,6 +323,9 @@ class Lease:
     # fold of the log only when it wrote all it changed: a worker holding that fold of this length need
     # not read the log (when no input is pending: the worker's caller says so).
     log_next: int | None = None
+    # The version an upgrade moved the execution to (ExecutionStore.note_moved_version), if one did: a
+    # worker of another version that read the record before the upgrade leaves the run to that version.
+    moved_to: str | None = None
 
 
 class KeepWake(Enum):

@@ -99,6 +99,12 @@ class ExecutionStore(Protocol):
         conditional. True if this call pinned it."""
         ...
 
+    def note_moved_version(self, execution_id: str, version: str) -> None:
+        """Record on the execution's coordination record that it was moved to `version` (an upgrade, after
+        pin_version): a run that takes the lease afterwards learns it (Lease.moved_to), however old the
+        record it read before. Unconditional and idempotent."""
+        ...
+
     def list_pinned(self, version: str, limit: int = 100, next_token: str | None = None) -> Page[str]:
         """Ids of the RUNNING executions pinned to `version` (oldest first)."""
         ...

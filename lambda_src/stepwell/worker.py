@@ -172,6 +172,12 @@ class Worker:
             engine.metrics.add(Metric.STALLED_EXECUTIONS, 1, record.workflow_id)
         outcome: WorkOutcome | None = None
         try:
+            if lease.moved_to is not None and lease.moved_to != record.code_version:
+                # Upgraded after this worker read the record: the version it was moved to decides.
+                record = engine.store.get_execution(execution_id) or record
+                if self._pinned_elsewhere(record):
+                    outcome = _forward(record)
+                    return outcome
             outcome = self._run_leased(record, lease, lambda_context, known)
             unneeded = _unneeded_wake(lease.wake_at, outcome)
             if unneeded is not None:

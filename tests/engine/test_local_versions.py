@@ -14,6 +14,7 @@ from stepwell.errors import ExecutionAlreadyEnded, ForwardFailed, InvalidArgumen
 from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 from stepwell.versions import prune_versions
+from stepwell.worker import Known
 
 
 @durable_execution
@@ -92,6 +93,23 @@ def test_an_explicit_upgrade_runs_the_execution_on_the_new_code_and_is_recorded(
     ]
     with pytest.raises(ExecutionAlreadyEnded):
         local.engine.upgrade_execution(moved, "1")
+
+
+def test_an_old_versions_run_that_read_the_record_before_an_upgrade_leaves_the_execution_to_the_new() -> None:
+    local = LocalStepwell()
+    local.deploy({"orders": orders_v1})
+    execution_id = _waiting(local, 1)
+    local.deploy({"orders": orders_v1_fixed})
+    stale = local.record(execution_id)  # a version 1 worker read it (pinned to "1") before the upgrade
+    local.clock.advance_to(local.clock.now() + 3600)  # its wait is over: the next run would end it
+
+    assert local.engine.upgrade_execution(execution_id, "live") is True
+    outcome = local.code_version("1").worker.run(execution_id, known=Known(record=stale))
+
+    # It took the lease after the upgrade: the lease tells it, and version 2 runs the execution.
+    assert outcome.action == "forward" and outcome.details == {"version": "2"}
+    assert local.record(execution_id).status is ExecutionStatus.RUNNING
+    assert _result(local, execution_id) == "fixed shipped order-1"
 
 
 def test_an_upgrade_to_code_that_does_not_match_the_log_fails_the_execution_clearly() -> None:
