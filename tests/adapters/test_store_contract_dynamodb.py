@@ -48,6 +48,12 @@ test_a_lease_is_exclusive_until_it_expires_or_is_released = (
 )
 test_a_lease_release_records_the_armed_wake_up = _contract.test_a_lease_release_records_the_armed_wake_up
 test_callbacks = _contract.test_callbacks
+test_the_lease_tells_the_version_an_upgrade_moved_it_to = (
+    _contract.test_the_lease_tells_the_version_an_upgrade_moved_it_to
+)
+test_batches_keep_their_expiry_until_the_log_is_kept_or_expired = (
+    _contract.test_batches_keep_their_expiry_until_the_log_is_kept_or_expired
+)
 test_a_callback_completes_once_and_can_be_reopened = (
     _contract.test_a_callback_completes_once_and_can_be_reopened
 )

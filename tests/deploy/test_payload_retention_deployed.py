@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from deployed_backend import FINISHED, DeployedTarget
@@ -34,6 +35,17 @@ def _open_callback(client: StepwellClient, execution_id: str) -> str | None:
         if event.get("EventType") == "CallbackStarted":
             return str(event["CallbackStartedDetails"]["CallbackId"])
     return None
+
+
+def _log_batches(stack: DeployedStack, execution_id: str) -> list[dict[str, Any]]:
+    """The execution's log batches as the operations table holds them."""
+    response = stack.backend.client("dynamodb").query(
+        TableName=stack.client_config["operations_table"],
+        KeyConditionExpression="executionId = :e AND begins_with(sk, :b)",
+        ExpressionAttributeValues={":e": {"S": execution_id}, ":b": {"S": "b#"}},
+        ConsistentRead=True,
+    )
+    return list(response["Items"])
 
 
 def _run_until(target: DeployedTarget, execution_id: str, done: Callable[[], bool]) -> None:
@@ -76,6 +88,9 @@ def test_payloads_outlive_waits_longer_than_the_retention_and_expire_after_the_e
         )
         callback_id = _open_callback(deployed_client, execution_id)
         assert callback_id is not None
+        # It waited longer than its log's batches were written to last: the log was kept (no ttl).
+        batches = _log_batches(deployed_stack, execution_id)
+        assert batches and all("ttl" not in item for item in batches)
         deployed_client.send_callback_success(callback_id, "c" * BIG)
         _run_until(
             deployed_target,
@@ -87,6 +102,13 @@ def test_payloads_outlive_waits_longer_than_the_retention_and_expire_after_the_e
         assert json.loads(description["Result"]) == {"input": BIG, "result": BIG, "callback": BIG}
         assert json.loads(description["InputPayload"])["blob"] == "i" * BIG
 
+        # Every batch of its log expires with it, `retention_days` after the end.
+        ended_at = deployed_client.engine.store.get_execution(execution_id)
+        assert ended_at is not None and ended_at.ended_at is not None
+        expiries = [int(item["ttl"]["N"]) for item in _log_batches(deployed_stack, execution_id)]
+        assert expiries and all(
+            abs(at - (ended_at.ended_at + retention_days * 86400)) <= 1 for at in expiries
+        ), expiries
         kept = folder_keys()
         assert kept, "nothing was offloaded"
         for key in kept:

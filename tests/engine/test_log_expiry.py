@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.errors import LogIncomplete
 from stepwell.log_expiry import LOG_HORIZON_SECONDS, MESSAGE_LIFETIME_SECONDS, LogExpiry
 from stepwell.memory_store import MemoryExecutionStore
-from stepwell.model import Batch, ExecutionStatus
+from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
 
 DAY = 86_400
@@ -184,25 +183,3 @@ def test_log_expiry_tells_the_earliest_expiry_and_a_kept_batch() -> None:
     expiry.note(None)  # a batch with none: the log is kept, new batches get none, the end expires all
     assert expiry.kept and expiry.expiry_for(0.0, retention) is None and not expiry.lasts_past(0.0, retention)
     assert expiry.safe_until(retention) == 10 * DAY  # the batches that do expire still must be kept first
-
-
-def test_the_store_round_trips_a_batch_expiry() -> None:
-    store = MemoryExecutionStore(retention_days=2)
-    store.append_batch("e", Batch(seq=0, body="{}", created_at=1.0, expires_at=500.0))
-    store.append_batch("e", Batch(seq=1, body="{}", created_at=2.0))
-    assert [batch.expires_at for batch in store.load_batches("e")[0]] == [500.0, None]
-    store.expire_log("e", 2, 10.0)
-    assert store.batch_expiries("e") == [10.0 + 2 * DAY] * 2
-
-
-def test_a_log_missing_a_batch_is_never_folded_with_the_gap(stepwell_local: LocalStepwell) -> None:
-    execution_id, store = _waiting_on_open_callback(stepwell_local)
-    assert len(store.batch_expiries(execution_id)) >= 2
-    # The table's TTL removes expired items in any order: here the first batch only.
-    store.expire_log(execution_id, 1, -store.retention_seconds)
-    assert store.remove_expired_batches(stepwell_local.clock.now()) == 1
-    stepwell_local.engine.journals.discard(execution_id)  # a cold worker reads the log
-
-    with pytest.raises(LogIncomplete, match=r"has batch 1 but not batch 0"):
-        stepwell_local.worker.run(execution_id)
-    assert stepwell_local.record(execution_id).status is ExecutionStatus.RUNNING

@@ -193,6 +193,36 @@ def test_a_release_records_the_log_s_length_for_the_next_lease(execution_store: 
     assert fourth is not None and fourth.log_next == 9
 
 
+def test_the_lease_tells_the_version_an_upgrade_moved_it_to(
+    execution_store: ExecutionStore,
+) -> None:
+    execution_store.create_execution(record("moved"))
+    execution_id = record("moved").execution_id
+    lease = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    assert lease is not None and lease.moved_to is None
+    execution_store.release_lease(execution_id, "w1")
+
+    execution_store.note_moved_version(execution_id, "7")
+    lease = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
+    assert lease is not None and lease.moved_to == "7"
+    execution_store.release_lease(execution_id, "w2", ended=True)  # the record goes with the end
+    lease = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
+    assert lease is not None and lease.moved_to is None
+
+
+def test_batches_keep_their_expiry_until_the_log_is_kept_or_expired(execution_store: ExecutionStore) -> None:
+    execution_id = record("expiry").execution_id
+    execution_store.append_batch(execution_id, Batch(seq=0, body="{}", created_at=NOW, expires_at=NOW + 99))
+    execution_store.append_batch(execution_id, Batch(seq=1, body="{}", created_at=NOW + 1))
+    assert [batch.expires_at for batch in execution_store.load_batches(execution_id)[0]] == [NOW + 99, None]
+
+    execution_store.keep_log(execution_id, 3)  # one past the log's end: nothing is created
+    assert [batch.expires_at for batch in execution_store.load_batches(execution_id)[0]] == [None, None]
+    execution_store.expire_log(execution_id, 2, NOW + 5)
+    expiry = NOW + 5 + execution_store.retention_seconds
+    assert [batch.expires_at for batch in execution_store.load_batches(execution_id)[0]] == [expiry] * 2
+
+
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
