@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -407,3 +408,20 @@ def test_a_trailing_newline_does_not_pass_as_a_whole_value() -> None:
     with pytest.raises(ValueError, match="bad duration"):
         parse_duration("P\n")
     assert parse_duration(" P3D\n") == 3 * 86400  # surrounding spaces are stripped, as before
+
+
+def test_an_event_name_with_a_control_character_is_refused_by_the_rules_and_the_schema() -> None:
+    schema = json.loads(Path(SCHEMA_PATH).read_text())
+    published = re.compile(schema["$defs"]["eventName"]["pattern"])
+    for bad in ("signed\nup", "signed_up\x00", "a\x7fb", "\tsigned_up"):
+        document = base()
+        document["nodes"][0]["event"] = bad
+        errors = validate_definition(document)
+        assert len(errors) == 1 and "no control characters" in errors[0], errors
+        assert repr(bad)[1:-1] in errors[0]
+        assert not published.fullmatch(bad)
+    for good in ("signed_up", "order.shipped v2", "ünïcode-événement"):
+        document = base()
+        document["nodes"][0]["event"] = good
+        assert validate_definition(document) == []
+        assert published.fullmatch(good)

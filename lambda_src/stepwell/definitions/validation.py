@@ -47,7 +47,8 @@ from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECO
 # Patterns of whole values: used with fullmatch (match with "$" lets a trailing newline through).
 NODE_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 NODE_ID_RULE = "1-64 characters: letters, digits, '_', '.', '-' (not starting with '.' or '-')"
-EVENT_NAME_PATTERN = re.compile(r"[^\s#][^#]{0,127}")
+# No '#' (a key separator) and no control character (a newline would split the log lines it is in).
+EVENT_NAME_PATTERN = re.compile(r"[^\s#\x00-\x1f\x7f][^#\x00-\x1f\x7f]{0,127}")
 _TOP_KEYS = {
     "schemaVersion",
     "id",
@@ -387,7 +388,8 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
         event = raw.get("event")
         if not isinstance(event, str) or not EVENT_NAME_PATTERN.fullmatch(event):
             errors.append(
-                f"{label}: 'event' must be an event name (1-128 characters, no '#'), got {brief_repr(event)}"
+                f"{label}: 'event' must be an event name (1-128 characters, not starting with a space, "
+                f"no '#' and no control characters), got {brief_repr(event)}"
             )
         else:
             node.event = event
