@@ -150,6 +150,30 @@ def test_bad_duration() -> None:
     assert any("node 'act' (trigger_or_timeout): timeout: bad duration -5" in e for e in errors_of(document))
 
 
+def test_a_constant_until_that_is_not_a_time_is_refused_when_stored() -> None:
+    """An `until` that reads no data gives the same value on every run: one that is no time would fail
+    every context reaching the node, so the definition is refused, naming the node, the value and the
+    forms allowed. An `until` that reads data is checked when the node runs."""
+    refused = {
+        "'next tuesday'": "must give epoch seconds or an ISO 8601 time with a zone",
+        "'2026-12-01T09:00:00'": "a time without a time zone",
+        "true": "must give epoch seconds or an ISO 8601 time with a zone",
+        "null": "must give epoch seconds or an ISO 8601 time with a zone",
+    }
+    for constant, problem in refused.items():
+        document = base()
+        node(document, "pause").pop("duration")
+        node(document, "pause")["until"] = constant
+        errors = errors_of(document)
+        assert len(errors) == 1 and errors[0].startswith("node 'pause' (wait): 'until' "), (constant, errors)
+        assert problem in errors[0], (constant, errors)
+    for accepted in ("'2026-12-01T09:00:00Z'", "'2026-12-01T09:00:00+02:00'", "1796115600", "data.deadline"):
+        document = base()
+        node(document, "pause").pop("duration")
+        node(document, "pause")["until"] = accepted
+        assert validate_definition(document) == [], accepted
+
+
 def test_bad_expression() -> None:
     document = base()
     node(document, "check")["expression"] = "data.age >> 3"

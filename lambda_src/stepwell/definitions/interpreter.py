@@ -33,7 +33,6 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
@@ -52,7 +51,7 @@ from aws_durable_execution_sdk_python.exceptions import (
 
 from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
 from stepwell.definitions.expressions import Expression, ExpressionError
-from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node
+from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node, parse_instant
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
 from stepwell.definitions.store import ContextRecord, ContextStore, StoreError
 from stepwell.definitions.validation import parse_definition, parse_flow_control
@@ -354,26 +353,10 @@ def _seconds_ahead(target: float, now: float, value: Any, node: Node) -> float:
 
 
 def _instant(value: Any, node: Node) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond a float's range
-            return math.inf
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            if parsed.tzinfo is None:
-                raise DefinitionRuntimeError(
-                    f"node {node.id!r} (wait): 'until' gave {value!r}, a time without a time zone"
-                )
-            return parsed.timestamp()
-    raise DefinitionRuntimeError(
-        f"node {node.id!r} (wait): 'until' must give epoch seconds or an ISO 8601 time with a zone, "
-        f"got {value!r}"
-    )
+    try:
+        return parse_instant(value)
+    except ValueError as error:
+        raise DefinitionRuntimeError(f"node {node.id!r} (wait): 'until' {error}") from None
 
 
 def _record_end(

@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from stepwell.definitions.expressions import Expression
@@ -98,6 +100,29 @@ def parse_duration(value: object) -> float:
     if seconds <= 0 or seconds != seconds or seconds > MAX_WAIT_SECONDS:
         raise ValueError(f"bad duration {value!r}: must be more than 0 and at most 366 days")
     return seconds
+
+
+INSTANT_RULE = "epoch seconds or an ISO 8601 time with a zone (such as '2026-12-01T09:00:00Z')"
+
+
+def parse_instant(value: object) -> float:
+    """Epoch seconds of a wait's `until` (see INSTANT_RULE); an integer beyond a float's range is
+    infinity, for the caller's range check. Raises ValueError naming the value."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                raise ValueError(f"gave {value!r}, a time without a time zone; give {INSTANT_RULE}")
+            return parsed.timestamp()
+    raise ValueError(f"must give {INSTANT_RULE}, got {value!r}")
 
 
 @dataclass(frozen=True)

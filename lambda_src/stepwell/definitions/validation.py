@@ -38,6 +38,7 @@ from stepwell.definitions.model import (
     RetryPolicy,
     encode_definition,
     parse_duration,
+    parse_instant,
 )
 from stepwell.definitions.outbound import HEADER_RULE, header_problem
 from stepwell.definitions.store import InvalidId, check_workflow_id
@@ -442,6 +443,7 @@ def _parse_node(index: int, raw: object, actions: Collection[str] | None, errors
             node.duration = _duration(label, "duration", raw["duration"], errors)
         else:
             node.until = _expression(label, "until", raw["until"], errors)
+            _check_constant_until(label, node.until, errors)
     if node_type == "condition":
         if "expression" not in raw:
             errors.append(f"{label}: missing 'expression'")
@@ -486,6 +488,22 @@ def _check_constant_detail_type(label: str, detail_type: object, errors: list[st
     problem = detail_type_problem(detail_type) if isinstance(detail_type, str) else None
     if problem:
         errors.append(f"{label}: input.detailType: {problem}")
+
+
+def _check_constant_until(label: str, until: object, errors: list[str]) -> None:
+    """A wait's `until` that reads no data is the same time on every run: one that is not a time fails
+    here rather than in every context that reaches it. (How far ahead it lies depends on when the node
+    runs: checked then.)"""
+    if not isinstance(until, Expression) or until.paths():
+        return
+    try:
+        value = until.evaluate({})
+    except ExpressionError:
+        return  # fails the same way when the node runs, naming the node
+    try:
+        parse_instant(value)
+    except ValueError as error:
+        errors.append(f"{label}: 'until' {error}")
 
 
 def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | None:
