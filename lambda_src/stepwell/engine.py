@@ -388,9 +388,19 @@ class Engine:
             return wake_at
         if wake_at is None and now < safe_until - LOG_DECISION_SLACK_SECONDS:
             return safe_until
-        self.store.keep_log(journal.execution_id, journal.next_seq)
-        journal.log_expiry.made_kept()
+        self.keep_log(journal)
         return wake_at
+
+    def keep_log(self, journal: Journal) -> None:
+        """Keep the execution's log until it ends (no batch expires): for a next run that may come at any
+        time. A write per batch, none when no batch of it expires."""
+        if journal.log_expiry.earliest is not None:
+            self.store.keep_log(journal.execution_id, journal.next_seq)
+            journal.log_expiry.made_kept()
+
+    def keep_log_of(self, execution_id: str) -> None:
+        """keep_log for an execution this process has not loaded (reads its log)."""
+        self.keep_log(self.load_journal(execution_id))
 
     def append_journal(
         self, record: ExecutionRecord, journal: Journal, terminal: bool = False

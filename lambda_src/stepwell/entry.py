@@ -290,6 +290,7 @@ class EntryRuntime:
                     " ".join(message_ids),
                     version,
                 )
+                self._keep_logs(records)
             else:
                 logger.error("%s; SQS will deliver %s again", error, " ".join(message_ids))
             return message_ids
@@ -309,6 +310,17 @@ class EntryRuntime:
             return message_ids
         failed = {item.get("itemIdentifier") for item in reported if isinstance(item, Mapping)}
         return [message_id for message_id in message_ids if message_id in failed]
+
+    def _keep_logs(self, records: list[Mapping[str, Any]]) -> None:
+        """Keep the logs of the executions `records` wake: they wait for an operator, however late
+        (stepwell.log_expiry)."""
+        for record in records:
+            try:
+                self.engine.keep_log_of(parse_invoke_message(decode_body(record.get("body"))).execution_id)
+            except Exception as error:  # the forward's failure is the one reported
+                logger.warning(
+                    "could not keep the log for message %s (%s)", _message_id(record), error_kind(error)
+                )
 
     def handle_body(self, body: Mapping[str, Any], context: Any = None) -> MessageResult:
         kind = body.get("kind")

@@ -13,8 +13,10 @@ for a redrive, say), since every run of a running execution comes from one. When
 later than that allows, the log is kept instead: every batch loses its expiry (one write each), later
 batches are written without one, and the end gives them all theirs (the path every log took before). A
 wait with no wake-up (a callback without a timeout) first gets one at the latest safe moment, so one
-answered sooner costs nothing. A deployment whose retention is shorter than the margin keeps the log of
-every execution that suspends at all, and pays as before.
+answered sooner costs nothing. A run that fails (an error the worker cannot handle, a forward to a code
+version that is gone) keeps the log too: its execution's next run waits for a retry, a redrive or an
+operator, whenever they come. A deployment whose retention is shorter than the margin (12 days) writes
+no expiry at all and pays as before.
 """
 
 from __future__ import annotations
@@ -54,8 +56,12 @@ class LogExpiry:
             self.earliest = expires_at
 
     def expiry_for(self, now: float, retention: float) -> float | None:
-        """The expiry of a batch written now (None: none, while the log is kept)."""
-        return None if self.kept else now + retention + LOG_HORIZON_SECONDS
+        """The expiry of a batch written now (None: none, while the log is kept, and always under a
+        retention period too short for it: a batch must outlast the message of the run that wrote it,
+        which a run that dies before it suspends leaves to SQS and the DLQ)."""
+        if self.kept or retention + LOG_HORIZON_SECONDS < MESSAGE_LIFETIME_SECONDS:
+            return None
+        return now + retention + LOG_HORIZON_SECONDS
 
     def safe_until(self, retention: float) -> float | None:
         """The latest time the execution's next run may come and still leave its log the retention period

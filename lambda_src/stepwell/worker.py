@@ -253,7 +253,13 @@ class Worker:
             journal.carry(lease.carried.seq, decode_body(lease.carried.body))
         keep = False
         try:
-            outcome = self._run_journal(record, journal, pending, lease, lambda_context, known)
+            try:
+                outcome = self._run_journal(record, journal, pending, lease, lambda_context, known)
+            except SequenceConflict:
+                raise  # another worker runs it
+            except Exception:
+                self._keep_log_after_failure(journal)
+                raise
             if lease.carried is not None and journal.holds_carried and _ends(outcome):
                 # The end the record carries, which this run (a late message) left as it was: the release
                 # of an ended execution keeps only the batch it is given.
@@ -271,6 +277,18 @@ class Worker:
             return outcome
         finally:
             self.engine.close_journal(journal, keep)
+
+    def _keep_log_after_failure(self, journal: Journal) -> None:
+        """A run that failed leaves its execution's next run to SQS's retries, the DLQ and a redrive or an
+        operator, however late: its log is kept until the execution ends (stepwell.log_expiry)."""
+        try:
+            self.engine.keep_log(journal)
+        except Exception as error:  # the run's own error is the one to report
+            logger.warning(
+                "could not keep the log of %s after a failed run (%s)",
+                journal.execution_id,
+                type(error).__name__,
+            )
 
     def _payloads_missing(self, record: ExecutionRecord, missing: PayloadMissing) -> WorkOutcome:
         if not record.status.is_terminal:

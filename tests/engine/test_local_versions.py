@@ -158,6 +158,12 @@ def test_a_message_pinned_to_a_deleted_version_is_a_clear_forward_failure() -> N
     with pytest.raises(ForwardFailed, match="no published version '1'") as failure:
         local.run_to_completion(execution_id)
     assert failure.value.version == "1" and failure.value.version_missing
+    # It waits for an operator's upgrade, however late: its log no longer expires (stepwell.log_expiry).
+    assert local.store.batch_expiries(execution_id) and not any(local.store.batch_expiries(execution_id))
+    local.clock.advance_to(local.clock.now() + 400 * 86_400)
+    assert local.store.remove_expired_batches(local.clock.now()) == 0
+    local.engine.upgrade_execution(execution_id, local.live_version)
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
 
 
 def test_invoking_a_version_runs_its_messages_and_reports_those_pinned_elsewhere() -> None:

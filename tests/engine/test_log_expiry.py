@@ -11,7 +11,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell.log_expiry import LOG_HORIZON_SECONDS, MESSAGE_LIFETIME_SECONDS, LogExpiry
 from stepwell.memory_store import MemoryExecutionStore
-from stepwell.model import ExecutionStatus
+from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 
 DAY = 86_400
@@ -183,3 +183,74 @@ def test_log_expiry_tells_the_earliest_expiry_and_a_kept_batch() -> None:
     expiry.note(None)  # a batch with none: the log is kept, new batches get none, the end expires all
     assert expiry.kept and expiry.expiry_for(0.0, retention) is None and not expiry.lasts_past(0.0, retention)
     assert expiry.safe_until(retention) == 10 * DAY  # the batches that do expire still must be kept first
+
+
+def test_under_a_retention_shorter_than_a_message_lives_no_batch_expires_before_the_end(
+    stepwell_local: LocalStepwell,
+) -> None:
+    """A first run that dies before it suspends leaves its message to SQS and the DLQ, for up to 14 days:
+    under a 7-day retention a batch written with an expiry (7 days + the horizon) would be gone by then,
+    and the redriven run would start the execution over."""
+    ran: list[str] = []
+    die = {"armed": True}
+
+    @durable_execution
+    def order(event: Any, context: DurableContext) -> str:
+        paid: str = context.step(lambda _: ran.append("charge") or "paid", name="charge")
+        context.create_callback(name="ship")  # flushes the log
+        if die["armed"]:
+            die["armed"] = False
+            raise KeyboardInterrupt("the worker's process is killed")  # no handler runs
+        return paid
+
+    store = _store(stepwell_local)
+    store.retention_seconds = 7 * DAY
+    stepwell_local.register("order", order)
+    execution_id = stepwell_local.start("order", None)
+    with pytest.raises(KeyboardInterrupt):
+        stepwell_local.run_until_idle()
+    assert store.batch_expiries(execution_id) and not any(store.batch_expiries(execution_id))
+
+    stepwell_local.clock.advance_to(stepwell_local.clock.now() + MESSAGE_LIFETIME_SECONDS - 60)
+    assert store.remove_expired_batches(stepwell_local.clock.now()) == 0
+    stepwell_local.process_one(InvokeMessage(execution_id).to_body())  # the redriven message
+    stepwell_local.run_until_idle()
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.SUCCEEDED and ran == ["charge"]
+    ended_at = _ended_at(stepwell_local, execution_id)
+    assert all(
+        at is not None and abs(at - (ended_at + 7 * DAY)) <= 1 for at in store.batch_expiries(execution_id)
+    )
+
+
+def test_a_run_that_fails_keeps_the_log_for_a_retry_that_may_come_at_any_time(
+    stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that raises leaves the execution to SQS's retries, the DLQ and a redrive or an operator:
+    nothing bounds when its next run comes, so its log no longer expires until it ends."""
+    store = _store(stepwell_local)
+    stepwell_local.register("three_steps", three_steps)
+    execution_id = stepwell_local.start("three_steps", None)
+    append, calls = store.append_batch, []
+
+    def failing_after_the_first(execution: str, batch: Any) -> None:
+        calls.append(batch.seq)
+        if len(calls) > 1:
+            raise RuntimeError("throttled beyond the retries")
+        append(execution, batch)
+
+    monkeypatch.setattr(store, "append_batch", failing_after_the_first)
+    with pytest.raises(RuntimeError):
+        stepwell_local.run_until_idle()
+    assert store.batch_expiries(execution_id) == [None] and store.counters["keep_log"] == 1
+
+    monkeypatch.setattr(store, "append_batch", append)
+    stepwell_local.clock.advance_to(stepwell_local.clock.now() + 400 * DAY)
+    assert store.remove_expired_batches(stepwell_local.clock.now()) == 0
+    stepwell_local.process_one(InvokeMessage(execution_id).to_body())  # a redrive, however late
+    stepwell_local.run_until_idle()
+    assert stepwell_local.record(execution_id).status is ExecutionStatus.SUCCEEDED
+    ended_at = _ended_at(stepwell_local, execution_id)
+    assert all(
+        at is not None and abs(at - (ended_at + store.retention_seconds)) <= 1
+        for at in store.batch_expiries(execution_id)
+    )

@@ -247,6 +247,26 @@ def test_the_forwarded_answer_decides_each_record_and_a_missing_version_fails_it
     assert "hello" not in caplog.text and '"name"' not in caplog.text  # no payloads in logs
 
 
+def test_a_wake_up_for_a_version_that_is_gone_keeps_its_executions_log(stack: VersionedStack) -> None:
+    """The execution waits for an operator's upgrade, however late: its log must not expire meanwhile
+    (stepwell.log_expiry), though its wake-up came well within the log's safe window."""
+    engine = stack.live.engine
+    execution_id = engine.start_execution("stable", {"name": "a"}, execution_name="a")
+    stack.drive()
+    expiries = stack.store.batch_expiries(execution_id)
+    assert expiries and all(at is not None for at in expiries)  # a day's wait: not kept when it suspended
+    stack.publish(_registry(*V2))
+    del stack.functions.runtimes["1"]
+
+    record = stack.sqs_record(InvokeMessage(execution_id).to_body())
+    assert stack.live.handle_sqs_batch([record]) == {
+        "batchItemFailures": [{"itemIdentifier": record["messageId"]}]
+    }
+
+    assert stack.store.batch_expiries(execution_id) == [None] * len(expiries)
+    assert stack.store.remove_expired_batches(stack.clock.now() + 400 * DAY) == 0
+
+
 def test_a_direct_invoke_of_an_execution_pinned_elsewhere_goes_back_to_the_queue(
     stack: VersionedStack,
 ) -> None:

@@ -354,7 +354,12 @@ class LocalStepwell:
             if outcome.action == "forward":
                 self.forwarded += 1
                 self.metrics.add(Metric.FORWARDED_MESSAGES, 1, workflow_of(outcome.execution_id))
-                outcome = self.forward(str(outcome.details["version"]), body)
+                try:
+                    outcome = self.forward(str(outcome.details["version"]), body)
+                except ForwardFailed as failed:
+                    if failed.version_missing:  # as the entry does: it waits for an operator's upgrade
+                        self.engine.keep_log_of(outcome.execution_id)
+                    raise
                 if outcome.action == "forward":  # upgraded meanwhile: SQS delivers it again via the alias
                     self.queue.schedule(outcome.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
         finally:
