@@ -546,7 +546,10 @@ class ScheduleWatch:
                 key = (str(summary["Name"]), str(summary.get("LastModificationDate")))
                 known = self._known.get(key)
                 if known is None:
-                    schedule = self._scheduler.get_schedule(GroupName=self._group, Name=summary["Name"])
+                    try:
+                        schedule = self._scheduler.get_schedule(GroupName=self._group, Name=summary["Name"])
+                    except self._scheduler.exceptions.ResourceNotFoundException:
+                        continue  # withdrawn by a worker since the listing: nothing to fire
                     expression = str(schedule["ScheduleExpression"])
                     if not expression.startswith("at("):
                         continue

@@ -357,7 +357,10 @@ class SchedulerFirer:
         for group in self._group_names():
             for page in client.get_paginator("list_schedules").paginate(GroupName=group):
                 for summary in page["Schedules"]:
-                    schedules.append(client.get_schedule(GroupName=group, Name=summary["Name"]))
+                    try:
+                        schedules.append(client.get_schedule(GroupName=group, Name=summary["Name"]))
+                    except client.exceptions.ResourceNotFoundException:
+                        continue  # deleted since the listing (a worker withdrew its wake-up): nothing to fire
         return schedules
 
     def due_time(self, schedule: dict[str, Any], now: datetime) -> datetime | None:
