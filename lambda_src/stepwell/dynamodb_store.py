@@ -19,8 +19,8 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   DEFLATE_MIN_BYTES; bR is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.log_expiry)
   or "in#<input id>" for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
-  w the wake-up its last run armed, n the log's next seq as that run left it, mv the version an upgrade
-  moved it to, pb/ps/pt the body, seq and
+  w the wake-up its last run armed, n the log's next seq as that run left it, ln the log's length the
+  last run that knew it recorded, mv the version an upgrade moved it to, pb/ps/pt the body, seq and
   time of the batch a suspending run (or the end) carried on its release instead of the log; in no index,
   so taking and dropping the lease cost one write unit each; deleted when the execution ends, unless it
   carries the end: then kept with a ttl), "cb#<callback id>" (eid, op, v the worker version whose run
@@ -890,6 +890,7 @@ class DynamoDbExecutionStore:
             taken_over=held_by is not None and held_by != owner,
             carried=_carried_batch(before),
             log_next=int(next_seq) if (next_seq := _num(before, "n")) is not None else None,
+            log_length=int(length) if (length := _num(before, "ln")) is not None else None,
             moved_to=_str(before, "mv"),
         )
 
@@ -901,6 +902,7 @@ class DynamoDbExecutionStore:
         ended: bool = False,
         carried: Batch | None = None,
         log_next: int | None = None,
+        log_length: int | None = None,
     ) -> None:
         key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
@@ -933,6 +935,11 @@ class DynamoDbExecutionStore:
             else:
                 assignments.append("n = :next")
                 values[":next"] = _n(log_next)
+            if ended:
+                update += ", ln"
+            elif log_length is not None:
+                assignments.append("ln = :length")
+                values[":length"] = _n(log_length)
             if carried is not None:
                 if carried.body_is_ref:
                     raise InvalidArgument("a carried batch is kept on the record: its body must be inline")

@@ -50,6 +50,8 @@ class MemoryExecutionStore:
         self._carried: dict[str, Batch] = {}
         # The log's next seq the last release recorded (Lease.log_next).
         self._log_next: dict[str, int] = {}
+        # The log's length the last release that knew it recorded (Lease.log_length).
+        self._log_length: dict[str, int] = {}
         # The version an upgrade moved each execution to (Lease.moved_to).
         self._moved_to: dict[str, str] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
@@ -292,6 +294,7 @@ class MemoryExecutionStore:
                 taken_over=held is not None and held.owner != owner,
                 carried=self._carried.get(execution_id),
                 log_next=self._log_next.get(execution_id),
+                log_length=self._log_length.get(execution_id),
                 moved_to=self._moved_to.get(execution_id),
             )
             self._leases[execution_id] = lease
@@ -305,6 +308,7 @@ class MemoryExecutionStore:
         ended: bool = False,
         carried: Batch | None = None,
         log_next: int | None = None,
+        log_length: int | None = None,
     ) -> None:
         with self._lock:
             self._count("release_lease")
@@ -316,6 +320,10 @@ class MemoryExecutionStore:
                 self._log_next.pop(execution_id, None)
             else:
                 self._log_next[execution_id] = log_next
+            if ended:
+                self._log_length.pop(execution_id, None)
+            elif log_length is not None:
+                self._log_length[execution_id] = log_length
             if carried is not None:
                 self._carried[execution_id] = carried
             elif ended:

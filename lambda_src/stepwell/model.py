@@ -323,6 +323,10 @@ class Lease:
     # fold of the log only when it wrote all it changed: a worker holding that fold of this length need
     # not read the log (when no input is pending: the worker's caller says so).
     log_next: int | None = None
+    # How many batches the log held when a run last released the lease (None: none recorded yet). The log
+    # only grows while the execution runs, so a log read shorter than this lost batches (to the table's
+    # TTL, if its expiry ever went wrong): the run fails with LogIncomplete instead of replaying less.
+    log_length: int | None = None
     # The version an upgrade moved the execution to (ExecutionStore.note_moved_version), if one did: a
     # worker of another version that read the record before the upgrade leaves the run to that version.
     moved_to: str | None = None
@@ -401,3 +405,5 @@ class WorkOutcome:
     carried: Batch | None = field(default=None, repr=False, compare=False)
     # The log's next seq when the run kept its fold of the log, for the release to record (Lease.log_next).
     log_next: int | None = field(default=None, repr=False, compare=False)
+    # The batches the log held as the run left it, for the release to record (Lease.log_length).
+    log_length: int | None = field(default=None, repr=False, compare=False)

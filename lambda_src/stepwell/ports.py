@@ -181,6 +181,7 @@ class ExecutionStore(Protocol):
         ended: bool = False,
         carried: Batch | None = None,
         log_next: int | None = None,
+        log_length: int | None = None,
     ) -> None:
         """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
         run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
@@ -190,7 +191,8 @@ class ExecutionStore(Protocol):
         returned by the next `acquire_lease` and `get_carried_batch`; without it a batch carried before
         stays while the execution runs (its seq tells whether the log has taken it since). `log_next`: the
         log's next seq as this run leaves it, returned by the next `acquire_lease` as `Lease.log_next`;
-        None clears it."""
+        None clears it. `log_length`: the batches the run knows the log holds, returned as
+        `Lease.log_length` until a release gives another (None leaves the recorded one; an end clears it)."""
         ...
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:

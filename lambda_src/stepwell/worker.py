@@ -29,6 +29,7 @@ from stepwell.engine import Engine
 from stepwell.errors import (
     InvalidArgument,
     InvalidMessage,
+    LogIncomplete,
     PayloadMissing,
     SequenceConflict,
     WorkflowNotFound,
@@ -189,8 +190,14 @@ class Worker:
             # One write drops the lease and records the wake-up the run armed (see _release_terms).
             carried = outcome.carried if outcome is not None else None
             log_next = outcome.log_next if outcome is not None else None
+            log_length = outcome.log_length if outcome is not None else None
             engine.store.release_lease(
-                execution_id, owner, *_release_terms(outcome), carried=carried, log_next=log_next
+                execution_id,
+                owner,
+                *_release_terms(outcome),
+                carried=carried,
+                log_next=log_next,
+                log_length=log_length,
             )
         return outcome
 
@@ -246,6 +253,12 @@ class Worker:
             journal = self.engine.open_journal(
                 record.execution_id, pending, empty=known.fresh, log_next=trusted
             )
+            if lease.log_length is not None and journal.next_seq < lease.log_length:
+                self.engine.close_journal(journal, keep=False)
+                raise LogIncomplete(
+                    f"execution {record.execution_id!r}: its log has {journal.next_seq} batches but held "
+                    f"{lease.log_length} (the last ones expired under the table's TTL)"
+                )
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         if lease.carried is not None:
@@ -274,7 +287,7 @@ class Worker:
             )
             if keep:  # the fold kept is of the whole log: the release records its length
                 outcome = dataclasses.replace(outcome, log_next=journal.next_seq)
-            return outcome
+            return dataclasses.replace(outcome, log_length=journal.next_seq)
         finally:
             self.engine.close_journal(journal, keep)
 

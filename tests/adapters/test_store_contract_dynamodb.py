@@ -51,6 +51,12 @@ test_callbacks = _contract.test_callbacks
 test_the_lease_tells_the_version_an_upgrade_moved_it_to = (
     _contract.test_the_lease_tells_the_version_an_upgrade_moved_it_to
 )
+test_a_release_records_the_log_s_length_for_the_next_lease = (
+    _contract.test_a_release_records_the_log_s_length_for_the_next_lease
+)
+test_a_release_that_knows_the_log_s_length_records_it_until_the_end = (
+    _contract.test_a_release_that_knows_the_log_s_length_records_it_until_the_end
+)
 test_batches_keep_their_expiry_until_the_log_is_kept_or_expired = (
     _contract.test_batches_keep_their_expiry_until_the_log_is_kept_or_expired
 )

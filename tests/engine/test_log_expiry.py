@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from stepwell.errors import LogIncomplete
 from stepwell.log_expiry import LOG_HORIZON_SECONDS, MESSAGE_LIFETIME_SECONDS, LogExpiry
 from stepwell.memory_store import MemoryExecutionStore
 from stepwell.model import ExecutionStatus, InvokeMessage
@@ -253,4 +254,39 @@ def test_a_run_that_fails_keeps_the_log_for_a_retry_that_may_come_at_any_time(
     assert all(
         at is not None and abs(at - (ended_at + store.retention_seconds)) <= 1
         for at in store.batch_expiries(execution_id)
+    )
+
+
+@pytest.mark.parametrize("lost", ["the last batches", "every batch"])
+def test_a_log_that_lost_batches_at_its_end_fails_the_run_instead_of_replaying_less(
+    stepwell_local: LocalStepwell, lost: str
+) -> None:
+    """Defence in depth, should an expiry ever go wrong: the table's TTL deletes in any order, and a log
+    missing its last batches (or all of them) has no gap to show it. The lease's record tells how long the
+    log was, so the run fails with LogIncomplete rather than running steps again or starting over."""
+    ran: list[str] = []
+
+    @durable_execution
+    def order(event: Any, context: DurableContext) -> str:
+        for name in ("reserve", "charge"):
+            context.step(lambda _, name=name: ran.append(name) or name, name=name)
+        context.wait(Duration.from_days(1), name="cool-off")
+        return "shipped"
+
+    store = _store(stepwell_local)
+    stepwell_local.register("order", order)
+    execution_id = stepwell_local.start("order", None)
+    stepwell_local.run_until_idle()
+    count = len(store.batch_expiries(execution_id))
+    assert count >= 2 and ran == ["reserve", "charge"]
+    store.keep_log(execution_id, 1 if lost == "the last batches" else 0)  # the head outlives the rest
+    assert store.remove_expired_batches(stepwell_local.clock.now() + 400 * DAY) == count - (
+        1 if lost == "the last batches" else 0
+    )
+
+    stepwell_local.advance_to_next_wakeup()
+    with pytest.raises(LogIncomplete, match=f"its log has {1 if lost == 'the last batches' else 0} batches"):
+        stepwell_local.run_until_idle()
+    assert (
+        ran == ["reserve", "charge"] and stepwell_local.record(execution_id).status is ExecutionStatus.RUNNING
     )

@@ -193,6 +193,29 @@ def test_a_release_records_the_log_s_length_for_the_next_lease(execution_store: 
     assert fourth is not None and fourth.log_next == 9
 
 
+def test_a_release_that_knows_the_log_s_length_records_it_until_the_end(
+    execution_store: ExecutionStore,
+) -> None:
+    """Lease.log_length: a lower bound of the log's length, which a release that cannot tell leaves as it
+    is (unlike log_next) and the end clears."""
+    execution_id = record("a").execution_id
+    first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    assert first is not None and first.log_length is None
+    execution_store.release_lease(execution_id, "w1", wake=NOW + 60, log_length=3)
+    second = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
+    assert second is not None and second.log_length == 3
+    execution_store.release_lease(execution_id, "w2")  # a failed run: what is recorded stands
+    third = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
+    assert third is not None and third.log_length == 3
+    execution_store.release_lease(execution_id, "w3", log_length=5, carried=None)
+    fourth = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
+    assert fourth is not None and fourth.log_length == 5
+    end = Batch(seq=5, body="{}", created_at=NOW + 4, terminal=True)
+    execution_store.release_lease(execution_id, "w4", wake=None, ended=True, carried=end, log_length=5)
+    fifth = execution_store.acquire_lease(execution_id, "w5", NOW + 5, 60)
+    assert fifth is not None and fifth.log_length is None
+
+
 def test_the_lease_tells_the_version_an_upgrade_moved_it_to(
     execution_store: ExecutionStore,
 ) -> None:
