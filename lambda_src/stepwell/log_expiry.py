@@ -71,7 +71,8 @@ class LogExpiry:
     def lasts_past(self, ended_at: float, retention: float) -> bool:
         """Whether every batch already expires at least a retention period after `ended_at`, so that the
         end gives none of them a new expiry (only a log no batch of which is kept, nor expires sooner)."""
-        return not self.kept and (self.earliest is None or self.earliest >= ended_at + retention)
+        # In whole seconds, as an expiry is stored (the table's TTL attribute is an integer).
+        return not self.kept and (self.earliest is None or self.earliest >= int(ended_at) + retention)
 
     def made_kept(self) -> None:
         """Every batch lost its expiry (ExecutionStore.keep_log)."""

@@ -245,7 +245,7 @@ class MemoryExecutionStore:
     def expire_log(self, execution_id: str, count: int, ended_at: float) -> None:
         with self._lock:
             self._count("expire_log")
-            self._set_batch_expiry(execution_id, count, ended_at + self.retention_seconds)
+            self._set_batch_expiry(execution_id, count, float(int(ended_at) + self.retention_seconds))
 
     def keep_log(self, execution_id: str, count: int) -> None:
         with self._lock:
@@ -253,8 +253,9 @@ class MemoryExecutionStore:
             self._set_batch_expiry(execution_id, count, None)
 
     def _set_batch_expiry(self, execution_id: str, count: int, expires_at: float | None) -> None:
+        # By seq, as DynamoDB's keys: batches removed as expired leave no place for the others to shift to.
         log = self._batches.get(execution_id, [])
-        log[:count] = [replace(batch, expires_at=expires_at) for batch in log[:count]]
+        log[:] = [replace(batch, expires_at=expires_at) if batch.seq < count else batch for batch in log]
 
     def batch_expiries(self, execution_id: str) -> list[float | None]:
         """The expiry of each of the execution's log batches, in seq order (for tests)."""

@@ -179,6 +179,8 @@ def test_log_expiry_tells_the_earliest_expiry_and_a_kept_batch() -> None:
         expiry.note(at)
     assert expiry.safe_until(retention) == 10 * DAY
     assert expiry.lasts_past(10 * DAY, retention) and not expiry.lasts_past(10 * DAY + 1, retention)
+    # An end within a second: stored expiries are whole seconds, so the end rewrites none of them.
+    assert expiry.lasts_past(10 * DAY + 0.5, retention)
     # A retention shorter than an SQS message's lifetime: the log must outlive any message of the run.
     assert expiry.safe_until(DAY) == 40 * DAY - MESSAGE_LIFETIME_SECONDS
     expiry.note(None)  # a batch with none: the log is kept, new batches get none, the end expires all
