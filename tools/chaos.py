@@ -11,7 +11,9 @@ successes; the rest come back after the visibility timeout) on one virtual clock
 file. The parent starts the executions (`tools/chaos_workflows.py`; every seventh is a definitions context:
 a `chaos.begin` bus event starts it, a `chaos.next` event a few seconds later resumes it), completes
 callbacks from a concurrent sender (each one twice: the second must be refused), fires due Scheduler
-schedules, skips the clock to the next one, and sends a `{"kind": "reconcile"}` message every few seconds.
+schedules, skips the clock to the next one, sends a `{"kind": "reconcile"}` message every few seconds, and
+plays the operator the DLQ's alarm calls: what the DLQ holds (a message whose every receive met a fault or
+a kill) goes back to the work queue every few seconds, as `stepwell dlq redrive` does (counted).
 Choices that keep the run bounded: botocore makes 3 attempts per call (8 deployed) and backs off 0.1 s,
 not 1 s, after a throttle; the lease is 3 s (900 s deployed); the queue's visibility timeout is 8 s.
 
@@ -74,6 +76,7 @@ MIX = (*chaos_workflows.WORKFLOWS, JOURNEY)
 # A context's `chaos.next` event comes this long (real seconds) after its `chaos.begin`.
 JOURNEY_NEXT_AFTER_SECONDS = (1.0, 8.0)
 RECONCILE_EVERY_SECONDS = 3.0
+REDRIVE_EVERY_SECONDS = 15.0
 LOOK_EVERY_SECONDS = 2.0
 # How long after its time a step's result may land (the engine's retries of an injected error included).
 STORE_MARGIN_SECONDS = 2.0  # how often the parent looks at which executions ended
@@ -304,6 +307,7 @@ class RunData:
     last_end: float = 0.0
     fired_schedules: int = 0
     reconciles: int = 0
+    redriven: int = 0  # messages moved from the DLQ back to the work queue
 
 
 class Workers:
@@ -425,7 +429,7 @@ def run(settings: Settings, workdir: Path) -> Report:
             thread.start()
         try:
             schedules = ScheduleWatch(firer, factory("scheduler"), config.schedule_group_name)
-            _drive(client, data, workers, schedules, virtual, sqs, config.work_queue_url, threads[0])
+            _drive(client, data, workers, schedules, virtual, sqs, config, threads[0])
         finally:
             stopping.set()
             workers.stop()
@@ -582,11 +586,11 @@ def _drive(
     schedules: ScheduleWatch,
     virtual: Any,
     sqs: Any,
-    queue_url: str,
+    config: Any,
     starter: threading.Thread,
 ) -> None:
     """Fire schedules, skip the clock, reconcile, replace killed workers, until every execution ended."""
-    last_skip = last_reconcile = last_progress = last_look = time.monotonic()
+    last_skip = last_reconcile = last_redrive = last_progress = last_look = time.monotonic()
     deadline: float | None = None
     pending: list[str] = []
     while True:
@@ -603,8 +607,11 @@ def _drive(
                 data.jumps.append(Jump(current, upcoming))
         if now - last_reconcile >= RECONCILE_EVERY_SECONDS:
             last_reconcile = now
-            sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps({"kind": "reconcile"}))
+            sqs.send_message(QueueUrl=config.work_queue_url, MessageBody=json.dumps({"kind": "reconcile"}))
             data.reconciles += 1
+        if now - last_redrive >= REDRIVE_EVERY_SECONDS:
+            last_redrive = now
+            data.redriven += _redrive(sqs, config.dlq_url, config.work_queue_url)
         _send_next_events(client, data)
         if starter.is_alive() or now - last_look < LOOK_EVERY_SECONDS:
             continue
@@ -628,6 +635,15 @@ def _drive(
             )
             data.last_end = time.perf_counter()
             return
+
+
+def _redrive(sqs: Any, dlq_url: str, work_queue_url: str) -> int:
+    """What the DLQ holds, back to the work queue by `stepwell dlq redrive`'s function: how many."""
+    from stepwell.work_queue import redrive_dead_letters
+
+    attributes = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
+    waiting = int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+    return redrive_dead_letters(sqs, dlq_url, work_queue_url, max_messages=waiting).moved if waiting else 0
 
 
 def _still_running(client: Any, data: RunData, pending: list[str], per_pass: int = 50) -> list[str]:
@@ -888,6 +904,10 @@ def render(report: Report) -> str:
         (
             "schedules fired / clock skips / reconciler runs",
             f"{data.fired_schedules:,} / {len(data.jumps):,} / {data.reconciles:,}",
+        ),
+        (
+            "messages redriven from the DLQ (every receive of theirs met a fault or a kill)",
+            f"{data.redriven:,}",
         ),
     ]
     rerun_rows = [(cause, f"{count:,}") for cause, count in report.reruns.most_common()]
