@@ -329,6 +329,8 @@ class CallbackUrlHandler:
         except ValueError as error:
             # The parser's message names a position, never the text itself.
             raise Refusal(400, f"the body is not valid JSON ({error})") from None
+        except RecursionError:
+            raise Refusal(400, "the body's JSON is nested too deeply") from None
 
     def _success_body(self, body: bytes) -> str | None:
         if not body.strip():

@@ -52,6 +52,7 @@ USAGE_EXIT_STATUS = 2
 CALLBACK_ID_HELP = "the callback id (one starting with '-' works too)"
 # Errors whose message is meant for the user: the CLI prints the message alone.
 _USER_ERRORS = (ConfigError, StepwellError, QueueError, ValueError)
+MAX_PORT = 65535
 
 
 class CliError(Exception):
@@ -67,6 +68,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _port(text: str) -> int:
+    """--port: a TCP port, 0..65535 (0: any free one)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 5) or int(text) > MAX_PORT:
+        raise argparse.ArgumentTypeError(f"port must be a whole number 0..{MAX_PORT}, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
     console = commands.add_parser("console", help="serve the web console here (the 'console' extra)")
     console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    console.add_argument("--port", type=int, default=8080, help="port (default: %(default)s; 0: any free)")
+    console.add_argument("--port", type=_port, default=8080, help="port (default: %(default)s; 0: any free)")
     console.add_argument("--open", action="store_true", help="open it in the default web browser")
     console.add_argument(
         "--allow-remote", action="store_true", help="allow a --host other machines reach (it acts as you)"

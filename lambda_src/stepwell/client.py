@@ -24,9 +24,17 @@ from stepwell.config import ConfigError, StepwellConfig
 from stepwell.definitions.interpreter import register_interpreter
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.engine import Engine, check_error_object
+from stepwell.errors import InvalidArgument, InvalidWorkflowName
 from stepwell.lambda_versions import LambdaFunctionVersions
 from stepwell.metrics import Metrics, NoMetrics
-from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
+from stepwell.model import (
+    KEY_PART_PATTERN,
+    KEY_PART_RULE,
+    ExecutionId,
+    ExecutionRecord,
+    ExecutionStatus,
+    Page,
+)
 from stepwell.payloads import S3PayloadStore
 from stepwell.ports import Clock, FunctionVersions
 from stepwell.registry import Registry, validate_workflow_name
@@ -200,6 +208,11 @@ class StepwellClient:
         """One page of executions: by status, by workflow, by domain (and subject), or by `tag` (key,
         value) within `domain` (default "default"), newest first, optionally of one status. Pass the
         page's `next_token` back for the next one."""
+        if workflow is not None:
+            try:
+                validate_workflow_name(workflow)  # start_execution's rule: no other name has executions
+            except InvalidWorkflowName as error:
+                raise InvalidArgument(str(error)) from None
         return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token, tag)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
@@ -221,6 +234,10 @@ class StepwellClient:
         """One key of a flow-controlled workflow (or definition id): its concurrency limit with the running
         and waiting counts, the holders and the next waiting executions, and its rate limit with the recent
         starts and when the next may start (Engine.flow_status). `key` "" is the workflow without a key."""
+        if not isinstance(workflow, str) or not KEY_PART_PATTERN.match(workflow):
+            raise InvalidArgument(
+                f"invalid workflow {workflow!r}: a workflow name or a definition's id, {KEY_PART_RULE}"
+            )
         return self.engine.flow_status(workflow, key, domain)
 
     # --- code versions ---
@@ -262,6 +279,9 @@ class StepwellClient:
         being on `from_version`, so one a concurrent upgrade moved is skipped, not moved back. Returns the
         ids moved (with `dry_run`: those that would be)."""
         validate_workflow_name(workflow_id)
+        for label, version in (("from_version", from_version), ("to_version", to_version)):
+            if not isinstance(version, str) or not version:
+                raise InvalidArgument(f"invalid {label} {version!r}: a version number or an alias name")
         target = self.engine.resolve_version(to_version)
         # A version number is taken as it is: executions may be pinned to one that was deleted.
         numbered = from_version.isascii() and from_version.isdigit()
@@ -322,9 +342,13 @@ class StepwellClient:
         """Send a callback command as an event on the deployment's bus (action: success, fail or
         heartbeat), with source stepwell.client: the worker applies it when the bus rule delivers it, and
         refuses a callback command from any other source. Returns the event id."""
-        detail_type = CALLBACK_DETAIL_TYPES.get(action)
+        detail_type = CALLBACK_DETAIL_TYPES.get(action) if isinstance(action, str) else None
         if detail_type is None:
-            raise ValueError(f"callback action {action!r} is not one of {', '.join(CALLBACK_DETAIL_TYPES)}")
+            raise InvalidArgument(
+                f"callback action {action!r} is not one of {', '.join(CALLBACK_DETAIL_TYPES)}"
+            )
+        if not isinstance(callback_id, str) or not callback_id:
+            raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
         if not self.config.event_bus_name:
             raise ValueError(f"deployment {self.config.name!r} has no event bus configured (event_bus_name)")
         detail: dict[str, Any] = {"callbackId": callback_id}
@@ -407,10 +431,19 @@ def callback_result_text(result: Any) -> str | None:
     if result is None or isinstance(result, str):
         return result
     if isinstance(result, bytes):
-        return result.decode("utf-8")
+        try:
+            return result.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidArgument(f"callback result must be UTF-8 text: {error}") from None
     try:
         return json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"callback result is not JSON-serializable (nor are NaN and Infinity): {error}"
+    except (TypeError, ValueError, RecursionError) as error:
+        raise InvalidArgument(
+            f"callback result is not JSON-serializable (nor are NaN and Infinity, nor values nested too "
+            f"deeply): {error}"
         ) from error
+
+
+def reject_json_constant(name: str) -> Any:
+    """json.loads's parse_constant: NaN and Infinity, which Python's json accepts, are not JSON."""
+    raise ValueError(f"{name} is not JSON (numbers must be finite)")

@@ -230,7 +230,7 @@ def decode_page_token(listing: str, token: str) -> dict[str, Any]:
     try:
         padded = token + "=" * (-len(token) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error) as error:
+    except (ValueError, binascii.Error, RecursionError) as error:  # RecursionError: JSON nested too deeply
         raise InvalidArgument(f"page token {token!r} is not one this store returned") from error
     if not isinstance(value, dict) or not isinstance(value.get("k"), dict):
         raise InvalidArgument(f"page token {token!r} is not one this store returned")

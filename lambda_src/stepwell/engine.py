@@ -814,6 +814,14 @@ class Engine:
         result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
         if not isinstance(callback_id, str) or not callback_id:
             raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
+        text = json.dumps(dict(error), ensure_ascii=False) if error else payload or ""
+        try:
+            text.encode()
+        except UnicodeEncodeError as problem:  # a lone surrogate, e.g. from the JSON escape "\\ud800"
+            raise InvalidArgument(
+                f"callback {'error' if error else 'result'} must be UTF-8 text, got a lone surrogate at "
+                f"character {problem.start}: {text[max(0, problem.start - 20) : problem.end + 20]!r}"
+            ) from None
         size = len((payload or "").encode()) + (len(json.dumps(dict(error)).encode()) if error else 0)
         if size <= min(SMALL_CALLBACK_RESULT_BYTES, self.inline_limit):
             # A small result needs no object, so it is written without reading the record first: the
@@ -1170,7 +1178,9 @@ def _history_marker_position(marker: str | None, count: int) -> int:
     if marker is None:
         return 0
     text = marker.removeprefix(_HISTORY_MARKER_PREFIX) if isinstance(marker, str) else ""
-    if not isinstance(marker, str) or text == marker or not text.isdigit() or int(text) > count:
+    # 1-9 ASCII digits: isdigit() alone holds for superscript and fullwidth digits too.
+    digits = text.isascii() and text.isdigit() and len(text) <= 9
+    if not isinstance(marker, str) or text == marker or not digits or int(text) > count:
         raise InvalidArgument(
             f"invalid history marker {marker!r}: pass the NextMarker of a previous page of this "
             f"execution's history (of the form '{_HISTORY_MARKER_PREFIX}<position>', at most {count})"

@@ -49,6 +49,7 @@ from stepwell.client import (
     CALLBACK_SUCCESS,
     build_engine,
     callback_result_text,
+    reject_json_constant,
 )
 from stepwell.clock import SystemClock
 from stepwell.config import DEFAULT_KEEP_VERSIONS, StepwellConfig
@@ -108,9 +109,11 @@ def decode_body(text: object) -> dict[str, Any]:
     if not isinstance(text, str):
         raise InvalidMessage(f"message body must be a JSON string, got {type(text).__name__}")
     try:
-        body = json.loads(text)
-    except json.JSONDecodeError as error:
+        body = json.loads(text, parse_constant=reject_json_constant)
+    except ValueError as error:  # json.JSONDecodeError, or NaN / Infinity
         raise InvalidMessage(f"message body is not JSON ({error}): {text[:200]!r}") from error
+    except RecursionError:
+        raise InvalidMessage(f"message body is JSON nested too deeply: {text[:200]!r}") from None
     if not isinstance(body, dict):
         raise InvalidMessage(f"message body must be a JSON object, got {text[:200]!r}")
     return body

@@ -105,6 +105,11 @@ class ExecutionId:
 
     @classmethod
     def parse(cls, execution_id: str) -> ExecutionId:
+        if not isinstance(execution_id, str):
+            raise ValueError(
+                f"not an execution id: {execution_id!r}; expected a string "
+                "'domain#workflowId#subjectId/instanceId'"
+            )
         key, sep, instance_id = execution_id.rpartition("/")
         parts = key.split("#")
         if not sep or len(parts) != 3 or not all(parts) or not instance_id:

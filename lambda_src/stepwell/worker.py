@@ -107,8 +107,13 @@ def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
     if not isinstance(execution_id, str) or "/" not in execution_id:
         raise InvalidMessage(f"invoke message has no valid executionId: {execution_id!r}")
     due_at = body.get("dueAt")
-    if due_at is not None and not isinstance(due_at, int | float):
-        raise InvalidMessage(f"invoke message has a non-numeric dueAt: {due_at!r}")
+    latest = 253402300799  # 9999-12-31T23:59:59Z: later epoch seconds are no date (datetime refuses them)
+    if due_at is not None and (
+        isinstance(due_at, bool) or not isinstance(due_at, int | float) or not 0 <= due_at <= latest
+    ):
+        raise InvalidMessage(
+            f"invoke message has a bad dueAt {due_at!r}: epoch seconds from 0 to {latest} (year 9999)"
+        )
     return InvokeMessage(execution_id=execution_id, due_at=float(due_at) if due_at is not None else None)
 
 

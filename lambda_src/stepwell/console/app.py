@@ -27,7 +27,7 @@ from stepwell.config import ConfigError
 from stepwell.console import graph, timeline
 from stepwell.definitions.service import DefinitionsService
 from stepwell.definitions.validation import parse_definition
-from stepwell.errors import ExecutionNotFound, StepwellError
+from stepwell.errors import ExecutionNotFound, InvalidArgument, StepwellError
 from stepwell.model import ExecutionRecord, ExecutionStatus
 from stepwell.work_queue import QueueError
 
@@ -94,6 +94,17 @@ def create_app(
     @app.errorhandler(ExecutionNotFound)
     def not_found(error: ExecutionNotFound) -> tuple[str, int]:
         return render_template("error.html", message=str(error)), 404
+
+    @app.errorhandler(InvalidArgument)
+    @app.errorhandler(RecursionError)
+    def bad_input(error: Exception) -> tuple[str | Response, int]:
+        # RecursionError: a value (a page token, a query) that decodes to JSON nested too deeply.
+        message = (
+            str(error) if isinstance(error, InvalidArgument) else "the request's data is nested too deeply"
+        )
+        if request.path.startswith("/api/"):
+            return jsonify({"error": message}), 400
+        return render_template("error.html", message=message), 400
 
     @app.errorhandler(403)
     def forbidden(error: Any) -> tuple[str, int]:

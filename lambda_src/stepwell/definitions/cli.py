@@ -61,6 +61,8 @@ def load_json_text(text: str, origin: str) -> Any:
         return json.loads(text, parse_constant=_refuse_constant)
     except ValueError as error:  # json.JSONDecodeError is a ValueError too
         raise DefinitionsCliError(f"{origin} is not valid JSON ({error}): {text[:100]!r}") from error
+    except RecursionError:
+        raise DefinitionsCliError(f"{origin} is JSON nested too deeply: {text[:100]!r}") from None
 
 
 def add_commands(commands: Any) -> None:

@@ -539,12 +539,16 @@ class Router:
         reason: str,
         error: Exception,
         outcome: EventOutcome,
+        repeated: bool | None = None,
     ) -> None:
         """A context that cannot start (its trigger's filter fails, the engine refuses the start): it is
         recorded as FAILED with the reason (it has no execution); both writes are idempotent, so a
-        redelivery changes nothing."""
+        redelivery changes nothing. `repeated`: whether an earlier delivery made the context, when the
+        caller created it already (None: it is created here)."""
         record = self._context_record(stored, event)
-        if not self.runtime.contexts.create_context(record):
+        if repeated is None:
+            repeated = not self.runtime.contexts.create_context(record)
+        if repeated:
             outcome.repeats += 1
         failure = {"ErrorType": type(error).__name__, "ErrorMessage": reason[:2000]}
         self.runtime.contexts.finish(record, "FAILED", record.data, failure)
@@ -605,7 +609,8 @@ class Router:
                 INTERPRETER_NAME, start_input, instance_id, event.domain, event.subject_id
             )
         except InvalidArgument as error:  # nothing was created: its context fails, the event goes on
-            self._fail_start(stored, event, f"node {trigger_id!r} (trigger): {error}", error, outcome)
+            reason = f"node {trigger_id!r} (trigger): {error}"
+            self._fail_start(stored, event, reason, error, outcome, repeated)
             return
         except ExecutionAlreadyExists:
             # An earlier delivery of this event started it, before the definition got a new version.

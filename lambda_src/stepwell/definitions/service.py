@@ -126,8 +126,9 @@ class DefinitionsService:
     def put_definition(
         self, domain: str, document: Mapping[str, Any], check_actions: bool = False
     ) -> StoredWorkflow:
-        if check_actions:
-            parse_definition(document, self.runtime.actions.names())
+        if check_actions or not isinstance(document, Mapping):
+            # Without check_actions, only to refuse what is not a JSON object, naming what it is.
+            parse_definition(document, self.runtime.actions.names() if check_actions else None)
         if document.get("id") is None:
             return self.runtime.definitions.create_workflow(domain, document)
         return self.runtime.definitions.set_workflow(domain, document)

@@ -98,7 +98,7 @@ def encode_token(listing: str, last_key: Mapping[str, Any]) -> str:
 def decode_token(listing: str, token: str) -> dict[str, Any]:
     try:
         value = json.loads(base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode()))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):  # RecursionError: JSON nested too deeply
         value = None
     if not isinstance(value, dict) or not isinstance(value.get("k"), dict):
         raise StoreError(f"page token {token!r} is not one this store returned")
