@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from typing import Any
@@ -83,6 +84,25 @@ def test_invoke_lambda() -> None:
         invoke_lambda({"functionName": "fn", "invocationType": "Later"}, context(lambda s: fake))
 
 
+def test_invoke_lambda_refuses_the_deployment_s_own_worker_in_every_form() -> None:
+    """The worker's role may invoke its own versions (to forward messages), and the worker runs whatever
+    event it is handed: a definition that could invoke it would forge bus events for any domain."""
+    fake = FakeLambda()
+    own = dataclasses.replace(context(lambda s: fake), own_functions=frozenset({"sw-worker"}))
+    for name in (
+        "sw-worker",
+        "sw-worker:live",
+        "sw-worker:$LATEST",
+        "123456789012:function:sw-worker",
+        "arn:aws:lambda:us-east-1:123456789012:function:sw-worker",
+        "arn:aws:lambda:us-east-1:123456789012:function:sw-worker:7",
+    ):
+        with pytest.raises(PermanentActionError, match="this deployment's own worker"):
+            invoke_lambda({"functionName": name, "payload": {"source": "com.victim"}}, own)
+    assert fake.calls == []
+    assert invoke_lambda({"functionName": "sw-worker-reports"}, own)["statusCode"] == 200
+
+
 def test_registry() -> None:
     registry = ActionRegistry()
     assert {PUT_EVENT, HTTP, INVOKE_LAMBDA} <= set(registry.names())
@@ -129,3 +149,16 @@ def test_put_event_refuses_the_engines_own_detail_types() -> None:
     assert sent == []
     assert put_event({"detailType": "stepwells.x", "detail": {}}, context(lambda s: Bus(), bus="bus"))
     assert [entry["Entries"][0]["DetailType"] for entry in sent] == ["stepwells.x"]
+
+
+def test_the_deployed_runtime_knows_its_worker_as_an_own_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stepwell.definitions.runtime import runtime_from_env
+
+    for name, value in {
+        "STEPWELL_DEFINITIONS_TABLE": "d",
+        "STEPWELL_EXECUTIONS_TABLE": "e",
+        "STEPWELL_COORDINATION_TABLE": "c",
+        "STEPWELL_WORKER_FUNCTION_NAME": "sw-worker",
+    }.items():
+        monkeypatch.setenv(name, value)
+    assert runtime_from_env(dynamodb=object()).own_functions == frozenset({"sw-worker"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -135,6 +136,19 @@ def test_rejected_events_are_recorded_and_block_nothing(h: Harness) -> None:
     assert len(outcomes[3].started) == 1
     reasons = {r["eventId"]: r["reason"] for r in h.runtime.events.list_rejected()}
     assert set(reasons) == {no_subject["id"], bad_subject["id"], "odd"}
+
+
+def test_a_subject_that_is_not_a_string_is_rejected_without_its_data_in_the_log(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h.put(journey())
+    event = envelope("signed_up", "x", event_id="leaky")
+    event["detail"]["subjectId"] = {"ssn": "123-45-6789"}
+    caplog.set_level(logging.WARNING, logger="stepwell.definitions.router")
+    outcome = h.router.process_event(event)
+    assert outcome.status == "rejected"
+    assert outcome.reason == "extractor failed: the event's subject must be a string, got dict"
+    assert "leaky" in caplog.text and "123-45-6789" not in caplog.text  # the type, never the value
 
 
 def test_an_extractor_that_raises_is_recorded(h: Harness) -> None:

@@ -80,6 +80,9 @@ class ActionContext:
     attempt: int
     clients: ClientFactory
     event_bus_name: str | None = None
+    # The deployment's own functions (its worker): never an action's target, whatever IAM allows (the
+    # worker may invoke its own versions to forward messages, and would run whatever it is handed).
+    own_functions: frozenset[str] = frozenset()
 
 
 def default_client_factory(service: str) -> Any:
@@ -298,8 +301,20 @@ def _bounded_number(inputs: Mapping[str, Any], key: str, default: float, limit: 
     return float(value)
 
 
+def _bare_function_name(function_name: str) -> str:
+    """The function a FunctionName names, in any of Lambda's forms: NAME, NAME:QUALIFIER,
+    ACCOUNT:function:NAME and arn:...:function:NAME[:QUALIFIER]."""
+    _, marker, rest = function_name.partition("function:")
+    return (rest if marker else function_name).split(":", 1)[0]
+
+
 def invoke_lambda(inputs: dict[str, Any], context: ActionContext) -> Any:
     function_name = _require_str(inputs, "functionName", INVOKE_LAMBDA)
+    if _bare_function_name(function_name) in context.own_functions:
+        raise PermanentActionError(
+            f"action {INVOKE_LAMBDA!r}: {function_name!r} is this deployment's own worker, which no "
+            "definition may invoke; name a function of action_function_arns"
+        )
     invocation_type = inputs.get("invocationType", "RequestResponse")
     if invocation_type not in ("RequestResponse", "Event"):
         raise PermanentActionError(

@@ -223,6 +223,7 @@ class Walker:
                     attempt=step.attempt,
                     clients=runtime.clients,
                     event_bus_name=runtime.event_bus_name,
+                    own_functions=runtime.own_functions,
                 ),
             )
 

@@ -294,7 +294,8 @@ def _normalize(
         if value is None or value == "":
             raise ExtractorError(f"the event maps to no {key}")
         if not isinstance(value, str):
-            raise ExtractorError(f"the event's {key} must be a string, got {value!r}")
+            # The type only: the value is the event's data, and this reason is logged.
+            raise ExtractorError(f"the event's {key} must be a string, got {type(value).__name__}")
     try:
         check_id("domain", values["domain"])
         check_id("subject id", values["subject"])

@@ -48,6 +48,8 @@ class DefinitionsRuntime:
     clock: Clock = field(default_factory=_SystemClock)
     clients: ClientFactory = default_client_factory
     event_bus_name: str | None = None
+    # The deployment's own functions, which actions may not invoke (ActionContext.own_functions).
+    own_functions: frozenset[str] = frozenset()
 
     @classmethod
     def in_memory(
@@ -85,6 +87,7 @@ def runtime_from_env(dynamodb: Any = None, clients: ClientFactory | None = None)
         events=DynamoDbEventLog(db, _env("STEPWELL_COORDINATION_TABLE")),
         clients=factory,
         event_bus_name=os.environ.get("STEPWELL_EVENT_BUS_NAME") or None,
+        own_functions=frozenset(filter(None, [os.environ.get("STEPWELL_WORKER_FUNCTION_NAME")])),
     )
 
 

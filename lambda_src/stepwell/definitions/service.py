@@ -71,6 +71,7 @@ def runtime_from_config(
         # AwsClients' factory: the deployment's region and endpoint, and request counting.
         clients=clients._client,
         event_bus_name=config.event_bus_name or None,
+        own_functions=frozenset(filter(None, [config.worker_function_name])),
     )
 
 
