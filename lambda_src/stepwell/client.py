@@ -24,17 +24,10 @@ from stepwell.config import ConfigError, StepwellConfig
 from stepwell.definitions.interpreter import register_interpreter
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.engine import Engine, check_error_object
-from stepwell.errors import InvalidArgument, InvalidWorkflowName
+from stepwell.errors import InvalidArgument
 from stepwell.lambda_versions import LambdaFunctionVersions
 from stepwell.metrics import Metrics, NoMetrics
-from stepwell.model import (
-    KEY_PART_PATTERN,
-    KEY_PART_RULE,
-    ExecutionId,
-    ExecutionRecord,
-    ExecutionStatus,
-    Page,
-)
+from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.payloads import S3PayloadStore
 from stepwell.ports import Clock, FunctionVersions
 from stepwell.registry import Registry, validate_workflow_name
@@ -208,11 +201,6 @@ class StepwellClient:
         """One page of executions: by status, by workflow, by domain (and subject), or by `tag` (key,
         value) within `domain` (default "default"), newest first, optionally of one status. Pass the
         page's `next_token` back for the next one."""
-        if workflow is not None:
-            try:
-                validate_workflow_name(workflow)  # start_execution's rule: no other name has executions
-            except InvalidWorkflowName as error:
-                raise InvalidArgument(str(error)) from None
         return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token, tag)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
@@ -234,10 +222,6 @@ class StepwellClient:
         """One key of a flow-controlled workflow (or definition id): its concurrency limit with the running
         and waiting counts, the holders and the next waiting executions, and its rate limit with the recent
         starts and when the next may start (Engine.flow_status). `key` "" is the workflow without a key."""
-        if not isinstance(workflow, str) or not KEY_PART_PATTERN.match(workflow):
-            raise InvalidArgument(
-                f"invalid workflow {workflow!r}: a workflow name or a definition's id, {KEY_PART_RULE}"
-            )
         return self.engine.flow_status(workflow, key, domain)
 
     # --- code versions ---

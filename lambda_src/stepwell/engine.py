@@ -21,6 +21,7 @@ from stepwell.errors import (
     ExecutionAlreadyExists,
     ExecutionNotFound,
     InvalidArgument,
+    InvalidWorkflowName,
     LogIncomplete,
     StepwellError,
     VersionNotFound,
@@ -72,7 +73,6 @@ from stepwell.ports import (
     WorkQueue,
 )
 from stepwell.registry import (
-    WORKFLOW_NAME_RULE,
     QualifierRefused,
     Registry,
     default_registry,
@@ -1001,8 +1001,10 @@ class Engine:
         no key): {"workflow", "domain", "key", "concurrency": None | {"limit", "running", "waiting",
         "holders" (oldest lease first), "next" (up to 10 waiting execution ids, in order)}, "rate": None |
         {"limit", "period", "recentStarts", "delayed", "nextStartAt"}}; None where the key has no state."""
-        if not isinstance(workflow, str) or not workflow:
-            raise InvalidArgument(f"invalid workflow {workflow!r}: a workflow name or definition workflow id")
+        if not isinstance(workflow, str) or not KEY_PART_PATTERN.match(workflow):
+            raise InvalidArgument(
+                f"invalid workflow {workflow!r}: a workflow name or a definition's id, {KEY_PART_RULE}"
+            )
         _check_key_part("domain", domain)
         if not isinstance(key, str) or len(key) > MAX_FLOW_KEY_LENGTH or not key.isprintable():
             raise InvalidArgument(
@@ -1057,8 +1059,11 @@ class Engine:
             raise InvalidArgument(f"limit must be a whole number 1..1000, got {limit!r}")
         if next_token is not None and not isinstance(next_token, str):
             raise InvalidArgument(f"page token {next_token!r} is not one this store returned")
-        if workflow is not None and not isinstance(workflow, str):
-            raise InvalidArgument(f"invalid workflow name {workflow!r}: a name is {WORKFLOW_NAME_RULE}")
+        if workflow is not None:
+            try:
+                validate_workflow_name(workflow)  # start_execution's rule: no other name has executions
+            except InvalidWorkflowName as error:
+                raise InvalidArgument(str(error)) from None
         if subject_id is not None:
             subject_id = _check_key_part("subject id", subject_id)
         if tag is not None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from stepwell.client import reject_json_constant
 from stepwell.definitions.actions import default_actions
 from stepwell.definitions.mermaid import render_image, to_mermaid
 from stepwell.definitions.model import DefinitionNotFound
@@ -44,10 +45,6 @@ class DefinitionsCliError(Exception):
     """A user error reported on one line."""
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON (numbers must be finite)")
-
-
 def check_limit(limit: int) -> int:
     if not 1 <= limit <= MAX_LIMIT:
         raise DefinitionsCliError(f"--limit must be 1..{MAX_LIMIT}, got {limit}")
@@ -58,7 +55,7 @@ def load_json_text(text: str, origin: str) -> Any:
     """Parse JSON given on the command line or in a file; NaN and Infinity (which Python's json accepts)
     are refused, as every JSON consumer downstream would refuse them."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=reject_json_constant)
     except ValueError as error:  # json.JSONDecodeError is a ValueError too
         raise DefinitionsCliError(f"{origin} is not valid JSON ({error}): {text[:100]!r}") from error
     except RecursionError:
