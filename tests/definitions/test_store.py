@@ -22,6 +22,7 @@ from stepwell.definitions.store import (
     MemoryContextStore,
     MemoryDefinitionStore,
     MemoryEventLog,
+    StoreError,
     WorkflowAlreadyExistsError,
 )
 from stepwell.testing.mock_deployment import create_tables as create_deployment_tables
@@ -371,6 +372,17 @@ def test_a_claim_names_what_it_is_for_and_a_refused_one_learns_it(stores: Stores
     assert log.claim_for("evt#acme#r1", stores.clock.t, ["cbC"]) == ["cbA", "cbB"]  # the standing one's
     assert log.claim_for("evt#acme#r2", stores.clock.t, []) is None
     assert log.claim_for("evt#acme#r2", stores.clock.t, ["cbA"]) == []  # it names none
+
+
+def test_a_budget_counts_its_uses_up_to_its_limit(stores: Stores) -> None:
+    log = stores.events
+    expires = int(stores.clock.t) + 86400
+    assert [log.take_from_budget("chain#acme#c1#1", 3, expires) for _ in range(5)] == [True] * 3 + [False] * 2
+    assert log.take_from_budget("chain#acme#c2#1", 3, expires)  # each key has its own
+    assert not log.take_from_budget("chain#acme#c1#1", 3, expires)
+    assert log.take_from_budget("chain#acme#c1#1", 4, expires)  # a higher limit allows one more
+    with pytest.raises(StoreError, match="invalid record key"):
+        log.take_from_budget("", 3, expires)
 
 
 def test_event_log_claims_once_and_records_rejections(stores: Stores) -> None:

@@ -6,12 +6,22 @@ payload claims. Each attempt on the victim's domain is rejected and the victim's
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from stepwell.definitions.actions import ENGINE_EVENT_SOURCE, PUT_EVENT, put_event
+from stepwell.definitions import actions
+from stepwell.definitions import router as router_module
+from stepwell.definitions.actions import (
+    ENGINE_EVENT_SOURCE,
+    EVENT_CHAIN_KEY,
+    EVENT_DEPTH_KEY,
+    MAX_EVENT_DEPTH,
+    PUT_EVENT,
+    put_event,
+)
 from stepwell.definitions.cli import run
 from stepwell.definitions.router import EventSources, EventSourcesError, PathExtractor, Router
 from stepwell.definitions.service import DefinitionsService
@@ -293,3 +303,154 @@ def test_the_cli_puts_an_event_on_the_bus_with_the_source_it_is_given(h: Harness
     assert victim_state(h) == before
     [resumed] = h.runtime.contexts.get_contexts(ATTACKER, "journey", "u1")
     assert h.status(resumed) == "SUCCEEDED"
+
+
+def chained_bus(h: Harness) -> FakeBus:
+    """The bus, with the router trusting the engine's own events (as the module configures it)."""
+    bus = FakeBus(h, tenant_router(h, {ENGINE_EVENT_SOURCE: ["*"], "tests": [ATTACKER]}))
+    h.runtime.clients, h.runtime.event_bus_name = (lambda service: bus), BUS
+    return bus
+
+
+def looping_emitter(fan_out: int) -> dict[str, Any]:
+    """Starts on go and emits `fan_out` go events for the same subject (policy multiple: "single" would
+    skip a start while the emitter runs): unbounded, its contexts multiply by `fan_out` per generation.
+    Each detail claims depth 0 and a chain of its own, which the engine's stamps replace."""
+    looping = emitter({})
+    inputs = {"detailType": "'go'", "detail": {"subjectId": "u1", "stepwellDepth": 0, "stepwellChain": "x"}}
+    actions = [
+        {"id": f"p{i}", "type": "action", "action": PUT_EVENT, "input": inputs} for i in range(fan_out)
+    ]
+    looping["nodes"] = [looping["nodes"][0], *actions, looping["nodes"][-1]]
+    path = ["t", *(node["id"] for node in actions), "e"]
+    looping["edges"] = [{"from": a, "to": b} for a, b in itertools.pairwise(path)]
+    looping["policy"] = {"concurrency": "multiple"}
+    return looping
+
+
+def emitter_contexts(h: Harness) -> list[Any]:
+    return [
+        c
+        for c in h.runtime.contexts.get_all_contexts(ATTACKER, limit=1000).items
+        if c.workflow_id == "emitter"
+    ]
+
+
+def test_a_definition_that_triggers_itself_stops_at_the_chains_depth(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4 generations instead of 8 (a test of 511 contexts would take a minute); the rule is the same.
+    depth_limit = 4
+    monkeypatch.setattr(actions, "MAX_EVENT_DEPTH", depth_limit)
+    monkeypatch.setattr(router_module, "MAX_EVENT_DEPTH", depth_limit)
+    bus = chained_bus(h)
+    h.put(looping_emitter(2), domain=ATTACKER)
+    before = victim_state(h)
+
+    root = bus.router.process_event(bus_event("tests", ATTACKER, "go", "u1"))
+    h.local.run_until_idle()
+
+    details = [json.loads(entry["Detail"]) for entry in bus.entries]
+    depths = [detail[EVENT_DEPTH_KEY] for detail in details]
+    # Generation d (started by an event d deep) emits two events d + 1 deep, up to the last allowed depth;
+    # the stamps a definition writes itself are replaced.
+    assert sorted(set(depths)) == list(range(1, depth_limit + 1))
+    assert len(depths) == sum(2**depth for depth in range(1, depth_limit + 1))
+    assert {detail[EVENT_CHAIN_KEY] for detail in details} == {root.event_id}
+    failed = [c for c in emitter_contexts(h) if h.status(c) == "FAILED"]
+    assert len(failed) == 2**depth_limit  # the deepest generation: refused, each with the reason
+    error = json.dumps(h.local.describe(failed[0].execution_id)["Error"])
+    assert f"its event would be {depth_limit + 1} deep; at most {depth_limit} allowed" in error
+    assert victim_state(h) == before
+
+
+def test_a_chain_that_fans_out_stops_at_its_budget_of_starts(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(router_module, "CHAIN_STARTS_PER_DAY", 6)
+    bus = chained_bus(h)
+    h.put(looping_emitter(3), domain=ATTACKER)
+    before = victim_state(h)
+
+    root = bus.router.process_event(bus_event("tests", ATTACKER, "go", "u1"))
+    h.local.run_until_idle()
+
+    # The outside event's context (not counted) emits 3, which start 3 that emit 9: 3 of those start,
+    # the 6 others fail at their start, and the 3 of the last generation emit 9 more, all refused.
+    statuses = [c.status for c in emitter_contexts(h)]
+    assert statuses.count("SUCCEEDED") == 1 + 6
+    refused = [
+        c for c in emitter_contexts(h) if c.error and c.error.get("ErrorType") == "EventChainLimitExceeded"
+    ]
+    assert len(refused) == 6 + 9
+    assert f"began with event {root.event_id!r} started 6 contexts today" in refused[0].error["ErrorMessage"]
+    assert len(bus.entries) == 3 + 9 + 9
+    assert victim_state(h) == before
+
+    # Another outside event begins a chain of its own, with its own budget.
+    h.local.clock.advance(1)
+    bus.router.process_event(dict(bus_event("tests", ATTACKER, "go", "u1"), id="second"))
+    h.local.run_until_idle()
+    assert len(bus.entries) == 2 * (3 + 9 + 9)
+
+
+def test_a_context_resumed_by_a_deep_event_emits_deeper_ones(h: Harness) -> None:
+    bus = chained_bus(h)
+    relay = journey("relay")
+    relay["nodes"].insert(
+        2,
+        {
+            "id": "p",
+            "type": "action",
+            "action": PUT_EVENT,
+            "input": {"detailType": "'relayed'", "detail": {"subjectId": "u7"}},
+        },
+    )
+    relay["edges"] = [
+        {"from": "t", "to": "w"},
+        {"from": "w", "to": "p", "branch": "event"},
+        {"from": "w", "to": "e", "branch": "timeout"},
+        {"from": "p", "to": "e"},
+    ]
+    h.put(relay, domain=ATTACKER)
+    bus.router.process_event(bus_event("tests", ATTACKER, "signed_up", "u7"))
+    h.local.run_until_idle()
+    assert bus.entries == []  # started by an outside event (depth 0), it waits
+
+    resume = bus_event(ENGINE_EVENT_SOURCE, ATTACKER, "activated", "u7")
+    resume["detail"][EVENT_DEPTH_KEY] = 5
+    assert len(bus.router.process_event(resume).resumed) == 2  # relay's context and journey's
+    h.local.run_until_idle()
+    assert [json.loads(entry["Detail"])[EVENT_DEPTH_KEY] for entry in bus.entries] == [6]
+
+
+@pytest.mark.parametrize(
+    ("stamp", "shown"),
+    [(MAX_EVENT_DEPTH + 1, str(MAX_EVENT_DEPTH + 1)), (0, "0"), ("3", "str"), (True, "True")],
+)
+def test_the_router_refuses_an_engine_event_deeper_than_allowed_or_badly_stamped(
+    h: Harness, stamp: Any, shown: str
+) -> None:
+    router = chained_bus(h).router
+    before = victim_state(h)
+    forged = bus_event(ENGINE_EVENT_SOURCE, ATTACKER, "signed_up", "u8")
+    forged["detail"][EVENT_DEPTH_KEY] = stamp
+    outcome = router.process_event(forged)
+    h.local.run_until_idle()
+    assert outcome.status == "rejected"
+    assert outcome.reason == (
+        f"an event a definition emitted is {shown} definitions deep (detail.stepwellDepth); "
+        f"a whole number from 1 to {MAX_EVENT_DEPTH} is allowed"
+    )
+    assert h.runtime.contexts.get_contexts(ATTACKER, "journey", "u8") == []
+    assert victim_state(h) == before
+
+    # An engine event stamped before the engine counted is one deep; an outside event's stamp is ignored.
+    del forged["detail"][EVENT_DEPTH_KEY]
+    assert len(router.process_event(forged).started) == 1
+    outside = bus_event("tests", ATTACKER, "signed_up", "u9")
+    outside["detail"][EVENT_DEPTH_KEY] = stamp
+    assert len(router.process_event(outside).started) == 1
+    h.local.run_until_idle()
+    [started] = h.runtime.contexts.get_contexts(ATTACKER, "journey", "u9")
+    assert "depth" not in h.local.describe(started.execution_id)["InputPayload"]

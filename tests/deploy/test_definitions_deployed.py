@@ -175,9 +175,9 @@ def test_events_on_the_bus_start_resume_and_time_out_contexts_per_tenant_and_ver
 
 
 def test_resume_claims_and_the_waits_record_on_the_deployed_tables(deployed_stack: DeployedStack) -> None:
-    """The router's resume claim (a conditional put answering with the standing record) and the domain's
-    waits record (an update in the definition's transaction, read with the definitions), on the
-    backend's own DynamoDB."""
+    """The router's resume claim (a conditional put answering with the standing record), a chain's budget
+    of starts (a conditional counter) and the domain's waits record (an update in the definition's
+    transaction, read with the definitions), on the backend's own DynamoDB."""
     from stepwell.definitions.store import DynamoDbDefinitionStore, DynamoDbEventLog
 
     config = deployed_stack.client_config
@@ -187,6 +187,8 @@ def test_resume_claims_and_the_waits_record_on_the_deployed_tables(deployed_stac
     now = time.time()
     assert events.claim_for(key, now, ["cbA", "cbB"]) is None
     assert events.claim_for(key, now, ["cbC"]) == ["cbA", "cbB"]
+    budget = f"chain#budget-{uuid.uuid4().hex[:8]}#c#1"
+    assert [events.take_from_budget(budget, 2, int(now) + 60) for _ in range(3)] == [True, True, False]
 
     definitions = DynamoDbDefinitionStore(dynamodb, config["definitions_table"])
     domain = f"waits-{uuid.uuid4().hex[:8]}"

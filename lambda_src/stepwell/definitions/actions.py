@@ -6,7 +6,12 @@ An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register 
 - `stepwell.put_event`: put an event on the bus (inputs: detailType (not starting with `stepwell.`,
   the engine's commands), detail (an object), eventBusName =
   STEPWELL_EVENT_BUS_NAME). The engine stamps it: source "stepwell.definitions" and detail.domain = the
-  calling context's domain, so a definition emits events for its own domain only.
+  calling context's domain, so a definition emits events for its own domain only; and it counts the chain:
+  detail.stepwellDepth is one more than the depth of the events that started and resumed the context (an
+  outside event has depth 0), and an event deeper than MAX_EVENT_DEPTH is refused, so definitions that
+  start or resume each other with their own events (or one that triggers itself) stop there;
+  detail.stepwellChain names the outside event the chain began with, whose budget of starts the router
+  counts (router.CHAIN_STARTS_PER_DAY), so a chain that fans out stops there too.
 - `stepwell.http`: an HTTP request to a URL the operator allowed (inputs: url (http or https), method = GET,
   headers (end-to-end ones only: `outbound.HEADER_RULE`), body (sent as JSON unless a string),
   timeoutSeconds = 10 (for the whole exchange, lookups and redirects included), maxResponseBytes =
@@ -50,6 +55,13 @@ ENGINE_EVENT_SOURCE = "stepwell.definitions"
 # Detail types the engine reads as its own commands (stepwell.callback.success, ...): a definition's
 # event must never look like one, whatever the bus rules match.
 RESERVED_DETAIL_TYPE_PREFIX = "stepwell."
+# Where put_event stamps the event's depth (the router reads it back from events of the engine's source),
+# and how deep a chain of definitions' events may go: a context started or resumed by an event of depth
+# d emits events of depth d + 1.
+EVENT_DEPTH_KEY = "stepwellDepth"
+MAX_EVENT_DEPTH = 8
+# Where put_event stamps the id of the outside event its chain began with.
+EVENT_CHAIN_KEY = "stepwellChain"
 HTTP = "stepwell.http"
 INVOKE_LAMBDA = "stepwell.invoke_lambda"
 HTTP_DEFAULT_MAX_BYTES = 1024 * 1024
@@ -83,6 +95,10 @@ class ActionContext:
     # The deployment's own functions (its worker): never an action's target, whatever IAM allows (the
     # worker may invoke its own versions to forward messages, and would run whatever it is handed).
     own_functions: frozenset[str] = frozenset()
+    # The deepest event that started or resumed the context so far (0: only outside events), and the id
+    # of the outside event its chain began with ("": the context's own instance id).
+    event_depth: int = 0
+    event_chain: str = ""
 
 
 def default_client_factory(service: str) -> Any:
@@ -188,7 +204,16 @@ def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
     problem = detail_type_problem(detail_type)
     if problem:
         raise PermanentActionError(f"action {PUT_EVENT!r}: {problem}")
+    depth = context.event_depth + 1
+    if depth > MAX_EVENT_DEPTH:
+        raise PermanentActionError(
+            f"action {PUT_EVENT!r}: this context was started or resumed by an event {context.event_depth} "
+            f"definitions deep, so its event would be {depth} deep; at most {MAX_EVENT_DEPTH} allowed (a "
+            "chain of definitions whose events start or resume each other, or a definition triggering itself)"
+        )
     detail = _stamped_detail(inputs.get("detail", {}), context.domain)
+    detail[EVENT_DEPTH_KEY] = depth
+    detail[EVENT_CHAIN_KEY] = context.event_chain or context.instance_id
     source = inputs.get("source", ENGINE_EVENT_SOURCE)
     if source != ENGINE_EVENT_SOURCE:
         raise PermanentActionError(
@@ -218,7 +243,8 @@ def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
 
 def _stamped_detail(detail: Any, domain: str) -> dict[str, Any]:
     """The event's detail with the calling context's domain: the router takes the engine's source at its
-    word for the domain, so a definition must not name another."""
+    word for the domain (and the chain's depth and origin, which the caller stamps over whatever the
+    definition wrote), so a definition must not name another."""
     if isinstance(detail, str):
         try:
             detail = json.loads(detail)

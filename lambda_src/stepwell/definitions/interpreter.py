@@ -73,6 +73,15 @@ class RunState:
     data: dict[str, Any]
     event: dict[str, Any]
     visits: dict[str, int] = field(default_factory=dict)
+    # The deepest event that started or resumed the context (the router's payload "depth"): the events
+    # this context emits are one deeper, and a chain stops at MAX_EVENT_DEPTH.
+    depth: int = 0
+    # The outside event the context's chain began with (its trigger's), stamped on the events it emits.
+    chain: str = ""
+
+    def received(self, event: dict[str, Any]) -> None:
+        self.event = event
+        self.depth = max(self.depth, event_depth(event))
 
     def env(self, start: StartInput) -> dict[str, Any]:
         return {"data": self.data, "event": self.event, "subject": start.subject_id, "domain": start.domain}
@@ -80,7 +89,21 @@ class RunState:
     def fork(self) -> RunState:
         # Each branch counts its own visits: branches run on threads, and operation names must not
         # depend on their interleaving (a replay has to name every operation the same way).
-        return RunState(copy.deepcopy(self.data), copy.deepcopy(self.event), dict(self.visits))
+        return RunState(
+            copy.deepcopy(self.data), copy.deepcopy(self.event), dict(self.visits), self.depth, self.chain
+        )
+
+
+def event_depth(event: Mapping[str, Any]) -> int:
+    """An event payload's depth (0 when absent or not a whole number: an outside event)."""
+    depth = event.get("depth", 0)
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else 0
+
+
+def event_chain(event: Mapping[str, Any]) -> str:
+    """The outside event an event payload's chain began with: its "chain", else its own id."""
+    chain = event.get("chain", event.get("id"))
+    return chain if isinstance(chain, str) else ""
 
 
 @dataclass(frozen=True)
@@ -204,7 +227,7 @@ class Walker:
             key: self.evaluate(value, state, node) if isinstance(value, Expression) else copy.deepcopy(value)
             for key, value in node.inputs.items()
         }
-        runtime, start = self.runtime, self.start
+        runtime, start, depth, chain = self.runtime, self.start, state.depth, state.chain
         action_name = node.action
 
         def call(step: StepContext) -> Any:
@@ -224,6 +247,8 @@ class Walker:
                     clients=runtime.clients,
                     event_bus_name=runtime.event_bus_name,
                     own_functions=runtime.own_functions,
+                    event_depth=depth,
+                    event_chain=chain,
                 ),
             )
 
@@ -265,7 +290,7 @@ class Walker:
         try:
             payload = callback.result()
             received = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
-            state.event = dict(received) if isinstance(received, Mapping) else {"data": received}
+            state.received(dict(received) if isinstance(received, Mapping) else {"data": received})
             if node.output:
                 state.data[node.output] = state.event.get("data")
         except CallbackTimeoutError:
@@ -287,7 +312,7 @@ class Walker:
             def run(child: DurableContext) -> dict[str, Any]:
                 forked = state.fork()
                 self.run_path(child, forked, target, stop_at=join_id)
-                return {"data": forked.data, "event": forked.event}
+                return {"data": forked.data, "event": forked.event, "depth": forked.depth}
 
             return run
 
@@ -312,6 +337,8 @@ class Walker:
         base = state.data
         for item in succeeded:
             branch_data = item.result.get("data", {}) if isinstance(item.result, Mapping) else {}
+            if isinstance(item.result, Mapping):  # an event a branch received deepens what follows
+                state.depth = max(state.depth, event_depth(item.result))
             for key, value in branch_data.items():
                 if key not in base or base[key] != value:
                     state.data[key] = value
@@ -390,7 +417,10 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
         trigger_event = start.event
         initial = trigger_event.get("data")
         state = RunState(
-            data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {}, event=trigger_event
+            data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {},
+            event=trigger_event,
+            depth=event_depth(trigger_event),
+            chain=event_chain(trigger_event),
         )
         record, contexts = start.record(), chosen.contexts
         try:

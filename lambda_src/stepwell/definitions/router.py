@@ -46,10 +46,15 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stepwell.definitions.actions import ENGINE_EVENT_SOURCE
+from stepwell.definitions.actions import (
+    ENGINE_EVENT_SOURCE,
+    EVENT_CHAIN_KEY,
+    EVENT_DEPTH_KEY,
+    MAX_EVENT_DEPTH,
+)
 from stepwell.definitions.interpreter import INTERPRETER_NAME
 from stepwell.definitions.model import Definition, DefinitionError
 from stepwell.definitions.runtime import DefinitionsRuntime
@@ -77,10 +82,20 @@ PARSED_CACHE_SIZE = 1000
 # A context runs in the event's invocation only while that has this long left (a run takes well under it;
 # the rest of a batch of events must fit too); otherwise its message wakes it in an invocation of its own.
 INLINE_RUN_MIN_SECONDS = 60.0
+# Contexts the events of one chain (definitions' events, all descending from one outside event) may start
+# in a day, per domain: the depth limit stops a loop, this a chain that fans out (a definition emitting k
+# events per generation would start k**8 contexts within the depth).
+CHAIN_STARTS_PER_DAY = 1000
+CHAIN_BUDGET_PERIOD_SECONDS = 86400
+_CHAIN_ID = re.compile(r"^[^\x00-\x1f]{1,256}$")
 
 
 class ExtractorError(ValueError):
     pass
+
+
+class EventChainLimitExceeded(Exception):
+    """A chain of definitions' events started as many contexts as its budget allows."""
 
 
 SOURCE_RULE = "letters, digits and . _ / - (1-256, starting with a letter or digit)"
@@ -168,6 +183,30 @@ def _engine_stamp_refusal(event: Mapping[str, Any], domain: str) -> str | None:
     return f"an event the engine stamped for domain {stamped!r} maps to domain {domain!r}"
 
 
+def _event_chain(event: Mapping[str, Any], event_id: str) -> tuple[int, str] | str:
+    """How many definitions deep the event is and the id of the outside event its chain began with (0 and
+    its own id for an event from outside; put_event stamps both on the events definitions emit), or why
+    its stamps are refused. An engine event without stamps (emitted before the engine counted) is 1 deep
+    and begins its own chain."""
+    if event.get("source") != ENGINE_EVENT_SOURCE:
+        return 0, event_id
+    detail = event.get("detail")
+    stamps = detail if isinstance(detail, Mapping) else {}
+    depth, chain = stamps.get(EVENT_DEPTH_KEY, 1), stamps.get(EVENT_CHAIN_KEY, event_id)
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_EVENT_DEPTH:
+        shown = depth if isinstance(depth, int) else type(depth).__name__
+        return (
+            f"an event a definition emitted is {shown} definitions deep (detail.{EVENT_DEPTH_KEY}); "
+            f"a whole number from 1 to {MAX_EVENT_DEPTH} is allowed"
+        )
+    if not isinstance(chain, str) or not _CHAIN_ID.match(chain):
+        return (
+            f"an event a definition emitted names no chain (detail.{EVENT_CHAIN_KEY} is a "
+            f"{type(chain).__name__}); 1-256 printable characters are allowed"
+        )
+    return depth, chain
+
+
 @dataclass(frozen=True)
 class ExtractedEvent:
     domain: str
@@ -175,9 +214,15 @@ class ExtractedEvent:
     name: str
     data: Any
     event_id: str
+    # How many definitions deep and the outside event the chain began with (_event_chain); the events a
+    # context it starts or resumes emits are one deeper, in the same chain.
+    depth: int = 0
+    chain: str = ""
 
     def payload(self) -> dict[str, Any]:
-        return {"id": self.event_id, "name": self.name, "data": self.data}
+        """What a context gets of the event (its trigger's `event`, a callback's result)."""
+        payload = {"id": self.event_id, "name": self.name, "data": self.data}
+        return {**payload, "depth": self.depth, "chain": self.chain} if self.depth else payload
 
 
 Extractor = Callable[[Mapping[str, Any]], "ExtractedEvent | Mapping[str, Any] | None"]
@@ -458,8 +503,13 @@ class Router:
             refusal = f"the event claims domain {extracted.domain!r} but was sent for domain {domain!r}"
         else:
             refusal = None
+        chain = _event_chain(event, extracted.event_id)
+        if isinstance(chain, str):
+            refusal = refusal or chain
         if refusal is not None:
             return self._reject(extracted.event_id, refusal, event)
+        if isinstance(chain, tuple) and chain[0]:
+            extracted = replace(extracted, depth=chain[0], chain=chain[1])
         outcome = EventOutcome(
             event_id=extracted.event_id,
             status="processed",
@@ -585,6 +635,14 @@ class Router:
                         f"{other.instance_id!r} (policy single)"
                     )
                     return
+        if event.depth and not self._chain_may_start(event):
+            reason = (
+                f"node {trigger_id!r} (trigger): the chain of definitions' events that began with event "
+                f"{event.chain!r} started {CHAIN_STARTS_PER_DAY} contexts today, the most allowed "
+                "(a definition whose events start contexts that emit more of them)"
+            )
+            self._fail_start(stored, event, reason, EventChainLimitExceeded(reason), outcome)
+            return
         # False on a redelivery: the start below is idempotent too, and makes a start that died in between.
         repeated = not contexts.create_context(record)
         start_input = {
@@ -622,6 +680,14 @@ class Router:
             return
         self._started(stored, execution.execution_id, repeated and not created, outcome)
         self._run(execution.execution_id, Known(execution, fresh=created))
+
+    def _chain_may_start(self, event: ExtractedEvent) -> bool:
+        """Count a start against the budget of the event's chain (a redelivered event counts again: the
+        budget bounds a runaway chain, it is not an exact count)."""
+        period = int(self.runtime.clock.now() // CHAIN_BUDGET_PERIOD_SECONDS)
+        key = f"chain#{event.domain}#{_digest(event.chain)}#{period}"
+        expires_at = (period + 2) * CHAIN_BUDGET_PERIOD_SECONDS
+        return self.runtime.events.take_from_budget(key, CHAIN_STARTS_PER_DAY, expires_at)
 
     def _started(
         self, stored: StoredWorkflow, execution_id: str, repeated: bool, outcome: EventOutcome

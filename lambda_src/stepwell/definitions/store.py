@@ -1034,6 +1034,13 @@ class EventLog(Protocol):
         finish what a claimer that died began, and nothing else; [] for a record that names none)."""
         ...
 
+    def take_from_budget(self, key: str, limit: int, expires_at: int) -> bool:
+        """Count one use of the budget `key` in one conditional write: True if fewer than `limit` were
+        counted before (the count is then one higher), False once it is spent. `expires_at`: when the
+        record may go (set by its first use; the caller puts the budget's period in the key, so an expired
+        record that TTL has not deleted yet belongs to a period that is over)."""
+        ...
+
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
     ) -> None: ...
@@ -1062,6 +1069,7 @@ class MemoryEventLog:
     def __init__(self) -> None:
         self._claims: dict[str, float] = {}
         self._claimed_ids: dict[str, list[str]] = {}
+        self._budgets: dict[str, int] = {}
         self._rejected: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -1076,6 +1084,15 @@ class MemoryEventLog:
             self._claims[key] = now + ttl_seconds
             self._claimed_ids[key] = list(ids)
             return None
+
+    def take_from_budget(self, key: str, limit: int, expires_at: int) -> bool:
+        _check_record_key(key)
+        with self._lock:
+            used = self._budgets.get(key, 0)
+            if used >= limit:
+                return False
+            self._budgets[key] = used + 1
+            return True
 
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
@@ -1122,6 +1139,25 @@ class DynamoDbEventLog:
             named = standing.get("ids", {}).get("L", [])
             return [value["S"] for value in named if "S" in value]
         return None
+
+    def take_from_budget(self, key: str, limit: int, expires_at: int) -> bool:
+        _check_record_key(key)
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key={"key": {"S": key}},
+                UpdateExpression="ADD #n :one SET #t = if_not_exists(#t, :ttl)",
+                ConditionExpression="attribute_not_exists(#n) OR #n < :limit",
+                ExpressionAttributeNames={"#n": "used", "#t": "ttl"},
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":limit": {"N": str(limit)},
+                    ":ttl": {"N": str(int(expires_at))},
+                },
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def record_rejected(
         self, event_id: str, reason: str, event: Mapping[str, Any] | None, now: float
