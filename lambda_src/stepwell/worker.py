@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +78,12 @@ _PARENT_ENDED_ERROR_TYPES = {
 class InvocationContext:
     """The Lambda context the SDK reads when the worker runs outside Lambda (tests, local runner)."""
 
-    def __init__(self, request_id: str, remaining_millis: int = 900_000) -> None:
+    def __init__(
+        self,
+        request_id: str,
+        remaining_millis: int = 900_000,
+        time_left: Callable[[], float] | None = None,
+    ) -> None:
         self.aws_request_id = request_id
         self.log_group_name: str | None = None
         self.log_stream_name: str | None = None
@@ -90,8 +95,12 @@ class InvocationContext:
         self.client_context: Any | None = None
         self.identity: Any | None = None
         self._remaining_millis = remaining_millis
+        # Seconds the invocation running this one has left (a run inside a Lambda invocation of its own).
+        self._time_left = time_left
 
     def get_remaining_time_in_millis(self) -> int:
+        if self._time_left is not None:
+            return max(0, int(self._time_left() * 1000))
         return self._remaining_millis
 
     def log(self, msg: str) -> None:

@@ -116,6 +116,29 @@ def test_no_construct_exhausts_the_stack(text: str) -> None:
     assert info.value.expression == text
 
 
+def test_a_value_is_bounded_in_size_however_it_is_built() -> None:
+    big = "x" * 200_000  # one event's data may hold this much
+    env = {**ENV, "data": {"s": big, "deep": _nested(100_000)}}
+    six = compile_expression("[" + ", ".join(["data.s"] * 6) + "]")
+    with pytest.raises(ExpressionError, match="the value is over 1,048,576 bytes as JSON") as info:
+        six.evaluate(env)
+    assert info.value.position == 0
+    # Lists joined by '+' count their items' size too, and so do objects reached by a path.
+    with pytest.raises(ExpressionError, match="over 1,048,576 bytes"):
+        compile_expression("[data.s, data.s, data.s] + [data, data]").evaluate(env)
+    # Within the limit, a value is what it was; deeply nested data is measured without recursion.
+    assert compile_expression("[data.s, data.s, data.s, data.s, data.s]").evaluate(env) == [big] * 5
+    assert compile_expression("[data.deep]").evaluate(env) == [env["data"]["deep"]]
+    assert compile_expression("data.s + data.s").evaluate(env) == big * 2  # a string: MAX_CONCAT_LENGTH
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def test_a_chain_within_the_depth_limit_evaluates() -> None:
     assert compile_expression("1" + "+1" * 62).evaluate(ENV) == 63
 

@@ -6,6 +6,7 @@ allowlist and the loopback network explicitly, as an operator would for a privat
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
@@ -572,6 +573,27 @@ def test_the_whole_exchange_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch, 
             call({"url": server.url + path, "timeoutSeconds": 1})
         assert not isinstance(caught.value, PermanentActionError)  # a later attempt may be faster
         assert time.monotonic() - started < 2.5, path
+
+
+def test_a_request_ends_within_its_invocation(monkeypatch: pytest.MonkeyPatch, server: Server) -> None:
+    """timeoutSeconds (up to 300) is cut to what the invocation has left but the reserve for recording
+    the result: a request outliving its invocation would be made again, with the rest of its batch."""
+    allow(monkeypatch, [f"127.0.0.1:{server.port}"], ["127.0.0.0/8"])
+    left = 11.5  # the reserve (10 s) and 1.5 s
+
+    def ending() -> ActionContext:
+        return dataclasses.replace(context(), time_left=lambda: left)
+
+    started = time.monotonic()
+    with pytest.raises(ActionError, match=r"no complete answer within 1\.5 s") as caught:
+        http_request({"url": f"{server.url}/slow?seconds=5", "timeoutSeconds": 300}, ending())
+    assert not isinstance(caught.value, PermanentActionError)
+    assert time.monotonic() - started < 3
+    assert http_request({"url": f"{server.url}/ok"}, ending())["status"] == 200  # a quick answer fits
+
+    left = 10.5  # under a second past the reserve: no request, a retry in a later invocation
+    with pytest.raises(ActionError, match=r"the invocation has 10\.5 s left, under the 11 s a request needs"):
+        http_request({"url": f"{server.url}/ok"}, ending())
 
 
 def test_name_resolution_is_inside_the_deadline() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from stepwell.definitions.actions import ActionContext, PermanentActionError
+from stepwell.definitions.interpreter import MAX_ACTIONS_AT_ONCE
 
 from .harness import Harness
 
@@ -445,3 +448,43 @@ def test_wait_until_more_than_366_days_ahead_fails_the_context_naming_the_node(h
     harness.send("go", "near", {"when": now + 366 * 86400 - 60})
     harness.run_all()
     assert harness.context("wf", "near").status == "SUCCEEDED" and len(harness.calls_of("mark")) == 1
+
+
+def test_parallel_branches_run_at_most_a_few_actions_at_once(harness: Harness) -> None:
+    """Each action may hold a large answer: all branches run, but never more than
+    MAX_ACTIONS_AT_ONCE of their actions together, so one definition cannot take the worker's memory."""
+    running, peak, lock = [0], [0], threading.Lock()
+    all_in = threading.Barrier(MAX_ACTIONS_AT_ONCE, timeout=10)
+
+    def fetch(inputs: dict[str, Any], context: ActionContext) -> Any:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        all_in.wait()  # the branches do overlap: each MAX_ACTIONS_AT_ONCE meet here
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+        return inputs["n"]
+
+    harness.actions.register("fetch", fetch)
+    branches = [f"b{i}" for i in range(3 * MAX_ACTIONS_AT_ONCE)]
+    harness.put(
+        graph(
+            [
+                {"id": "t", "type": "trigger", "event": "go"},
+                {"id": "p", "type": "parallel"},
+                *(
+                    {"id": b, "type": "action", "action": "fetch", "input": {"n": i}, "output": b}
+                    for i, b in enumerate(branches)
+                ),
+                {"id": "j", "type": "join", "mode": "all"},
+                {"id": "e", "type": "end"},
+            ],
+            [("t", "p"), *(("p", b) for b in branches), *((b, "j") for b in branches), ("j", "e")],
+        )
+    )
+    harness.send("go", "s1")
+    context = harness.context("wf", "s1")
+    assert context.status == "SUCCEEDED"
+    assert context.data == {b: i for i, b in enumerate(branches)}
+    assert peak[0] == MAX_ACTIONS_AT_ONCE

@@ -6,8 +6,10 @@ then the run, and nothing opened since."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+from stepwell.definitions.actions import ActionContext
 from stepwell.definitions.router import Router, _digest
 from stepwell.definitions.store import ContextRecord, StoredWorkflow
 from stepwell.entry import EntryRuntime
@@ -169,3 +171,32 @@ def test_the_entry_tells_the_router_the_lambda_invocation_s_time_left() -> None:
     time_left = _time_left(LambdaContext())
     assert time_left is not None and time_left() == 42.5
     assert _time_left(None) is None  # outside Lambda: no limit
+
+
+def test_an_action_run_here_sees_the_invocation_s_time_left(h: Harness) -> None:
+    """An HTTP request is cut to what the event's invocation has left, so the run must tell its actions."""
+    seen: list[float | None] = []
+
+    def timed(inputs: dict[str, Any], context: ActionContext) -> Any:
+        seen.append(context.time_left() if context.time_left else None)
+
+    h.actions.register("timed", timed)
+    h.put(
+        {
+            "schemaVersion": 1,
+            "id": "timed",
+            "nodes": [
+                {"id": "t", "type": "trigger", "event": "go"},
+                {"id": "a", "type": "action", "action": "timed"},
+                {"id": "e", "type": "end"},
+            ],
+            "edges": [{"from": "t", "to": "a"}, {"from": "a", "to": "e"}],
+        }
+    )
+    inline(h).process_event(envelope("go", "u1"), time_left=lambda: 300.0)
+    assert seen == [300.0]
+
+    # A run from a message outside Lambda has the local runner's 900 s (Lambda's longest timeout).
+    h.router.process_event(envelope("go", "u2"))
+    h.local.run_until_idle()
+    assert seen[1] == 900.0

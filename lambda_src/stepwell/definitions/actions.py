@@ -14,7 +14,8 @@ An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register 
   counts (router.CHAIN_STARTS_PER_DAY), so a chain that fans out stops there too.
 - `stepwell.http`: an HTTP request to a URL the operator allowed (inputs: url (http or https), method = GET,
   headers (end-to-end ones only: `outbound.HEADER_RULE`), body (sent as JSON unless a string),
-  timeoutSeconds = 10 (for the whole exchange, lookups and redirects included), maxResponseBytes =
+  timeoutSeconds = 10 (for the whole exchange, lookups and redirects included; cut to what the invocation
+  has left but HTTP_TIME_RESERVE_SECONDS), maxResponseBytes =
   1 MiB (at most 10 MiB), followRedirects = true). `outbound` holds the rules (allowlist, no loopback,
   link-local or private address unless allowed); a refused request or a larger body raises a permanent
   error, a network failure or a missed deadline a retryable one, a 5xx or 429 answer a retryable one, any
@@ -66,6 +67,9 @@ HTTP = "stepwell.http"
 INVOKE_LAMBDA = "stepwell.invoke_lambda"
 HTTP_DEFAULT_MAX_BYTES = 1024 * 1024
 HTTP_MAX_BYTES = 10 * 1024 * 1024
+# What an HTTP request leaves of its invocation for recording its result (a request cut short by the
+# invocation's end would be made again, and the rest of the invocation's batch with it).
+HTTP_TIME_RESERVE_SECONDS = 10.0
 
 
 class ActionError(Exception):
@@ -99,6 +103,8 @@ class ActionContext:
     # of the outside event its chain began with ("": the context's own instance id).
     event_depth: int = 0
     event_chain: str = ""
+    # Seconds the invocation running the action has left (None: unknown): a request must end within it.
+    time_left: Callable[[], float] | None = None
 
 
 def default_client_factory(service: str) -> Any:
@@ -286,7 +292,7 @@ def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
         else:
             data = json.dumps(body).encode("utf-8")
             request_headers.setdefault("Content-Type", "application/json")
-    timeout = _bounded_number(inputs, "timeoutSeconds", 10, 300)
+    timeout = _within_invocation(_bounded_number(inputs, "timeoutSeconds", 10, 300), context)
     max_bytes = int(_bounded_number(inputs, "maxResponseBytes", HTTP_DEFAULT_MAX_BYTES, HTTP_MAX_BYTES))
     follow = inputs.get("followRedirects", True)
     if not isinstance(follow, bool):
@@ -325,6 +331,20 @@ def _bounded_number(inputs: Mapping[str, Any], key: str, default: float, limit: 
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= limit:
         raise PermanentActionError(f"action {HTTP!r}: {key} must be a number 0..{limit:g}, got {value!r}")
     return float(value)
+
+
+def _within_invocation(timeout: float, context: ActionContext) -> float:
+    """The request's timeout, cut to what the invocation has left past HTTP_TIME_RESERVE_SECONDS; a
+    retryable error when that is under a second (a later invocation makes the request)."""
+    if context.time_left is None:
+        return timeout
+    left = context.time_left() - HTTP_TIME_RESERVE_SECONDS
+    if left < 1:
+        raise ActionError(
+            f"action {HTTP!r}: the invocation has {left + HTTP_TIME_RESERVE_SECONDS:.1f} s left, under the "
+            f"{HTTP_TIME_RESERVE_SECONDS + 1:g} s a request needs with its result recorded; it is retried"
+        )
+    return min(timeout, left)
 
 
 def _bare_function_name(function_name: str) -> str:

@@ -25,7 +25,9 @@ Limits, so that no expression can exhaust the stack, the memory or the time of t
   unary operator, each list and each pair of parentheses counts;
 - integers are exact (never read through a float) and at most MAX_INTEGER_BITS bits in magnitude, as
   literals, as operands of arithmetic and as results; a float result must be finite;
-- `+` on strings or lists gives at most MAX_CONCAT_LENGTH characters or items.
+- `+` on strings or lists gives at most MAX_CONCAT_LENGTH characters or items;
+- a value is at most MAX_VALUE_BYTES as JSON (a list literal repeating a large path would otherwise make
+  many megabytes of one event's data, which the engine then serializes).
 
 Every failure, parsing or evaluating, is an `ExpressionError` naming the position and text of the node
 at fault, the reason and the whole expression.
@@ -43,6 +45,7 @@ MAX_EXPRESSION_LENGTH = 2000
 MAX_DEPTH = 64
 MAX_INTEGER_BITS = 128
 MAX_CONCAT_LENGTH = 400_000
+MAX_VALUE_BYTES = 1024 * 1024
 DEFAULT_ROOTS = ("data", "event", "subject", "domain")
 
 
@@ -399,7 +402,13 @@ class Expression:
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         try:
-            return _eval(self.tree, env)
+            value = _eval(self.tree, env)
+            if isinstance(value, (list, dict)) and not _fits_as_json(value, MAX_VALUE_BYTES):
+                raise _Failure(
+                    self.tree,
+                    f"the value is over {MAX_VALUE_BYTES:,} bytes as JSON, the most a value may take",
+                )
+            return value
         except _Failure as failure:
             start, end = failure.node.span
             fragment = self.text[start:end]
@@ -430,6 +439,31 @@ def compile_expression(text: object, roots: Iterable[str] = DEFAULT_ROOTS) -> Ex
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     return compile_expression(text, env.keys()).evaluate(env)
+
+
+def _fits_as_json(value: Any, limit: int) -> bool:
+    """Whether `value` takes at most about `limit` bytes as JSON (strings counted in characters): a walk
+    that stops as soon as it is over, so a huge value costs no more than `limit` to refuse. Iterative: data
+    may be nested deeper than Python's stack."""
+    left = limit
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            left -= len(item) + 3  # quotes and a separator
+        elif isinstance(item, dict):
+            left -= 2 + 4 * len(item)
+            for key, member in item.items():
+                left -= len(key) if isinstance(key, str) else 8
+                pending.append(member)
+        elif isinstance(item, list):
+            left -= 2 + len(item)
+            pending.extend(item)
+        else:  # numbers, booleans, null
+            left -= 8
+        if left < 0:
+            return False
+    return True
 
 
 def _collect_paths(node: Node, found: list[Path]) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ from stepwell.registry import EndObserver, Handler, Registry
 
 INTERPRETER_NAME = "stepwell.definition"
 MAX_NODE_VISITS = 10_000
+MAX_ACTIONS_AT_ONCE = 4
 
 
 class DefinitionRuntimeError(DefinitionError):
@@ -178,6 +180,9 @@ class Walker:
         self.runtime = runtime
         self.definition = definition
         self.start = start
+        # Parallel branches run at once, but only this many of their actions (each may hold an HTTP
+        # response of up to 10 MiB): one definition must not take the worker's memory from the others.
+        self.actions_at_once = threading.BoundedSemaphore(MAX_ACTIONS_AT_ONCE)
 
     def evaluate(self, expression: Expression, state: RunState, node: Node) -> Any:
         try:
@@ -229,28 +234,30 @@ class Walker:
         }
         runtime, start, depth, chain = self.runtime, self.start, state.depth, state.chain
         action_name = node.action
+        time_left = _time_left(context)
+        at_once = self.actions_at_once
 
         def call(step: StepContext) -> Any:
             try:
                 fn = runtime.actions.get(action_name)
             except UnknownAction as error:
                 raise PermanentActionError(f"node {node.id!r}: {error}") from None
-            return fn(
-                copy.deepcopy(inputs),
-                ActionContext(
-                    domain=start.domain,
-                    workflow_id=start.workflow_id,
-                    subject_id=start.subject_id,
-                    instance_id=start.instance_id,
-                    node_id=node.id,
-                    attempt=step.attempt,
-                    clients=runtime.clients,
-                    event_bus_name=runtime.event_bus_name,
-                    own_functions=runtime.own_functions,
-                    event_depth=depth,
-                    event_chain=chain,
-                ),
+            action_context = ActionContext(
+                domain=start.domain,
+                workflow_id=start.workflow_id,
+                subject_id=start.subject_id,
+                instance_id=start.instance_id,
+                node_id=node.id,
+                attempt=step.attempt,
+                clients=runtime.clients,
+                event_bus_name=runtime.event_bus_name,
+                own_functions=runtime.own_functions,
+                event_depth=depth,
+                event_chain=chain,
+                time_left=time_left,
             )
+            with at_once:
+                return fn(copy.deepcopy(inputs), action_context)
 
         result = context.step(call, name=name, config=StepConfig(retry_strategy=retry_strategy(node.retry)))
         if node.output:
@@ -366,6 +373,14 @@ class Walker:
             seen.add(node_id)
             stack.extend(edge.target for edge in self.definition.outgoing[node_id])
         return sorted(n for n in seen if self.definition.nodes[n].type == "trigger_or_timeout")
+
+
+def _time_left(context: DurableContext) -> Callable[[], float] | None:
+    """Seconds the invocation has left, from the Lambda context the run was given (None: none)."""
+    remaining = getattr(getattr(context, "lambda_context", None), "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return lambda: float(remaining()) / 1000.0
 
 
 def _seconds_ahead(target: float, now: float, value: Any, node: Node) -> float:

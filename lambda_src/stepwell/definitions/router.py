@@ -63,7 +63,7 @@ from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
 from stepwell.model import ExecutionRecord, ExternalInput, InvokeMessage, make_execution_id
-from stepwell.worker import Known, Worker
+from stepwell.worker import InvocationContext, Known, Worker
 
 logger = logging.getLogger("stepwell.definitions.router")
 
@@ -794,8 +794,11 @@ class Router:
         made here (another worker holds the lease, another version runs it) or fails is left to a message;
         if that cannot be sent either, the event fails and its redelivery wakes it again."""
         assert self._worker is not None
+        # The run's actions see the event's invocation's time left (an HTTP request must end within it).
+        time_left = self._time_left
+        invocation = InvocationContext(uuid.uuid4().hex, time_left=time_left) if time_left else None
         try:
-            outcome = self._worker.run(execution_id, known=known)
+            outcome = self._worker.run(execution_id, invocation, known=known)
         except Exception as error:  # the type only: a message may quote the execution's data
             logger.warning("run of %s failed (%s): a message wakes it", execution_id, type(error).__name__)
             outcome = None
