@@ -146,6 +146,10 @@ def test_put_event_refuses_the_engines_own_detail_types() -> None:
     for reserved in ("stepwell.callback.success", "stepwell.callback.heartbeat", " Stepwell.anything"):
         with pytest.raises(PermanentActionError, match=r"starting with 'stepwell\.' are the engine's own"):
             put_event({"detailType": reserved, "detail": {}}, context(lambda s: Bus(), bus="bus"))
+    # The engine's status change (source aside, a rule matching its detail type would take it for one).
+    for status_change in ("Stepwell Execution Status Change", " stepwell  execution status CHANGE"):
+        with pytest.raises(PermanentActionError, match="it is the engine's execution status change"):
+            put_event({"detailType": status_change, "detail": {}}, context(lambda s: Bus(), bus="bus"))
     assert sent == []
     assert put_event({"detailType": "stepwells.x", "detail": {}}, context(lambda s: Bus(), bus="bus"))
     assert [entry["Entries"][0]["DetailType"] for entry in sent] == ["stepwells.x"]

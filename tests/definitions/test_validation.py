@@ -415,6 +415,8 @@ def test_a_constant_engine_detail_type_is_refused_when_stored() -> None:
         errors = validate_definition(put_event_node(constant))
         assert len(errors) == 1 and errors[0].startswith("node 'greet' (action): input.detailType: "), errors
         assert "starting with 'stepwell.' are the engine's own commands" in errors[0]
+    [status_change] = validate_definition(put_event_node("'Stepwell Execution Status Change'"))
+    assert "it is the engine's execution status change" in status_change
     assert validate_definition(put_event_node("'order.shipped'")) == []
     assert validate_definition(put_event_node("data.kind")) == []  # reads data: checked at run time
 

@@ -45,6 +45,7 @@ from aws_durable_execution_sdk_python.retries import (
 
 from stepwell.definitions import outbound
 from stepwell.definitions.model import RetryPolicy
+from stepwell.status_events import STATUS_EVENT_DETAIL_TYPE
 
 ActionFn = Callable[[dict[str, Any], "ActionContext"], Any]
 ClientFactory = Callable[[str], Any]
@@ -201,6 +202,11 @@ def detail_type_problem(detail_type: str) -> str | None:
         return (
             f"detailType {detail_type!r} is not allowed: detail types starting with "
             f"{RESERVED_DETAIL_TYPE_PREFIX!r} are the engine's own commands (e.g. stepwell.callback.success)"
+        )
+    if " ".join(detail_type.split()).lower() == STATUS_EVENT_DETAIL_TYPE.lower():
+        return (
+            f"detailType {detail_type!r} is not allowed: it is the engine's execution status change "
+            "(rules matching it on detail type alone would take a definition's event for the engine's)"
         )
     return None
 
