@@ -19,9 +19,15 @@ from stepwell.definitions.model import (
     DefinitionInvalid,
     encode_definition,
     parse_duration,
+    parse_instant,
 )
 from stepwell.definitions.store import MAX_ID_LENGTH, VERSIONS_SUFFIX, DynamoDbDefinitionStore
-from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
+from stepwell.definitions.validation import (
+    parse_definition,
+    parse_storable_definition,
+    unregistered_actions,
+    validate_definition,
+)
 
 from .test_store import create_tables
 
@@ -148,6 +154,23 @@ def test_bad_duration() -> None:
     document = base()
     node(document, "act")["timeout"] = -5
     assert any("node 'act' (trigger_or_timeout): timeout: bad duration -5" in e for e in errors_of(document))
+
+
+def test_a_constant_until_more_than_366_days_ahead_is_refused_when_stored() -> None:
+    """Such a wait would fail every context reaching it for a year at least; stored definitions already
+    holding one still parse where contexts run (the wait only comes nearer)."""
+    document = base()
+    node(document, "pause").pop("duration")
+    node(document, "pause")["until"] = "'2100-01-01T00:00:00Z'"
+    assert validate_definition(document) == [
+        "node 'pause' (wait): 'until' \"'2100-01-01T00:00:00Z'\" is more than 366 days ahead; "
+        "a wait lasts at most 366 days"
+    ]
+    parse_definition(document)
+    stored_at = parse_instant("2099-06-01T00:00:00Z")  # within 366 days of it: storable
+    assert parse_storable_definition(document, now=stored_at).nodes["pause"].until is not None
+    with pytest.raises(DefinitionInvalid, match="more than 366 days ahead"):
+        parse_storable_definition(document, now=stored_at - 200 * 86400)
 
 
 def test_a_constant_until_that_is_not_a_time_is_refused_when_stored() -> None:

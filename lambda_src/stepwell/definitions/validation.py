@@ -14,6 +14,7 @@ action nodes naming an action a process has not registered (the deployed worker 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from stepwell.definitions.model import (
     JOIN_MODES,
     MAX_DEFINITION_BYTES,
     MAX_NODES,
+    MAX_WAIT_SECONDS,
     NODE_TYPES,
     SCHEMA_VERSION,
     WAITING_TYPES,
@@ -205,18 +207,41 @@ def unregistered_actions(document: object, actions: Collection[str]) -> list[str
     return warnings
 
 
-def parse_storable_definition(document: object, actions: Collection[str] | None = None) -> Definition:
-    """parse_definition, and also what storage would refuse (the definition's size as stored). Only what
-    is stored needs this: a stored definition is parsed again on every invocation of its contexts, and the
-    size check encodes the whole document."""
+def parse_storable_definition(
+    document: object, actions: Collection[str] | None = None, now: float | None = None
+) -> Definition:
+    """parse_definition, and also what storage would refuse: the definition's size as stored, and a wait
+    whose constant `until` lies more than 366 days after `now` (default: the wall clock), which would fail
+    every context reaching it for a year at least. Only what is stored needs this: a stored definition is
+    parsed again on every invocation of its contexts (where such a wait only comes nearer), and the size
+    check encodes the whole document."""
     errors = _storage_errors(document) if isinstance(document, Mapping) else []
     try:
         definition = parse_definition(document, actions)
     except DefinitionInvalid as invalid:
         raise DefinitionInvalid(errors + invalid.errors) from None
+    errors += _far_constant_untils(definition, time.time() if now is None else now)
     if errors:
         raise DefinitionInvalid(errors)
     return definition
+
+
+def _far_constant_untils(definition: Definition, now: float) -> list[str]:
+    errors = []
+    for node in definition.nodes.values():
+        until = node.until
+        if node.type != "wait" or until is None or until.paths():
+            continue
+        try:
+            at = parse_instant(until.evaluate({}))
+        except (ExpressionError, ValueError):
+            continue  # parse_definition's checks: it fails when the node runs, naming the node
+        if at - now > MAX_WAIT_SECONDS:
+            errors.append(
+                f"node {node.id!r} (wait): 'until' {until.text!r} is more than 366 days ahead; a wait "
+                "lasts at most 366 days"
+            )
+    return errors
 
 
 def validate_definition(document: object, actions: Collection[str] | None = None) -> list[str]:
