@@ -5,6 +5,7 @@ then the run, and nothing opened since."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -12,10 +13,12 @@ import pytest
 from stepwell.definitions.actions import ActionContext
 from stepwell.definitions.router import Router, _digest
 from stepwell.definitions.store import ContextRecord, StoredWorkflow
+from stepwell.definitions.validation import parse_definition
 from stepwell.entry import EntryRuntime
 from stepwell.model import ExecutionStatus
 
 from .harness import DOMAIN, PINGS, Harness, envelope
+from .test_examples import EXAMPLES
 
 
 def inline(h: Harness) -> Router:
@@ -200,3 +203,103 @@ def test_an_action_run_here_sees_the_invocation_s_time_left(h: Harness) -> None:
     h.router.process_event(envelope("go", "u2"))
     h.local.run_until_idle()
     assert seen[1] == 900.0
+
+
+ONBOARDING = json.loads((EXAMPLES / "onboarding.json").read_text())
+
+
+def test_which_waits_an_event_resumes_once() -> None:
+    """A wait is resumed once when no other wait for its event can be open with it, before it or after
+    it: it is in no parallel branch, and no wait for the same event lies on its "event" branch (itself
+    included: a cycle) nor has it on its own "event" branch."""
+    onboarding = parse_definition(ONBOARDING)
+    # Two waits for user.activated, but the second follows the first's timeout only, and each one's
+    # event branch ends the context.
+    assert onboarding.resumes_once("first_day") and onboarding.resumes_once("next_two_days")
+    pings = parse_definition(PINGS)
+    # w1's event leads to w2: a redelivery of the event that resumed w1 could find w2 open.
+    assert not pings.resumes_once("w1") and not pings.resumes_once("w2")
+    looping = copy.deepcopy(ONBOARDING)
+    looping["edges"].append({"from": "send_reminder", "to": "first_day"})  # back to the first wait
+    looping["edges"] = [e for e in looping["edges"] if e["from"] != "send_reminder" or e["to"] != "reminded"]
+    looping["nodes"] = [n for n in looping["nodes"] if n["id"] != "reminded"]
+    assert parse_definition(looping).resumes_once("first_day")  # the cycle goes through timeouts only
+    looping["edges"] = [
+        {**e, "to": "send_tips"} if e["from"] == "first_day" and e.get("branch") == "event" else e
+        for e in looping["edges"]
+    ]
+    assert not parse_definition(looping).resumes_once("first_day")  # its event leads back to it
+    fan = parse_definition(
+        {
+            "schemaVersion": 1,
+            "id": "fan",
+            "nodes": [
+                {"id": "t", "type": "trigger", "event": "start"},
+                {"id": "p", "type": "parallel"},
+                {"id": "a", "type": "trigger_or_timeout", "event": "ping", "timeout": "1d"},
+                {"id": "b", "type": "trigger_or_timeout", "event": "pong", "timeout": "1d"},
+                {"id": "j", "type": "join", "mode": "all"},
+                {"id": "after", "type": "trigger_or_timeout", "event": "pang", "timeout": "1d"},
+                {"id": "e", "type": "end"},
+            ],
+            "edges": [
+                {"from": "t", "to": "p"},
+                {"from": "p", "to": "a"},
+                {"from": "p", "to": "b"},
+                {"from": "a", "to": "j", "branch": "event"},
+                {"from": "a", "to": "j", "branch": "timeout"},
+                {"from": "b", "to": "j", "branch": "event"},
+                {"from": "b", "to": "j", "branch": "timeout"},
+                {"from": "j", "to": "after"},
+                {"from": "after", "to": "e", "branch": "event"},
+                {"from": "after", "to": "e", "branch": "timeout"},
+            ],
+        }
+    )
+    assert not fan.resumes_once("a") and not fan.resumes_once("b")  # in parallel branches
+    assert fan.resumes_once("after")
+
+
+def test_a_wait_resumed_once_needs_no_claim_and_a_redelivery_changes_nothing(h: Harness) -> None:
+    h.put(ONBOARDING)
+    h.actions.register("onboarding.send_email", lambda inputs, context: None)
+    router = inline(h)
+    router.process_event(envelope("user.signed_up", "u1", {"email": "u1@example.com"}))
+    context = h.context("onboarding", "u1")
+    assert context.resumed_once("user.activated")
+    claims = dict(h.runtime.events._claims)
+    first = router.process_event(envelope("user.activated", "u1", event_id="a-1"))
+    assert first.resumed == [context.execution_id]
+    assert h.status(h.context("onboarding", "u1")) == "SUCCEEDED"
+    assert h.runtime.events._claims == claims  # no record of the resume was written
+
+    again = router.process_event(envelope("user.activated", "u1", event_id="a-1"))
+    assert again.resumed == [] and again.status == "processed"  # the context has ended: nothing waits
+    history = h.local.history(context.execution_id)
+    assert [e["EventType"] for e in history].count("CallbackSucceeded") == 1
+
+
+@pytest.mark.parametrize("run_inline", [True, False])
+def test_a_redelivery_wakes_a_wait_resumed_once_whose_router_died_after_completing(
+    h: Harness, run_inline: bool
+) -> None:
+    h.put(ONBOARDING)
+    h.actions.register("onboarding.send_email", lambda inputs, context: None)
+    router = Router(h.local.engine, h.runtime, sources=h.router.sources, run_inline=run_inline)
+    router.process_event(envelope("user.signed_up", "u1", {"email": "u1@example.com"}))
+    h.local.run_until_idle()
+    context = h.context("onboarding", "u1")
+    ((_, callback_id),) = context.waits_for("user.activated")
+    # The first delivery completed the callback and died before any run or message.
+    payload = {"id": "a-1", "name": "user.activated", "data": None}
+    h.local.engine.send_callback_success(callback_id, json.dumps(payload), wake=False)
+    h.local.run_until_idle()
+    assert h.status(h.context("onboarding", "u1")) == "RUNNING"  # nobody woke it
+
+    redelivered = router.process_event(envelope("user.activated", "u1", event_id="a-1"))
+    h.local.run_until_idle()
+    assert redelivered.status == "duplicate" and redelivered.resumed == []
+    assert "already resumed" in redelivered.skipped[0]
+    assert h.status(h.context("onboarding", "u1")) == "SUCCEEDED"
+    history = h.local.history(context.execution_id)
+    assert [e["EventType"] for e in history].count("CallbackSucceeded") == 1

@@ -290,10 +290,17 @@ def test_waiting_and_finish(stores: Stores) -> None:
     record = context("u1", "i1")
     store.create_context(record)
     assert store.set_waiting(record, "act", "activated", "cb-1", {"n": 1})
-    assert store.set_waiting(record, "paid", "paid", "cb-2", {"n": 2})
+    assert store.set_waiting(record, "paid", "paid", "cb-2", {"n": 2}, once=True)
     found = store.get_context("acme", "onboarding", "u1", "i1")
     assert found is not None
     assert found.waits_for("activated") == [("act", "cb-1")] and found.data == {"n": 2}
+    assert found.resumed_once("paid") and not found.resumed_once("activated")
+    assert not found.resumed_once("shipped")  # nothing waits for it
+    saved = store.get_context("acme", "onboarding", "u1", "i1")
+    assert saved is not None
+    store.save_context(saved)  # a whole put keeps the marks too
+    again = store.get_context("acme", "onboarding", "u1", "i1")
+    assert again is not None and again.waiting == found.waiting
     assert store.clear_waiting(record, "act", {"n": 3})
     found = store.get_context("acme", "onboarding", "u1", "i1")
     assert (

@@ -289,8 +289,9 @@ class Walker:
         contexts, record, event_name = self.runtime.contexts, self.start.record(), node.event
         callback_id = callback.callback_id
         snapshot = copy.deepcopy(state.data)
+        once = self.definition.resumes_once(node.id)
         context.step(
-            lambda _: contexts.set_waiting(record, node.id, event_name, callback_id, snapshot),
+            lambda _: contexts.set_waiting(record, node.id, event_name, callback_id, snapshot, once=once),
             name=f"{name}:listen",
         )
         branch = "event"
@@ -364,15 +365,8 @@ class Walker:
 
     def region(self, parallel_id: str, join_id: str) -> list[str]:
         """The trigger_or_timeout nodes between a parallel node and its join."""
-        seen: set[str] = set()
-        stack = [edge.target for edge in self.definition.outgoing[parallel_id]]
-        while stack:
-            node_id = stack.pop()
-            if node_id in seen or node_id == join_id:
-                continue
-            seen.add(node_id)
-            stack.extend(edge.target for edge in self.definition.outgoing[node_id])
-        return sorted(n for n in seen if self.definition.nodes[n].type == "trigger_or_timeout")
+        between = self.definition.between(parallel_id, join_id)
+        return sorted(n for n in between if self.definition.nodes[n].type == "trigger_or_timeout")
 
 
 def _time_left(context: DurableContext) -> Callable[[], float] | None:

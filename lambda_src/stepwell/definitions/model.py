@@ -196,5 +196,47 @@ class Definition:
                 return edge.target
         raise DefinitionError(f"node {node_id!r} has no outgoing edge for branch {branch!r}")
 
+    def resumes_once(self, node_id: str) -> bool:
+        """Whether an event that resumes the wait at `node_id` can never find another wait for its name
+        open in the same context, before or after: the node is in no parallel branch (one path runs at a
+        time), no wait for the same event lies on its "event" branch (nor the node itself: a cycle), and
+        it lies on no such wait's "event" branch. The router then needs no record of the resume: a
+        redelivery finds the callback completed, or the context past it."""
+        node = self.nodes[node_id]
+        if node.type != "trigger_or_timeout" or any(
+            node_id in self.between(parallel_id, join_id) for parallel_id, join_id in self.joins.items()
+        ):
+            return False
+        same = [
+            other.id for other in self.nodes.values() if other.type == node.type and other.event == node.event
+        ]
+        after = self._after_event(node_id)
+        return not any(other in after for other in same) and not any(
+            node_id in self._after_event(other) for other in same
+        )
+
+    def _after_event(self, node_id: str) -> set[str]:
+        """The nodes a context may reach after the wait at `node_id` received its event."""
+        seen: set[str] = set()
+        stack = [edge.target for edge in self.outgoing.get(node_id, []) if edge.branch == "event"]
+        while stack:
+            current = stack.pop()
+            if current not in seen:
+                seen.add(current)
+                stack.extend(edge.target for edge in self.outgoing.get(current, []))
+        return seen
+
+    def between(self, parallel_id: str, join_id: str) -> set[str]:
+        """The nodes of a parallel node's branches, up to its join."""
+        seen: set[str] = set()
+        stack = [edge.target for edge in self.outgoing.get(parallel_id, [])]
+        while stack:
+            current = stack.pop()
+            if current in seen or current == join_id:
+                continue
+            seen.add(current)
+            stack.extend(edge.target for edge in self.outgoing.get(current, []))
+        return seen
+
     def event_names(self) -> set[str]:
         return {node.event for node in self.nodes.values() if node.event}

@@ -30,6 +30,9 @@ For each event (`Router.process_event`):
    domain/subject index) that wait for the event name
    get their callbacks completed with {"id", "name", "data"}; a `evt#<domain>#<id>#<context>` record
    (conditional put, naming those callbacks) makes each context's resume at most once per event id.
+   A wait no other wait for its name can follow (ContextRecord.resumed_once: outside parallel branches,
+   and none on its "event" branch) needs no record: completing its callback is once, and a redelivery
+   that finds it completed wakes the execution in case the first delivery died before the run.
 In the worker (`run_inline`) each context started or resumed then runs at once, in this process.
 A repeated delivery finds its starts and resumes made (the event is then a "duplicate") and finishes what
 a delivery that died left undone; there is no event-wide record.
@@ -730,15 +733,18 @@ class Router:
                 waits = context.waits_for(event.name)
                 if not waits:
                     continue
+                label = f"{context.workflow_id}/{context.instance_id}"
+                callback_ids = [callback_id for _node_id, callback_id in waits]
+                if context.resumed_once(event.name):
+                    self._resume_once(context, callback_ids, event, outcome, label)
+                    continue
                 # One event resumes a context once: every wait it has open for the event (parallel
                 # branches may wait for the same name), never a wait opened after a redelivery. The claim
                 # names those waits' callbacks, so a redelivery finishes exactly what a claimer that died
                 # began (completing a callback twice is refused) and nothing opened since.
                 target = _digest(f"{context.context_key}/{context.instance_id}")
                 key = f"evt#{event.domain}#{_digest(event.event_id)}#{target}"
-                callback_ids = [callback_id for _node_id, callback_id in waits]
                 claimed = events.claim_for(key, self.runtime.clock.now(), callback_ids)
-                label = f"{context.workflow_id}/{context.instance_id}"
                 if claimed is not None:
                     outcome.repeats += 1
                     outcome.skipped.append(f"{label}: already resumed")
@@ -751,6 +757,27 @@ class Router:
             if not token:
                 return
 
+    def _resume_once(
+        self,
+        context: ContextRecord,
+        callback_ids: list[str],
+        event: ExtractedEvent,
+        outcome: EventOutcome,
+        label: str,
+    ) -> None:
+        """Resume a context whose waits on the event's name no other wait can follow (resumed_once), with
+        no claim record: completing a callback is itself once. A redelivery finds them completed (or the
+        context past them); it then wakes the execution, since the delivery that completed them may have
+        died before its run, and a run that finds nothing to do does nothing."""
+        skipped: list[str] = []
+        if self._resume(context.execution_id, callback_ids, event, skipped, label=label):
+            outcome.resumed.append(context.execution_id)
+            outcome.skipped.extend(skipped)
+            return
+        outcome.repeats += 1
+        outcome.skipped.append(f"{label}: already resumed (its callbacks were completed)")
+        self._resume(context.execution_id, [], event, [], recovering=True)
+
     def _resume(
         self,
         execution_id: str,
@@ -759,12 +786,14 @@ class Router:
         skipped: list[str],
         label: str = "",
         recovering: bool = False,
-    ) -> None:
+    ) -> int:
         """Complete the callbacks with the event, then wake the execution: one run here, or their
         messages. `recovering`: a redelivery finishing a claim, whose claimer may have died after
-        completing them and before the execution ran, so it is woken whatever the completions say."""
+        completing them and before the execution ran, so it is woken whatever the completions say.
+        Returns how many callbacks this call completed."""
         record: ExecutionRecord | None = None
         results: dict[str, ExternalInput] = {}
+        completed = 0
         inline = self._runs_inline()
         for callback_id in callback_ids:
             try:
@@ -775,12 +804,14 @@ class Router:
                 skipped.append(f"{label}: {error}")
                 continue
             record = sent.record
+            completed += 1
             if sent.result is not None:
                 results[callback_id] = sent.result
         if inline and (record is not None or recovering):
             self._run(execution_id, Known(record, callback_results=results, no_inputs=True))
         elif recovering:  # the completions sent no message: one wakes it
             self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
+        return completed
 
     def _runs_inline(self) -> bool:
         """Whether a context this event starts or resumes runs here: in the worker, while the invocation

@@ -546,7 +546,8 @@ class ContextRecord:
     created_at: float = 0.0
     updated_at: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
-    # node id -> {"event": name, "callbackId": id}
+    # node id -> {"event": name, "callbackId": id}, and "once": "true" when an event resuming it can
+    # never find another wait for its name open in the context (Definition.resumes_once)
     waiting: dict[str, dict[str, str]] = field(default_factory=dict)
     trigger_event_id: str | None = None
     error: dict[str, Any] | None = None
@@ -562,6 +563,12 @@ class ContextRecord:
             for node_id, wait in sorted(self.waiting.items())
             if wait.get("event") == event_name
         ]
+
+    def resumed_once(self, event_name: str) -> bool:
+        """Whether every wait on `event_name` is resumed once (see `waiting`): the router then completes
+        their callbacks with no record of the resume, since no other wait can take the event later."""
+        waits = [wait for wait in self.waiting.values() if wait.get("event") == event_name]
+        return bool(waits) and all(wait.get("once") == "true" for wait in waits)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -580,6 +587,20 @@ class ContextRecord:
             "triggerEventId": self.trigger_event_id,
             "error": self.error,
         }
+
+
+def _wait(event_name: str, callback_id: str, once: bool) -> dict[str, str]:
+    """A `ContextRecord.waiting` entry."""
+    wait = {"event": event_name, "callbackId": callback_id}
+    return {**wait, "once": "true"} if once else wait
+
+
+def _wait_attribute(wait: Mapping[str, str]) -> dict[str, Any]:
+    """A `waiting` entry as the item's `wt` map holds it."""
+    attribute: dict[str, Any] = {"e": {"S": wait["event"]}, "cb": {"S": wait["callbackId"]}}
+    if wait.get("once") == "true":
+        attribute["o"] = {"BOOL": True}
+    return {"M": attribute}
 
 
 def _check_context_ids(
@@ -625,9 +646,16 @@ class ContextStore(Protocol):
     ) -> Page[ContextRecord]: ...
 
     def set_waiting(
-        self, record: ContextRecord, node_id: str, event_name: str, callback_id: str, data: Mapping[str, Any]
+        self,
+        record: ContextRecord,
+        node_id: str,
+        event_name: str,
+        callback_id: str,
+        data: Mapping[str, Any],
+        once: bool = False,
     ) -> bool:
-        """Record that the context waits for `event_name` at `node_id` (and its data). False if gone."""
+        """Record that the context waits for `event_name` at `node_id` (and its data); `once`: see
+        ContextRecord.waiting. False if gone."""
         ...
 
     def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool: ...
@@ -739,10 +767,16 @@ class MemoryContextStore:
             return True
 
     def set_waiting(
-        self, record: ContextRecord, node_id: str, event_name: str, callback_id: str, data: Mapping[str, Any]
+        self,
+        record: ContextRecord,
+        node_id: str,
+        event_name: str,
+        callback_id: str,
+        data: Mapping[str, Any],
+        once: bool = False,
     ) -> bool:
         def change(current: ContextRecord) -> bool:
-            current.waiting[node_id] = {"event": event_name, "callbackId": callback_id}
+            current.waiting[node_id] = _wait(event_name, callback_id, once)
             current.data = copy.deepcopy(dict(data))
             return True
 
@@ -815,12 +849,7 @@ class DynamoDbContextStore:
                 "ver": {"N": str(record.version)},
                 "eid": {"S": record.execution_id},
                 "dt": _json(record.data),
-                "wt": {
-                    "M": {
-                        node_id: {"M": {"e": {"S": wait["event"]}, "cb": {"S": wait["callbackId"]}}}
-                        for node_id, wait in record.waiting.items()
-                    }
-                },
+                "wt": {"M": {node_id: _wait_attribute(wait) for node_id, wait in record.waiting.items()}},
             }
         )
         if record.trigger_event_id is not None:
@@ -845,7 +874,9 @@ class DynamoDbContextStore:
             updated_at=float(item["updatedAt"]["N"]),
             data=json.loads(item["dt"]["S"]) if "dt" in item else {},
             waiting={
-                node_id: {"event": wait["M"]["e"]["S"], "callbackId": wait["M"]["cb"]["S"]}
+                node_id: _wait(
+                    wait["M"]["e"]["S"], wait["M"]["cb"]["S"], wait["M"].get("o", {}).get("BOOL", False)
+                )
                 for node_id, wait in waits.items()
             },
             trigger_event_id=item["tev"]["S"] if "tev" in item else None,
@@ -985,14 +1016,17 @@ class DynamoDbContextStore:
         return True
 
     def set_waiting(
-        self, record: ContextRecord, node_id: str, event_name: str, callback_id: str, data: Mapping[str, Any]
+        self,
+        record: ContextRecord,
+        node_id: str,
+        event_name: str,
+        callback_id: str,
+        data: Mapping[str, Any],
+        once: bool = False,
     ) -> bool:
+        wait = _wait_attribute(_wait(event_name, callback_id, once))
         return self._update(
-            record,
-            "SET wt.#n = :w, dt = :dt",
-            {"#n": node_id},
-            {":w": {"M": {"e": {"S": event_name}, "cb": {"S": callback_id}}}, ":dt": _json(dict(data))},
-            "",
+            record, "SET wt.#n = :w, dt = :dt", {"#n": node_id}, {":w": wait, ":dt": _json(dict(data))}, ""
         )
 
     def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool:
