@@ -394,6 +394,26 @@ def test_a_chain_that_fans_out_stops_at_its_budget_of_starts(
     assert len(bus.entries) == 2 * (3 + 9 + 9)
 
 
+def test_a_redelivered_chain_event_neither_counts_again_nor_fails_its_context(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(router_module, "CHAIN_STARTS_PER_DAY", 1)
+    router = chained_bus(h).router
+    event = bus_event(ENGINE_EVENT_SOURCE, ATTACKER, "signed_up", "u5")
+    event["detail"].update({EVENT_DEPTH_KEY: 1, EVENT_CHAIN_KEY: "root-1"})
+    assert len(router.process_event(event).started) == 1  # the chain's one start: its budget is spent
+    h.local.run_until_idle()
+
+    again = router.process_event(event)
+    h.local.run_until_idle()
+    assert again.status == "duplicate" and again.started == []
+    [context] = h.runtime.contexts.get_contexts(ATTACKER, "journey", "u5")
+    assert context.status == "RUNNING" and context.error is None and h.status(context) == "RUNNING"
+    other = dict(event, id="another", detail={**event["detail"], "subjectId": "u6"})
+    refused = router.process_event(other)  # a new start of that chain is refused
+    assert refused.started == [] and "started 1 contexts today" in refused.skipped[0]
+
+
 def test_a_context_resumed_by_a_deep_event_emits_deeper_ones(h: Harness) -> None:
     bus = chained_bus(h)
     relay = journey("relay")

@@ -638,16 +638,18 @@ class Router:
                         f"{other.instance_id!r} (policy single)"
                     )
                     return
-        if event.depth and not self._chain_may_start(event):
+        # False on a redelivery: the start below is idempotent too, and makes a start that died in between.
+        repeated = not contexts.create_context(record)
+        # A chain's start is counted once, by the delivery that made its context (a redelivery must not
+        # fail a context an earlier delivery started).
+        if event.depth and not repeated and not self._chain_may_start(event):
             reason = (
                 f"node {trigger_id!r} (trigger): the chain of definitions' events that began with event "
                 f"{event.chain!r} started {CHAIN_STARTS_PER_DAY} contexts today, the most allowed "
                 "(a definition whose events start contexts that emit more of them)"
             )
-            self._fail_start(stored, event, reason, EventChainLimitExceeded(reason), outcome)
+            self._fail_start(stored, event, reason, EventChainLimitExceeded(reason), outcome, repeated)
             return
-        # False on a redelivery: the start below is idempotent too, and makes a start that died in between.
-        repeated = not contexts.create_context(record)
         start_input = {
             "domain": event.domain,
             "workflowId": stored.workflow_id,
@@ -685,8 +687,9 @@ class Router:
         self._run(execution.execution_id, Known(execution, fresh=created))
 
     def _chain_may_start(self, event: ExtractedEvent) -> bool:
-        """Count a start against the budget of the event's chain (a redelivered event counts again: the
-        budget bounds a runaway chain, it is not an exact count)."""
+        """Count a start against the budget of the event's chain (a delivery that dies between making the
+        context and its start leaves the start uncounted: the budget bounds a runaway chain, it is not an
+        exact count)."""
         period = int(self.runtime.clock.now() // CHAIN_BUDGET_PERIOD_SECONDS)
         key = f"chain#{event.domain}#{_digest(event.chain)}#{period}"
         expires_at = (period + 2) * CHAIN_BUDGET_PERIOD_SECONDS
