@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 from typing import Any
@@ -166,3 +167,29 @@ def test_the_deployed_runtime_knows_its_worker_as_an_own_function(monkeypatch: p
     }.items():
         monkeypatch.setenv(name, value)
     assert runtime_from_env(dynamodb=object()).own_functions == frozenset({"sw-worker"})
+
+
+def test_put_event_stamps_the_chain_as_the_router_takes_it() -> None:
+    """The chain is the outside event's id, or its digest when that is no id the router takes (longer than
+    256 characters, or with control characters)."""
+    sent: list[dict[str, Any]] = []
+
+    class Bus:
+        def put_events(self, **kwargs: Any) -> dict[str, Any]:
+            sent.append(json.loads(kwargs["Entries"][0]["Detail"]))
+            return {"FailedEntryCount": 0, "Entries": [{"EventId": "e1"}]}
+
+    def emit(chain: str) -> None:
+        emitting = dataclasses.replace(context(lambda s: Bus(), bus="bus"), event_chain=chain, event_depth=2)
+        put_event({"detailType": "x", "detail": {}}, emitting)
+
+    for chain in ("evt-1", "a" * 256, "a" * 257, "line\nbreak", ""):
+        emit(chain)
+    long_digest = hashlib.sha256(("a" * 257).encode()).hexdigest()
+    assert [(detail["stepwellChain"], detail["stepwellDepth"]) for detail in sent] == [
+        ("evt-1", 3),
+        ("a" * 256, 3),
+        (long_digest, 3),
+        (hashlib.sha256(b"line\nbreak").hexdigest(), 3),
+        ("i1", 3),  # no chain known: the context's own instance id
+    ]

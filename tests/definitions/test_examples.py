@@ -18,7 +18,7 @@ from stepwell.definitions.actions import ActionContext
 from stepwell.definitions.store import DynamoDbContextStore, DynamoDbDefinitionStore, DynamoDbEventLog
 from stepwell.definitions.validation import parse_definition
 
-from .harness import Harness
+from .harness import Harness, envelope
 from .test_store import REGION, SUBJECT_INDEX, create_tables
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "definitions"
@@ -154,3 +154,23 @@ def test_bad_order_amount_fails_that_context_only(harness: Harness) -> None:
     harness.send("order.shipped", "good")
     assert harness.context("order-fulfilment", "bad").status == "FAILED"
     assert harness.context("order-fulfilment", "good").status == "SUCCEEDED"
+
+
+def test_an_event_whose_id_or_name_no_store_takes_is_rejected_naming_it(onboarding: Harness) -> None:
+    """JSON's "\\ud800" is a lone surrogate, which UTF-8 cannot encode: on DynamoDB it made the event fail
+    (and go to the DLQ) instead of being rejected with the reason."""
+    bad_id = onboarding.router.process_event(
+        envelope("user.signed_up", "u1", {"email": "a@x.io"}, event_id="\ud800x")
+    )
+    bad_name = onboarding.router.process_event(envelope("user.\udfff", "u1", {"email": "a@x.io"}))
+    assert (bad_id.status, bad_name.status) == ("rejected", "rejected")
+    assert (
+        bad_id.reason
+        == "extractor failed: the event's id holds a lone surrogate at character 0; it must be UTF-8 text"
+    )
+    assert bad_name.reason == (
+        "extractor failed: the event's name holds a lone surrogate at character 5; it must be UTF-8 text"
+    )
+    rejected = {entry["eventId"]: entry["reason"] for entry in onboarding.runtime.events.list_rejected()}
+    assert rejected[bad_id.event_id] == bad_id.reason and "\ud800" not in bad_id.event_id
+    assert onboarding.runtime.contexts.get_contexts("acme", "onboarding", "u1") == []

@@ -29,8 +29,10 @@ policy (mapped to the SDK's step retry strategy).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -62,8 +64,10 @@ RESERVED_DETAIL_TYPE_PREFIX = "stepwell."
 # d emits events of depth d + 1.
 EVENT_DEPTH_KEY = "stepwellDepth"
 MAX_EVENT_DEPTH = 8
-# Where put_event stamps the id of the outside event its chain began with.
+# Where put_event stamps the id of the outside event its chain began with, and what such an id may be (a
+# longer one, or one with control characters, is stamped as its digest).
 EVENT_CHAIN_KEY = "stepwellChain"
+CHAIN_ID = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
 HTTP = "stepwell.http"
 INVOKE_LAMBDA = "stepwell.invoke_lambda"
 HTTP_DEFAULT_MAX_BYTES = 1024 * 1024
@@ -225,7 +229,10 @@ def put_event(inputs: dict[str, Any], context: ActionContext) -> Any:
         )
     detail = _stamped_detail(inputs.get("detail", {}), context.domain)
     detail[EVENT_DEPTH_KEY] = depth
-    detail[EVENT_CHAIN_KEY] = context.event_chain or context.instance_id
+    chain = context.event_chain or context.instance_id
+    detail[EVENT_CHAIN_KEY] = (
+        chain if CHAIN_ID.fullmatch(chain) else hashlib.sha256(chain.encode()).hexdigest()
+    )
     source = inputs.get("source", ENGINE_EVENT_SOURCE)
     if source != ENGINE_EVENT_SOURCE:
         raise PermanentActionError(

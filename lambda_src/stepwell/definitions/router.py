@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stepwell.definitions.actions import (
+    CHAIN_ID,
     ENGINE_EVENT_SOURCE,
     EVENT_CHAIN_KEY,
     EVENT_DEPTH_KEY,
@@ -90,7 +91,6 @@ INLINE_RUN_MIN_SECONDS = 60.0
 # events per generation would start k**8 contexts within the depth).
 CHAIN_STARTS_PER_DAY = 1000
 CHAIN_BUDGET_PERIOD_SECONDS = 86400
-_CHAIN_ID = re.compile(r"^[^\x00-\x1f]{1,256}$")
 
 
 class ExtractorError(ValueError):
@@ -202,7 +202,7 @@ def _event_chain(event: Mapping[str, Any], event_id: str) -> tuple[int, str] | s
             f"an event a definition emitted is {shown} definitions deep (detail.{EVENT_DEPTH_KEY}); "
             f"a whole number from 1 to {MAX_EVENT_DEPTH} is allowed"
         )
-    if not isinstance(chain, str) or not _CHAIN_ID.match(chain):
+    if not isinstance(chain, str) or not CHAIN_ID.fullmatch(chain):
         return (
             f"an event a definition emitted names no chain (detail.{EVENT_CHAIN_KEY} is a "
             f"{type(chain).__name__}); 1-256 printable characters are allowed"
@@ -313,6 +313,15 @@ def default_extractor(paths: Mapping[str, Any] | None = None) -> Extractor:
     return PathExtractor(paths) if paths else PathExtractor.from_env()
 
 
+def _lone_surrogate(text: str) -> int | None:
+    """Where `text` holds a lone surrogate (which UTF-8 cannot encode), or None."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
 def _normalize(
     raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str, domain: str | None = None
 ) -> ExtractedEvent:
@@ -352,6 +361,12 @@ def _normalize(
     event_id = values.get("id")
     if event_id is None or event_id == "":
         event_id = fallback_id
+    for key, text in (("name", values["name"]), ("id", str(event_id))):
+        at = _lone_surrogate(text)
+        if at is not None:  # JSON's "\ud800": no store or digest takes it
+            raise ExtractorError(
+                f"the event's {key} holds a lone surrogate at character {at}; it must be UTF-8 text"
+            )
     return ExtractedEvent(
         domain=values["domain"],
         subject_id=values["subject"],
@@ -490,7 +505,9 @@ class Router:
 
     def _process(self, event: Mapping[str, Any], domain: str | None) -> EventOutcome:
         raw_id = event.get("id") if isinstance(event, Mapping) else None
-        fallback_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else uuid.uuid4().hex
+        fallback_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else ""
+        if not fallback_id or _lone_surrogate(fallback_id) is not None:  # no id, or one no store takes
+            fallback_id = uuid.uuid4().hex
         if not isinstance(event, Mapping):
             return self._reject(
                 fallback_id, f"an event must be a JSON object, got {type(event).__name__}", None
