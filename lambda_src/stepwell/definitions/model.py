@@ -217,22 +217,21 @@ class Definition:
 
     def _after_event(self, node_id: str) -> set[str]:
         """The nodes a context may reach after the wait at `node_id` received its event."""
-        seen: set[str] = set()
-        stack = [edge.target for edge in self.outgoing.get(node_id, []) if edge.branch == "event"]
-        while stack:
-            current = stack.pop()
-            if current not in seen:
-                seen.add(current)
-                stack.extend(edge.target for edge in self.outgoing.get(current, []))
-        return seen
+        return self._reachable(
+            [edge.target for edge in self.outgoing.get(node_id, []) if edge.branch == "event"]
+        )
 
     def between(self, parallel_id: str, join_id: str) -> set[str]:
         """The nodes of a parallel node's branches, up to its join."""
+        return self._reachable([edge.target for edge in self.outgoing.get(parallel_id, [])], stop=join_id)
+
+    def _reachable(self, starts: list[str], stop: str | None = None) -> set[str]:
+        """`starts` and every node reachable from them along edges, never entering `stop`."""
         seen: set[str] = set()
-        stack = [edge.target for edge in self.outgoing.get(parallel_id, [])]
+        stack = list(starts)
         while stack:
             current = stack.pop()
-            if current in seen or current == join_id:
+            if current in seen or current == stop:
                 continue
             seen.add(current)
             stack.extend(edge.target for edge in self.outgoing.get(current, []))
