@@ -60,6 +60,7 @@ from stepwell.model import (
     Page,
     child_execution_id,
     kept_on_callback,
+    lone_surrogate_at,
     tag_key_problem,
     tag_value_problem,
 )
@@ -815,13 +816,12 @@ class Engine:
         if not isinstance(callback_id, str) or not callback_id:
             raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
         text = json.dumps(dict(error), ensure_ascii=False) if error else payload or ""
-        try:
-            text.encode()
-        except UnicodeEncodeError as problem:  # a lone surrogate, e.g. from the JSON escape "\\ud800"
+        at = lone_surrogate_at(text)
+        if at is not None:
             raise InvalidArgument(
                 f"callback {'error' if error else 'result'} must be UTF-8 text, got a lone surrogate at "
-                f"character {problem.start}: {text[max(0, problem.start - 20) : problem.end + 20]!r}"
-            ) from None
+                f"character {at}: {text[max(0, at - 20) : at + 21]!r}"
+            )
         size = len((payload or "").encode()) + (len(json.dumps(dict(error)).encode()) if error else 0)
         if size <= min(SMALL_CALLBACK_RESULT_BYTES, self.inline_limit):
             # A small result needs no object, so it is written without reading the record first: the

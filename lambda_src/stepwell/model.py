@@ -72,6 +72,16 @@ def context_key(domain: str, workflow_id: str, subject_id: str) -> str:
     return f"{domain}#{workflow_id}#{subject_id}"
 
 
+def lone_surrogate_at(text: str) -> int | None:
+    """Where `text` holds a lone surrogate (JSON's "\\ud800", which UTF-8 and so no store can encode), or
+    None."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
 def make_execution_id(domain: str, workflow_id: str, subject_id: str, instance_id: str) -> str:
     return f"{context_key(domain, workflow_id, subject_id)}/{instance_id}"
 

@@ -66,7 +66,7 @@ from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow,
 from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
-from stepwell.model import ExecutionRecord, ExternalInput, InvokeMessage, make_execution_id
+from stepwell.model import ExecutionRecord, ExternalInput, InvokeMessage, lone_surrogate_at, make_execution_id
 from stepwell.worker import InvocationContext, Known, Worker
 
 logger = logging.getLogger("stepwell.definitions.router")
@@ -313,15 +313,6 @@ def default_extractor(paths: Mapping[str, Any] | None = None) -> Extractor:
     return PathExtractor(paths) if paths else PathExtractor.from_env()
 
 
-def _lone_surrogate(text: str) -> int | None:
-    """Where `text` holds a lone surrogate (which UTF-8 cannot encode), or None."""
-    try:
-        text.encode()
-    except UnicodeEncodeError as error:
-        return error.start
-    return None
-
-
 def _normalize(
     raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str, domain: str | None = None
 ) -> ExtractedEvent:
@@ -362,7 +353,7 @@ def _normalize(
     if event_id is None or event_id == "":
         event_id = fallback_id
     for key, text in (("name", values["name"]), ("id", str(event_id))):
-        at = _lone_surrogate(text)
+        at = lone_surrogate_at(text)
         if at is not None:  # JSON's "\ud800": no store or digest takes it
             raise ExtractorError(
                 f"the event's {key} holds a lone surrogate at character {at}; it must be UTF-8 text"
@@ -506,7 +497,7 @@ class Router:
     def _process(self, event: Mapping[str, Any], domain: str | None) -> EventOutcome:
         raw_id = event.get("id") if isinstance(event, Mapping) else None
         fallback_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else ""
-        if not fallback_id or _lone_surrogate(fallback_id) is not None:  # no id, or one no store takes
+        if not fallback_id or lone_surrogate_at(fallback_id) is not None:  # no id, or one no store takes
             fallback_id = uuid.uuid4().hex
         if not isinstance(event, Mapping):
             return self._reject(
