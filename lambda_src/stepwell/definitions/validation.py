@@ -230,13 +230,10 @@ def _far_constant_untils(definition: Definition, now: float) -> list[str]:
     errors = []
     for node in definition.nodes.values():
         until = node.until
-        if node.type != "wait" or until is None or until.paths():
+        if node.type != "wait" or until is None:
             continue
-        try:
-            at = parse_instant(until.evaluate({}))
-        except (ExpressionError, ValueError):
-            continue  # parse_definition's checks: it fails when the node runs, naming the node
-        if at - now > MAX_WAIT_SECONDS:
+        at = _constant_instant(until)  # no ValueError: parse_definition refused such an `until`
+        if at is not None and at - now > MAX_WAIT_SECONDS:
             errors.append(
                 f"node {node.id!r} (wait): 'until' {until.text!r} is more than 366 days ahead; a wait "
                 "lasts at most 366 days"
@@ -518,17 +515,24 @@ def _check_constant_detail_type(label: str, detail_type: object, errors: list[st
 def _check_constant_until(label: str, until: object, errors: list[str]) -> None:
     """A wait's `until` that reads no data is the same time on every run: one that is not a time fails
     here rather than in every context that reaches it. (How far ahead it lies depends on when the node
-    runs: checked then.)"""
+    runs: checked then, and when the definition is stored, _far_constant_untils.)"""
+    try:
+        _constant_instant(until)
+    except ValueError as error:
+        errors.append(f"{label}: 'until' {error}")
+
+
+def _constant_instant(until: object) -> float | None:
+    """The epoch seconds of an `until` that reads no data; None for one that reads data or fails to
+    evaluate (it fails the same way when the node runs, naming the node). ValueError naming the value
+    when it gives no time."""
     if not isinstance(until, Expression) or until.paths():
-        return
+        return None
     try:
         value = until.evaluate({})
     except ExpressionError:
-        return  # fails the same way when the node runs, naming the node
-    try:
-        parse_instant(value)
-    except ValueError as error:
-        errors.append(f"{label}: 'until' {error}")
+        return None
+    return parse_instant(value)
 
 
 def _parse_retry(label: str, raw: object, errors: list[str]) -> RetryPolicy | None:
