@@ -115,6 +115,14 @@ def h() -> Harness:
     return harness
 
 
+def wired_bus(h: Harness, rules: Mapping[str, Any] | None = None) -> FakeBus:
+    """The bus the definitions' actions put events on, routed by a router with `rules` (default: trusting
+    the engine's own events, as the module configures it, and the tests' source for the attacker)."""
+    bus = FakeBus(h, tenant_router(h, rules or {ENGINE_EVENT_SOURCE: ["*"], "tests": [ATTACKER]}))
+    h.runtime.clients, h.runtime.event_bus_name = (lambda service: bus), BUS
+    return bus
+
+
 def victim_state(h: Harness) -> list[Any]:
     """Everything of the victim an attack could change: its contexts, their executions and histories,
     and its definitions."""
@@ -194,9 +202,8 @@ def test_no_event_sources_means_no_bus_event_is_accepted(h: Harness) -> None:
 def test_put_event_from_a_definition_cannot_name_another_tenant(
     h: Harness, inputs: dict[str, Any], refusal: str
 ) -> None:
-    router = tenant_router(h, {ENGINE_EVENT_SOURCE: ["*"], "tests": [ATTACKER]})
-    bus = FakeBus(h, router)
-    h.runtime.clients, h.runtime.event_bus_name = (lambda service: bus), BUS
+    bus = wired_bus(h)
+    router = bus.router
     h.put(emitter(inputs), domain=ATTACKER)
     before = victim_state(h)
 
@@ -211,9 +218,8 @@ def test_put_event_from_a_definition_cannot_name_another_tenant(
 
 
 def test_put_event_reaches_its_own_domain_only(h: Harness) -> None:
-    router = tenant_router(h, {ENGINE_EVENT_SOURCE: ["*"], "tests": [ATTACKER]})
-    bus = FakeBus(h, router)
-    h.runtime.clients, h.runtime.event_bus_name = (lambda service: bus), BUS
+    bus = wired_bus(h)
+    router = bus.router
     # No domain given: the engine stamps the emitting context's own.
     h.put(emitter({"detailType": "'activated'", "detail": {"subjectId": "u1"}}), domain=ATTACKER)
     before = victim_state(h)
@@ -285,9 +291,7 @@ def test_bad_event_sources_are_refused_with_the_value_and_the_rule(
 
 
 def test_the_cli_puts_an_event_on_the_bus_with_the_source_it_is_given(h: Harness) -> None:
-    router = tenant_router(h, {"com.attacker": [ATTACKER]})
-    bus = FakeBus(h, router)
-    h.runtime.clients, h.runtime.event_bus_name = (lambda service: bus), BUS
+    bus = wired_bus(h, {"com.attacker": [ATTACKER]})
     service = DefinitionsService(h.local.engine, h.runtime, h.router)
     before = victim_state(h)
     for domain in (VICTIM, ATTACKER):
@@ -303,13 +307,6 @@ def test_the_cli_puts_an_event_on_the_bus_with_the_source_it_is_given(h: Harness
     assert victim_state(h) == before
     [resumed] = h.runtime.contexts.get_contexts(ATTACKER, "journey", "u1")
     assert h.status(resumed) == "SUCCEEDED"
-
-
-def chained_bus(h: Harness) -> FakeBus:
-    """The bus, with the router trusting the engine's own events (as the module configures it)."""
-    bus = FakeBus(h, tenant_router(h, {ENGINE_EVENT_SOURCE: ["*"], "tests": [ATTACKER]}))
-    h.runtime.clients, h.runtime.event_bus_name = (lambda service: bus), BUS
-    return bus
 
 
 def looping_emitter(fan_out: int) -> dict[str, Any]:
@@ -343,7 +340,7 @@ def test_a_definition_that_triggers_itself_stops_at_the_chains_depth(
     depth_limit = 4
     monkeypatch.setattr(actions, "MAX_EVENT_DEPTH", depth_limit)
     monkeypatch.setattr(router_module, "MAX_EVENT_DEPTH", depth_limit)
-    bus = chained_bus(h)
+    bus = wired_bus(h)
     h.put(looping_emitter(2), domain=ATTACKER)
     before = victim_state(h)
 
@@ -368,7 +365,7 @@ def test_a_chain_that_fans_out_stops_at_its_budget_of_starts(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(router_module, "CHAIN_STARTS_PER_DAY", 6)
-    bus = chained_bus(h)
+    bus = wired_bus(h)
     h.put(looping_emitter(3), domain=ATTACKER)
     before = victim_state(h)
 
@@ -398,7 +395,7 @@ def test_a_redelivered_chain_event_neither_counts_again_nor_fails_its_context(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(router_module, "CHAIN_STARTS_PER_DAY", 1)
-    router = chained_bus(h).router
+    router = wired_bus(h).router
     event = bus_event(ENGINE_EVENT_SOURCE, ATTACKER, "signed_up", "u5")
     event["detail"].update({EVENT_DEPTH_KEY: 1, EVENT_CHAIN_KEY: "root-1"})
     assert len(router.process_event(event).started) == 1  # the chain's one start: its budget is spent
@@ -415,7 +412,7 @@ def test_a_redelivered_chain_event_neither_counts_again_nor_fails_its_context(
 
 
 def test_a_context_resumed_by_a_deep_event_emits_deeper_ones(h: Harness) -> None:
-    bus = chained_bus(h)
+    bus = wired_bus(h)
     relay = journey("relay")
     relay["nodes"].insert(
         2,
@@ -451,7 +448,7 @@ def test_a_context_resumed_by_a_deep_event_emits_deeper_ones(h: Harness) -> None
 def test_the_router_refuses_an_engine_event_deeper_than_allowed_or_badly_stamped(
     h: Harness, stamp: Any, shown: str
 ) -> None:
-    router = chained_bus(h).router
+    router = wired_bus(h).router
     before = victim_state(h)
     forged = bus_event(ENGINE_EVENT_SOURCE, ATTACKER, "signed_up", "u8")
     forged["detail"][EVENT_DEPTH_KEY] = stamp
