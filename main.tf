@@ -55,6 +55,7 @@ module "scheduler" {
   name                       = var.name
   tags                       = var.tags
   work_queue_arn             = module.messaging.work_queue_arn
+  wake_function_arn          = module.engine.wake_function_arn
   dead_letter_queue_arn      = module.messaging.dlq_arn
   event_bus_arn              = module.messaging.event_bus_arn
   kms_key_arn                = var.kms_key_arn

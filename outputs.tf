@@ -20,6 +20,7 @@ output "client_config" {
     payload_bucket       = module.payloads.bucket_name
     worker_function_name = module.engine.function_name
     worker_alias         = module.engine.alias_name
+    wake_function_arn    = module.engine.wake_function_arn
     callback_url         = var.callback_urls ? module.callback_urls[0].function_url : null
   }, null)
 }

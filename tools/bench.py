@@ -683,10 +683,30 @@ class MotoStack:
         earliest = min(schedules, key=at)
         self.clock.advance_to(at(earliest))
         self.modelled.scheduler_invocations += 1
-        self.modelled.scheduler_sends += 1
-        self.sqs.send_message(QueueUrl=self.config.work_queue_url, MessageBody=earliest["Target"]["Input"])
+        target = earliest["Target"]
+        if target["Arn"] == self.config.wake_function_arn:
+            # An asynchronous invocation of the worker's alias: one Lambda invocation, no SQS request.
+            self._invoke_async(json.loads(target["Input"]))
+        else:
+            self.modelled.scheduler_sends += 1
+            self.sqs.send_message(QueueUrl=self.config.work_queue_url, MessageBody=target["Input"])
         self.scheduler.delete_schedule(Name=earliest["Name"], GroupName=group)  # ActionAfterCompletion=DELETE
         return True
+
+    def _invoke_async(self, payload: Any) -> None:
+        from stepwell.testing.async_invoke import handler_error, invoke_asynchronously
+
+        def run(event: Any) -> dict[str, Any] | None:
+            self.modelled.lambda_invocations += 1
+            try:
+                self.runtime.handle_event(event, None)
+            except Exception as error:
+                return handler_error(error)
+            return None
+
+        outcome = invoke_asynchronously(run, payload, self.config.wake_function_arn)
+        if outcome.error is not None:
+            raise RuntimeError(f"the worker failed a direct wake-up {payload}: {outcome.error}")
 
 
 @contextlib.contextmanager

@@ -7,9 +7,12 @@
 The run: moto's server (stepwell.testing.moto_server) holds the module's resources
 (stepwell.testing.mock_deployment); several worker PROCESSES each play the SQS event source mapping
 (receive up to 10 messages, hand them shuffled to `stepwell.entry.EntryRuntime.handle_event`, delete the
-successes; the rest come back after the visibility timeout) on one virtual clock the parent keeps in a
-file. The parent starts the executions (`tools/chaos_workflows.py`; every seventh is a definitions context:
-a `chaos.begin` bus event starts it, a `chaos.next` event a few seconds later resumes it), completes
+successes; the rest come back after the visibility timeout) and Lambda's asynchronous invocations (the
+one-time wake-up schedules invoke the worker's alias: each invocation waits in a queue of its own, as in
+Lambda, is run at least once, run again after a failure or a kill up to 3 attempts, and then sent to the
+work queue as its on-failure destination record) on one virtual clock the parent keeps in a file.
+The parent starts the executions (`tools/chaos_workflows.py`; every seventh is a definitions context: a
+`chaos.begin` bus event starts it, a `chaos.next` event a few seconds later resumes it), completes
 callbacks from a concurrent sender (each one twice: the second must be refused), fires due Scheduler
 schedules, skips the clock to the next one, sends a `{"kind": "reconcile"}` message every few seconds, and
 plays the operator the DLQ's alarm calls: what the DLQ holds (a message whose every receive met a fault or
@@ -83,6 +86,9 @@ STORE_MARGIN_SECONDS = 2.0  # how often the parent looks at which executions end
 # The clock skips to the next schedule at most this often, so short SQS delays still pass in real time.
 CLOCK_SKIP_EVERY_SECONDS = 2.0
 MODULE_MAX_RECEIVE_COUNT = 5  # variables.tf's max_receive_count default
+# Lambda runs an asynchronous invocation at most this often (the module's maximum_retry_attempts 2 + 1).
+ASYNC_ATTEMPTS = 3
+ASYNC_QUEUE_FILE = "async_queue_url"
 CALLBACK_SENDER_DELAY_SECONDS = (0.0, 1.0)
 # Terminal history events: an operation may have at most one.
 TERMINAL_SUFFIXES = ("Succeeded", "Failed", "TimedOut", "Stopped", "Cancelled")
@@ -176,6 +182,7 @@ def worker_process(workdir: Path) -> None:
     from stepwell.logs import install_json_logging
     from stepwell.metrics import EmfMetrics
     from stepwell.registry import Registry
+    from stepwell.testing.async_invoke import destination_record
     from stepwell.testing.faults import FaultInjector, SqsDuplicator
 
     settings = Settings(**json.loads((workdir / "settings.json").read_text()))
@@ -237,31 +244,79 @@ def worker_process(workdir: Path) -> None:
         poller.send_message(QueueUrl=config.work_queue_url, MessageBody=body)
 
     chaos_workflows.TAKE_OVER = deliver_again
+    async_queue_url = (workdir / ASYNC_QUEUE_FILE).read_text()
     count = 0
+
+    def begin_invocation(messages: int, via: str) -> threading.Timer | None:
+        """Number the invocation, and arm the timer that kills a share of them while they run."""
+        nonlocal count
+        count += 1
+        chaos_workflows.INVOCATION = f"{pid}-{count}"
+        note({"invocation": chaos_workflows.INVOCATION, "messages": messages, "via": via})
+        if rng.random() < settings.kill_rate or (settings.kill_by is not None and count >= settings.kill_by):
+            timer = threading.Timer(rng.uniform(0.0, 0.25), die, args=("timer, mid-invocation",))
+            timer.daemon = True
+            timer.start()
+            return timer
+        return None
+
+    def end_invocation(timer: threading.Timer | None) -> None:
+        if timer is not None:
+            timer.cancel()
+            # The invocation ran faster than the timer: the worker dies now, before its work is acknowledged.
+            die("timer, after its invocation and before acknowledging it")
+
+    def to_destination(message: dict[str, Any], attempts: int, error: dict[str, Any]) -> None:
+        """Lambda's on-failure destination: the work queue gets the record, the invocation is done."""
+        envelope = json.loads(message["Body"])
+        record = destination_record(envelope["payload"], envelope["functionArn"], attempts, error)
+        poller.send_message(QueueUrl=config.work_queue_url, MessageBody=json.dumps(record))
+        poller.delete_message(QueueUrl=async_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        note({"invocation": f"{pid}-{count}", "destination": attempts})
+
+    def run_async_invocation() -> bool:
+        """One asynchronous invocation of the worker's alias, if one waits; False when none did."""
+        waiting = poller.receive_message(
+            QueueUrl=async_queue_url, MaxNumberOfMessages=1, AttributeNames=["ApproximateReceiveCount"]
+        ).get("Messages", [])
+        if not waiting:
+            return False
+        message = waiting[0]
+        attempt = int(message["Attributes"]["ApproximateReceiveCount"])
+        if attempt > ASYNC_ATTEMPTS:  # the last attempt's worker was killed
+            to_destination(message, ASYNC_ATTEMPTS, {"errorType": "Runtime.ExitError"})
+            return True
+        timer = begin_invocation(1, "async")
+        error = None
+        try:
+            runtime.handle_event(json.loads(message["Body"])["payload"], None)
+        except Exception as raised:
+            error = {"errorType": type(raised).__name__, "errorMessage": str(raised)}
+        end_invocation(timer)
+        if error is None:
+            poller.delete_message(QueueUrl=async_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        elif attempt >= ASYNC_ATTEMPTS:
+            to_destination(message, attempt, error)
+        # Otherwise Lambda runs it again later: here, after the visibility timeout.
+        note({"invocation": chaos_workflows.INVOCATION, "failed": 0 if error is None else 1})
+        return True
+
     while not (workdir / "stop").exists():
+        if run_async_invocation():
+            continue
         messages = poller.receive_message(
             QueueUrl=config.work_queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1
         ).get("Messages", [])
         if not messages:
             continue
         rng.shuffle(messages)
-        count += 1
-        chaos_workflows.INVOCATION = f"{pid}-{count}"
-        note({"invocation": chaos_workflows.INVOCATION, "messages": len(messages)})
-        timer = None
-        if rng.random() < settings.kill_rate or (settings.kill_by is not None and count >= settings.kill_by):
-            timer = threading.Timer(rng.uniform(0.0, 0.25), die, args=("timer, mid-invocation",))
-            timer.daemon = True
-            timer.start()
+        timer = begin_invocation(len(messages), "sqs")
         records = [
             {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"]}
             for m in messages
         ]
         answer = runtime.handle_event({"Records": records, "eventSource": "aws:sqs"}, None)
-        if timer is not None:
-            timer.cancel()
-            # The batch ran faster than the timer: the worker dies now, before its messages are done.
-            die("timer, after its batch and before acknowledging it")
+        end_invocation(timer)
         failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
@@ -397,11 +452,23 @@ def run(settings: Settings, workdir: Path) -> Report:
         virtual.advance_seconds(0)  # writes the file
         duplicating_sqs = boto3.client("sqs", region_name=REGION)
         SqsDuplicator(sqs, settings.max_extra_delay, settings.seed).attach(duplicating_sqs)
+        # Lambda's queue of asynchronous invocations (what a wake-up schedule's Scheduler invoke enters).
+        async_queue_url = sqs.create_queue(
+            QueueName="sw-chaos-async", Attributes={"VisibilityTimeout": str(settings.visibility_timeout)}
+        )["QueueUrl"]
+        (workdir / ASYNC_QUEUE_FILE).write_text(async_queue_url)
+
+        def invoke_async(function_arn: str, payload: bytes) -> None:
+            # At least once, as Lambda's asynchronous invocations are: sent twice like every message here.
+            body = {"functionArn": function_arn, "payload": json.loads(payload)}
+            duplicating_sqs.send_message(QueueUrl=async_queue_url, MessageBody=json.dumps(body))
 
         def factory(service: str) -> Any:
             return duplicating_sqs if service == "sqs" else boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
 
-        firer = SchedulerFirer(factory, group_name=config.schedule_group_name, clock=virtual)
+        firer = SchedulerFirer(
+            factory, group_name=config.schedule_group_name, clock=virtual, lambda_invoker=invoke_async
+        )
         registry = Registry()
         for name, handler in chaos_workflows.ALL_HANDLERS.items():
             registry.register(name, handler)
@@ -687,6 +754,10 @@ class Report:
     faults: Counter[str] = field(default_factory=Counter)
     fault_attempts: int = 0
     lags: list[float] = field(default_factory=list)  # seconds from a due time to the run
+    # Asynchronous invocations (direct wake-ups), and those whose attempts all failed or died: sent to the
+    # work queue.
+    async_invocations: int = 0
+    async_destinations: int = 0
 
     @property
     def failed_checks(self) -> list[str]:
@@ -829,6 +900,8 @@ def analyse(client: Any, data: RunData, workdir: Path) -> Report:
     report.invocations = sum(1 for record in invocations if "messages" in record)
     killed = {str(record["invocation"]) for record in invocations if "killed" in record}
     report.kills = Counter(str(record["killed"]) for record in invocations if "killed" in record)
+    report.async_invocations = sum(1 for record in invocations if record.get("via") == "async")
+    report.async_destinations = sum(1 for record in invocations if "destination" in record)
     explain_reruns(ledger, results, killed, report, data.jumps)
     for path in workdir.glob("faults-*.json"):
         saved = json.loads(path.read_text())
@@ -908,6 +981,11 @@ def render(report: Report) -> str:
         (
             "messages redriven from the DLQ (every receive of theirs met a fault or a kill)",
             f"{data.redriven:,}",
+        ),
+        (
+            "direct wake-ups: attempts (Scheduler's invokes of the worker's alias, each sent twice) / sent "
+            "to the work queue after 3 failed or killed attempts",
+            f"{report.async_invocations:,} / {report.async_destinations:,}",
         ),
     ]
     rerun_rows = [(cause, f"{count:,}") for cause, count in report.reruns.most_common()]

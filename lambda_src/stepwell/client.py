@@ -99,6 +99,7 @@ def build_engine(
         clock=engine_clock.now,
         kms_key_arn=config.kms_key_arn,
         dead_letter_arn=config.dlq_arn,
+        wake_function_arn=config.wake_function_arn,
     )
     functions = (
         LambdaFunctionVersions(clients.lambda_invoke, config.worker_function_name, config.worker_alias)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stepwell.errors import InvalidArgument
-from stepwell.invoke_targets import parse_function_arn
+from stepwell.invoke_targets import parse_function_arn, parse_target
 
 
 class ConfigError(ValueError):
@@ -38,6 +38,7 @@ _ENV_BY_CLIENT_KEY: dict[str, str] = {
     "schedule_group_name": "STEPWELL_SCHEDULE_GROUP",
     "scheduler_role_arn": "STEPWELL_SCHEDULER_ROLE_ARN",
     "payload_bucket": "STEPWELL_PAYLOAD_BUCKET",
+    "wake_function_arn": "STEPWELL_WAKE_FUNCTION_ARN",
 }
 
 # Settings that are JSON objects: client_config key -> environment variable of the worker Lambda.
@@ -83,6 +84,9 @@ class StepwellConfig:
     scheduler_role_arn: str = ""
     payload_bucket: str = ""
     worker_function_name: str = ""
+    # The worker alias's ARN: one-time wake-up schedules invoke it directly, with no SQS message ("" =
+    # they send to the work queue). Its asynchronous invoke config sends what fails there to the queue.
+    wake_function_arn: str = ""
     # The alias the work queue's mapping invokes (its version is the live code) and how many of the
     # newest versions the reconciler keeps whatever runs on them.
     worker_alias: str = DEFAULT_WORKER_ALIAS
@@ -118,6 +122,8 @@ class StepwellConfig:
             )
         if not self.worker_alias:
             raise ConfigError("worker_alias must name the worker function's alias (default 'live'), got ''")
+        if self.wake_function_arn:
+            _check_wake_function(self.wake_function_arn)
         for arn in self.invoke_functions:
             try:
                 parse_function_arn(arn)
@@ -241,6 +247,20 @@ class StepwellConfig:
         if self.region:
             env["AWS_REGION"] = self.region
         return {key: value for key, value in env.items() if value}
+
+
+def _check_wake_function(arn: str) -> None:
+    """The wake function is a qualified function ARN (the worker's alias): Scheduler targets need an ARN,
+    and the alias is what keeps wake-ups on the live code."""
+    try:
+        target = parse_target(arn)
+    except InvalidArgument:
+        target = None
+    if target is None or not target.partition or not target.qualifier:
+        raise ConfigError(
+            f"wake_function_arn (STEPWELL_WAKE_FUNCTION_ARN) must be a Lambda function ARN with an alias "
+            f"(arn:aws:lambda:REGION:ACCOUNT:function:NAME:ALIAS), got {arn!r}"
+        )
 
 
 def _parse_int(name: str, value: object) -> int:

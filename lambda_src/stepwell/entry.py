@@ -20,7 +20,10 @@ succeeds. Message bodies (docs/architecture.md):
   and never applied). Other events are domain events: the definitions router (stepwell.definitions)
   takes them when the deployment has a definitions table; without one, each is logged as rejected.
 
-A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way.
+A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way. One-time
+wake-up schedules invoke the worker's alias so (stepwell.timers); a direct invocation that raises is
+retried by Lambda and then sent to the work queue as an on-failure destination record ({"version":
+"1.0", "requestContext": {...}, "requestPayload": BODY, ...}): the queue's record is handled as BODY.
 
 Code versions (docs/engine.md): a message for an execution pinned to another version of the worker is
 run by that version. The records of a batch pinned elsewhere are grouped by version and sent with one
@@ -117,6 +120,35 @@ def decode_body(text: object) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidMessage(f"message body must be a JSON object, got {text[:200]!r}")
     return body
+
+
+# The keys of the record Lambda sends an asynchronous invocation's on-failure destination.
+_DESTINATION_KEYS = ("requestContext", "requestPayload", "responseContext")
+
+
+def is_destination_record(body: Mapping[str, Any]) -> bool:
+    return "kind" not in body and all(key in body for key in _DESTINATION_KEYS)
+
+
+def unwrap_destination_record(body: dict[str, Any]) -> dict[str, Any]:
+    """The invocation payload in an on-failure destination record (a direct wake-up whose runs all
+    failed, handed to the work queue to be retried there), or `body` itself when it is no such record."""
+    if not is_destination_record(body):
+        return body
+    payload = body["requestPayload"]
+    context = body["requestContext"]
+    condition = context.get("condition") if isinstance(context, Mapping) else None
+    if not isinstance(payload, dict) or is_destination_record(payload):
+        raise InvalidMessage(
+            "an on-failure destination record must carry the invocation's payload object (an engine "
+            f"message) as requestPayload, got {type(payload).__name__}"
+        )
+    logger.warning(
+        "a direct invocation (%s) reached the work queue after %s",
+        payload.get("kind"),
+        condition if isinstance(condition, str) else "its retries",
+    )
+    return payload
 
 
 def _message_id(record: object) -> str:
@@ -220,8 +252,13 @@ class EntryRuntime:
             try:
                 if not isinstance(record, Mapping):
                     raise InvalidMessage(f"SQS record must be an object, got {record!r}")
-                result = self.handle_body(decode_body(record.get("body")), context)
+                received = decode_body(record.get("body"))
+                body = unwrap_destination_record(received)
+                result = self.handle_body(body, context)
                 if result.action == "forward":
+                    if body is not received:
+                        # The pinned version gets the payload itself, whether or not it knows the wrapper.
+                        record = {**record, "body": json.dumps(body)}
                     version = str(result.details.get("version"))
                     if forwarded_from is None and self.engine.functions is not None:
                         pinned_elsewhere.setdefault(version, []).append(record)

@@ -1,12 +1,15 @@
-"""Wake-ups: an invoke message delivered to the work queue at (never before) a given time.
+"""Wake-ups: an invoke message delivered to the worker at (never before) a given time.
 
 Up to 900 s ahead, the message goes to SQS with DelaySeconds. Further ahead, a one-time EventBridge
-Scheduler schedule `at(...)` in the module's group sends it to the queue through the scheduler role and
-deletes itself afterwards. A wake-up Scheduler still cannot deliver after its (default) retries goes to
-the dead-letter queue `dead_letter_arn` (the module's DLQ: alarmed, redrivable) instead of being dropped.
-`at()` fires at minute granularity, so its time is rounded up to the next whole minute: a wake-up may come
-late by under a minute, never early. The message carries `dueAt`, and the entry re-schedules a message
-that still arrives early (see `is_early`).
+Scheduler schedule `at(...)` in the module's group delivers it through the scheduler role and deletes
+itself afterwards. It invokes the worker's alias directly (`wake_function_arn`), so the wake-up costs no
+SQS request; a run that fails there is retried by Lambda's asynchronous invocation and then sent to the
+work queue as its on-failure destination (`stepwell.entry` unwraps that record). Without a wake function
+the schedule sends the message to the work queue. A wake-up Scheduler still cannot deliver after its
+(default) retries goes to the dead-letter queue `dead_letter_arn` (the module's DLQ: alarmed,
+redrivable) instead of being dropped. `at()` fires at minute granularity, so its time is rounded up to
+the next whole minute: a wake-up may come late by under a minute, never early. The message carries
+`dueAt`, and the entry re-schedules a message that still arrives early (see `is_early`).
 
 Schedule names are `sw-<hash of execution id>-<due epoch>`: deterministic, so a repeated request is a
 no-op, and listable by prefix, so stopping an execution deletes its pending schedules.
@@ -93,6 +96,7 @@ class WakeScheduler:
         clock: Callable[[], float] = time.time,
         kms_key_arn: str = "",
         dead_letter_arn: str = "",
+        wake_function_arn: str = "",
     ) -> None:
         self._queue = queue
         self._scheduler = scheduler
@@ -104,6 +108,9 @@ class WakeScheduler:
         self.kms_key_arn = kms_key_arn
         # Where Scheduler puts a wake-up it could not deliver after its retries ("" = dropped).
         self.dead_letter_arn = dead_letter_arn
+        # The worker alias a schedule invokes directly (asynchronously: no SQS send, receive or delete);
+        # "" = schedules send to the work queue.
+        self.wake_function_arn = wake_function_arn
 
     def schedule(self, execution_id: str, due_at: float) -> None:
         """The engine's Timers port: an invoke of the execution at `due_at` or later."""
@@ -122,12 +129,11 @@ class WakeScheduler:
         return self._create_schedule(execution_id, due_at, body)
 
     def _create_schedule(self, execution_id: str, due_at: float, body: Mapping[str, Any]) -> ScheduledWake:
-        if self._scheduler is None or not (
-            self.schedule_group and self.scheduler_role_arn and self.work_queue_arn
-        ):
+        target_arn = self.wake_function_arn or self.work_queue_arn
+        if self._scheduler is None or not (self.schedule_group and self.scheduler_role_arn and target_arn):
             raise ValueError(
                 "a wake-up more than 900 s ahead needs EventBridge Scheduler: configure the schedule group, "
-                "the scheduler role ARN and the work queue ARN"
+                "the scheduler role ARN and the work queue ARN (or the wake function ARN)"
             )
         expression, _ = at_expression(due_at)
         name = schedule_name(execution_id, due_at)
@@ -139,7 +145,7 @@ class WakeScheduler:
             "FlexibleTimeWindow": {"Mode": "OFF"},
             "ActionAfterCompletion": "DELETE",
             "Target": {
-                "Arn": self.work_queue_arn,
+                "Arn": target_arn,
                 "RoleArn": self.scheduler_role_arn,
                 "Input": encode_message(body),
             },

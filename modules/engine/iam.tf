@@ -5,6 +5,8 @@ locals {
 
   # Built from its parts, not read from the function, which depends on the role's policy.
   worker_function_arn = "${local.arn_prefix}:lambda:${local.region}:${local.account_id}:function:${local.function_name}"
+  # The alias the one-time wake-up schedules invoke (known at plan time: the scheduler's role names it).
+  wake_function_arn = "${local.worker_function_arn}:${local.alias_name}"
 
   table_arns = [
     var.tables.definitions_arn,

@@ -43,7 +43,9 @@ locals {
     # published version to that version, and the reconciler prunes idle versions beyond the newest N.
     STEPWELL_WORKER_FUNCTION_NAME = local.function_name
     STEPWELL_WORKER_ALIAS         = local.alias_name
-    STEPWELL_KEEP_VERSIONS        = tostring(var.keep_versions)
+    # Long wake-ups invoke the alias from Scheduler directly: no SQS send, receive and delete per resume.
+    STEPWELL_WAKE_FUNCTION_ARN = local.wake_function_arn
+    STEPWELL_KEEP_VERSIONS     = tostring(var.keep_versions)
     # "true": every execution status change goes on the bus (stepwell.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }
@@ -119,6 +121,22 @@ resource "aws_lambda_alias" "live" {
   description      = "Stepwell worker: the newest published version, which the work queue's mapping invokes."
   function_name    = aws_lambda_function.worker.function_name
   function_version = aws_lambda_function.worker.version
+}
+
+# Scheduler invokes the alias asynchronously for the engine's long wake-ups (stepwell.timers). A run that
+# fails there is retried by Lambda twice, then its event goes to the work queue as an on-failure
+# destination record (unwrapped by stepwell.entry), where SQS's retries and the alarmed DLQ take over.
+resource "aws_lambda_function_event_invoke_config" "live" {
+  function_name                = aws_lambda_function.worker.function_name
+  qualifier                    = aws_lambda_alias.live.name
+  maximum_retry_attempts       = 2
+  maximum_event_age_in_seconds = 21600
+
+  destination_config {
+    on_failure {
+      destination = var.work_queue.arn
+    }
+  }
 }
 
 resource "aws_lambda_event_source_mapping" "work_queue" {

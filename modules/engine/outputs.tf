@@ -23,6 +23,11 @@ output "alias_arn" {
   value       = try(aws_lambda_alias.live.arn, null)
 }
 
+output "wake_function_arn" {
+  description = "ARN of the worker's alias the engine's one-time wake-up schedules invoke (built from its parts, known at plan time)."
+  value       = local.wake_function_arn
+}
+
 output "role_name" {
   description = "Name of the worker's IAM role."
   value       = try(aws_iam_role.worker.name, null)

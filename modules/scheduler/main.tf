@@ -14,7 +14,7 @@ resource "aws_scheduler_schedule_group" "this" {
 
 resource "aws_iam_role" "scheduler" {
   name                 = "${var.name}-scheduler"
-  description          = "Assumed by EventBridge Scheduler to deliver Stepwell schedules to the work queue and bus."
+  description          = "Assumed by EventBridge Scheduler to deliver Stepwell schedules to the work queue, the worker and the bus."
   permissions_boundary = var.permissions_boundary_arn
   tags                 = var.tags
 
@@ -55,6 +55,13 @@ resource "aws_iam_role_policy" "scheduler" {
           Effect   = "Allow"
           Action   = "sqs:SendMessage"
           Resource = var.dead_letter_queue_arn
+        },
+        {
+          # The engine's one-time wake-ups invoke the worker's alias (asynchronously) instead of the queue.
+          Sid      = "InvokeWorkerAlias"
+          Effect   = "Allow"
+          Action   = "lambda:InvokeFunction"
+          Resource = var.wake_function_arn
         },
         {
           Sid      = "PutEventsOnBus"

@@ -24,6 +24,16 @@ variable "work_queue_arn" {
   }
 }
 
+variable "wake_function_arn" {
+  description = "ARN of the worker's alias the engine's one-time wake-up schedules invoke: the role may invoke it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$", var.wake_function_arn))
+    error_message = "wake_function_arn must be a qualified Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME:ALIAS)."
+  }
+}
+
 variable "dead_letter_queue_arn" {
   description = "ARN of the dead-letter queue every schedule names (the engine's wake-ups, the reconcile schedule, the workflow schedules): the role may send what Scheduler cannot deliver there."
   type        = string

@@ -1,9 +1,12 @@
 """Plays the AWS machinery around the worker Lambda for in-process tests: SQS's event source mapping
 (batches, partial batch failures, redelivery), EventBridge Scheduler (fires one-time schedules, skipping
-a virtual clock to their time) and the bus rule (events put on the bus reach the work queue)."""
+a virtual clock to their time: a schedule on the worker's alias is an asynchronous invocation, retried
+and then sent to the work queue as Lambda does) and the bus rule (events put on the bus reach the work
+queue)."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -11,6 +14,7 @@ from typing import Any
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
+from stepwell.testing.async_invoke import AsyncInvokeOutcome, handler_error, invoke_asynchronously
 
 from .deployment import Deployment
 
@@ -29,6 +33,7 @@ class QueueDriver:
         self.failed_message_ids: list[str] = []
         self.schedules_created = 0
         self.results: list[dict[str, Any]] = []
+        self.direct_invocations: list[AsyncInvokeOutcome] = []
 
     @property
     def _sqs(self) -> Any:
@@ -100,11 +105,36 @@ class QueueDriver:
         earliest = min(schedules, key=lambda schedule: _at_epoch(schedule["ScheduleExpression"]))
         self.clock.advance_to(_at_epoch(earliest["ScheduleExpression"]))
         target = earliest["Target"]
-        assert target["Arn"] == self.deployment.config.work_queue_arn
-        self._sqs.send_message(QueueUrl=self.deployment.config.work_queue_url, MessageBody=target["Input"])
+        if target["Arn"] == self.deployment.config.wake_function_arn:
+            self.direct_invocations.append(self.invoke_async(json.loads(target["Input"])))
+        else:
+            assert target["Arn"] == self.deployment.config.work_queue_arn
+            self._sqs.send_message(
+                QueueUrl=self.deployment.config.work_queue_url, MessageBody=target["Input"]
+            )
         scheduler.delete_schedule(Name=earliest["Name"], GroupName=group)  # ActionAfterCompletion DELETE
         self.schedules_created += 1
         return True
+
+    def invoke_async(self, payload: Any) -> AsyncInvokeOutcome:
+        """An asynchronous invocation of the worker's alias: retried, then its destination record goes to
+        the work queue (the module's event invoke config)."""
+
+        def run(event: Any) -> dict[str, Any] | None:
+            try:
+                self.runtime.handle_event(event, None)
+            except Exception as error:
+                return handler_error(error)
+            return None
+
+        def to_queue(record: dict[str, Any]) -> None:
+            self._sqs.send_message(
+                QueueUrl=self.deployment.config.work_queue_url, MessageBody=json.dumps(record)
+            )
+
+        return invoke_asynchronously(
+            run, payload, self.deployment.config.wake_function_arn, on_failure=to_queue
+        )
 
     def pending_bodies(self) -> list[str]:
         response = self._sqs.receive_message(

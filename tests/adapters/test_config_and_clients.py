@@ -27,6 +27,7 @@ CLIENT_CONFIG = {
     "scheduler_role_arn": "arn:aws:iam::123456789012:role/orders-scheduler",
     "payload_bucket": "orders-payloads",
     "worker_function_name": "orders-worker",
+    "wake_function_arn": "arn:aws:lambda:eu-west-1:123456789012:function:orders-worker:live",
 }
 
 
@@ -74,6 +75,12 @@ def test_missing_required_setting_names_it() -> None:
         ({"retention_days": 0}, "positive number of days, got 0"),
         ({"workflow_modules": "good,not-a-module"}, "'not-a-module' is not a dotted Python module name"),
         ({"executions_table": 42}, "client_config\\['executions_table'\\] must be a string, got 42"),
+        # Unqualified (Scheduler would invoke $LATEST, not the live alias), or no ARN at all.
+        (
+            {"wake_function_arn": "arn:aws:lambda:eu-west-1:123456789012:function:orders-worker"},
+            "wake_function_arn \\(STEPWELL_WAKE_FUNCTION_ARN\\) must be a Lambda function ARN with an alias",
+        ),
+        ({"wake_function_arn": "orders-worker:live"}, "got 'orders-worker:live'"),
     ],
 )
 def test_bad_values_are_named(override: dict[str, object], message: str) -> None:

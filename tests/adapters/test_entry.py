@@ -266,3 +266,77 @@ def test_callback_failure_through_the_bus_and_bad_actions(
     assert envelope["id"] == event_id and envelope["detail-type"] == CALLBACK_FAILURE
     assert envelope["detail"] == {"callbackId": "unknown-callback", "error": {"ErrorType": "Nope"}}
     assert driver.runtime.handle_body(envelope).action == "rejected"
+
+
+def test_a_long_wait_wakes_by_invoking_the_worker_alias_with_no_sqs_request(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
+) -> None:
+    client, driver = stack
+    execution_id = client.start_execution("long-sleeper", None, execution_name="direct")
+    driver.run_until_quiet(fire_schedules=False)
+    scheduler = deployment.clients.scheduler
+    group = deployment.config.schedule_group_name
+    [summary] = scheduler.list_schedules(GroupName=group)["Schedules"]
+    target = scheduler.get_schedule(Name=summary["Name"], GroupName=group)["Target"]
+    assert target["Arn"].endswith(f":function:{deployment.config.name}-worker:live")
+    assert target["Arn"] == deployment.config.wake_function_arn
+    assert target["RoleArn"] == deployment.config.scheduler_role_arn
+    assert target["DeadLetterConfig"] == {"Arn": deployment.config.dlq_arn}
+    assert json.loads(target["Input"])["executionId"] == execution_id
+    sqs_calls: list[str] = []
+    deployment.clients.sqs.meta.events.register(
+        "before-call.sqs.*", lambda model, **_: sqs_calls.append(model.name)
+    )
+    driver.run_until_quiet()
+    assert client.describe_execution(execution_id)["Status"] == "SUCCEEDED"
+    assert [outcome.attempts for outcome in driver.direct_invocations] == [1]
+    assert "SendMessage" not in sqs_calls
+
+
+def test_a_direct_wake_that_keeps_failing_reaches_the_work_queue_and_runs_there(
+    stack: tuple[StepwellClient, QueueDriver], deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, driver = stack
+    execution_id = client.start_execution("long-sleeper", None, execution_name="direct-fails")
+    driver.run_until_quiet(fire_schedules=False)
+    real = driver.runtime.worker.handle_message
+    failures = iter(range(3))
+
+    def flaky(body: Any, context: Any = None) -> Any:
+        if next(failures, None) is not None:
+            raise RuntimeError("throttled beyond the retries")
+        return real(body, context)
+
+    monkeypatch.setattr(driver.runtime.worker, "handle_message", flaky)
+    driver.run_until_quiet()
+    [outcome] = driver.direct_invocations
+    assert (outcome.attempts, outcome.sent_to_destination) == (3, True)
+    assert outcome.error is not None and outcome.error["errorType"] == "RuntimeError"
+    # Lambda's destination record went to the work queue, whose worker ran the payload it carries.
+    assert client.describe_execution(execution_id)["Status"] == "SUCCEEDED"
+    assert driver.failed_message_ids == []
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "not an object",
+        ["invoke"],
+        {"requestContext": {}, "requestPayload": {"kind": "invoke"}, "responseContext": {}},
+    ],
+    ids=["text", "list", "nested-record"],
+)
+def test_a_destination_record_without_an_engine_message_is_left_to_the_dlq(
+    stack: tuple[StepwellClient, QueueDriver], payload: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    _client, driver = stack
+    record = {
+        "version": "1.0",
+        "requestContext": {"condition": "RetriesExhausted"},
+        "requestPayload": payload,
+        "responseContext": {"statusCode": 200},
+        "responsePayload": None,
+    }
+    answer = driver.runtime.handle_event({"Records": [{"messageId": "wrapped", "body": json.dumps(record)}]})
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "wrapped"}]}
+    assert "not an engine message" in caplog.text and "InvalidMessage" in caplog.text

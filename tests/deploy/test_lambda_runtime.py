@@ -163,6 +163,27 @@ def test_a_raised_error_is_the_invocations_function_error(moto_backend: Backend,
     assert result.error["errorMessage"] == "bad input 42"
 
 
+def test_an_event_invocation_is_retried_then_sent_to_its_on_failure_destination(
+    moto_backend: Backend, tmp_path: Path
+) -> None:
+    setup = Setup(moto_backend)
+    moto_backend.client("lambda").put_function_event_invoke_config(
+        FunctionName=setup.function_name,
+        MaximumRetryAttempts=1,
+        DestinationConfig={"OnFailure": {"Destination": setup.queue_arn(setup.dlq_url)}},
+    )
+    with setup.runtime(tmp_path) as runtime:
+        failed = runtime.invoke_event(setup.function_name, {"raise": "still down"})
+        succeeded = runtime.invoke_event(setup.function_name, {"n": 1})
+    assert (failed.attempts, failed.sent_to_destination) == (2, True)
+    assert (succeeded.attempts, succeeded.sent_to_destination, succeeded.error) == (1, False, None)
+    [record] = setup.dlq_bodies()
+    assert record["requestPayload"] == {"raise": "still down"}
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == 2
+    assert record["responsePayload"]["errorType"] == "ValueError"
+
+
 def test_the_function_timeout_is_enforced(moto_backend: Backend, tmp_path: Path) -> None:
     setup = Setup(moto_backend, timeout=1)
     with setup.runtime(tmp_path) as runtime:

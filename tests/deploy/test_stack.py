@@ -207,6 +207,7 @@ def test_scheduler_role_trust_and_least_privilege(
     assert grants == {
         ("sqs:SendMessage", config["work_queue_arn"]),
         ("sqs:SendMessage", config["dlq_arn"]),  # every schedule's dead-letter queue
+        ("lambda:InvokeFunction", config["wake_function_arn"]),  # the engine's one-time wake-ups
         ("events:PutEvents", config["event_bus_arn"]),
     }
     assert iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"] == []
@@ -241,6 +242,7 @@ def test_worker_function_environment_and_role(deployed_stack: DeployedStack, con
         "STEPWELL_WORKFLOW_MODULES": ",".join(deployed_stack.outputs["workflow_modules"]),
         "STEPWELL_WORKER_FUNCTION_NAME": config["worker_function_name"],
         "STEPWELL_WORKER_ALIAS": config["worker_alias"],
+        "STEPWELL_WAKE_FUNCTION_ARN": config["wake_function_arn"],
         "STEPWELL_KEEP_VERSIONS": "3",
     }
     assert {key: environment.get(key) for key in expected_environment} == expected_environment
@@ -301,6 +303,17 @@ def test_worker_event_source_mapping(deployed_stack: DeployedStack, config: dict
     # New work reaches the newest published version through the alias.
     assert mapping["FunctionArn"] == deployed_stack.outputs["worker_alias_arn"]
     assert mapping["FunctionArn"].endswith(f":{config['worker_alias']}")
+
+
+def test_wake_ups_invoke_the_alias_and_failures_go_to_the_work_queue(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    assert config["wake_function_arn"] == deployed_stack.outputs["worker_alias_arn"]
+    invoke_config = deployed_stack.backend.client("lambda").get_function_event_invoke_config(
+        FunctionName=config["worker_function_name"], Qualifier=config["worker_alias"]
+    )
+    assert invoke_config["MaximumRetryAttempts"] == 2
+    assert invoke_config["DestinationConfig"]["OnFailure"]["Destination"] == config["work_queue_arn"]
 
 
 def test_worker_publishes_versions_and_the_alias_points_at_the_newest(

@@ -91,6 +91,7 @@ run "function_environment_mapping_and_role" {
       STEPWELL_INVOKE_FUNCTIONS     = "[]"
       STEPWELL_WORKER_FUNCTION_NAME = "unit-worker"
       STEPWELL_WORKER_ALIAS         = "live"
+      STEPWELL_WAKE_FUNCTION_ARN    = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
       STEPWELL_KEEP_VERSIONS        = "3"
       STEPWELL_STATUS_EVENTS        = "true"
     })
@@ -116,6 +117,17 @@ run "function_environment_mapping_and_role" {
       aws_lambda_alias.live.function_version == "7"
     )
     error_message = "The worker must publish a version per change, and the alias live must point at the newest one."
+  }
+
+  assert {
+    condition = (
+      output.wake_function_arn == aws_lambda_alias.live.arn &&
+      aws_lambda_function_event_invoke_config.live.function_name == "unit-worker" &&
+      aws_lambda_function_event_invoke_config.live.qualifier == "live" &&
+      aws_lambda_function_event_invoke_config.live.maximum_retry_attempts == 2 &&
+      aws_lambda_function_event_invoke_config.live.destination_config[0].on_failure[0].destination == "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    )
+    error_message = "Wake-ups invoke the alias live; a run failing there is retried twice, then goes to the work queue."
   }
 
   assert {

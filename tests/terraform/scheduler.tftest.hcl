@@ -8,6 +8,7 @@ mock_provider "aws" {
 variables {
   name                  = "unit"
   work_queue_arn        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+  wake_function_arn     = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
   dead_letter_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
   event_bus_arn         = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
 }
@@ -43,9 +44,10 @@ run "role_and_reconcile_schedule" {
       } == {
       SendToWorkQueue       = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-work"]
       SendToDeadLetterQueue = ["sqs:SendMessage", "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"]
+      InvokeWorkerAlias     = ["lambda:InvokeFunction", "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"]
       PutEventsOnBus        = ["events:PutEvents", "arn:aws:events:eu-west-1:123456789012:event-bus/unit"]
     }
-    error_message = "Without a key the role may only send to the work queue, send undeliverable firings to the DLQ and put events on the bus."
+    error_message = "Without a key the role may only send to the work queue, send undeliverable firings to the DLQ, invoke the worker's alias and put events on the bus."
   }
 
   assert {
@@ -111,6 +113,21 @@ run "rejects_work_queue_arn_not_sqs" {
   }
 
   expect_failures = [var.work_queue_arn]
+}
+
+run "rejects_wake_function_arn_without_an_alias" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    # Unqualified: the role would invoke $LATEST, not the alias that keeps wake-ups on the live code.
+    wake_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+  }
+
+  expect_failures = [var.wake_function_arn]
 }
 
 run "rejects_dead_letter_queue_arn_not_sqs" {

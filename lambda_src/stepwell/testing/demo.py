@@ -116,7 +116,10 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
     config_path.write_text(json.dumps(config, indent=2))
     print(f"deployed {config['worker_function_name']}; client config in {config_path}")
 
-    firer = SchedulerFirer(backend.client)
+    # A wake-up schedule invokes the worker's alias: moto runs no code, so the local runtime runs it.
+    firer = SchedulerFirer(
+        backend.client, lambda_invoker=lambda target, payload: runtime.invoke_event(target, payload)
+    )
     runtime = LambdaRuntime(
         backend.client,
         backend.lambda_code,

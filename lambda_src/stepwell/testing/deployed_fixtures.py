@@ -284,7 +284,8 @@ def scheduler_firer(
     deployed_clock: VirtualClock,
     lambda_runtime: LambdaRuntime | BackendLambdaDriver,
 ) -> Iterator[SchedulerFirer]:
-    invoker = None if stepwell_backend.runs_lambda_code else lambda_runtime.invoke
+    # Scheduler invokes a Lambda target asynchronously: retried, then to its on-failure destination.
+    invoker = lambda_runtime.invoke_event if isinstance(lambda_runtime, LambdaRuntime) else None
     firer = SchedulerFirer(stepwell_backend.client, clock=deployed_clock, lambda_invoker=invoker)
     try:
         yield firer

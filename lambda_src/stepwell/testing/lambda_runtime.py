@@ -16,8 +16,8 @@ it was invoked by. A mapping on an alias (``...:function:name:live``) is resolve
 Lambda's Invoke API, locally: the runtime serves ``lambda_endpoint_url`` (127.0.0.1), passed to its
 workers as ``AWS_ENDPOINT_URL_LAMBDA``, so a handler's boto3 Lambda client reaches it. There
 ``POST /2015-03-31/functions/{name, name:qualifier, partial or full ARN}/invocations`` (query
-``Qualifier``, header ``X-Amz-Invocation-Type``: RequestResponse, Event (202, run in the background,
-no retries), DryRun (204)) runs the addressed version's code here and answers as Lambda does
+``Qualifier``, header ``X-Amz-Invocation-Type``: RequestResponse, Event (202, run in the background as
+``invoke_event`` runs it), DryRun (204)) runs the addressed version's code here and answers as Lambda does
 (``X-Amz-Executed-Version``; a handler error with ``X-Amz-Function-Error: Unhandled`` and the error
 as the payload; an unknown function or version is moto's ResourceNotFoundException). Every other
 request is relayed unchanged to the backend and its answer back, so ListVersionsByFunction,
@@ -44,8 +44,14 @@ With ``clock_offset`` (a callable returning seconds, e.g. the scheduler firer's 
 each invocation's handler sees ``time.time()`` moved by that offset, so an engine woken by a
 fast-forwarded schedule finds its timer due (the context's remaining time stays real).
 
+Asynchronous invocations (an Event invoke, a Scheduler target): ``invoke_event`` runs the event, and
+when the function fails runs it again up to the MaximumRetryAttempts of the version's or alias's event
+invoke config (GetFunctionEventInvokeConfig; default 2), then sends Lambda's destination record to its
+on-failure SQS destination, if any (stepwell.testing.async_invoke), without Lambda's waits between.
+
 Use ``poll_once()``, ``drain()`` (until the mapped queues settle, bounded by batches and seconds),
-``start()``/``stop()`` (a background thread), and ``invoke(function_name, payload, qualifier=None)``.
+``start()``/``stop()`` (a background thread), ``invoke(function_name, payload, qualifier=None)`` and
+``invoke_event(...)``.
 
 The worker side of this module runs as ``python -P lambda_runtime.py --worker CODE_DIR HANDLER`` with
 the interpreter running the harness (it provides boto3, as Lambda's runtime does).
@@ -75,10 +81,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from stepwell.testing.async_invoke import AsyncInvokeOutcome
 
 ClientFactory = Callable[[str], Any]
 CodeFetcher = Callable[[str], bytes]
@@ -648,7 +657,9 @@ def _invoke_api_handler(runtime: LambdaRuntime) -> type[BaseHTTPRequestHandler]:
                 return
             if invocation_type == "Event":
                 threading.Thread(
-                    target=runtime.run_in_background, args=(spec, event, invoked_arn), daemon=True
+                    target=runtime.run_in_background,
+                    args=(spec, event, invoked_arn, resolved_qualifier),
+                    daemon=True,
                 ).start()
                 self._answer(202, b"")
                 return
@@ -889,10 +900,68 @@ class LambdaRuntime:
         self.invocations.append(result)
         return result
 
-    def run_in_background(self, spec: FunctionSpec, payload: Any, invoked_arn: str) -> None:
-        """``run`` for an Event invocation: nobody waits for it, so a failure goes to background_errors."""
+    def invoke_event(
+        self, function_name: str, payload: Any, qualifier: str | None = None
+    ) -> AsyncInvokeOutcome:
+        """An asynchronous (Event) invocation, run now in the caller's thread: retried and then sent to its
+        on-failure destination as the function's event invoke config says."""
+        name, resolved_qualifier = split_function_reference(function_name, qualifier)
+        spec = self.function_spec(name, resolved_qualifier)
+        return self.run_event(spec, payload, _invoked_arn(spec, resolved_qualifier), resolved_qualifier)
+
+    def run_event(
+        self, spec: FunctionSpec, payload: Any, invoked_arn: str, qualifier: str | None
+    ) -> AsyncInvokeOutcome:
+        # Imported here: this file also runs alone as the worker process, where only the function's
+        # package (no stepwell.testing) is importable.
+        from stepwell.testing.async_invoke import invoke_asynchronously
+
+        if isinstance(payload, bytes | bytearray):
+            payload = json.loads(payload or b"null")
+        retries, destination = self._event_invoke_config(spec.name, qualifier)
+
+        def attempt(event: Any) -> dict[str, Any] | None:
+            result = self.run(spec, event, invoked_arn)
+            if result.succeeded:
+                return None
+            return result.error or {"errorType": "Unknown", "errorMessage": "no error object"}
+
+        def to_destination(record: dict[str, Any]) -> None:
+            record["responseContext"]["executedVersion"] = spec.version
+            self._client_factory("sqs").send_message(
+                QueueUrl=self._queue_url(destination), MessageBody=json.dumps(record)
+            )
+
+        return invoke_asynchronously(
+            attempt, payload, invoked_arn, retries, to_destination if destination else None
+        )
+
+    def _event_invoke_config(self, function_name: str, qualifier: str | None) -> tuple[int, str]:
+        """MaximumRetryAttempts and the on-failure SQS destination ("" = none) of a version or alias."""
+        from stepwell.testing.async_invoke import DEFAULT_MAXIMUM_RETRY_ATTEMPTS
+
+        request: dict[str, str] = {"FunctionName": function_name}
+        if qualifier:
+            request["Qualifier"] = qualifier
         try:
-            self.run(spec, payload, invoked_arn)
+            config = self._client_factory("lambda").get_function_event_invoke_config(**request)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+            return DEFAULT_MAXIMUM_RETRY_ATTEMPTS, ""
+        retries = int(config.get("MaximumRetryAttempts", DEFAULT_MAXIMUM_RETRY_ATTEMPTS))
+        destination = str(config.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination", ""))
+        if destination and not destination.startswith("arn:aws:sqs:"):
+            raise ValueError(f"on-failure destination {destination!r}: only SQS queues are played locally")
+        return retries, destination
+
+    def run_in_background(
+        self, spec: FunctionSpec, payload: Any, invoked_arn: str, qualifier: str | None = None
+    ) -> None:
+        """``run_event`` for an Event invocation: nobody waits for it, so a failure to run it at all goes
+        to background_errors."""
+        try:
+            self.run_event(spec, payload, invoked_arn, qualifier)
         except Exception as error:
             self.background_errors.append(error)
 

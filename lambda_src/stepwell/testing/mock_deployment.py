@@ -102,6 +102,10 @@ def create_deployment(name: str = NAME, region: str = REGION) -> StepwellConfig:
         Rule=f"{name}-engine", EventBusName=name, Targets=[{"Id": "work-queue", "Arn": queue_arn}]
     )
     role_arn = iam.create_role(RoleName=f"{name}-scheduler", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    # The worker's alias, which the one-time wake-up schedules invoke (no function exists here: whoever
+    # plays Scheduler runs the entry on their input, stepwell.testing.async_invoke).
+    account = queue_arn.split(":")[4]
+    wake_function_arn = f"arn:aws:lambda:{region}:{account}:function:{name}-worker:live"
 
     return StepwellConfig(
         name=name,
@@ -121,4 +125,5 @@ def create_deployment(name: str = NAME, region: str = REGION) -> StepwellConfig:
         scheduler_role_arn=role_arn,
         payload_bucket=f"{name}-payloads",
         worker_function_name=f"{name}-worker",
+        wake_function_arn=wake_function_arn,
     )

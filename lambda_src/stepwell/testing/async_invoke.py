@@ -1,0 +1,94 @@
+"""Lambda's asynchronous invocation, played locally (neither moto nor LocalStack runs Lambda code here).
+
+EventBridge Scheduler invokes a Lambda target asynchronously, as does an Invoke with InvocationType
+Event. Lambda then runs the event; when the function fails it runs it again, up to the function's
+MaximumRetryAttempts (default 2, so three attempts in all), and then sends an on-failure destination
+record to the destination its event invoke config names (here: an SQS queue), or drops the event.
+`invoke_asynchronously` does the same without Lambda's waits between attempts (one minute, then two), so
+tests, the bench and `make chaos` see the retries and the destination at once.
+
+The record's shape is Lambda's (docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records):
+version, timestamp, requestContext (requestId, functionArn, condition, approximateInvokeCount),
+requestPayload, responseContext (statusCode, executedVersion, functionError) and responsePayload.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+DEFAULT_MAXIMUM_RETRY_ATTEMPTS = 2
+
+
+@dataclass(frozen=True)
+class AsyncInvokeOutcome:
+    """How an asynchronous invocation ended: `attempts` runs, the last `error` (None: it succeeded), and
+    whether its destination record was sent."""
+
+    attempts: int
+    error: dict[str, Any] | None = None
+    sent_to_destination: bool = False
+
+
+def destination_record(
+    payload: Any,
+    function_arn: str,
+    attempts: int,
+    error: dict[str, Any],
+    executed_version: str = "$LATEST",
+    condition: str = "RetriesExhausted",
+) -> dict[str, Any]:
+    """The on-failure destination record Lambda sends for an event whose attempts all failed."""
+    return {
+        "version": "1.0",
+        "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        "requestContext": {
+            "requestId": str(uuid.uuid4()),
+            "functionArn": function_arn,
+            "condition": condition,
+            "approximateInvokeCount": attempts,
+        },
+        "requestPayload": payload,
+        "responseContext": {
+            "statusCode": 200,
+            "executedVersion": executed_version,
+            "functionError": "Unhandled",
+        },
+        "responsePayload": error,
+    }
+
+
+def invoke_asynchronously(
+    run: Callable[[Any], dict[str, Any] | None],
+    payload: Any,
+    function_arn: str,
+    maximum_retry_attempts: int = DEFAULT_MAXIMUM_RETRY_ATTEMPTS,
+    on_failure: Callable[[dict[str, Any]], None] | None = None,
+) -> AsyncInvokeOutcome:
+    """Run `payload` as Lambda runs an asynchronous event: `run` returns None when the function succeeded
+    and its error object ({errorType, errorMessage, ...}) when it failed; a failed event is run again up
+    to `maximum_retry_attempts` times, then handed to `on_failure` as a destination record."""
+    if not 0 <= maximum_retry_attempts <= 2:
+        raise ValueError(
+            f"maximum_retry_attempts must be 0, 1 or 2 (Lambda's range), got {maximum_retry_attempts}"
+        )
+    error: dict[str, Any] | None = None
+    attempts = 0
+    for _attempt in range(1 + maximum_retry_attempts):
+        attempts += 1
+        error = run(payload)
+        if error is None:
+            return AsyncInvokeOutcome(attempts)
+    assert error is not None
+    if on_failure is None:
+        return AsyncInvokeOutcome(attempts, error)
+    on_failure(destination_record(payload, function_arn, attempts, error))
+    return AsyncInvokeOutcome(attempts, error, sent_to_destination=True)
+
+
+def handler_error(error: BaseException) -> dict[str, Any]:
+    """A Python exception as the error object Lambda reports for an unhandled one."""
+    return {"errorType": type(error).__name__, "errorMessage": str(error), "stackTrace": []}
