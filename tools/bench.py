@@ -423,19 +423,22 @@ class DynamoMeter:
 class ModelledCharges:
     """Requests AWS makes on the deployment's behalf, which the bench plays: the Lambda event source
     mapping's SQS ReceiveMessage and DeleteMessageBatch, Lambda invocations, Scheduler invocations and the
-    SQS SendMessage each one makes. `forwarded_invocations` are the Lambda invocations one worker version
-    makes of another (a synchronous Invoke, also counted in `lambda_invocations`)."""
+    SQS SendMessage or Lambda Invoke (of the worker's alias) each one makes. `forwarded_invocations` are the
+    Lambda invocations one worker version makes of another (a synchronous Invoke, also counted in
+    `lambda_invocations`)."""
 
     esm_receives: int = 0
     esm_deletes: int = 0
     lambda_invocations: int = 0
     scheduler_invocations: int = 0
     scheduler_sends: int = 0
+    scheduler_invokes: int = 0
     forwarded_invocations: int = 0
 
     def reset(self) -> None:
         self.esm_receives = self.esm_deletes = self.lambda_invocations = 0
-        self.scheduler_invocations = self.scheduler_sends = self.forwarded_invocations = 0
+        self.scheduler_invocations = self.scheduler_sends = self.scheduler_invokes = 0
+        self.forwarded_invocations = 0
 
 
 @dataclass
@@ -527,7 +530,8 @@ class MotoStack:
         self.sqs: Any = boto3.client("sqs", region_name=REGION)
         self.scheduler: Any = boto3.client("scheduler", region_name=REGION)
         self.modelled = ModelledCharges()
-        self.delivered_messages = 0  # SQS messages handed to the worker (not a charge: a per-message unit)
+        # SQS messages and direct invocations handed to the worker (not a charge: a per-message unit)
+        self.delivered_messages = 0
         self._runs = 0
 
     def reset_counters(self) -> None:
@@ -686,6 +690,7 @@ class MotoStack:
         target = earliest["Target"]
         if target["Arn"] == self.config.wake_function_arn:
             # An asynchronous invocation of the worker's alias: one Lambda invocation, no SQS request.
+            self.modelled.scheduler_invokes += 1
             self._invoke_async(json.loads(target["Input"]))
         else:
             self.modelled.scheduler_sends += 1
@@ -698,6 +703,7 @@ class MotoStack:
 
         def run(event: Any) -> dict[str, Any] | None:
             self.modelled.lambda_invocations += 1
+            self.delivered_messages += 1
             try:
                 self.runtime.handle_event(event, None)
             except Exception as error:
@@ -818,6 +824,7 @@ def _api_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
         ("sqs ReceiveMessage (event source mapping, modelled)", lambda m: m.modelled.esm_receives),
         ("sqs DeleteMessageBatch (event source mapping, modelled)", lambda m: m.modelled.esm_deletes),
         ("sqs SendMessage (by Scheduler, modelled)", lambda m: m.modelled.scheduler_sends),
+        ("lambda Invoke (by Scheduler, modelled)", lambda m: m.modelled.scheduler_invokes),
         ("scheduler invocation (modelled)", lambda m: m.modelled.scheduler_invocations),
         ("lambda invocation (modelled)", lambda m: m.modelled.lambda_invocations),
         ("of which forwards to a pinned version (modelled)", lambda m: m.modelled.forwarded_invocations),
@@ -1200,7 +1207,8 @@ class BenchVersions:
 
 @dataclass
 class PerMessage:
-    """One phase of a set of executions, per SQS message the worker received."""
+    """One phase of a set of executions, per message the worker received (an SQS message, or a direct
+    invocation: the wake-up Scheduler invoked)."""
 
     label: str
     measurement: Measurement
@@ -1212,7 +1220,7 @@ class PerMessage:
     @property
     def requests(self) -> int:
         """Every AWS request: the engine's, and those made on its behalf (the mapping's SQS requests,
-        Scheduler's SendMessage, the forwarding Invoke)."""
+        Scheduler's SendMessage or Invoke, the forwarding Invoke)."""
         m = self.measurement
         modelled = m.modelled
         return (
@@ -1220,6 +1228,7 @@ class PerMessage:
             + modelled.esm_receives
             + modelled.esm_deletes
             + modelled.scheduler_sends
+            + modelled.scheduler_invokes
             + modelled.forwarded_invocations
         )
 
@@ -1399,7 +1408,8 @@ _VERSIONS_INTRO = _prose(
     """
     Workflow `{workflow}` (`tools/bench_workflows.py`: a 2 h wait, then a step), {executions} executions per
     row, driven as in the sections above, in two phases each: from the start to the wait (the first message:
-    the execution's first run, which pins it) and from the wake-up (a fired schedule's message) to the end.
+    the execution's first run, which pins it) and from the wake-up (a fired schedule's direct invocation of
+    the worker's alias, counted as a message) to the end.
     Unversioned: the worker without a version (`AWS_LAMBDA_FUNCTION_VERSION` unset or `$LATEST`), which never
     pins nor forwards. Pinned to the live version: the worker runs as version 1, the version the queue's
     alias reaches. A transition: executions started on version 1 wait; version 2 is published and made
@@ -1410,11 +1420,11 @@ _VERSIONS_INTRO = _prose(
 )
 _VERSIONS_NOTES = _prose(
     """
-    Here each wake-up comes alone (one fired schedule, one message, one batch), the worst case: a batch of
-    up to 10 messages pinned to one version is forwarded with one invoke, so a busier transition costs less
-    than one extra invocation per message. Not included (as everywhere in this file): Lambda duration; the
-    forwarding invocation waits for the invoke it makes, so a forwarded message is billed about twice the
-    handler's duration, during a transition only.
+    Here each wake-up comes alone (one fired schedule, one direct invocation), as Scheduler's wake-ups always
+    do; a batch of up to 10 SQS messages pinned to one version is forwarded with one invoke, so a busy
+    transition's messages cost less than one extra invocation each. Not included (as everywhere in this
+    file): Lambda duration; the forwarding invocation waits for the invoke it makes, so a forwarded message
+    is billed about twice the handler's duration, during a transition only.
     """
 )
 
@@ -1917,12 +1927,13 @@ HOW_MEASURED = """\
   same counted clients.
 - **What plays AWS.** The bench plays the SQS event source mapping (receive up to 10 messages, hand them to
   the entry handler as an SQS batch event, delete them in one batch) and EventBridge Scheduler (fire the
-  earliest one-time schedule: skip the virtual clock to it, send its input to the queue, delete it) with
-  its own boto3 clients, which are not counted. The requests AWS makes on your behalf there are counted as
-  *modelled*: one ReceiveMessage per non-empty receive, one DeleteMessageBatch per batch, one Lambda
-  invocation per batch, one Scheduler invocation and one SQS SendMessage per fired schedule. The event
-  source mapping's empty long polls are a fixed cost of an idle queue, not a per-operation one, and are
-  left out.
+  earliest one-time schedule: skip the virtual clock to it, hand its input to the entry handler as the
+  asynchronous invocation of the worker's alias it is, or send it to the queue when it targets the queue,
+  delete it) with its own boto3 clients, which are not counted. The requests AWS makes on your behalf
+  there are counted as *modelled*: one ReceiveMessage per non-empty receive, one DeleteMessageBatch per
+  batch, one Lambda invocation per batch and per direct invocation, one Scheduler invocation per fired
+  schedule and one SQS SendMessage per schedule fired to the queue. The event source mapping's empty long
+  polls are a fixed cost of an idle queue, not a per-operation one, and are left out.
 - **Workflows.** `tools/bench_workflows.py`: unmodified `@durable_execution` handlers, the same objects on
   every backend and in the SDK's runner.
 - **Counting.** Every request the engine and the client make goes through `stepwell.aws.AwsClients`, whose

@@ -30,7 +30,9 @@ run by that version. The records of a batch pinned elsewhere are grouped by vers
 synchronous invoke per version, as the SQS event {"Records": [...], "stepwellForwardedFrom": "<this
 version>"}; that answer's batchItemFailures become this batch's. A forwarded event is never forwarded
 again (a record pinned elsewhere there is an item failure: SQS delivers it again through the alias). A
-direct invoke body pinned elsewhere goes back to the work queue, which reaches it through the alias.
+direct invocation pinned elsewhere is forwarded the same way, as its body plus "stepwellForwardedFrom";
+when that invoke fails (or the body was forwarded already) it goes to the work queue, which reaches it
+through the alias.
 """
 
 from __future__ import annotations
@@ -212,19 +214,14 @@ class EntryRuntime:
                 event["Records"], context, forwarded_from=str(forwarded_from) if forwarded_from else None
             )
         if isinstance(event, Mapping):
+            forwarded_from = event.get(FORWARDED_FROM)
+            body = {key: value for key, value in event.items() if key != FORWARDED_FROM}
             try:
-                result = self.handle_body(event, context)
+                result = self.handle_body(body, context)
             finally:
                 self.engine.metrics.flush()
             if result.action == "forward":
-                # Not run here: the queue brings it back through the alias, whose worker forwards it.
-                self.engine.queue.enqueue(event)
-                result = MessageResult(
-                    "invoke",
-                    "requeued",
-                    result.execution_id,
-                    {**result.details, "reason": "pinned elsewhere"},
-                )
+                result = self._forward_body(body, result, forwarded_from is None)
             return {"kind": result.kind, "action": result.action, "executionId": result.execution_id}
         raise InvalidMessage(f"unsupported event: expected an SQS batch or an engine message, got {event!r}")
 
@@ -350,6 +347,31 @@ class EntryRuntime:
             return message_ids
         failed = {item.get("itemIdentifier") for item in reported if isinstance(item, Mapping)}
         return [message_id for message_id in message_ids if message_id in failed]
+
+    def _forward_body(self, body: dict[str, Any], result: MessageResult, may_forward: bool) -> MessageResult:
+        """A direct invocation (a wake-up Scheduler invoked) for an execution pinned to another version: that
+        version runs it, by one synchronous invoke; if it cannot (or this one was forwarded already), the
+        work queue brings it back through the alias, whose worker forwards it as a message."""
+        version = str(result.details.get("version"))
+        functions = self.engine.functions
+        if may_forward and functions is not None:
+            self.engine.metrics.add(Metric.FORWARDED_MESSAGES, 1, workflow_of(result.execution_id or ""))
+            try:
+                answer = functions.invoke(version, {**body, FORWARDED_FROM: self.engine.code_version})
+            except Exception as error:
+                logger.warning(
+                    "forwarding a direct invocation to version %s failed (%s); it goes to the work queue",
+                    version,
+                    error_kind(error),
+                )
+            else:
+                details = {"version": version, "answer": answer.get("action")}
+                return MessageResult("invoke", "forwarded", result.execution_id, details)
+        # Not run here: the queue brings it back through the alias, whose worker forwards it.
+        self.engine.queue.enqueue(body)
+        return MessageResult(
+            "invoke", "requeued", result.execution_id, {**result.details, "reason": "pinned elsewhere"}
+        )
 
     def _keep_logs(self, records: list[Mapping[str, Any]]) -> None:
         """Keep the logs of the executions `records` wake: they wait for an operator, however late

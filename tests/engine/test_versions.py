@@ -267,18 +267,48 @@ def test_a_wake_up_for_a_version_that_is_gone_keeps_its_executions_log(stack: Ve
     assert stack.store.remove_expired_batches(stack.clock.now() + 400 * DAY) == 0
 
 
-def test_a_direct_invoke_of_an_execution_pinned_elsewhere_goes_back_to_the_queue(
+def test_a_direct_invoke_of_an_execution_pinned_elsewhere_is_run_by_its_version(
     stack: VersionedStack,
 ) -> None:
+    """A long wake-up Scheduler invokes on the alias: forwarded with one synchronous invoke, as a batch is."""
     execution_id = stack.live.engine.start_execution("stable", {"name": "di"}, execution_name="di")
     stack.drive()
     stack.publish(_registry(*V2))
+    stack.clock.advance(DAY + 1)
+    body = InvokeMessage(execution_id, due_at=stack.clock.now()).to_body()
 
-    answer = stack.live.handle_event(InvokeMessage(execution_id).to_body())
+    answer = stack.live.handle_event(body)
+
+    assert answer == {"kind": "invoke", "action": "forwarded", "executionId": execution_id}
+    assert stack.functions.invocations == [("1", {**body, FORWARDED_FROM: "2"})]
+    record = stack.record(execution_id)
+    assert (record.status, record.code_version) == (ExecutionStatus.SUCCEEDED, "1")
+    assert json.loads(record.result or "")["code"] == V1[0]
+
+
+@pytest.mark.parametrize("why", ["forwarded already", "version gone"])
+def test_a_direct_invoke_that_cannot_be_forwarded_goes_back_to_the_queue(
+    stack: VersionedStack, why: str
+) -> None:
+    execution_id = stack.live.engine.start_execution("stable", {"name": "dq"}, execution_name="dq")
+    stack.drive()
+    stack.publish(_registry(*V2))
+    body = InvokeMessage(execution_id).to_body()
+    if why == "version gone":
+        del stack.functions.runtimes["1"]
+        event = body
+    else:
+        event = {**body, FORWARDED_FROM: "1"}  # as if the alias had moved in between
+
+    answer = stack.live.handle_event(event)
 
     assert answer == {"kind": "invoke", "action": "requeued", "executionId": execution_id}
-    assert stack.queue.pop_due(stack.clock.now()) == InvokeMessage(execution_id).to_body()
-    assert stack.functions.invocations == []
+    # The queue gets the body alone: its worker forwards it as a message (or leaves it to the DLQ).
+    assert stack.queue.pop_due(stack.clock.now()) == body
+    assert [version for version, _ in stack.functions.invocations] == (
+        [] if why == "forwarded already" else ["1"]
+    )
+    assert stack.record(execution_id).status is ExecutionStatus.RUNNING
 
 
 def test_an_unversioned_worker_neither_pins_nor_forwards(stack: VersionedStack) -> None:
