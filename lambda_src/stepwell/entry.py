@@ -124,12 +124,10 @@ def decode_body(text: object) -> dict[str, Any]:
     return body
 
 
-# The keys of the record Lambda sends an asynchronous invocation's on-failure destination.
-_DESTINATION_KEYS = ("requestContext", "requestPayload", "responseContext")
-
-
 def is_destination_record(body: Mapping[str, Any]) -> bool:
-    return "kind" not in body and all(key in body for key in _DESTINATION_KEYS)
+    """Lambda's on-failure destination record: requestContext and requestPayload always (responseContext
+    and responsePayload only when the function ran: an event that aged out under throttling never did)."""
+    return "kind" not in body and isinstance(body.get("requestContext"), Mapping) and "requestPayload" in body
 
 
 def unwrap_destination_record(body: dict[str, Any]) -> dict[str, Any]:
@@ -138,8 +136,7 @@ def unwrap_destination_record(body: dict[str, Any]) -> dict[str, Any]:
     if not is_destination_record(body):
         return body
     payload = body["requestPayload"]
-    context = body["requestContext"]
-    condition = context.get("condition") if isinstance(context, Mapping) else None
+    condition = body["requestContext"].get("condition")
     if not isinstance(payload, dict) or is_destination_record(payload):
         raise InvalidMessage(
             "an on-failure destination record must carry the invocation's payload object (an engine "

@@ -322,7 +322,7 @@ def test_a_direct_wake_that_keeps_failing_reaches_the_work_queue_and_runs_there(
     [
         "not an object",
         ["invoke"],
-        {"requestContext": {}, "requestPayload": {"kind": "invoke"}, "responseContext": {}},
+        {"requestContext": {}, "requestPayload": {"kind": "invoke"}},
     ],
     ids=["text", "list", "nested-record"],
 )
@@ -340,3 +340,22 @@ def test_a_destination_record_without_an_engine_message_is_left_to_the_dlq(
     answer = driver.runtime.handle_event({"Records": [{"messageId": "wrapped", "body": json.dumps(record)}]})
     assert answer == {"batchItemFailures": [{"itemIdentifier": "wrapped"}]}
     assert "not an engine message" in caplog.text and "InvalidMessage" in caplog.text
+
+
+def test_an_invocation_that_aged_out_unrun_reaches_the_queue_as_a_record_and_runs(
+    stack: tuple[StepwellClient, QueueDriver],
+) -> None:
+    """Lambda drops an event it could not run within its maximum age (throttled throughout) to the
+    destination with no response: the record has no responseContext, and is still the payload's."""
+    client, driver = stack
+    execution_id = client.start_execution("echo", 7, execution_name="aged-out")
+    record = {
+        "version": "1.0",
+        "timestamp": "2026-11-25T00:00:00.000Z",
+        "requestContext": {"requestId": "r1", "condition": "EventAgeExceeded", "approximateInvokeCount": 0},
+        "requestPayload": {"kind": "invoke", "executionId": execution_id},
+    }
+    answer = driver.runtime.handle_event({"Records": [{"messageId": "aged", "body": json.dumps(record)}]})
+    assert answer == {"batchItemFailures": []}
+    description = client.describe_execution(execution_id)
+    assert description["Status"] == "SUCCEEDED" and json.loads(description["Result"]) == 7
