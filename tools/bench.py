@@ -699,18 +699,16 @@ class MotoStack:
         return True
 
     def _invoke_async(self, payload: Any) -> None:
-        from stepwell.testing.async_invoke import handler_error, invoke_asynchronously
+        from stepwell.testing.async_invoke import attempt_in_process, invoke_asynchronously
 
-        def run(event: Any) -> dict[str, Any] | None:
+        attempt = attempt_in_process(self.runtime.handle_event)
+
+        def counted(event: Any) -> dict[str, Any] | None:
             self.modelled.lambda_invocations += 1
             self.delivered_messages += 1
-            try:
-                self.runtime.handle_event(event, None)
-            except Exception as error:
-                return handler_error(error)
-            return None
+            return attempt(event)
 
-        outcome = invoke_asynchronously(run, payload, self.config.wake_function_arn)
+        outcome = invoke_asynchronously(counted, payload, self.config.wake_function_arn)
         if outcome.error is not None:
             raise RuntimeError(f"the worker failed a direct wake-up {payload}: {outcome.error}")
 

@@ -182,7 +182,7 @@ def worker_process(workdir: Path) -> None:
     from stepwell.logs import install_json_logging
     from stepwell.metrics import EmfMetrics
     from stepwell.registry import Registry
-    from stepwell.testing.async_invoke import destination_record
+    from stepwell.testing.async_invoke import destination_record, handler_error
     from stepwell.testing.faults import FaultInjector, SqsDuplicator
 
     settings = Settings(**json.loads((workdir / "settings.json").read_text()))
@@ -291,7 +291,7 @@ def worker_process(workdir: Path) -> None:
         try:
             runtime.handle_event(json.loads(message["Body"])["payload"], None)
         except Exception as raised:
-            error = {"errorType": type(raised).__name__, "errorMessage": str(raised)}
+            error = handler_error(raised)
         end_invocation(timer)
         if error is None:
             poller.delete_message(QueueUrl=async_queue_url, ReceiptHandle=message["ReceiptHandle"])

@@ -14,7 +14,7 @@ from typing import Any
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
-from stepwell.testing.async_invoke import AsyncInvokeOutcome, handler_error, invoke_asynchronously
+from stepwell.testing.async_invoke import AsyncInvokeOutcome, attempt_in_process, invoke_asynchronously
 
 from .deployment import Deployment
 
@@ -120,20 +120,16 @@ class QueueDriver:
         """An asynchronous invocation of the worker's alias: retried, then its destination record goes to
         the work queue (the module's event invoke config)."""
 
-        def run(event: Any) -> dict[str, Any] | None:
-            try:
-                self.runtime.handle_event(event, None)
-            except Exception as error:
-                return handler_error(error)
-            return None
-
         def to_queue(record: dict[str, Any]) -> None:
             self._sqs.send_message(
                 QueueUrl=self.deployment.config.work_queue_url, MessageBody=json.dumps(record)
             )
 
         return invoke_asynchronously(
-            run, payload, self.deployment.config.wake_function_arn, on_failure=to_queue
+            attempt_in_process(self.runtime.handle_event),
+            payload,
+            self.deployment.config.wake_function_arn,
+            on_failure=to_queue,
         )
 
     def pending_bodies(self) -> list[str]:

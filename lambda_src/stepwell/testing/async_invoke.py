@@ -67,28 +67,43 @@ def invoke_asynchronously(
     function_arn: str,
     maximum_retry_attempts: int = DEFAULT_MAXIMUM_RETRY_ATTEMPTS,
     on_failure: Callable[[dict[str, Any]], None] | None = None,
+    executed_version: str = "$LATEST",
 ) -> AsyncInvokeOutcome:
     """Run `payload` as Lambda runs an asynchronous event: `run` returns None when the function succeeded
     and its error object ({errorType, errorMessage, ...}) when it failed; a failed event is run again up
-    to `maximum_retry_attempts` times, then handed to `on_failure` as a destination record."""
+    to `maximum_retry_attempts` times, then handed to `on_failure` as a destination record (naming
+    `executed_version`, the version that ran it)."""
     if not 0 <= maximum_retry_attempts <= 2:
         raise ValueError(
             f"maximum_retry_attempts must be 0, 1 or 2 (Lambda's range), got {maximum_retry_attempts}"
         )
+    attempts = 1 + maximum_retry_attempts
     error: dict[str, Any] | None = None
-    attempts = 0
-    for _attempt in range(1 + maximum_retry_attempts):
-        attempts += 1
+    for attempt in range(1, attempts + 1):
         error = run(payload)
         if error is None:
-            return AsyncInvokeOutcome(attempts)
+            return AsyncInvokeOutcome(attempt)
     assert error is not None
     if on_failure is None:
         return AsyncInvokeOutcome(attempts, error)
-    on_failure(destination_record(payload, function_arn, attempts, error))
+    on_failure(destination_record(payload, function_arn, attempts, error, executed_version))
     return AsyncInvokeOutcome(attempts, error, sent_to_destination=True)
 
 
 def handler_error(error: BaseException) -> dict[str, Any]:
     """A Python exception as the error object Lambda reports for an unhandled one."""
     return {"errorType": type(error).__name__, "errorMessage": str(error), "stackTrace": []}
+
+
+def attempt_in_process(handler: Callable[[Any, Any], Any]) -> Callable[[Any], dict[str, Any] | None]:
+    """A `run` for `invoke_asynchronously` that calls a Lambda handler (`handler(event, context)`) in this
+    process: None when it returned, its error object when it raised."""
+
+    def attempt(event: Any) -> dict[str, Any] | None:
+        try:
+            handler(event, None)
+        except Exception as error:
+            return handler_error(error)
+        return None
+
+    return attempt

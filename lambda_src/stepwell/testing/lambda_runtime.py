@@ -927,13 +927,12 @@ class LambdaRuntime:
             return result.error or {"errorType": "Unknown", "errorMessage": "no error object"}
 
         def to_destination(record: dict[str, Any]) -> None:
-            record["responseContext"]["executedVersion"] = spec.version
             self._client_factory("sqs").send_message(
                 QueueUrl=self._queue_url(destination), MessageBody=json.dumps(record)
             )
 
         return invoke_asynchronously(
-            attempt, payload, invoked_arn, retries, to_destination if destination else None
+            attempt, payload, invoked_arn, retries, to_destination if destination else None, spec.version
         )
 
     def _event_invoke_config(self, function_name: str, qualifier: str | None) -> tuple[int, str]:
