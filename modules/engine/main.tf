@@ -123,6 +123,16 @@ resource "aws_lambda_alias" "live" {
   function_version = aws_lambda_function.worker.version
 }
 
+# The worker sends its executions' next runs to its own work queue (a continuation, a retry's delay, a
+# short wait), so one execution's messages form a chain of worker invocations. Lambda's recursive loop
+# detection (on by default) stops such a chain after 16 invocations and moves its message to the DLQ:
+# an execution with 16 short waits in a row would stop. The loop is the design; its guard rails are the
+# engine's own (an execution's log, timeouts and StopExecution; definitions' depth and chain budget).
+resource "aws_lambda_function_recursion_config" "worker" {
+  function_name  = aws_lambda_function.worker.function_name
+  recursive_loop = "Allow"
+}
+
 # Scheduler invokes the alias asynchronously for the engine's long wake-ups (stepwell.timers). A run that
 # fails there is retried by Lambda twice, then its event goes to the work queue as an on-failure
 # destination record (unwrapped by stepwell.entry), where SQS's retries and the alarmed DLQ take over.

@@ -316,6 +316,16 @@ def test_wake_ups_invoke_the_alias_and_failures_go_to_the_work_queue(
     assert invoke_config["DestinationConfig"]["OnFailure"]["Destination"] == config["work_queue_arn"]
 
 
+def test_the_worker_may_wake_itself_through_its_queue_past_lambdas_loop_limit(
+    deployed_stack: DeployedStack, config: dict[str, Any]
+) -> None:
+    # Left at Lambda's default (Terminate), an execution's 17th run in a row through the work queue
+    # would be stopped and its message moved to the DLQ.
+    lam = deployed_stack.backend.client("lambda")
+    recursion = lam.get_function_recursion_config(FunctionName=config["worker_function_name"])
+    assert recursion["RecursiveLoop"] == "Allow"
+
+
 def test_worker_publishes_versions_and_the_alias_points_at_the_newest(
     deployed_stack: DeployedStack, config: dict[str, Any]
 ) -> None:

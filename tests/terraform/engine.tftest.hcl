@@ -132,6 +132,14 @@ run "function_environment_mapping_and_role" {
 
   assert {
     condition = (
+      aws_lambda_function_recursion_config.worker.function_name == "unit-worker" &&
+      aws_lambda_function_recursion_config.worker.recursive_loop == "Allow"
+    )
+    error_message = "The worker's chain of runs through its own work queue must not be stopped by Lambda's recursive loop detection."
+  }
+
+  assert {
+    condition = (
       aws_lambda_event_source_mapping.work_queue.function_name == aws_lambda_alias.live.arn &&
       aws_lambda_event_source_mapping.work_queue.function_name == "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
     )

@@ -9,11 +9,11 @@ SQS messages to mapped functions; ``_keep_queue_policy_on_other_updates``: SetQu
 a policy it does not name; ``_skip_statements_whose_condition_fails``: a policy statement whose
 condition is not met does not apply; ``_version_functions_like_lambda``: version numbers are never
 reused, a version an alias points to or an alias cannot be deleted, ListAliases honours
-FunctionVersion, and an event source mapping on an alias or version keeps that qualified ARN) and
-adds one route to moto's WSGI app, ``GET /_stepwell/lambda-code?region=..&function=..`` (a name,
-optionally ``name:version``), that returns a function's deployed zip: moto's GetFunction answers
-with an S3 location it never serves (the same one for every version), and the local Lambda runtime
-needs the code terraform uploaded for each version.
+FunctionVersion, and an event source mapping on an alias or version keeps that qualified ARN). It serves
+Lambda's recursion-config API, which moto lacks, and adds one route to moto's WSGI app,
+``GET /_stepwell/lambda-code?region=..&function=..`` (a name, optionally ``name:version``), that returns
+a function's deployed zip: moto's GetFunction answers with an S3 location it never serves (the same one
+for every version), and the local Lambda runtime needs the code terraform uploaded for each version.
 
 Run as ``python -m stepwell.testing.moto_server [--host H] [--port P]``; it prints
 ``STEPWELL_MOTO_PORT=<port>`` on stdout once it listens, and exits when its parent dies.
@@ -25,15 +25,16 @@ import argparse
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, unquote, urlencode
 
 READY_PREFIX = "STEPWELL_MOTO_PORT="
 LAMBDA_CODE_PATH = "/_stepwell/lambda-code"
@@ -53,8 +54,57 @@ def _lambda_code_bytes(account_id: str, region: str, function_name: str) -> byte
     return code
 
 
+# Lambda's recursion-config API (PutFunctionRecursionConfig, GetFunctionRecursionConfig), which moto
+# lacks: the module sets the worker's to Allow.
+_RECURSION_CONFIG_PATH = re.compile(r"^/2024-08-31/functions/(?P<function>[^/]+)/recursion-config$")
+_RECURSIVE_LOOP_VALUES = ("Allow", "Terminate")
+_SIGNED_REGION = re.compile(r"Credential=[^/]+/[0-9]{8}/(?P<region>[a-z0-9-]+)/")
+
+
+def _json_answer(start_response: StartResponse, status: str, answer: Mapping[str, Any]) -> list[bytes]:
+    body = json.dumps(answer).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _recursion_config(environ: dict[str, Any], start_response: StartResponse, function: str) -> list[bytes]:
+    """The function's recursive loop setting, kept on moto's function (Terminate, Lambda's default, until
+    one is put); a function moto does not know is a ResourceNotFoundException, as in Lambda."""
+    from moto.awslambda.models import lambda_backends
+
+    signed = _SIGNED_REGION.search(environ.get("HTTP_AUTHORIZATION", ""))
+    region = signed.group("region") if signed else "us-east-1"
+    try:
+        target = lambda_backends[DEFAULT_ACCOUNT_ID][region].get_function(unquote(function))
+    except Exception:  # moto raises its own not-found types
+        return _json_answer(
+            start_response,
+            "404 Not Found",
+            {"__type": "ResourceNotFoundException", "Message": f"Function not found: {unquote(function)}"},
+        )
+    if environ.get("REQUEST_METHOD") == "PUT":
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        value = json.loads(environ["wsgi.input"].read(length) or b"{}").get("RecursiveLoop")
+        if value not in _RECURSIVE_LOOP_VALUES:
+            return _json_answer(
+                start_response,
+                "400 Bad Request",
+                {
+                    "__type": "ValidationException",
+                    "message": f"RecursiveLoop {value!r} is not one of {list(_RECURSIVE_LOOP_VALUES)}",
+                },
+            )
+        setattr(target, "stepwell_recursive_loop", value)  # noqa: B010 (an attribute moto does not declare)
+    return _json_answer(
+        start_response, "200 OK", {"RecursiveLoop": getattr(target, "stepwell_recursive_loop", "Terminate")}
+    )
+
+
 def _with_lambda_code_route(app: WsgiApp) -> WsgiApp:
     def wrapped(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        recursion = _RECURSION_CONFIG_PATH.match(environ.get("PATH_INFO", ""))
+        if recursion is not None:
+            return _recursion_config(environ, start_response, recursion.group("function"))
         if environ.get("PATH_INFO") != LAMBDA_CODE_PATH:
             return app(environ, start_response)
         query = parse_qs(environ.get("QUERY_STRING", ""))
