@@ -97,6 +97,14 @@ locals {
         Resource = module.messaging.work_queue_arn
       },
       {
+        # Waking an execution now (a start, a callback result, a stop) by an asynchronous invoke of the
+        # worker's alias (stepwell.direct_wake), which the worker treats as the same message on the queue.
+        Sid      = "WakeExecutions"
+        Effect   = "Allow"
+        Action   = "lambda:InvokeFunction"
+        Resource = module.engine.wake_function_arn
+      },
+      {
         Sid    = "RedriveDeadLetters"
         Effect = "Allow"
         Action = [

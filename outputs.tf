@@ -21,7 +21,9 @@ output "client_config" {
     worker_function_name = module.engine.function_name
     worker_alias         = module.engine.alias_name
     wake_function_arn    = module.engine.wake_function_arn
-    callback_url         = var.callback_urls ? module.callback_urls[0].function_url : null
+    # A cap on the queue's mapping must hold for starts too: then they go through the queue.
+    direct_wake_ups = var.maximum_concurrency == null
+    callback_url    = var.callback_urls ? module.callback_urls[0].function_url : null
   }, null)
 }
 

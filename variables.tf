@@ -556,7 +556,7 @@ variable "maximum_batching_window_seconds" {
 }
 
 variable "maximum_concurrency" {
-  description = "Most concurrent worker invocations the SQS mapping starts; null: no limit beyond the function's. The long wake-ups Scheduler invokes directly are not counted here: reserved_concurrent_executions caps every invocation (Lambda retries a throttled wake-up for up to 6 hours, then hands it to the work queue)."
+  description = "Most concurrent worker invocations the SQS mapping starts; null: no limit beyond the function's. While null, clients wake executions (starts, callback results, stops) by invoking the worker's alias asynchronously, with no SQS message; set, they send to the queue, so the cap holds for them. The long wake-ups Scheduler invokes directly are not counted here either way: reserved_concurrent_executions caps every invocation (Lambda retries a throttled wake-up for up to 6 hours, then hands it to the work queue)."
   type        = number
   default     = null
 

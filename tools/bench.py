@@ -511,6 +511,7 @@ class MotoStack:
         from stepwell.clock import VirtualClock
         from stepwell.entry import EntryRuntime
         from stepwell.registry import Registry
+        from stepwell.testing.async_invoke import take_event_invokes
         from stepwell.testing.mock_deployment import create_deployment
 
         self.config = create_deployment(name="sw-bench", region=REGION)
@@ -523,7 +524,16 @@ class MotoStack:
         dynamodb = self.clients.dynamodb
         dynamodb.meta.events.register("before-parameter-build.dynamodb", self.meter.read_context_hook)
         self.meter.attach(dynamodb)
-        self.client = StepwellClient(self.config, self.clients, registry=self.registry, clock=self.clock)
+        # The client wakes executions as the module's client_config has it: by invoking the worker's
+        # alias asynchronously. The bench keeps each event (one Lambda request) and runs it in `drain`.
+        self.client = StepwellClient(
+            dataclasses.replace(self.config, direct_wake_ups=True),
+            self.clients,
+            registry=self.registry,
+            clock=self.clock,
+        )
+        self._wake_ups: list[Any] = []
+        take_event_invokes(self.clients.lambda_wake, lambda _alias, payload: self._wake_ups.append(payload))
         self.runtime = EntryRuntime.from_config(
             self.config, self.clients, registry=self.registry, clock=self.clock
         )
@@ -626,6 +636,9 @@ class MotoStack:
         `fire_schedules`, stop when only schedules are left (executions waiting on a long wait)."""
         queue_url = self.config.work_queue_url
         for _ in range(100_000):
+            if self._wake_ups:  # a client's wake-up: an asynchronous invocation of the alias
+                self._invoke_async(self._wake_ups.pop(0))
+                continue
             self.modelled.esm_receives += 1
             messages = self.sqs.receive_message(
                 QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0

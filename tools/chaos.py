@@ -420,6 +420,7 @@ def run(settings: Settings, workdir: Path) -> Report:
     from stepwell.aws import AwsClients
     from stepwell.client import StepwellClient
     from stepwell.registry import Registry
+    from stepwell.testing.async_invoke import take_event_invokes
     from stepwell.testing.faults import SqsDuplicator
     from stepwell.testing.mock_deployment import create_deployment
     from stepwell.testing.moto_server import moto_server
@@ -452,7 +453,8 @@ def run(settings: Settings, workdir: Path) -> Report:
         virtual.advance_seconds(0)  # writes the file
         duplicating_sqs = boto3.client("sqs", region_name=REGION)
         SqsDuplicator(sqs, settings.max_extra_delay, settings.seed).attach(duplicating_sqs)
-        # Lambda's queue of asynchronous invocations (what a wake-up schedule's Scheduler invoke enters).
+        # Lambda's queue of asynchronous invocations (what a client's wake-up and a wake-up schedule's
+        # Scheduler invoke enter).
         async_queue_url = sqs.create_queue(
             QueueName="sw-chaos-async", Attributes={"VisibilityTimeout": str(settings.visibility_timeout)}
         )["QueueUrl"]
@@ -474,7 +476,17 @@ def run(settings: Settings, workdir: Path) -> Report:
             registry.register(name, handler)
         client_aws = AwsClients(region=REGION)
         SqsDuplicator(sqs, settings.max_extra_delay, settings.seed + 1).attach(client_aws.sqs)
-        client = StepwellClient(config, client_aws, registry=registry, clock=EpochClock(virtual))
+        # The client wakes executions as the module's client_config has it, by invoking the worker's alias
+        # asynchronously: those invocations join Lambda's queue of them, with their faults and kills.
+        take_event_invokes(
+            client_aws.lambda_wake, lambda alias, payload: invoke_async(alias, json.dumps(payload).encode())
+        )
+        client = StepwellClient(
+            dataclasses.replace(config, direct_wake_ups=True),
+            client_aws,
+            registry=registry,
+            clock=EpochClock(virtual),
+        )
         chaos_workflows.register_actions()
         client.definitions().put_definition(chaos_workflows.JOURNEY_DOMAIN, chaos_workflows.JOURNEY)
         (workdir / "slow").mkdir()
@@ -983,8 +995,8 @@ def render(report: Report) -> str:
             f"{data.redriven:,}",
         ),
         (
-            "direct wake-ups: attempts (Scheduler's invokes of the worker's alias, each sent twice) / sent "
-            "to the work queue after 3 failed or killed attempts",
+            "direct wake-ups: attempts (the client's and Scheduler's invokes of the worker's alias, each "
+            "sent twice) / sent to the work queue after 3 failed or killed attempts",
             f"{report.async_invocations:,} / {report.async_destinations:,}",
         ),
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -135,6 +136,7 @@ class AwsClients:
         max_attempts: int | None = None,
         session: boto3.Session | None = None,
         counter: RequestCounter | None = None,
+        service_endpoints: Mapping[str, str] | None = None,
     ) -> None:
         mode = retry_mode or os.environ.get("STEPWELL_RETRY_MODE", "standard")
         if mode not in RETRY_MODES:
@@ -146,6 +148,8 @@ class AwsClients:
             region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         )
         self.endpoint_url = endpoint_url or None
+        # Per service, an endpoint that wins over `endpoint_url` (a local Lambda runtime beside a local AWS).
+        self.service_endpoints = dict(service_endpoints or {})
         self.counter = counter or RequestCounter()
         self._session = session or boto3.Session()
         retries: Any = {"mode": mode, "max_attempts": attempts}
@@ -156,12 +160,13 @@ class AwsClients:
             max_pool_connections=20,
         )
         invoke_retries: Any = {"mode": mode, "max_attempts": INVOKE_MAX_ATTEMPTS}
-        self._invoke_config = self._config.merge(
-            Config(
-                read_timeout=INVOKE_READ_TIMEOUT_SECONDS,
-                retries=invoke_retries,
-            )
-        )
+        wake_retries: Any = {"mode": mode, "total_max_attempts": 1}
+        self._configs = {
+            "invoke": self._config.merge(
+                Config(read_timeout=INVOKE_READ_TIMEOUT_SECONDS, retries=invoke_retries)
+            ),
+            "wake": self._config.merge(Config(connect_timeout=2, read_timeout=5, retries=wake_retries)),
+        }
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -173,8 +178,8 @@ class AwsClients:
                 client = self._session.client(
                     service,  # type: ignore[call-overload]
                     region_name=self.region,
-                    endpoint_url=self.endpoint_url,
-                    config=self._invoke_config if purpose == "invoke" else self._config,
+                    endpoint_url=self.service_endpoints.get(service, self.endpoint_url),
+                    config=self._configs.get(purpose, self._config),
                 )
                 self.counter.attach(client)
                 self._clients[key] = client
@@ -208,6 +213,13 @@ class AwsClients:
     @property
     def lambda_(self) -> LambdaClient:
         client: LambdaClient = self._client("lambda")
+        return client
+
+    @property
+    def lambda_wake(self) -> LambdaClient:
+        """Lambda for the asynchronous invokes that wake executions (stepwell.direct_wake): one attempt,
+        since a refused wake-up goes to the work queue at once, which retries it."""
+        client: LambdaClient = self._client("lambda", "wake")
         return client
 
     @property

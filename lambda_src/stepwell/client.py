@@ -22,6 +22,7 @@ from stepwell.aws import AwsClients
 from stepwell.clock import SystemClock
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.definitions.interpreter import register_interpreter
+from stepwell.direct_wake import DirectWakeQueue
 from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.engine import Engine, check_error_object
 from stepwell.errors import InvalidArgument
@@ -29,7 +30,7 @@ from stepwell.lambda_versions import LambdaFunctionVersions
 from stepwell.metrics import Metrics, NoMetrics
 from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.payloads import S3PayloadStore
-from stepwell.ports import Clock, FunctionVersions
+from stepwell.ports import Clock, FunctionVersions, WorkQueue
 from stepwell.registry import Registry, validate_workflow_name
 from stepwell.schedules import ScheduleManager, ScheduleTarget
 from stepwell.status_events import EventBridgeStatusEvents, NoStatusEvents
@@ -90,6 +91,9 @@ def build_engine(
     )
     engine_clock = clock or SystemClock()
     queue = SqsWorkQueue(clients.sqs, config.work_queue_url)
+    wake_queue: WorkQueue = queue
+    if config.direct_wake_ups:
+        wake_queue = DirectWakeQueue(queue, clients.lambda_wake, config.wake_function_arn)
     timers = WakeScheduler(
         queue,
         clients.scheduler if config.schedule_group_name else None,
@@ -108,7 +112,7 @@ def build_engine(
     )
     return Engine(
         store=store,
-        queue=queue,
+        queue=wake_queue,
         timers=timers,
         payloads=payloads if payloads is not None else _NoPayloadBucket(config.name),
         clock=engine_clock,

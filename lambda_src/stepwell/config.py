@@ -52,6 +52,9 @@ INVOKE_FUNCTIONS_ENV = "STEPWELL_INVOKE_FUNCTIONS"
 # Settings that are whole numbers (client_config may give them as numbers or strings).
 _INT_SETTINGS = ("retention_days", "keep_versions")
 
+# Settings that are true or false (client_config may give them as booleans or strings).
+_BOOL_SETTINGS = ("status_events", "direct_wake_ups")
+
 # Settings without which no adapter works.
 _REQUIRED = ("name", "executions_table", "operations_table", "coordination_table", "work_queue_url")
 
@@ -87,6 +90,10 @@ class StepwellConfig:
     # The worker alias's ARN: one-time wake-up schedules invoke it directly, with no SQS message ("" =
     # they send to the work queue). Its asynchronous invoke config sends what fails there to the queue.
     wake_function_arn: str = ""
+    # Whether a client wakes an execution now (a start, a callback result, a stop) by invoking that alias
+    # asynchronously instead of with an SQS message (stepwell.direct_wake). The module turns it off when
+    # maximum_concurrency caps the queue's mapping, so that the cap holds for every start.
+    direct_wake_ups: bool = False
     # The alias the work queue's mapping invokes (its version is the live code) and how many of the
     # newest versions the reconciler keeps whatever runs on them.
     worker_alias: str = DEFAULT_WORKER_ALIAS
@@ -124,6 +131,8 @@ class StepwellConfig:
             raise ConfigError("worker_alias must name the worker function's alias (default 'live'), got ''")
         if self.wake_function_arn:
             _check_wake_function(self.wake_function_arn)
+        elif self.direct_wake_ups:
+            raise ConfigError("direct_wake_ups needs wake_function_arn, the worker alias to invoke, got ''")
         for arn in self.invoke_functions:
             try:
                 parse_function_arn(arn)
@@ -149,8 +158,9 @@ class StepwellConfig:
             values[key] = value
         if "workflow_modules" in values:
             values["workflow_modules"] = _parse_modules(values["workflow_modules"])
-        if "status_events" in values:
-            values["status_events"] = _parse_bool("status_events", values["status_events"])
+        for key in _BOOL_SETTINGS:
+            if key in values:
+                values[key] = _parse_bool(key, values[key])
         if "invoke_functions" in values:
             values["invoke_functions"] = _parse_arn_list("invoke_functions", values["invoke_functions"])
         for key in _INT_SETTINGS:
@@ -159,8 +169,8 @@ class StepwellConfig:
         for key, value in values.items():
             structured = key in (
                 "workflow_modules",
-                "status_events",
                 "invoke_functions",
+                *_BOOL_SETTINGS,
                 *_INT_SETTINGS,
                 *_JSON_OBJECT_ENV,
             )

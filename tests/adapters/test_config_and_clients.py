@@ -122,6 +122,28 @@ def test_endpoint_url_is_used_by_every_client() -> None:
     assert clients.dynamodb is clients.dynamodb
 
 
+def test_a_service_endpoint_wins_for_its_service_only() -> None:
+    # A local Lambda runtime beside a local AWS: Lambda requests go to the runtime, the rest to the AWS.
+    clients = AwsClients(
+        region="us-east-1",
+        endpoint_url="http://127.0.0.1:4566",
+        service_endpoints={"lambda": "http://127.0.0.1:7000"},
+    )
+    assert clients.lambda_.meta.endpoint_url == "http://127.0.0.1:7000"
+    assert clients.lambda_wake.meta.endpoint_url == "http://127.0.0.1:7000"
+    assert clients.lambda_invoke.meta.endpoint_url == "http://127.0.0.1:7000"
+    assert clients.sqs.meta.endpoint_url == "http://127.0.0.1:4566"
+
+
+def test_a_wake_up_invoke_is_tried_once_and_a_synchronous_invoke_waits_for_its_function() -> None:
+    clients = AwsClients(region="us-east-1")
+    # A refused wake-up goes to the work queue at once; a synchronous invoke waits up to Lambda's limit.
+    assert clients.lambda_wake.meta.config.retries["total_max_attempts"] == 1
+    assert clients.lambda_wake.meta.config.read_timeout == 5
+    assert clients.lambda_invoke.meta.config.read_timeout == 900
+    assert clients.lambda_wake is not clients.lambda_invoke
+
+
 def test_aws_endpoint_url_from_the_environment_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
     clients = AwsClients(region="us-east-1")

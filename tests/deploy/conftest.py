@@ -23,10 +23,8 @@ TEST_WORKFLOWS = Path(__file__).resolve().parent / "workflows" / "stepwell_test_
 if str(CONFORMANCE_DIR) not in sys.path:
     sys.path.insert(0, str(CONFORMANCE_DIR))
 
-import boto3  # noqa: E402
 from deployed_backend import SUMMARY, DeployedTarget, write_conformance_workflows  # noqa: E402
 from runner import SUITES, discover_cases  # noqa: E402
-from stepwell.aws import AwsClients  # noqa: E402
 from stepwell.client import StepwellClient  # noqa: E402
 from stepwell.config import StepwellConfig  # noqa: E402
 from stepwell.testing.deployed_fixtures import DeployedStack  # noqa: E402
@@ -83,12 +81,17 @@ def _log_reader(
 
 
 @pytest.fixture(scope="session")
-def deployed_client(deployed_stack: DeployedStack, deployed_clock: VirtualClock) -> StepwellClient:
-    """A client of the deployed stack on the harness's virtual clock."""
-    backend = deployed_stack.backend
-    session = boto3.Session(**backend.credentials, region_name=backend.region)
-    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
-    config = StepwellConfig.from_client_config(deployed_stack.client_config)
+def deployed_client(
+    deployed_stack: DeployedStack,
+    deployed_clock: VirtualClock,
+    lambda_runtime: LambdaRuntime | BackendLambdaDriver,
+) -> StepwellClient:
+    """A client of the deployed stack on the harness's virtual clock. It wakes executions through the work
+    queue: the drivers here (process_queue, the conformance runner) run an execution until its queue is
+    quiet, and a direct wake-up is invisible to them on LocalStack, which runs it by itself. test_smoke's
+    clients and `make demo` wake directly, as the module's client_config says."""
+    clients = deployed_stack.backend.aws_clients(lambda_runtime.lambda_endpoint_url)
+    config = StepwellConfig.from_client_config({**deployed_stack.client_config, "direct_wake_ups": False})
     return StepwellClient(config, clients, clock=ClockForClient(deployed_clock))
 
 

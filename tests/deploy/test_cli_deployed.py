@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from stepwell.testing.deployed_fixtures import DeployedStack
 from deploy.queues import set_mapping_enabled, take_marked
 
 CLI_TIMEOUT_SECONDS = 300.0
+RUN_TIMEOUT_SECONDS = 120.0
 
 
 def _stepwell(stack: DeployedStack, config_file: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -96,10 +98,17 @@ def test_versions_lists_the_worker_versions_and_the_executions_pinned_to_each(
     )
     assert (started.returncode, started.stderr) == (0, "")
     execution_id = started.stdout.strip()
-    deployed_target.process_queue()  # its first run pins it to the live version; it then waits a day
-    described = json.loads(
-        _stepwell(deployed_stack, config_file, "executions", "describe", execution_id).stdout
-    )
+    # Its first run pins it to the live version; it then waits a day. The CLI's start woke it by invoking
+    # the worker's alias, which LocalStack runs by itself: a quiet queue does not mean it ran yet.
+    deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
+    while True:
+        deployed_target.process_queue()
+        described = json.loads(
+            _stepwell(deployed_stack, config_file, "executions", "describe", execution_id).stdout
+        )
+        if described.get("Version") or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
     live = functions.get_alias(FunctionName=name, Name=alias)["FunctionVersion"]
     assert (described["Status"], described["Version"]) == ("RUNNING", live)
 

@@ -11,9 +11,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
-from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import DeployedStack
@@ -91,14 +89,15 @@ def test_a_reconcile_message_is_handled_and_deleted(
 def test_an_execution_started_with_the_client_completes(
     deployed_stack: DeployedStack, lambda_runtime: LambdaRuntime | BackendLambdaDriver
 ) -> None:
-    backend = deployed_stack.backend
-    session = boto3.Session(**backend.credentials, region_name=backend.region)
-    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
+    clients = deployed_stack.backend.aws_clients(lambda_runtime.lambda_endpoint_url)
     client = StepwellClient.from_client_config(deployed_stack.client_config, clients)
     order = {"order_id": "o-42", "lines": [{"quantity": 2, "unit_price_cents": 1250}]}
     execution_id = client.start_execution(
         "orders.confirm", order, execution_name=f"order-{uuid.uuid4().hex[:8]}"
     )
+    # The start wakes it by an asynchronous invoke of the worker's alias, with no SQS message.
+    calls = clients.counter.snapshot()["calls"]
+    assert (calls.get("lambda.Invoke"), calls.get("sqs.SendMessage", 0)) == (1, 0), calls
     deadline = time.monotonic() + WAIT_SECONDS
     description = client.describe_execution(execution_id)
     while description["Status"] not in ("SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED"):
@@ -163,9 +162,7 @@ def test_the_order_story_with_a_three_day_wait_and_a_callback_completes(
 ) -> None:
     """examples/complete's orders.fulfil: a retried step, a three-day wait the scheduler fast-forwards
     (the runtime moves the worker's clock with it), a manager's callback, then a parallel fan-out."""
-    backend = deployed_stack.backend
-    session = boto3.Session(**backend.credentials, region_name=backend.region)
-    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
+    clients = deployed_stack.backend.aws_clients(lambda_runtime.lambda_endpoint_url)
     client = StepwellClient.from_client_config(deployed_stack.client_config, clients)
     order = {
         "order_id": "o-77",
@@ -195,6 +192,9 @@ def test_the_order_story_with_a_three_day_wait_and_a_callback_completes(
             scheduler_firer.advance(timedelta(hours=12))
             scheduler_firer.fire_due()
     assert description["Status"] == "SUCCEEDED", json.dumps(description, default=str)
+    # The start and the callback result woke it by invoking the worker's alias, with no SQS message.
+    calls = clients.counter.snapshot()["calls"]
+    assert (calls.get("lambda.Invoke"), calls.get("sqs.SendMessage", 0)) == (2, 0), calls
     output = json.loads(description["Result"])
     assert output["charge"] == {"charge_id": "ch-o-77", "amount_cents": 1500, "attempt": 2}
     assert output["approval"] == {"approved_by": "manager"}

@@ -107,10 +107,28 @@ run "operator_has_no_wildcard_action_and_one_star_resource" {
       ]) &&
       !anytrue([
         for statement in jsondecode(output.access_policies.operator).Statement :
-        anytrue([for action in flatten([statement.Action]) : contains(["lambda:InvokeFunction", "lambda:DeleteFunction", "lambda:UpdateAlias"], action)])
+        anytrue([for action in flatten([statement.Action]) : contains(["lambda:DeleteFunction", "lambda:UpdateAlias"], action)])
       ])
     )
-    error_message = "The operator reads the worker's versions and alias and upgrades executions (UpdateItem), but never invokes, deletes or moves versions."
+    error_message = "The operator reads the worker's versions and alias and upgrades executions (UpdateItem), but never deletes or moves versions."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(output.access_policies.operator).Statement : statement.Resource
+      if contains(flatten([statement.Action]), "lambda:InvokeFunction")
+    ] == ["arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"]
+    error_message = "The operator may invoke the worker's alias live (a wake-up), and no other function or version."
+  }
+
+  assert {
+    condition = alltrue([
+      for name in ["reader", "callback_sender"] : !anytrue([
+        for statement in jsondecode(output.access_policies[name]).Statement :
+        contains(flatten([statement.Action]), "lambda:InvokeFunction")
+      ])
+    ])
+    error_message = "The reader and the callback sender never invoke the worker."
   }
 }
 

@@ -17,7 +17,7 @@ run "client_config_has_the_contract_keys" {
       "region", "name", "definitions_table", "executions_table", "operations_table", "coordination_table",
       "subject_index_name", "work_queue_url", "work_queue_arn", "dlq_url", "dlq_arn", "event_bus_name", "event_bus_arn",
       "schedule_group_name", "scheduler_role_arn", "kms_key_arn", "payload_bucket", "worker_function_name",
-      "worker_alias", "wake_function_arn", "callback_url",
+      "worker_alias", "wake_function_arn", "direct_wake_ups", "callback_url",
     ])
     error_message = "client_config must hold exactly the keys of docs/architecture.md."
   }
@@ -36,6 +36,7 @@ run "client_config_has_the_contract_keys" {
       output.client_config.worker_function_name == "unit-worker" &&
       output.client_config.worker_alias == "live" &&
       output.client_config.wake_function_arn == "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live" &&
+      output.client_config.direct_wake_ups == true &&
       output.client_config.payload_bucket == "unit-payloads-123456789012"
     )
     error_message = "client_config must name this deployment's resources."
@@ -54,6 +55,19 @@ run "client_config_has_the_contract_keys" {
   assert {
     condition     = output.worker_package_path == ".terraform/stepwell-build/unit-worker.zip" && length(output.workflow_modules) == 0
     error_message = "The package is built into the build directory; without workflows_dir no module is imported."
+  }
+}
+
+run "a_concurrency_cap_sends_client_wake_ups_through_the_queue" {
+  command = plan
+
+  variables {
+    maximum_concurrency = 5
+  }
+
+  assert {
+    condition     = output.client_config.direct_wake_ups == false
+    error_message = "With maximum_concurrency set, clients wake executions through the queue, so the cap holds for them."
   }
 }
 

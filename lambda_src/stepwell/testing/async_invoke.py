@@ -14,6 +14,7 @@ requestPayload, responseContext (statusCode, executedVersion, functionError) and
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,3 +108,22 @@ def attempt_in_process(handler: Callable[[Any, Any], Any]) -> Callable[[Any], di
         return None
 
     return attempt
+
+
+def take_event_invokes(lambda_client: Any, take: Callable[[str, Any], None]) -> None:
+    """Answer `lambda_client`'s Event invokes as Lambda does (202, the event kept) without sending them:
+    `take(function, payload)` gets each, to run as the harness plays Lambda (for a client's wake-ups in
+    moto's in-process mock, which runs no code). Other invocation types are sent as before."""
+    from urllib.parse import unquote
+
+    from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+    def before_call(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        if params["headers"].get("X-Amz-Invocation-Type") != "Event":
+            return None
+        function = unquote(params["url_path"].split("/")[3])  # /2015-03-31/functions/{name}/invocations
+        body = params["body"]
+        take(function, json.loads(body.read() if hasattr(body, "read") else body))
+        return AWSResponse(function, 202, HTTPHeaders(), None), {"StatusCode": 202}
+
+    lambda_client.meta.events.register("before-call.lambda.Invoke", before_call)

@@ -32,6 +32,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from stepwell.aws import AwsClients
 from stepwell.testing.moto_server import DEFAULT_ACCOUNT_ID, MotoServer, moto_server
 
 BACKEND_ENV = "STEPWELL_BACKEND"
@@ -118,6 +119,22 @@ class Backend:
     @property
     def credentials(self) -> dict[str, str]:
         return {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+
+    def aws_clients(self, lambda_endpoint_url: str | None = None) -> AwsClients:
+        """Stepwell's clients (a StepwellClient's) on this backend. `lambda_endpoint_url`: where Lambda
+        requests go instead, the local runtime's endpoint when the backend runs no Lambda code (moto), so
+        that a client's wake-ups (asynchronous invokes of the worker's alias) run."""
+        session = boto3.Session(
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            region_name=self.region,
+        )
+        return AwsClients(
+            region=self.region,
+            endpoint_url=self.endpoint_url,
+            session=session,
+            service_endpoints={"lambda": lambda_endpoint_url} if lambda_endpoint_url else None,
+        )
 
     def client(self, service_name: str) -> Any:
         """A boto3 client for this backend (LocalStack's through the ``localstack-client`` package).

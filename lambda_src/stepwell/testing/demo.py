@@ -26,9 +26,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
-
-from stepwell.aws import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.console.timeline import open_callbacks
 from stepwell.testing.backends import Backend, start_backend
@@ -128,12 +125,7 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
         region=backend.region,
         clock_offset=lambda: firer.clock.offset.total_seconds(),
     )
-    session = boto3.Session(
-        aws_access_key_id=backend.access_key_id,
-        aws_secret_access_key=backend.secret_access_key,
-        region_name=backend.region,
-    )
-    clients = AwsClients(region=backend.region, endpoint_url=backend.endpoint_url, session=session)
+    clients = backend.aws_clients(runtime.lambda_endpoint_url)
     client = StepwellClient.from_client_config(config, clients)
     try:
         say(f"Starting {len(ORDERS)} orders of {WORKFLOW}")

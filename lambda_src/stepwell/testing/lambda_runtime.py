@@ -656,11 +656,7 @@ def _invoke_api_handler(runtime: LambdaRuntime) -> type[BaseHTTPRequestHandler]:
                 self._answer(204, b"")
                 return
             if invocation_type == "Event":
-                threading.Thread(
-                    target=runtime.run_in_background,
-                    args=(spec, event, invoked_arn, resolved_qualifier),
-                    daemon=True,
-                ).start()
+                runtime.run_in_background(spec, event, invoked_arn, resolved_qualifier)
                 self._answer(202, b"")
                 return
             result = runtime.run(spec, event, invoked_arn)
@@ -746,6 +742,7 @@ class LambdaRuntime:
         # Guards the worker pools and the endpoint only; never held while a handler runs, so a handler
         # may invoke another version (or its own) through the endpoint without waiting on itself.
         self._pool_lock = threading.Lock()
+        self._events_in_flight = 0  # Event invocations running in their own threads (run_in_background)
         self._endpoint: ThreadingHTTPServer | None = None
         self._queue_urls: dict[str, str] = {}
         self._url_functions: dict[str, str] = {}  # function URL id (lower case) -> function name
@@ -957,12 +954,21 @@ class LambdaRuntime:
     def run_in_background(
         self, spec: FunctionSpec, payload: Any, invoked_arn: str, qualifier: str | None = None
     ) -> None:
-        """``run_event`` for an Event invocation: nobody waits for it, so a failure to run it at all goes
-        to background_errors."""
-        try:
-            self.run_event(spec, payload, invoked_arn, qualifier)
-        except Exception as error:
-            self.background_errors.append(error)
+        """``run_event`` in a thread of its own, for an Event invocation: nobody waits for it, so a failure
+        to run it at all goes to background_errors. ``drain`` waits for it, as for a queued message."""
+        with self._pool_lock:
+            self._events_in_flight += 1
+
+        def run() -> None:
+            try:
+                self.run_event(spec, payload, invoked_arn, qualifier)
+            except Exception as error:
+                self.background_errors.append(error)
+            finally:
+                with self._pool_lock:
+                    self._events_in_flight -= 1
+
+        threading.Thread(target=run, name="stepwell-event-invoke", daemon=True).start()
 
     # -- function URLs --------------------------------------------------------------------------------
 
@@ -1138,6 +1144,9 @@ class LambdaRuntime:
         return outcome
 
     def _queues_settled(self) -> bool:
+        with self._pool_lock:
+            if self._events_in_flight:
+                return False
         sqs = self._client_factory("sqs")
         for mapping in self.event_source_mappings():
             attributes = sqs.get_queue_attributes(
@@ -1254,6 +1263,11 @@ class BackendLambdaDriver:
         result = InvocationResult(function_name, None if error else decoded, error, executed_version)
         self.invocations.append(result)
         return result
+
+    @property
+    def lambda_endpoint_url(self) -> None:
+        """None: Lambda requests go to the backend, which runs the code."""
+        return None
 
     def event_source_mappings(self) -> list[EventSourceMapping]:
         return self._mapping_reader.event_source_mappings()
