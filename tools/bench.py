@@ -1930,20 +1930,24 @@ HOW_MEASURED = """\
 - **Backend.** moto in-process (`moto.mock_aws`, no server): the module's tables and indexes
   (`stepwell.testing.mock_deployment`, as docs/architecture.md describes them), the work queue and its
   DLQ, the payload bucket, the schedule group. The engine runs as deployed: every message goes through
-  `stepwell.entry.EntryRuntime.handle_event` as an SQS batch event (the runtime `stepwell.entry.handler`
+  `stepwell.entry.EntryRuntime.handle_event` as an SQS batch event or as the asynchronous invocation of the
+  worker's alias it is (the runtime `stepwell.entry.handler`
   builds from the Lambda's environment; here built from the same `StepwellConfig` with a virtual clock, so
   a 2-hour wait takes no real time) over `DynamoDbExecutionStore`, `SqsWorkQueue`, `WakeScheduler` (SQS
   delays up to 900 s, EventBridge Scheduler beyond) and `S3PayloadStore`, wired by
   `stepwell.client.build_engine`. Executions are started and callbacks sent with `StepwellClient`, on the
-  same counted clients.
+  same counted clients, with `direct_wake_ups` as the module's client_config has it: the client wakes an
+  execution by invoking the worker's alias asynchronously (its Invoke request is counted; the bench keeps
+  the event, `stepwell.testing.async_invoke.take_event_invokes`, and runs it next).
 - **What plays AWS.** The bench plays the SQS event source mapping (receive up to 10 messages, hand them to
   the entry handler as an SQS batch event, delete them in one batch) and EventBridge Scheduler (fire the
   earliest one-time schedule: skip the virtual clock to it, hand its input to the entry handler as the
   asynchronous invocation of the worker's alias it is, or send it to the queue when it targets the queue,
-  delete it) with its own boto3 clients, which are not counted. The requests AWS makes on your behalf
-  there are counted as *modelled*: one ReceiveMessage per non-empty receive, one DeleteMessageBatch per
-  batch, one Lambda invocation per batch and per direct invocation, one Scheduler invocation per fired
-  schedule and one SQS SendMessage per schedule fired to the queue. The event source mapping's empty long
+  delete it) and Lambda's asynchronous invocations (the client's and Scheduler's) with its own boto3
+  clients, which are not counted. The requests AWS makes on your behalf there are counted as *modelled*:
+  one ReceiveMessage per non-empty receive, one DeleteMessageBatch per batch, one Lambda invocation per
+  batch and per direct invocation, one Scheduler invocation per fired schedule and one SQS SendMessage per
+  schedule fired to the queue. The event source mapping's empty long
   polls are a fixed cost of an idle queue, not a per-operation one, and are left out.
 - **Workflows.** `tools/bench_workflows.py`: unmodified `@durable_execution` handlers, the same objects on
   every backend and in the SDK's runner.
