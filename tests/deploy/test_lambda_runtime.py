@@ -184,6 +184,29 @@ def test_an_event_invocation_is_retried_then_sent_to_its_on_failure_destination(
     assert record["responsePayload"]["errorType"] == "ValueError"
 
 
+def test_drain_waits_for_event_invocations_made_through_the_local_invoke_api(
+    moto_backend: Backend, tmp_path: Path
+) -> None:
+    # A client's wake-up is such an invocation: a test that drains and then reads must see its run.
+    setup = Setup(moto_backend)
+    with setup.runtime(tmp_path) as runtime:
+        lambda_api = boto3.client(
+            "lambda",
+            endpoint_url=runtime.lambda_endpoint_url,
+            region_name=moto_backend.region,
+            **moto_backend.credentials,
+        )
+        answer = lambda_api.invoke(
+            FunctionName=setup.function_name, InvocationType="Event", Payload=b'{"sleep": 2, "n": 7}'
+        )
+        assert answer["StatusCode"] == 202
+        assert runtime.drain(timeout_seconds=60).settled
+        assert [result.payload["echo"] for result in runtime.invocations if result.payload] == [
+            {"sleep": 2, "n": 7}
+        ]
+        assert runtime.background_errors == []
+
+
 def test_the_function_timeout_is_enforced(moto_backend: Backend, tmp_path: Path) -> None:
     setup = Setup(moto_backend, timeout=1)
     with setup.runtime(tmp_path) as runtime:
