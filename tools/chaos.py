@@ -460,10 +460,13 @@ def run(settings: Settings, workdir: Path) -> Report:
         )["QueueUrl"]
         (workdir / ASYNC_QUEUE_FILE).write_text(async_queue_url)
 
-        def invoke_async(function_arn: str, payload: bytes) -> None:
+        def enter_async(function_arn: str, event: Any) -> None:
             # At least once, as Lambda's asynchronous invocations are: sent twice like every message here.
-            body = {"functionArn": function_arn, "payload": json.loads(payload)}
+            body = {"functionArn": function_arn, "payload": event}
             duplicating_sqs.send_message(QueueUrl=async_queue_url, MessageBody=json.dumps(body))
+
+        def invoke_async(function_arn: str, payload: bytes) -> None:  # Scheduler's target input, as sent
+            enter_async(function_arn, json.loads(payload))
 
         def factory(service: str) -> Any:
             return duplicating_sqs if service == "sqs" else boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
@@ -478,9 +481,7 @@ def run(settings: Settings, workdir: Path) -> Report:
         SqsDuplicator(sqs, settings.max_extra_delay, settings.seed + 1).attach(client_aws.sqs)
         # The client wakes executions as the module's client_config has it, by invoking the worker's alias
         # asynchronously: those invocations join Lambda's queue of them, with their faults and kills.
-        take_event_invokes(
-            client_aws.lambda_wake, lambda alias, payload: invoke_async(alias, json.dumps(payload).encode())
-        )
+        take_event_invokes(client_aws.lambda_wake, enter_async)
         client = StepwellClient(
             dataclasses.replace(config, direct_wake_ups=True),
             client_aws,

@@ -167,14 +167,14 @@ def test_a_client_starts_and_completes_a_callback_by_invoking_the_worker_which_r
     execution_id = client.start_execution("greet", {"name": "ana"})
     assert events == [{"kind": "invoke", "executionId": execution_id}]
     assert invoked == [config.wake_function_arn]
-    assert queued(deployment) == []  # no SQS message for the start
+    assert driver.pending_bodies() == []  # no SQS message for the start
     runtime.handle_event(events.pop())  # Lambda runs the event on the alias
     driver.run_until_quiet()
     assert len(CALLBACKS) == 1
 
     client.send_callback_success(CALLBACKS[0], "approved")
     assert events == [{"kind": "invoke", "executionId": execution_id}]
-    assert queued(deployment) == []
+    assert driver.pending_bodies() == []
     runtime.handle_event(events.pop())
     description = client.describe_execution(execution_id)
     assert (description["Status"], json.loads(description["Result"])) == ("SUCCEEDED", "hello Ana, approved")
