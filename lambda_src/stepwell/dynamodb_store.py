@@ -22,8 +22,9 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   w the wake-up its last run armed, n the log's next seq as that run left it, ln the log's length the
   last run that knew it recorded, mv the version an upgrade moved it to, pb/ps/pt the body, seq and
   time of the batch a suspending run (or the end) carried on its release instead of the log; in no index,
-  so taking and dropping the lease cost one write unit each; deleted when the execution ends, unless it
-  carries the end: then kept with a ttl), "cb#<callback id>" (eid, op, v the worker version whose run
+  so taking and dropping the lease cost one write unit each; when the execution ends it keeps only eid,
+  the end it may carry, and a ttl (a retention period), so a late message's lease is never its first:
+  Lease.never_held), "cb#<callback id>" (eid, op, v the worker version whose run
   created it; done and ttl once completed or timed out; a completion's result: k kind, p/pR payload, er
   error JSON, read back by the worker). Flow control (scopes are FlowLimit.scope): a concurrency key
   "fc#c#<digest>" (holders: a map of execution id -> lease expiry, head, tail, labels, while its queue is
@@ -892,6 +893,7 @@ class DynamoDbExecutionStore:
             log_next=int(next_seq) if (next_seq := _num(before, "n")) is not None else None,
             log_length=int(length) if (length := _num(before, "ln")) is not None else None,
             moved_to=_str(before, "mv"),
+            never_held=not before,
         )
 
     def release_lease(
@@ -907,24 +909,22 @@ class DynamoDbExecutionStore:
         key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
-            if ended and carried is None:
-                self._db.delete_item(
-                    TableName=self.coordination_table,
-                    Key=key,
-                    ConditionExpression="o = :owner",
-                    ExpressionAttributeValues={":owner": _s(owner)},
-                    ReturnConsumedCapacity=_CAPACITY,
-                )
-                return
             # dueShard/dueAt: the index entry of a record an earlier engine wrote goes with it.
             update = "REMOVE o, #x, dueShard, dueAt"
             values: Item = {":owner": _s(owner)}
             names = {"#x": "exp"}
             assignments: list[str] = []
-            if ended and carried is not None:  # it keeps the end: retention counts from there
+            if ended:
+                # The record stays for the retention period (the same one write unit as deleting it), with
+                # the end it carries if any: a late message for the execution then never finds its lease
+                # never held (Lease.never_held) and always reads the log.
                 assignments.append("#ttl = :ttl")
                 names["#ttl"] = "ttl"
-                values[":ttl"] = _n(int(carried.created_at) + self.retention_seconds)
+                ended_at = carried.created_at if carried is not None else time.time()
+                values[":ttl"] = _n(int(ended_at) + self.retention_seconds)
+                if carried is None:
+                    update += ", pb, ps, pt"
+                update += ", mv"
             if ended or wake is None:
                 update += ", w"
             elif not isinstance(wake, KeepWake):

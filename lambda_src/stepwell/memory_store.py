@@ -48,6 +48,8 @@ class MemoryExecutionStore:
         self._wakes: dict[str, float] = {}
         # The batch a suspending run left on the coordination record instead of the log (release_lease).
         self._carried: dict[str, Batch] = {}
+        # Executions whose lease a run has held (their coordination records: kept after the end too).
+        self._held: set[str] = set()
         # The log's next seq the last release recorded (Lease.log_next).
         self._log_next: dict[str, int] = {}
         # The log's length the last release that knew it recorded (Lease.log_length).
@@ -297,8 +299,10 @@ class MemoryExecutionStore:
                 log_next=self._log_next.get(execution_id),
                 log_length=self._log_length.get(execution_id),
                 moved_to=self._moved_to.get(execution_id),
+                never_held=execution_id not in self._held and execution_id not in self._moved_to,
             )
             self._leases[execution_id] = lease
+            self._held.add(execution_id)
             return lease
 
     def release_lease(

@@ -345,6 +345,11 @@ class Lease:
     # The version an upgrade moved the execution to (ExecutionStore.note_moved_version), if one did: a
     # worker of another version that read the record before the upgrade leaves the run to that version.
     moved_to: str | None = None
+    # No run ever held this lease: the execution's coordination record did not exist. Only lease holders
+    # write the log, and every input answers something a run began (a callback it created, a child it
+    # invoked), so a running execution's log is then empty and need not be read. An ended execution keeps
+    # its record (ExecutionStore.release_lease), so a late message never takes its lease for a first one.
+    never_held: bool = False
 
 
 class KeepWake(Enum):

@@ -169,8 +169,8 @@ class ExecutionStore(Protocol):
     # --- coordination ---
     def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
         """Take the execution's lease if it is free or expired (one conditional write on its coordination
-        record). None if busy. The lease carries the wake-up the last run armed, and whether it was taken
-        from a holder whose lease had expired."""
+        record). None if busy. The lease carries the wake-up the last run armed, whether it was taken
+        from a holder whose lease had expired, and whether any run held it before (`never_held`)."""
         ...
 
     def release_lease(
@@ -185,7 +185,8 @@ class ExecutionStore(Protocol):
     ) -> None:
         """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
         run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
-        execution has ended, its coordination record goes, unless it carries the end. `carried`: the
+        execution has ended: its coordination record keeps the end it carries, if any, and stays for the
+        retention period, so `Lease.never_held` is never true for it again. `carried`: the
         run's last batch, kept on the record instead of the log (a small one: a suspension's events of no
         operation, or the execution's end, which the record then keeps for the retention period),
         returned by the next `acquire_lease` and `get_carried_batch`; without it a batch carried before

@@ -264,9 +264,9 @@ class Worker:
             pending: list[ExternalInput] = []  # read with the log
             # A lease taken over from a dead holder may have seen writes its last release does not tell.
             trusted = lease.log_next if known.no_inputs and not lease.taken_over else None
-            journal = self.engine.open_journal(
-                record.execution_id, pending, empty=known.fresh, log_next=trusted
-            )
+            # A running execution's first run (no run held its lease before) has an empty log: nothing read.
+            empty = known.fresh or (lease.never_held and record.status is ExecutionStatus.RUNNING)
+            journal = self.engine.open_journal(record.execution_id, pending, empty=empty, log_next=trusted)
             if lease.log_length is not None and journal.next_seq < lease.log_length:
                 self.engine.close_journal(journal, keep=False)
                 raise LogIncomplete(

@@ -15,6 +15,7 @@ from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
 from stepwell.log_expiry import LOG_HORIZON_SECONDS
 from stepwell.registry import Registry
+from stepwell.worker import Known, Worker
 
 from .deployment import Deployment
 from .driver import QueueDriver
@@ -40,10 +41,22 @@ def two_steps(event: dict[str, Any], context: DurableContext) -> int:
     return context.step(lambda _: first * 10, name="second")
 
 
+STEP_RUNS: list[str] = []
+
+
+@durable_execution
+def counted_steps(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+    first = context.step(lambda _: STEP_RUNS.append("first") or event["n"] + 1, name="first")
+    second = context.step(lambda _: STEP_RUNS.append("second") or first * 10, name="second")
+    return {"n": second, "padding": "x" * event["padding"]}
+
+
 @pytest.fixture
 def stack(deployment: Deployment) -> tuple[StepwellClient, EntryRuntime, QueueDriver]:
     CALLBACKS.clear()
+    STEP_RUNS.clear()
     registry = Registry()
+    registry.register("counted-steps", counted_steps)
     registry.register("approval-flow", approval_flow)
     registry.register("two-steps", two_steps)
     clock = VirtualClock()
@@ -140,7 +153,7 @@ def test_injected_throttling_is_retried(
     raised: list[str] = []
     _fail_first_call(deployment.clients.dynamodb, "PutItem", "ProvisionedThroughputExceededException", raised)
     _fail_first_call(deployment.clients.sqs, "SendMessage", "ThrottlingException", raised)
-    _fail_first_call(deployment.clients.dynamodb, "Query", "InternalServerError", raised, status=500)
+    _fail_first_call(deployment.clients.dynamodb, "GetItem", "InternalServerError", raised, status=500)
     execution_id = client.start_execution("two-steps", {"n": 2}, execution_name="throttled")
     driver.run_until_quiet()
     assert sorted(raised) == [
@@ -151,8 +164,37 @@ def test_injected_throttling_is_retried(
     description = client.describe_execution(execution_id)
     assert description["Status"] == "SUCCEEDED" and json.loads(description["Result"]) == 30
     retries = deployment.clients.counter.snapshot()["retries"]
-    assert retries == {"dynamodb.PutItem": 1, "sqs.SendMessage": 1, "dynamodb.Query": 1}
+    assert retries == {"dynamodb.PutItem": 1, "sqs.SendMessage": 1, "dynamodb.GetItem": 1}
     assert driver.failed_message_ids == []
+
+
+@pytest.mark.parametrize("padding", [0, 4096], ids=["end-carried-on-the-lease-record", "end-in-the-log"])
+def test_a_first_run_reads_no_log_and_a_late_message_with_a_stale_record_replays_nothing(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment, padding: int
+) -> None:
+    client, runtime, driver = stack
+    execution_id = client.start_execution(
+        "counted-steps", {"n": 4, "padding": padding}, execution_name="first-run"
+    )
+    stale = runtime.engine.store.get_execution(execution_id)  # as a slow worker read it: RUNNING
+    assert stale is not None and stale.status.value == "RUNNING"
+    counter = deployment.clients.counter
+    counter.reset()
+    driver.run_until_quiet()
+    # No run held its lease before: its log is empty and is not read (no Query of the operations table).
+    assert "dynamodb.Query" not in counter.snapshot()["calls"]
+    assert client.describe_execution(execution_id)["Status"] == "SUCCEEDED"
+    assert STEP_RUNS == ["first", "second"]
+    history = client.get_execution_history(execution_id)
+
+    # A duplicate of the start message whose worker read the record before the end: the ended
+    # execution's coordination record outlived it, so this lease is not a first one and the log is read.
+    counter.reset()
+    outcome = Worker(runtime.engine).run(execution_id, known=Known(record=stale))
+    assert counter.snapshot()["calls"].get("dynamodb.Query", 0) >= 1
+    assert outcome.action != "fenced"
+    assert STEP_RUNS == ["first", "second"]  # no step body ran again
+    assert client.get_execution_history(execution_id) == history
 
 
 def _fail_first_call(

@@ -150,7 +150,7 @@ def test_a_release_carries_a_batch_to_the_next_lease_until_the_end(execution_sto
     assert execution_store.get_carried_batch(execution_id) == newer
 
     assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
-    execution_store.release_lease(execution_id, "w4", ended=True)  # the record goes with the execution
+    execution_store.release_lease(execution_id, "w4", ended=True)  # the carried batch goes with the execution
     assert execution_store.get_carried_batch(execution_id) is None
     assert execution_store.get_carried_batch(record("b").execution_id) is None
 
@@ -174,8 +174,33 @@ def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
     assert late.wake_at is None
     execution_store.release_lease(execution_id, "w3", wake=None, ended=True, carried=late.carried)
     assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
-    execution_store.release_lease(execution_id, "w4", ended=True)  # given none, the record goes
+    execution_store.release_lease(execution_id, "w4", ended=True)  # given none, the carried end goes
     assert execution_store.get_carried_batch(execution_id) is None
+
+
+def test_only_the_first_lease_of_an_execution_was_never_held(execution_store: ExecutionStore) -> None:
+    """Lease.never_held: true for the first lease only, not after a run that failed or ended (an ended
+    execution's record stays, so a late message reads the log), nor after an upgrade moved it."""
+    execution_id = record("a").execution_id
+    first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
+    assert first is not None and first.never_held
+    assert execution_store.acquire_lease(execution_id, "w1", NOW + 1, 60) is not None  # its holder again
+    execution_store.release_lease(execution_id, "w1")  # a run that failed: nothing recorded
+    second = execution_store.acquire_lease(execution_id, "w2", NOW + 2, 60)
+    assert second is not None and not second.never_held
+    execution_store.release_lease(execution_id, "w2", wake=None, ended=True)
+    late = execution_store.acquire_lease(execution_id, "w3", NOW + 3, 60)
+    assert late is not None and not late.never_held and late.wake_at is None and late.log_next is None
+
+    taken_over = record("b").execution_id
+    assert execution_store.acquire_lease(taken_over, "dead", NOW, 60) is not None
+    other = execution_store.acquire_lease(taken_over, "w2", NOW + 61, 60)
+    assert other is not None and other.taken_over and not other.never_held
+
+    moved = record("c").execution_id
+    execution_store.note_moved_version(moved, "7")
+    lease = execution_store.acquire_lease(moved, "w1", NOW, 60)
+    assert lease is not None and lease.moved_to == "7" and not lease.never_held
 
 
 def test_a_release_records_the_log_s_length_for_the_next_lease(execution_store: ExecutionStore) -> None:
