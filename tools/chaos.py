@@ -10,7 +10,8 @@ The run: moto's server (stepwell.testing.moto_server) holds the module's resourc
 successes; the rest come back after the visibility timeout) and Lambda's asynchronous invocations (the
 one-time wake-up schedules invoke the worker's alias: each invocation waits in a queue of its own, as in
 Lambda, is run at least once, run again after a failure or a kill up to 3 attempts, and then sent to the
-work queue as its on-failure destination record) on one virtual clock the parent keeps in a file.
+work queue as its on-failure destination record), taking from the two sources in turn, on one virtual
+clock the parent keeps in a file.
 The parent starts the executions (`tools/chaos_workflows.py`; every seventh is a definitions context: a
 `chaos.begin` bus event starts it, a `chaos.next` event a few seconds later resumes it), completes
 callbacks from a concurrent sender (each one twice: the second must be refused), fires due Scheduler
@@ -301,14 +302,13 @@ def worker_process(workdir: Path) -> None:
         note({"invocation": chaos_workflows.INVOCATION, "failed": 0 if error is None else 1})
         return True
 
-    while not (workdir / "stop").exists():
-        if run_async_invocation():
-            continue
+    def run_sqs_batch(wait_seconds: int = 0) -> bool:
+        """One batch of the event source mapping, if the work queue has messages; False when it had none."""
         messages = poller.receive_message(
-            QueueUrl=config.work_queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1
+            QueueUrl=config.work_queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds
         ).get("Messages", [])
         if not messages:
-            continue
+            return False
         rng.shuffle(messages)
         timer = begin_invocation(len(messages), "sqs")
         records = [
@@ -327,6 +327,18 @@ def worker_process(workdir: Path) -> None:
         note({"invocation": chaos_workflows.INVOCATION, "failed": len(failed)})
         if count % 20 == 0:
             save_faults()
+        return True
+
+    # Lambda runs asynchronous invocations and the mapping's batches side by side, in environments of
+    # their own: a worker here takes from each source in turn, so neither waits for the other to drain.
+    async_first = False
+    while not (workdir / "stop").exists():
+        async_first = not async_first
+        sources = (
+            (run_async_invocation, run_sqs_batch) if async_first else (run_sqs_batch, run_async_invocation)
+        )
+        if not any(source() for source in sources):
+            run_sqs_batch(wait_seconds=1)  # both idle: long-poll the work queue for a second
     save_faults()
 
 
