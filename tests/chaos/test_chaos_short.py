@@ -27,26 +27,28 @@ def test_short_chaos_run_loses_nothing_and_explains_every_rerun(tmp_path: Path) 
     # A generous wait for the ends: on a loaded machine the run takes minutes, not seconds.
     settings = chaos.Settings(executions=SHORT_EXECUTIONS, workers=4, timeout=420.0, kill_by=8)
     report = chaos.run(settings, tmp_path)
+    # Every assertion shows the run's report when it fails: a short run is random, and its report is the
+    # one record of what happened.
+    section = chaos.render(report)
 
-    assert report.failed_checks == [], chaos.render(report)
+    assert report.failed_checks == [], section
     kinds = [chaos.MIX[index % len(chaos.MIX)] for index in range(SHORT_EXECUTIONS)]
     # Every begin event started its definitions context, and each parent's child ran too.
-    assert len(report.data.started) == SHORT_EXECUTIONS
-    assert sorted(report.data.started.values()) == sorted(kinds)
-    assert report.executions == SHORT_EXECUTIONS + kinds.count("parent")
-    assert report.ended == {"SUCCEEDED": report.executions}
+    assert len(report.data.started) == SHORT_EXECUTIONS, section
+    assert sorted(report.data.started.values()) == sorted(kinds), section
+    assert report.executions == SHORT_EXECUTIONS + kinds.count("parent"), section
+    assert report.ended == {"SUCCEEDED": report.executions}, section
     ledger_steps = {line["step"] for line in chaos.read_lines(tmp_path / "ledger.jsonl")}
-    assert {"flaky", "branch-2", "child-step", "slow", "note"} <= ledger_steps
+    assert {"flaky", "branch-2", "child-step", "slow", "note"} <= ledger_steps, section
     # The faults happened at the rates the issue asks for.
-    assert sum(report.faults.values()) >= 0.10 * report.fault_attempts
-    assert any("every attempt" in kind for kind in report.faults)
-    assert sum(report.kills.values()) >= 0.05 * report.invocations
-    assert report.data.callback_repeats_refused == kinds.count("callback")
+    assert sum(report.faults.values()) >= 0.10 * report.fault_attempts, section
+    assert any("every attempt" in kind for kind in report.faults), section
+    assert sum(report.kills.values()) >= 0.05 * report.invocations, section
+    assert report.data.callback_repeats_refused == kinds.count("callback"), section
     causes = " / ".join(report.reruns)
-    assert "retry strategy" in causes
-    assert "lease expired" in causes
-    assert report.lags, "no wake-up lag was measured"
-    section = chaos.render(report)
+    assert "retry strategy" in causes, section
+    assert "lease expired" in causes, section
+    assert report.lags, "no wake-up lag was measured\n" + section
     assert "| executions lost (must be 0) | 0 |" in section
 
 
