@@ -48,8 +48,9 @@ class MemoryExecutionStore:
         self._wakes: dict[str, float] = {}
         # The batch a suspending run left on the coordination record instead of the log (release_lease).
         self._carried: dict[str, Batch] = {}
-        # Executions whose lease a run has held (their coordination records: kept after the end too).
-        self._held: set[str] = set()
+        # Executions that have a coordination record: written by a lease taken or an upgrade's move, and
+        # kept after the end (a lease taken without one is Lease.never_held).
+        self._records: set[str] = set()
         # The log's next seq the last release recorded (Lease.log_next).
         self._log_next: dict[str, int] = {}
         # The log's length the last release that knew it recorded (Lease.log_length).
@@ -299,10 +300,10 @@ class MemoryExecutionStore:
                 log_next=self._log_next.get(execution_id),
                 log_length=self._log_length.get(execution_id),
                 moved_to=self._moved_to.get(execution_id),
-                never_held=execution_id not in self._held and execution_id not in self._moved_to,
+                never_held=execution_id not in self._records,
             )
             self._leases[execution_id] = lease
-            self._held.add(execution_id)
+            self._records.add(execution_id)
             return lease
 
     def release_lease(
@@ -344,6 +345,7 @@ class MemoryExecutionStore:
         with self._lock:
             self._count("note_moved_version")
             self._moved_to[execution_id] = version
+            self._records.add(execution_id)
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:
         with self._lock:
