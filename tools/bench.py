@@ -1173,7 +1173,10 @@ _MARGINAL_COLUMNS = (
 # ------------------------------------------------------------------------------ code versions
 
 VERSIONS_WORKFLOW = "single-long-wait"
+VERSIONS_QUICK = "single-step"  # ends in its first run
 VERSIONS_EXECUTIONS = 25
+_QUICK_UNVERSIONED = f"unversioned: {VERSIONS_QUICK}, start to the end"
+_QUICK_PINNED = f"pinned to the live version: {VERSIONS_QUICK}, start to the end"
 
 
 class BenchVersions:
@@ -1259,12 +1262,15 @@ class PerMessage:
         ]
 
 
-def _start_phase(stack: MotoStack, label: str, prefix: str) -> tuple[PerMessage, list[str]]:
-    """Start the executions and run them to their wait, counting from the StartExecution requests on."""
+def _start_phase(
+    stack: MotoStack, label: str, prefix: str, workflow: str = VERSIONS_WORKFLOW
+) -> tuple[PerMessage, list[str]]:
+    """Start the executions and run them to their wait (or their end, for a workflow that ends in its
+    first run), counting from the StartExecution requests on."""
     stack.reset_counters()
     started = time.perf_counter()
     execution_ids = [
-        stack.client.start_execution(VERSIONS_WORKFLOW, {}, execution_name=f"{prefix}-{index}")
+        stack.client.start_execution(workflow, {}, execution_name=f"{prefix}-{index}")
         for index in range(VERSIONS_EXECUTIONS)
     ]
     stack.drain(fire_schedules=False)
@@ -1314,10 +1320,14 @@ def section_versions(options: Options) -> SectionResult:
         phases["u1"], ids = _start_phase(stack, "unversioned: start to the wait", "unversioned")
         phases["u2"] = _end_phase(stack, "unversioned: wake-up to the end", ids)
         _check_ended_on(stack, ids, None)
+        phases["uq"], ids = _start_phase(stack, _QUICK_UNVERSIONED, "unversioned-quick", VERSIONS_QUICK)
+        _check_ended_on(stack, ids, None)
 
         stack.runtime = versions.publish()  # version 1 is live
         phases["p1"], ids = _start_phase(stack, "pinned to the live version: start to the wait", "pinned")
         phases["p2"] = _end_phase(stack, "pinned to the live version: wake-up to the end", ids)
+        _check_ended_on(stack, ids, "1")
+        phases["pq"], ids = _start_phase(stack, _QUICK_PINNED, "pinned-quick", VERSIONS_QUICK)
         _check_ended_on(stack, ids, "1")
 
         _, ids = _start_phase(stack, "", "transition")  # they wait, pinned to version 1
@@ -1327,6 +1337,7 @@ def section_versions(options: Options) -> SectionResult:
     finally:
         stack.runtime = unversioned_runtime
     u1, u2, p1, p2, t2 = (phases[key] for key in ("u1", "u2", "p1", "p2", "t2"))
+    uq, pq = phases["uq"], phases["pq"]
     executions = VERSIONS_EXECUTIONS
 
     def per_execution(first: PerMessage, second: PerMessage, value: Callable[[PerMessage], float]) -> float:
@@ -1360,11 +1371,17 @@ def section_versions(options: Options) -> SectionResult:
     pin_parts = ", ".join(
         f"{key} {fmt(units / executions)}" for key, units in sorted(by_request.items()) if units
     )
+    quick_units = (pq.measurement.write_units - uq.measurement.write_units) / executions
+    quick_requests = (pq.requests - uq.requests) / executions
     findings = [
-        f"**Pinning, once per execution: {fmt(pin_units)} write units, {fmt(pin_requests)} request(s)** "
-        f"({usd(pin_usd * 1_000_000)} per million executions): the conditional UpdateItem that pins it on "
-        "its first run (the item, its new `version-index` entry and its entry in the subject index, which "
-        "projects every attribute) and the `version-index` entry's removal when it ends "
+        f"**Pinning an execution that ends in its first run: {fmt(quick_units)} write units, "
+        f"{fmt(quick_requests)} requests** ({VERSIONS_QUICK}, pinned minus unversioned): its end's "
+        "UpdateItem names the version, and it never enters the `version-index`.",
+        f"**Pinning an execution that goes on past its first run: {fmt(pin_units)} write units, "
+        f"{fmt(pin_requests)} request(s)** ({usd(pin_usd * 1_000_000)} per million executions): the "
+        "conditional UpdateItem that pins it as its first run ends (the item, its new `version-index` entry "
+        "and its entry in the subject index, which projects every attribute) and the `version-index` "
+        "entry's removal when it ends "
         f"(write units per execution by request, pinned minus unversioned: {pin_parts}).",
         f"**Outside a transition: {fmt(steady_invocations)} extra Lambda invocations and "
         f"{fmt(steady_requests)} extra requests per message** (a wake-up of an execution pinned to the live "
@@ -1389,7 +1406,7 @@ def section_versions(options: Options) -> SectionResult:
     ]
     markdown = "\n\n".join(
         [
-            _VERSIONS_INTRO.format(executions=executions, workflow=VERSIONS_WORKFLOW),
+            _VERSIONS_INTRO.format(executions=executions, workflow=VERSIONS_WORKFLOW, quick=VERSIONS_QUICK),
             md_table(
                 [
                     "phase",
@@ -1403,7 +1420,7 @@ def section_versions(options: Options) -> SectionResult:
                     "read units / message",
                     "$ / million messages",
                 ],
-                [phase.row() for phase in (u1, u2, p1, p2, t2)],
+                [phase.row() for phase in (u1, u2, uq, p1, p2, pq, t2)],
             ),
             "\n".join(f"- {finding}" for finding in findings),
             _VERSIONS_NOTES,
@@ -1420,7 +1437,8 @@ _VERSIONS_INTRO = _prose(
     Workflow `{workflow}` (`tools/bench_workflows.py`: a 2 h wait, then a step), {executions} executions per
     row, driven as in the sections above, in two phases each: from the start to the wait (the first message:
     the execution's first run, which pins it) and from the wake-up (a fired schedule's direct invocation of
-    the worker's alias, counted as a message) to the end.
+    the worker's alias, counted as a message) to the end. The `{quick}` rows (one step) end in their first
+    run.
     Unversioned: the worker without a version (`AWS_LAMBDA_FUNCTION_VERSION` unset or `$LATEST`), which never
     pins nor forwards. Pinned to the live version: the worker runs as version 1, the version the queue's
     alias reaches. A transition: executions started on version 1 wait; version 2 is published and made

@@ -395,6 +395,7 @@ class DynamoDbExecutionStore:
         result: str | None = None,
         result_is_ref: bool = False,
         error: Mapping[str, Any] | None = None,
+        code_version: str | None = None,
     ) -> bool:
         if not status.is_terminal:
             raise InvalidArgument(f"complete_execution needs a terminal status, got {status.value}")
@@ -415,6 +416,9 @@ class DynamoDbExecutionStore:
         expression_values[":running"] = _s(ExecutionStatus.RUNNING.value)
         names["#status"] = "status"
         assignments = ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
+        if code_version is not None:  # the version that ran it, unless one was pinned before
+            assignments += ", cv = if_not_exists(cv, :cv)"
+            expression_values[":cv"] = _s(code_version)
         running = "attribute_exists(contextKey) AND attribute_not_exists(recordType) AND #status = :running"
         update: Item = {
             "TableName": self.executions_table,

@@ -94,12 +94,15 @@ class MemoryExecutionStore:
         result: str | None = None,
         result_is_ref: bool = False,
         error: Mapping[str, Any] | None = None,
+        code_version: str | None = None,
     ) -> bool:
         with self._lock:
             self._count("complete_execution")
             record = self._executions.get(execution_id)
             if record is None or record.status is not ExecutionStatus.RUNNING:
                 return False
+            if record.code_version is None:
+                record.code_version = code_version
             record.status = status
             record.result = result
             record.result_is_ref = result_is_ref

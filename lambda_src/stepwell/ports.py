@@ -81,9 +81,12 @@ class ExecutionStore(Protocol):
         result: str | None = None,
         result_is_ref: bool = False,
         error: Mapping[str, Any] | None = None,
+        code_version: str | None = None,
     ) -> bool:
         """Set a terminal status (and result or error) if the execution is still RUNNING (conditional).
-        True if this call ended it, False if it had already ended."""
+        True if this call ended it, False if it had already ended. `code_version`: the worker version that
+        ran it, recorded unless it was pinned already (a run that ends the execution pins it no other
+        way)."""
         ...
 
     def list_executions(
@@ -93,7 +96,8 @@ class ExecutionStore(Protocol):
         (createdAt; the tag's entries are written with the record); by subject for domain."""
         ...
 
-    # --- code versions (create_execution pins a record whose code_version is set) ---
+    # --- code versions (create_execution pins a record whose code_version is set; complete_execution
+    # records one on an unpinned record without indexing it) ---
     def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
         """Pin a RUNNING execution to `version` if it is pinned to `expected` now (None: not pinned yet);
         conditional. True if this call pinned it."""

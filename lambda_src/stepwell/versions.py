@@ -24,8 +24,8 @@ logger = logging.getLogger(__name__)
 
 # The reconciler deletes a version only once the version after it was published this long ago: an
 # invocation of the old one that started before the alias moved on has ended (Lambda runs at most 15
-# minutes) and the execution it pinned meanwhile is in the version index (eventually consistent), so the
-# count before the deletion sees it.
+# minutes) and an execution whose first run it was, if still running, is pinned as that run ended and is
+# in the version index (eventually consistent), so the count before the deletion sees it.
 PRUNE_GRACE_SECONDS = 3600.0
 
 NONDETERMINISM_ERROR = "NonDeterministicExecutionError"

@@ -341,17 +341,46 @@ class Worker:
         now = engine.clock.now()
         if record.status.is_terminal:
             return self._settle_ended(record, journal, inputs, now)
-        if engine.code_version is not None and record.code_version is None:
-            # Its first run (or its first since the worker was versioned): pin it to this version.
-            if engine.store.pin_version(execution_id, engine.code_version, expected=None):
-                record.code_version = engine.code_version
-            else:  # pinned or ended meanwhile: whoever won decides
-                current = engine.store.get_execution(execution_id) or record
-                if current.status.is_terminal:
-                    return self._settle_ended(current, journal, inputs, now)
-                if self._pinned_elsewhere(current):
-                    return _forward(current)
-                record = current
+        version = engine.code_version
+        if version is None or record.code_version is not None:
+            return self._run_on(record, journal, inputs, lease, lambda_context, known, now)
+        # Its first run (or its first since the worker was versioned).
+        if journal.code_version is not None and journal.code_version != version:
+            # A first run on that version wrote this log and died before it could pin the execution: that
+            # version goes on with it.
+            if engine.store.pin_version(execution_id, journal.code_version, expected=None):
+                record.code_version = journal.code_version
+                return _forward(record)
+            current = engine.store.get_execution(execution_id) or record  # ended or moved meanwhile
+            if current.status.is_terminal:
+                return self._settle_ended(current, journal, inputs, now)
+            if self._pinned_elsewhere(current):
+                return _forward(current)
+            return self._run_on(current, journal, inputs, lease, lambda_context, known, now)
+        # This version runs it. The pin is stored with its end (complete_execution), or once this run
+        # leaves it running: one conditional write (and its index entries) fewer for every execution that
+        # ends in its first run. Until then the log names the version (Journal.run_on).
+        record.code_version = version
+        outcome = self._run_on(record, journal, inputs, lease, lambda_context, known, now)
+        if outcome.action in _KEEPS_JOURNAL:
+            # Before the lease's release, so its next run (and the entry, which forwards) finds the pin.
+            # False: stopped, or moved by an upgrade meanwhile; either way the execution item decides.
+            engine.store.pin_version(execution_id, version, expected=None)
+        return outcome
+
+    def _run_on(
+        self,
+        record: ExecutionRecord,
+        journal: Journal,
+        inputs: list[ExternalInput],
+        lease: Lease,
+        lambda_context: Any | None,
+        known: Known,
+        now: float,
+    ) -> WorkOutcome:
+        """Run the execution's handler on this worker's version (the one it is pinned to, or none)."""
+        engine = self.engine
+        execution_id = record.execution_id
         journal.describe_invoke = functools.partial(engine.chained_invoke_details, record)
         flow_failure: InvalidArgument | None = None
         if journal.is_empty:
@@ -603,7 +632,13 @@ class Worker:
             journal.invocation_completed(started_at, now, request_id, None)
         stored_result, result_is_ref = engine.offload(record.execution_id, "result", result)
         won = engine.store.complete_execution(
-            record.execution_id, status, now, result=stored_result, result_is_ref=result_is_ref, error=error
+            record.execution_id,
+            status,
+            now,
+            result=stored_result,
+            result_is_ref=result_is_ref,
+            error=error,
+            code_version=record.code_version,
         )
         ended = dataclasses.replace(record, status=status, ended_at=now, error=error)
         if not won:

@@ -479,6 +479,32 @@ def test_pinned_listings_count_only_running_executions_and_an_end_keeps_the_vers
     assert stored is not None and stored.code_version == "1"  # which version ran it
 
 
+def test_an_end_records_the_version_that_ran_an_unpinned_execution_and_keeps_a_pin(
+    execution_store: ExecutionStore,
+) -> None:
+    unpinned, pinned, tagged_one = record("u"), record("p"), tagged("t", {"team": "a"})
+    for created in (unpinned, pinned, tagged_one):
+        execution_store.create_execution(created)
+    execution_store.pin_version(pinned.execution_id, "2", expected=None)
+
+    for ended in (unpinned, pinned, tagged_one):
+        assert execution_store.complete_execution(
+            ended.execution_id, ExecutionStatus.SUCCEEDED, NOW + 1, result="1", code_version="3"
+        )
+
+    versions = [execution_store.get_execution(r.execution_id) for r in (unpinned, pinned, tagged_one)]
+    # An execution that ended in its first run is pinned by its end; a pin an upgrade or an earlier run
+    # stored stays (it names the version the execution ran on last).
+    assert [stored.code_version if stored else None for stored in versions] == ["3", "2", "3"]
+    assert execution_store.count_pinned("3") == 0 and execution_store.count_pinned("2") == 0
+    # The end's other conditions hold as before: an ended execution is not ended again nor re-pinned.
+    assert not execution_store.complete_execution(
+        unpinned.execution_id, ExecutionStatus.FAILED, NOW + 2, code_version="4"
+    )
+    again = execution_store.get_execution(unpinned.execution_id)
+    assert again is not None and again.code_version == "3" and again.status is ExecutionStatus.SUCCEEDED
+
+
 def test_an_execution_created_pinned_is_listed_under_its_version(execution_store: ExecutionStore) -> None:
     child = dataclasses.replace(record("child"), code_version="4")
     assert execution_store.create_execution(child) is True

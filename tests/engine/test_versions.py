@@ -104,6 +104,57 @@ def test_the_first_run_pins_an_execution_and_its_children_start_on_its_version(s
     assert _events(stack, parent, "ExecutionUpgraded") == []
 
 
+def test_an_execution_that_ends_in_its_first_run_is_pinned_by_its_end_alone(stack: VersionedStack) -> None:
+    registry = _registry(*V1)
+
+    @durable_execution
+    def quick(event: Any, context: DurableContext) -> int:
+        return int(context.step(lambda _: 2 * int(event), name="double"))
+
+    registry.register("quick", quick)
+    stack.publish(registry)  # version 2
+    engine = stack.live.engine
+    execution_id = engine.start_execution("quick", 21, execution_name="q")
+    waiting = engine.start_execution("stable", {"name": "w"}, execution_name="w")
+
+    stack.drive()
+
+    record = stack.record(execution_id)
+    assert (record.status, record.result, record.code_version) == (ExecutionStatus.SUCCEEDED, "42", "2")
+    assert engine.describe_execution(execution_id)["Version"] == "2"
+    # One write for the ended one (its end names the version); the one that waits is pinned as its run ends.
+    assert stack.store.counters.get("pin_version") == 1
+    assert stack.record(waiting).code_version == "2"
+    assert stack.store.list_pinned("2").items == [waiting]
+
+
+def test_a_first_run_that_died_before_its_pin_goes_on_on_the_version_that_wrote_its_log(
+    stack: VersionedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 1's first run writes the log, then its process dies before the pin is stored; a deploy
+    follows. The redelivered message reaches version 2, which must not replay version 1's log on its own
+    code (V2 renamed the step): it pins the execution to version 1 and forwards the message there."""
+    execution_id = stack.live.engine.start_execution("order", {"quantity": 3}, execution_name="died")
+    pin = stack.store.pin_version
+
+    def killed(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("the worker's process was killed")
+
+    monkeypatch.setattr(stack.store, "pin_version", killed)
+    stack.drive()  # the failed message comes back after REDELIVERY_SECONDS
+    monkeypatch.setattr(stack.store, "pin_version", pin)
+    assert stack.record(execution_id).code_version is None
+    assert _events(stack, execution_id, "StepSucceeded")  # its log was written on version 1
+
+    stack.publish(_registry(*V2))
+    (record,) = stack.run_until_ended([execution_id])
+
+    assert (record.status, record.code_version) == (ExecutionStatus.SUCCEEDED, "1")
+    assert json.loads(record.result or "null") == {"code": "v1", "total": 300}
+    assert _events(stack, execution_id, "ExecutionUpgraded") == []
+    assert [version for version, _ in stack.functions.invocations][:1] == ["1"]  # forwarded by version 2
+
+
 def test_a_deploy_leaves_waiting_executions_on_their_version_and_new_ones_run_the_new_code(
     stack: VersionedStack,
 ) -> None:
