@@ -25,8 +25,11 @@ logger = logging.getLogger(__name__)
 # The reconciler deletes a version only once the version after it was published this long ago: an
 # invocation of the old one that started before the alias moved on has ended (Lambda runs at most 15
 # minutes) and an execution whose first run it was, if still running, is pinned as that run ended and is
-# in the version index (eventually consistent), so the count before the deletion sees it.
-PRUNE_GRACE_SECONDS = 3600.0
+# in the version index (eventually consistent), so the count before the deletion sees it. A first run
+# killed before its pin is retried once the work queue's visibility timeout runs out (the module's is six
+# times the worker's timeout: at most 90 minutes), and the retry pins the execution to the version its
+# log names: two hours cover that too.
+PRUNE_GRACE_SECONDS = 7200.0
 
 NONDETERMINISM_ERROR = "NonDeterministicExecutionError"
 # The SDK's message names the operation by id and each part that differs as `<part> checkpoint=<log>
