@@ -18,6 +18,8 @@ callbacks from a concurrent sender (each one twice: the second must be refused),
 schedules, skips the clock to the next one, sends a `{"kind": "reconcile"}` message every few seconds, and
 plays the operator the DLQ's alarm calls: what the DLQ holds (a message whose every receive met a fault or
 a kill) goes back to the work queue every few seconds, as `stepwell dlq redrive` does (counted).
+The workers run as published version 1 of the worker (`--worker-version`), as the module deploys them, so
+every execution is pinned to it; `--worker-version ''` runs them unversioned.
 Choices that keep the run bounded: botocore makes 3 attempts per call (8 deployed) and backs off 0.1 s,
 not 1 s, after a throttle; the lease is 3 s (900 s deployed); the queue's visibility timeout is 8 s.
 
@@ -31,7 +33,8 @@ takes the execution over while it still runs.
 
 Checks, from the tables (a GetItem and the history per execution): every started execution ended; no
 operation has two results; no history event is recorded twice (EventIds 1..N, no event repeated); no
-callback completed twice; every begin event started its context; every step body (and definitions action)
+callback completed twice; every ended execution names the worker version that ran it; every begin event
+started its context; every step body (and definitions action)
 re-run, from the ledger, began while that attempt had no stored result, with its cause named. Figures:
 throughput, injected faults by kind, kills per invocation, and the due-to-run delay of wake-ups (the
 WakeUpLag metric lines the workers write, less the clock skips in between). A run with any loss, double
@@ -122,6 +125,9 @@ class Settings:
     start_rate: float = 40.0  # executions started per second
     seed: int = 12
     timeout: float = 2400.0  # seconds after the last start before the run gives up waiting
+    # The published worker version the workers run as, as the module deploys them: every execution is
+    # pinned to it (its end names it). "": unversioned workers, which never pin.
+    worker_version: str = "1"
 
 
 def log(message: str) -> None:
@@ -210,6 +216,7 @@ def worker_process(workdir: Path) -> None:
         config, clients, registry=registry, clock=clock, metrics=EmfMetrics(config.name, now=clock.now)
     )
     runtime.engine.lease_seconds = settings.lease_seconds
+    runtime.engine.code_version = settings.worker_version or None
     chaos_workflows.register_actions()
     runtime.event_router = install(runtime.engine, config, clients, registry)  # as the Lambda entry does
     invocations_log = workdir / "invocations.jsonl"
@@ -783,6 +790,8 @@ class Report:
     # work queue.
     async_invocations: int = 0
     async_destinations: int = 0
+    # Ended executions whose record does not name the worker version that ran them.
+    unpinned_ends: list[str] = field(default_factory=list)
 
     @property
     def failed_checks(self) -> list[str]:
@@ -794,6 +803,7 @@ class Report:
             "step re-runs not explained": len(self.unexplained),
             "callbacks completed twice": len(self.data.callback_repeats_accepted),
             "starts that failed": len(self.data.start_failures),
+            "ended executions without the version that ran them": len(self.unpinned_ends),
         }
         return [f"{name}: {count}" for name, count in checks.items() if count]
 
@@ -913,11 +923,15 @@ def analyse(client: Any, data: RunData, workdir: Path) -> Report:
         f"{subject}: its begin event started no context" for subject, e in data.journeys.items() if e is None
     )
     results: dict[str, dict[tuple[str, int], float]] = {}
+    version = data.settings.worker_version or None
     for execution_id in executions:
-        status = data.statuses.get(execution_id) or str(client.describe_execution(execution_id)["Status"])
+        description = client.describe_execution(execution_id)
+        status = data.statuses.get(execution_id) or str(description["Status"])
         report.ended[status] += 1
         if status == "RUNNING":
             report.lost.append(execution_id)
+        elif description.get("Version") != version:
+            report.unpinned_ends.append(f"{execution_id}: {description.get('Version')!r}")
         results[execution_id] = check_history(
             execution_id, client.get_execution_history(execution_id), report
         )
@@ -972,6 +986,12 @@ def render(report: Report) -> str:
         ),
         ("step bodies run / re-run", f"{report.step_runs:,} / {sum(report.reruns.values()):,}"),
         ("re-runs not explained (must be 0)", str(len(report.unexplained))),
+        (
+            "ended executions that do not name the worker version that ran them (must be 0)",
+            f"{len(report.unpinned_ends)} (workers run as "
+            + (f"version {settings.worker_version}" if settings.worker_version else "unversioned")
+            + ")",
+        ),
         (
             "executions per second",
             f"{report.executions / busy:.1f} ({busy:.0f} s from the first start to the last end)",
@@ -1075,6 +1095,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=defaults.timeout, help="seconds to wait for the ends"
     )
+    parser.add_argument(
+        "--worker-version",
+        default=defaults.worker_version,
+        help="the published worker version the workers run as (digits), as deployed; '' for unversioned",
+    )
     parser.add_argument("--write", type=Path, help="write the report's section into this markdown file")
     parser.add_argument("--workdir", type=Path, help="keep the run's files (ledger, logs) here")
     parser.add_argument("--worker-process", type=Path, help=argparse.SUPPRESS)
@@ -1086,8 +1111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--executions and --workers must be at least 1, got {args.executions} and {args.workers}"
         )
+    if args.worker_version and not args.worker_version.isdigit():
+        parser.error(
+            f"--worker-version must be a published version number (digits) or '' for unversioned workers, "
+            f"got {args.worker_version!r}"
+        )
     settings = dataclasses.replace(
-        defaults, executions=args.executions, workers=args.workers, seed=args.seed, timeout=args.timeout
+        defaults,
+        executions=args.executions,
+        workers=args.workers,
+        seed=args.seed,
+        timeout=args.timeout,
+        worker_version=args.worker_version,
     )
     with contextlib.ExitStack() as exits:
         if args.workdir:

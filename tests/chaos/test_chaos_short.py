@@ -50,6 +50,15 @@ def test_short_chaos_run_loses_nothing_and_explains_every_rerun(tmp_path: Path) 
     assert "lease expired" in causes, section
     assert report.lags, "no wake-up lag was measured\n" + section
     assert "| executions lost (must be 0) | 0 |" in section
+    # The workers ran as a published version, as deployed: every execution's end names it.
+    assert "| 0 (workers run as version 1) |" in section, section
+
+
+def test_an_end_that_does_not_name_the_workers_version_fails_the_run() -> None:
+    report = chaos.Report(chaos.RunData(chaos.Settings()))
+    assert report.failed_checks == []
+    report.unpinned_ends.append("default#quick#s/1: None")
+    assert report.failed_checks == ["ended executions without the version that ran them: 1"]
 
 
 def _event(
