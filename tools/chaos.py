@@ -369,7 +369,6 @@ class RunData:
     # `chaos.next` events still to send.
     journeys: dict[str, str | None] = field(default_factory=dict)
     next_events: list[tuple[float, str]] = field(default_factory=list)
-    statuses: dict[str, str] = field(default_factory=dict)
     jumps: list[Jump] = field(default_factory=list)
     worker_exits: Counter[str] = field(default_factory=Counter)
     callbacks_sent: int = 0
@@ -719,7 +718,7 @@ def _drive(
             deadline = now + data.settings.timeout
             pending = list(data.started)
         pending += _find_contexts(client, data)
-        pending = _still_running(client, data, pending)
+        pending = _still_running(client, pending)
         if now - last_progress >= 10:
             last_progress = now
             log(f"{len(data.started) - len(pending)} of {len(data.started)} ended")
@@ -745,7 +744,7 @@ def _redrive(sqs: Any, dlq_url: str, work_queue_url: str) -> int:
     return redrive_dead_letters(sqs, dlq_url, work_queue_url, max_messages=waiting).moved if waiting else 0
 
 
-def _still_running(client: Any, data: RunData, pending: list[str], per_pass: int = 50) -> list[str]:
+def _still_running(client: Any, pending: list[str], per_pass: int = 50) -> list[str]:
     """Looks at up to `per_pass` of the executions not yet seen ended (one GetItem each); those still
     running go to the back, so the next pass looks at others. A context's execution may not exist yet:
     the router records the context before it starts the execution (a redelivery of its event finishes
@@ -761,8 +760,6 @@ def _still_running(client: Any, data: RunData, pending: list[str], per_pass: int
             status = "RUNNING"
         if status == "RUNNING":
             running.append(execution_id)
-        else:
-            data.statuses[execution_id] = status
     return rest + running
 
 
@@ -926,7 +923,7 @@ def analyse(client: Any, data: RunData, workdir: Path) -> Report:
     version = data.settings.worker_version or None
     for execution_id in executions:
         description = client.describe_execution(execution_id)
-        status = data.statuses.get(execution_id) or str(description["Status"])
+        status = str(description["Status"])
         report.ended[status] += 1
         if status == "RUNNING":
             report.lost.append(execution_id)
