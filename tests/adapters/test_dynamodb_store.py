@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import json
 import time
+import zlib
 from typing import Any
 
 import pytest
@@ -204,8 +205,9 @@ def test_batches_are_fenced_and_load_in_pages(deployment: Deployment) -> None:
 
 
 def test_a_long_batch_body_is_stored_deflated_and_reads_back_as_written(deployment: Deployment) -> None:
-    """A body over DEFLATE_MIN_BYTES is kept deflated as `bz` (Binary); a short one and one written before
-    (`b`, as the engine did before deflating) read back unchanged."""
+    """A body over DEFLATE_MIN_BYTES is kept deflated with the store's dictionary as `bd` (Binary); a short
+    one, one an older engine deflated without it (`bz`) and one written before deflating (`b`) read back
+    unchanged."""
     store = _store(deployment)
     execution_id = _record().execution_id
     operations = [{"Id": f"{index:064x}", "Type": "STEP", "Status": "SUCCEEDED"} for index in range(40)]
@@ -215,29 +217,36 @@ def test_a_long_batch_body_is_stored_deflated_and_reads_back_as_written(deployme
         store.append_batch(execution_id, Batch(seq=seq, body=body, created_at=T0))
     raw = deployment.clients.dynamodb
     table = deployment.config.operations_table
-    # As an engine before deflating wrote it: the body as text under `b`.
-    raw.put_item(
-        TableName=table,
-        Item={
-            "executionId": {"S": execution_id},
-            "sk": {"S": "b#000000000002"},
-            "t": {"N": str(T0)},
-            "b": {"S": long_body},
-        },
-    )
+    older = [
+        {"bz": {"B": zlib.compress(long_body.encode("utf-8"), 6)}},  # as engines before v18 deflated it
+        {"b": {"S": long_body}},  # as an engine before deflating wrote it: the body as text
+    ]
+    for seq, body_attribute in enumerate(older, start=2):
+        raw.put_item(
+            TableName=table,
+            Item={
+                "executionId": {"S": execution_id},
+                "sk": {"S": f"b#{seq:012d}"},
+                "t": {"N": str(T0)},
+                **body_attribute,
+            },
+        )
     items = raw.query(
         TableName=table,
         KeyConditionExpression="executionId = :e",
         ExpressionAttributeValues={":e": {"S": execution_id}},
     )["Items"]
-    stored = {item["sk"]["S"]: sorted(set(item) & {"b", "bz"}) for item in items}
+    stored = {item["sk"]["S"]: sorted(set(item) & {"b", "bd", "bz"}) for item in items}
     assert stored == {
-        "b#000000000000": ["bz"],
+        "b#000000000000": ["bd"],
         "b#000000000001": ["b"],
-        "b#000000000002": ["b"],
+        "b#000000000002": ["bz"],
+        "b#000000000003": ["b"],
     }
-    assert len(items[0]["bz"]["B"]) < len(long_body.encode("utf-8")) / 3
-    assert [batch.body for batch in store.load_batches(execution_id)[0]] == [*bodies, long_body]
+    # The dictionary's own keys and values: smaller than zlib's deflate of the same body.
+    assert len(items[0]["bd"]["B"]) < len(items[2]["bz"]["B"])
+    assert len(items[0]["bd"]["B"]) < len(long_body.encode("utf-8")) / 3
+    assert [batch.body for batch in store.load_batches(execution_id)[0]] == [*bodies, long_body, long_body]
 
 
 def test_external_inputs_in_arrival_order_and_deleted_after_absorbing(deployment: Deployment) -> None:
