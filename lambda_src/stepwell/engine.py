@@ -94,9 +94,10 @@ DEFAULT_HISTORY_PAGE_ITEMS = 100
 # DynamoDB items stay under 350 KB with room for the other attributes.
 DEFAULT_INLINE_LIMIT = 200 * 1024
 DEFAULT_LEASE_SECONDS = 900.0
-# A suspending run's last batch rides on the lease's release only while small: the coordination record
-# then stays under 1 KB, so the release is still one write unit.
-CARRIED_BATCH_MAX_BYTES = 512
+# A suspending run's last batch rides on the lease's release only while the coordination record stays
+# within one write unit (1 KB): the record holds the execution id twice (its key and eid) and up to this
+# many bytes of other attribute names and values besides the batch.
+CARRIED_RECORD_OVERHEAD_BYTES = 128
 # An end rides on the release up to this size (the record's own attributes take the rest of 3 KB): the
 # release then costs at most 3 write units, never more than writing the batch to the log and deleting the
 # record would.
@@ -104,6 +105,11 @@ CARRIED_END_MAX_BYTES = 3 * 1024 - 512
 # A callback result up to this size (payload and error) is completed without reading the callback's record
 # first (Engine._completed_callback); a larger one may need an object under the execution's prefix.
 SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
+
+
+def carried_batch_max_bytes(execution_id: str) -> int:
+    """The largest batch a suspending run carries on its lease's release (a record of one write unit)."""
+    return 1024 - 2 * len(execution_id.encode()) - CARRIED_RECORD_OVERHEAD_BYTES
 
 
 def _check_key_part(label: str, value: object) -> str:
@@ -414,14 +420,15 @@ class Engine:
     ) -> Batch | None:
         """The last batch of a run, to carry on the lease's release instead of writing it when it is small
         and nothing waits for it to be stored, saving a write; otherwise written as append_journal does,
-        and None. A run that suspends the execution: a batch of events of no operation (its
-        InvocationCompleted), which the execution's next batch takes in (Journal.carry). `terminal`: the
-        execution's end (not its first batch), which the record keeps for the retention period."""
+        and None. A run that suspends the execution: its InvocationCompleted and what a replay would
+        record again (FlushedBatch.carriable: the wait it suspends on), which the execution's next batch
+        takes in (Journal.carry). `terminal`: the execution's end (not its first batch), which the record
+        keeps for the retention period."""
         flushed = journal.flush()
         if terminal:
             may_carry, limit = journal.next_seq > 0 and flushed.carriable_at_end, CARRIED_END_MAX_BYTES
         else:
-            may_carry, limit = flushed.carriable, CARRIED_BATCH_MAX_BYTES
+            may_carry, limit = flushed.carriable, carried_batch_max_bytes(record.execution_id)
         if may_carry:
             text = encode_body(flushed.body)
             if len(text.encode()) <= limit:

@@ -11,6 +11,7 @@ so the next wake-up and the due timers are found in O(log n).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import heapq
 import json
@@ -136,15 +137,12 @@ class FlushedBatch:
 
     @property
     def carriable(self) -> bool:
-        """Whether the batch only records events of no operation and flags (a suspending invocation's
-        InvocationCompleted): nothing else waits for it to be stored, so it may ride on the lease's release
-        and be written with the execution's next batch (Journal.carry)."""
-        return (
-            not self.operations
-            and self._no_side_effects
-            and "d" not in self.body
-            and all("o" not in event for event in self.body.get("e", ()))
-        )
+        """Whether the batch only records what a replay makes again and nobody outside the run acts on: a
+        suspending invocation's InvocationCompleted, the waits it started (or that ended on their timer)
+        and the child contexts it started or ended. Nothing waits for it to be stored, so it may ride on
+        the lease's release and be written with the execution's next batch (Journal.carry); lost with a
+        release that never comes, the replay records it again."""
+        return self._no_side_effects and all(_replayable(op) for op in self.operations)
 
     @property
     def carriable_at_end(self) -> bool:
@@ -250,7 +248,10 @@ class Journal:
         False, changing nothing, when its seq is not the log's next (a later run wrote it already)."""
         if seq != self.next_seq or self._carried is not None:
             return False
-        self.fold(seq, body)
+        # Folding converts the operations' timestamps in place: the body is kept as stored for the flush.
+        self.fold(seq, {**body, "o": copy.deepcopy(body["o"])} if "o" in body else body)
+        for op_id in dict.fromkeys(str(data["Id"]) for data in body.get("o", ())):
+            self._push_timers_for(self.operations[op_id])  # a wait it started (the log's are pushed)
         self.next_seq = seq
         self._carried = body
         return True
@@ -920,12 +921,7 @@ class Journal:
         # "no" and does nothing).
         body["w"] = 1 if self.needs_invocation else 0
         if self._carried is not None:
-            # The carried batch's events first, then this one's (they name operations by position in
-            # this batch's "o"; the carried ones name none); its flags unless this batch sets them.
-            events = [*self._carried.get("e", []), *body.get("e", [])]
-            body = {**self._carried, **body}
-            if events:
-                body["e"] = events
+            body = _after_carried(self._carried, body)
             self._carried = None
         flushed = FlushedBatch(
             body=body,
@@ -953,6 +949,42 @@ _APPLIERS = {
     OperationType.CONTEXT: Journal._apply_context,
     OperationType.CHAINED_INVOKE: Journal._apply_chained_invoke,
 }
+
+
+def _replayable(op: Operation) -> bool:
+    """An operation change a replay records again if it was lost (FlushedBatch.carriable)."""
+    if op.operation_type is OperationType.CONTEXT:
+        return True
+    return op.operation_type is OperationType.WAIT and op.status in (
+        OperationStatus.STARTED,
+        OperationStatus.SUCCEEDED,
+    )
+
+
+def _after_carried(carried: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """One batch body of a carried batch followed by `body`: the carried operations, events and private
+    state first (an operation in both ends as `body` has it, as folding them in turn would), `body`'s
+    events renumbered to name their operations by position in the joined "o", and `body`'s flags over
+    the carried ones."""
+    carried_operations = carried.get("o", [])
+    joined = {**carried, **body}
+    operations = [*carried_operations, *body.get("o", [])]
+    if operations:
+        joined["o"] = operations
+    shift = len(carried_operations)
+    events = [
+        *carried.get("e", []),
+        *({**event, "o": event["o"] + shift} if "o" in event else event for event in body.get("e", [])),
+    ]
+    if events:
+        joined["e"] = events
+    meta = {**carried.get("d", {}), **body.get("d", {})}
+    if meta:
+        joined["d"] = meta
+    absorbed = [*carried.get("i", []), *body.get("i", [])]
+    if absorbed:
+        joined["i"] = absorbed
+    return joined
 
 
 def operation_result(stored_operation: dict[str, Any]) -> str | None:

@@ -3,10 +3,10 @@ on the managed service.
 
 One client serves one invocation. It holds the journal the worker loaded; each checkpoint applies the
 updates to it (O(updates)), appends the changes as the next batch (a conditional put: the fence), and
-answers with only the operations that changed. A checkpoint that only starts or ends child contexts is
-not written on its own: the next batch takes it in (see `_replayable`). The checkpoint token is
-`<lease owner>:<next seq>`; when another worker took the seq, the token is revoked (no token in the
-answer) and the SDK ends the invocation with PENDING.
+answers with only the operations that changed. A checkpoint that only starts or ends child contexts or
+starts waits is not written on its own: the next batch takes it in (see `_replayable`). The checkpoint
+token is `<lease owner>:<next seq>`; when another worker took the seq, the token is revoked (no token in
+the answer) and the SDK ends the invocation with PENDING.
 """
 
 from __future__ import annotations
@@ -120,20 +120,23 @@ class StoreServiceClient:
 
 
 # What a child context's start or end records is made again by a replay that does not find it: the SDK
-# runs the context's function again, whose steps, waits and callbacks answer from the log.
+# runs the context's function again, whose steps, waits and callbacks answer from the log. A wait's start
+# too: the replay starts the wait again (from then on), and nothing outside the run saw it.
 _REPLAYABLE_ACTIONS = frozenset({OperationAction.START, OperationAction.SUCCEED, OperationAction.FAIL})
 
 
 def _replayable(updates: list[OperationUpdate]) -> bool:
     """Whether a checkpoint's updates may wait for the next batch instead of a write of their own: they
-    only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback), which
-    nothing outside the run acts on and which a crash before the next write loses harmlessly (the replay
-    records them again, after the steps inside answer from the log). The run's last batch, written or
-    carried on the lease's release as it suspends or ends, takes in whatever is left. The caller also
-    checks the journal has nothing waiting to be stored for something outside it (a callback id to
-    resolve, a child to start, a callback to close)."""
+    only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback) or start
+    waits, which nothing outside the run acts on and which a crash before the next write loses harmlessly
+    (the replay records them again, after the steps inside answer from the log). The run's last batch,
+    written or carried on the lease's release as it suspends or ends, takes in whatever is left: a run
+    that suspends on a wait writes no batch for it. The caller also checks the journal has nothing
+    waiting to be stored for something outside it (a callback id to resolve, a child to start, a
+    callback to close)."""
     return bool(updates) and all(
-        update.operation_type is OperationType.CONTEXT and update.action in _REPLAYABLE_ACTIONS
+        (update.operation_type is OperationType.CONTEXT and update.action in _REPLAYABLE_ACTIONS)
+        or (update.operation_type is OperationType.WAIT and update.action is OperationAction.START)
         for update in updates
     )
 

@@ -1,5 +1,6 @@
-"""A run that suspends the execution leaves its last batch (only its InvocationCompleted) on the lease's
-release instead of the log; the execution's next batch writes it first, at the same seq. A small end stays
+"""A run that suspends the execution leaves its last batch (its InvocationCompleted, and the start of the
+wait it suspends on) on the lease's release instead of the log; the execution's next batch writes it
+first, at the same seq. A small end stays
 on the record for good. The history shows them all along, exactly once, and nothing is lost when crashes
 come between."""
 
@@ -31,6 +32,22 @@ def one_step(event: Any, context: DurableContext) -> str:
 
 
 CRASHES = {"left": 0}
+STEP_RUNS: dict[str, int] = {}
+
+
+def counted(name: str, value: int) -> int:
+    STEP_RUNS[name] = STEP_RUNS.get(name, 0) + 1
+    return value
+
+
+@durable_execution
+def counted_wait(event: Any, context: DurableContext) -> int:
+    first: int = context.step(lambda _: counted("first", 1), name="first")
+    context.wait(
+        Duration.from_hours(1), name=str(event.get("wait", "nap")) if isinstance(event, dict) else "nap"
+    )
+    second: int = context.step(lambda _: counted("second", 2), name="second")
+    return first + second
 
 
 @durable_execution
@@ -49,6 +66,8 @@ def local() -> LocalStepwell:
     local.register("step-wait-step", step_wait_step)
     local.register("crashes-then-waits", crashes_then_waits)
     local.register("one-step", one_step)
+    local.register("counted-wait", counted_wait)
+    STEP_RUNS.clear()
     return local
 
 
@@ -67,10 +86,11 @@ def test_a_suspension_carries_its_invocation_completed_until_the_next_batch(loca
     local.run_until_idle()
 
     bodies = log_bodies(local, execution_id)
-    assert "InvocationCompleted" not in event_types(bodies[-1])  # the log holds the checkpoints only
+    # The log holds the step's checkpoint only: the wait's start waited for the run's last batch.
+    assert not any({"WaitStarted", "InvocationCompleted"} & set(event_types(body)) for body in bodies)
     carried = local.store.get_carried_batch(execution_id)
     assert carried is not None and carried.seq == len(bodies)
-    assert event_types(decode_body(carried.body)) == ["InvocationCompleted"]
+    assert event_types(decode_body(carried.body)) == ["WaitStarted", "InvocationCompleted"]
     waiting = local.history(execution_id)
     assert waiting[-1]["EventType"] == "InvocationCompleted"  # shown while it waits
     assert [event["EventId"] for event in waiting] == list(range(1, len(waiting) + 1))
@@ -84,8 +104,8 @@ def test_a_suspension_carries_its_invocation_completed_until_the_next_batch(loca
     local.advance_to_next_wakeup()
     assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
     after = log_bodies(local, execution_id)
-    # The wake-up's first batch starts with the carried event, at the seq it was carried for.
-    assert event_types(after[carried.seq])[0] == "InvocationCompleted"
+    # The wake-up's first batch starts with the carried events, at the seq they were carried for.
+    assert event_types(after[carried.seq])[:3] == ["WaitStarted", "InvocationCompleted", "WaitSucceeded"]
     history = local.history(execution_id)
     assert history[: len(waiting)] == waiting  # what was shown is what the log now holds, same EventIds
     kinds = [event["EventType"] for event in history]
@@ -97,6 +117,60 @@ def test_a_suspension_carries_its_invocation_completed_until_the_next_batch(loca
     assert event_types(decode_body(end.body))[-1] == "ExecutionSucceeded"
 
 
+def test_the_history_names_the_wait_its_carried_start_and_its_end_record(local: LocalStepwell) -> None:
+    execution_id = local.start("counted-wait")
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    history = local.history(execution_id)
+    waits = [event for event in history if event["EventType"] in ("WaitStarted", "WaitSucceeded")]
+    assert [(event["EventType"], event["Name"]) for event in waits] == [
+        ("WaitStarted", "nap"),
+        ("WaitSucceeded", "nap"),
+    ]
+    assert waits[0]["Id"] == waits[1]["Id"]
+    steps = [event["Name"] for event in history if event["EventType"] == "StepSucceeded"]
+    assert steps == ["first", "second"]
+    assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
+    assert STEP_RUNS == {"first": 1, "second": 1}
+
+
+def test_a_release_that_never_comes_loses_only_the_wait_start_it_carried(local: LocalStepwell) -> None:
+    execution_id = local.start("counted-wait")
+    release = local.store.release_lease
+    dropped: list[str] = []
+
+    def dies_before_releasing(execution: str, owner: str, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("carried") is not None and not dropped:
+            dropped.append(execution)
+            raise RuntimeError("the worker's process died before its release")
+        release(execution, owner, *args, **kwargs)
+
+    local.store.release_lease = dies_before_releasing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="died before its release"):
+        local.run_until_idle()
+    assert dropped == [execution_id]
+    assert local.store.get_carried_batch(execution_id) is None
+    assert not any("WaitStarted" in event_types(body) for body in log_bodies(local, execution_id))
+
+    # The wake-up it armed comes after the lease expired: the replay answers the step from the log,
+    # starts the wait again and ends after it.
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    assert STEP_RUNS == {"first": 1, "second": 1}
+    kinds = [event["EventType"] for event in local.history(execution_id)]
+    assert kinds.count("WaitStarted") == 1 and kinds.count("WaitSucceeded") == 1
+    assert kinds.count("StepSucceeded") == 2
+
+
+def test_a_suspension_too_large_to_carry_writes_its_wait_start(local: LocalStepwell) -> None:
+    execution_id = local.start("counted-wait", {"wait": "n" * 1024})
+    local.run_until_idle()
+    bodies = log_bodies(local, execution_id)
+    assert "WaitStarted" in event_types(bodies[-1])  # over a write unit on the record: written
+    carried = local.store.get_carried_batch(execution_id)
+    assert carried is None or carried.seq < len(bodies)
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    assert STEP_RUNS == {"first": 1, "second": 1}
+
+
 def test_a_suspension_after_crashes_writes_its_batch(local: LocalStepwell) -> None:
     CRASHES["left"] = 1
     execution_id = local.start("crashes-then-waits")
@@ -106,7 +180,7 @@ def test_a_suspension_after_crashes_writes_its_batch(local: LocalStepwell) -> No
 
     bodies = log_bodies(local, execution_id)
     # The batch resets the count of crashes: it is written, never only carried.
-    assert event_types(bodies[-1]) == ["InvocationCompleted"] and bodies[-1]["c"] == 0
+    assert event_types(bodies[-1]) == ["WaitStarted", "InvocationCompleted"] and bodies[-1]["c"] == 0
     carried = local.store.get_carried_batch(execution_id)
     assert carried is None or carried.seq < len(bodies)
     history = [event["EventType"] for event in local.history(execution_id)]

@@ -13,7 +13,7 @@ from aws_durable_execution_sdk_python.config import Duration
 from aws_durable_execution_sdk_python.lambda_service import OperationAction, OperationType, OperationUpdate
 from stepwell.engine import Engine
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.journal import Journal
+from stepwell.journal import Journal, decode_body
 from stepwell.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
 from stepwell.model import Batch, ExecutionStatus, ExternalInput, InvokeMessage
 from stepwell.testing.local import LocalStepwell
@@ -406,6 +406,9 @@ def test_on_dynamodb_a_warm_worker_reads_one_batch_per_resume_and_folds_what_a_f
             break
         fresh = fresh_fold(engine, execution_id)
         assert cached_state(engine, execution_id) == comparable(fresh)
+        # The wait the run suspended on started in the batch its release carries, as the next run takes it.
+        carried = engine.store.get_carried_batch(execution_id)
+        assert carried is not None and fresh.carry(carried.seq, decode_body(carried.body))
         wake_at = fresh.next_wake_at()
         assert wake_at is not None
         engine.clock.advance_to(wake_at)  # type: ignore[attr-defined]

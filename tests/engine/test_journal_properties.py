@@ -299,9 +299,9 @@ class JournalMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(0, MAX_INVOCATIONS - 1), updates=update_batches)
     def checkpoint(self, pick: int, updates: list[OperationUpdate]) -> None:
         """The SDK of the invocation that holds the log checkpoints: at most one batch, and the answer holds
-        the operations it changed. Only child contexts' starts and ends, with nothing outside the run
-        waiting on the journal, may be left to the next batch; the log the invocation would leave by
-        flushing is checked by the invariants either way."""
+        the operations it changed. Only child contexts' starts and ends and waits' starts, with nothing
+        outside the run waiting on the journal, may be left to the next batch; the log the invocation
+        would leave by flushing is checked by the invariants either way."""
         invocations = self._invocations(current=True)
         invocation = invocations[pick % len(invocations)]
         client, execution_id = invocation.client, invocation.execution_id
@@ -321,7 +321,10 @@ class JournalMachine(RuleBasedStateMachine):
             assert _json(op) == _json(invocation.journal.operations[op.operation_id])
         if left:
             assert not wrote and invocation.journal.has_unflushed
-            assert updates and all(u.operation_type is CONTEXT for u in updates)
+            assert updates and all(
+                u.operation_type is CONTEXT or (u.operation_type is WAIT and u.action is START)
+                for u in updates
+            )
             assert not invocation.journal.has_unflushed_side_effects
         assert changed == [] or wrote or left
         event(f"checkpoint: {'wrote' if wrote else 'left to the next batch' if left else 'no-op'}")
