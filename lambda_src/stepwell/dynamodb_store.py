@@ -21,8 +21,9 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed, n the log's next seq as that run left it, ln the log's length the
-  last run that knew it recorded, mv the version an upgrade moved it to, pb/ps/pt the body, seq and
-  time of the batch a suspending run (or the end) carried on its release instead of the log; in no index,
+  last run that knew it recorded, mv the version an upgrade moved it to, pb (or pz, deflated as `bd`
+  is)/ps/pt the body, seq and time of the batch a suspending run (or the end) carried on its release
+  instead of the log; in no index,
   so taking and dropping the lease cost one write unit each; when the execution ends it keeps only eid,
   the end it may carry, and a ttl (a retention period), so a late message's lease is never its first:
   Lease.never_held), "cb#<callback id>" (eid, op, v the worker version whose run
@@ -55,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from botocore.exceptions import ClientError, ParamValidationError
 
 from stepwell.aws import error_code
+from stepwell.batch_codec import deflate_body, inflate_body
 from stepwell.errors import InvalidArgument, SequenceConflict
 from stepwell.model import (
     Batch,
@@ -84,41 +86,6 @@ Item = dict[str, Any]
 # Items stay under 350 KB. An item holds at most two large values (an execution's input and its result
 # or error), so each value over this size is offloaded to S3 (when a payload store is configured).
 DEFAULT_INLINE_LIMIT = 160 * 1024
-# A batch body over this size is stored deflated (`bd`, Binary) when that is smaller: a write unit is 1 KB
-# of item (a read unit 4 KB), and the JSON of operations and history events deflates to a fifth to a
-# third with the dictionary below.
-DEFLATE_MIN_BYTES = 256
-# The preset dictionary of `bd` bodies (raw deflate, RFC 1951): the keys and values every batch repeats
-# (stepwell.journal's stored format), the most frequent last. Stored items depend on these exact bytes:
-# another dictionary needs another attribute name (`bz`, zlib without one, is still read).
-_BODY_DICTIONARY = "".join(
-    (
-        '{"t":"ChainedInvokeStarted","s":,"o":0,"d":{"FunctionName":"","ExecutedVersion":"$LATEST"}}',
-        '{"t":"ChainedInvokeSucceeded","s":,"o":0,"r":1,"d":{"Result":{"Truncated":false}}}',
-        '{"t":"StepFailed","s":,"o":0,"d":{"Error":{"Payload":{"ErrorType":"","ErrorMessage":""}},',
-        '"RetryDetails":{"CurrentAttempt":1,"NextAttemptDelaySeconds":1}}}',
-        '{"t":"ExecutionSucceeded","s":,"d":{"Result":{"Payload":"","Truncated":false}}},"z":1,"r":"',
-        '{"t":"ExecutionStarted","s":,"d":{"Input":{"Payload":"{}"}},"v":"',
-        '{"Id":"","Type":"EXECUTION","Status":"STARTED","StartTimestamp":,"ExecutionDetails":{"InputPayload":',
-        '{"t":"CallbackStarted","s":,"o":0,"d":{"CallbackId":"cb"}},{"t":"CallbackSucceeded","s":,"o":0,"r":1,',
-        '"Type":"CALLBACK","Status":"STARTED","SubType":"Callback","CallbackDetails":{"CallbackId":"cb',
-        '"SubType":"WaitForCallback","ContextDetails":{"Result":"',
-        '{"t":"WaitStarted","s":,"o":0,"d":{"Duration":,"ScheduledEndTimestamp":}},',
-        '{"t":"WaitSucceeded","s":,"o":0,"d":{"Duration":}},{"duration":',
-        '"Type":"WAIT","Status":"STARTED","SubType":"Wait","WaitDetails":{"ScheduledEndTimestamp":',
-        '"Type":"WAIT","Status":"SUCCEEDED","Name":"","StartTimestamp":,"EndTimestamp":,"SubType":"Wait",',
-        '{"t":"InvocationCompleted","s":,"d":{"StartTimestamp":,"EndTimestamp":,"RequestId":""}}],"c":0,',
-        '{"t":"ContextStarted","s":,"o":},{"t":"ContextSucceeded","s":,"o":,"r":1,"d":{"Result":{}}},',
-        '"Type":"CONTEXT","Status":"STARTED","SubType":"Parallel","SubType":"Map","SubType":"ParallelBranch",',
-        '"Type":"CONTEXT","Status":"SUCCEEDED","ParentId":"","Name":"","StartTimestamp":,"EndTimestamp":,',
-        '"SubType":"ParallelBranch","ContextDetails":{"Result":""}},',
-        '{"t":"StepStarted","s":,"o":},{"t":"StepSucceeded","s":,"o":,"r":1,"d":{"Result":{"Truncated":false},',
-        '"RetryDetails":{"CurrentAttempt":1}}}',
-        '{"Id":"","Type":"STEP","Status":"SUCCEEDED","ParentId":"","Name":"","StartTimestamp":,',
-        '"EndTimestamp":,"SubType":"Step","StepDetails":{"Attempt":1,"Result":""}}],"e":[',
-        '"w":1}',
-    )
-).encode("utf-8")
 _MAX_SEQ_KEY = "b#999999999999"
 _BATCH_WRITE_SIZE = 25
 _BATCH_GET_SIZE = 100
@@ -153,22 +120,10 @@ def batch_key(seq: int) -> str:
     return f"b#{seq:012d}"
 
 
-def _deflated(body: str, inline_limit: int) -> bytes | None:
-    """`body` deflated, when it is long enough to be worth it and comes out smaller (and not so long that
-    the store offloads it to S3 instead)."""
-    raw = body.encode("utf-8")
-    if not DEFLATE_MIN_BYTES < len(raw) <= inline_limit:
-        return None
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=_BODY_DICTIONARY)
-    packed = deflate.compress(raw) + deflate.flush()
-    return packed if len(packed) < len(raw) else None
-
-
 def _body(item: Item) -> str:
     """A batch item's body: `b` as written, or `bd` (or an older engine's `bz`) inflated."""
     if "bd" in item:
-        inflate = zlib.decompressobj(-15, zdict=_BODY_DICTIONARY)
-        return (inflate.decompress(bytes(item["bd"]["B"])) + inflate.flush()).decode("utf-8")
+        return inflate_body(bytes(item["bd"]["B"]))
     if "bz" in item:
         return zlib.decompress(bytes(item["bz"]["B"])).decode("utf-8")
     return _str(item, "b") or ""
@@ -200,7 +155,9 @@ def _callback_ref(callback_id: str, item: Item) -> CallbackRef:
 
 def _carried_batch(item: Item) -> Batch | None:
     """The batch a coordination record carries (release_lease(carried=)), if any."""
-    body, seq = _str(item, "pb"), _num(item, "ps")
+    packed = item.get("pz")
+    body = inflate_body(bytes(packed["B"])) if packed is not None else _str(item, "pb")
+    seq = _num(item, "ps")
     if body is None or seq is None:
         return None
     return Batch(seq=int(seq), body=body, created_at=_num(item, "pt") or 0.0)
@@ -722,7 +679,7 @@ class DynamoDbExecutionStore:
             "sk": _s(batch_key(batch.seq)),
             "t": _n(batch.created_at),
         }
-        packed = None if batch.body_is_ref else _deflated(batch.body, self.inline_limit)
+        packed = None if batch.body_is_ref else deflate_body(batch.body, self.inline_limit)
         if packed is not None:
             item["bd"] = {"B": packed}
         else:
@@ -964,7 +921,7 @@ class DynamoDbExecutionStore:
                 ended_at = carried.created_at if carried is not None else time.time()
                 values[":ttl"] = _n(int(ended_at) + self.retention_seconds)
                 if carried is None:
-                    update += ", pb, ps, pt"
+                    update += ", pb, pz, ps, pt"
                 update += ", mv"
             if ended or wake is None:
                 update += ", w"
@@ -984,9 +941,17 @@ class DynamoDbExecutionStore:
             if carried is not None:
                 if carried.body_is_ref:
                     raise InvalidArgument("a carried batch is kept on the record: its body must be inline")
-                assignments.append("pb = :pb, ps = :ps, pt = :pt")
+                # Deflated (pz) when that is smaller, the text (pb) otherwise; the other one goes.
+                packed = deflate_body(carried.body)
+                body_name, other = ("pz", "pb") if packed is not None else ("pb", "pz")
+                assignments.append(f"{body_name} = :pb, ps = :ps, pt = :pt")
+                update += f", {other}"
                 values.update(
-                    {":pb": _s(carried.body), ":ps": _n(carried.seq), ":pt": _n(carried.created_at)}
+                    {
+                        ":pb": {"B": packed} if packed is not None else _s(carried.body),
+                        ":ps": _n(carried.seq),
+                        ":pt": _n(carried.created_at),
+                    }
                 )
             if assignments:
                 update = f"SET {', '.join(assignments)} {update}"
@@ -1013,7 +978,7 @@ class DynamoDbExecutionStore:
         response = self._db.get_item(
             TableName=self.coordination_table,
             Key={"key": _s("lease#" + execution_id)},
-            ProjectionExpression="pb, ps, pt",
+            ProjectionExpression="pb, pz, ps, pt",
             ConsistentRead=True,
             ReturnConsumedCapacity=_CAPACITY,
         )

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from stepwell.batch_codec import packed_size
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
@@ -96,9 +97,9 @@ DEFAULT_INLINE_LIMIT = 200 * 1024
 DEFAULT_LEASE_SECONDS = 900.0
 # A suspending run's last batch rides on the lease's release only while the coordination record stays
 # within one write unit (1 KB): the record holds the execution id twice (its key and eid) and up to this
-# many bytes of other attribute names and values besides the batch.
+# many bytes of other attribute names and values besides the batch (packed: stepwell.batch_codec).
 CARRIED_RECORD_OVERHEAD_BYTES = 128
-# An end rides on the release up to this size (the record's own attributes take the rest of 3 KB): the
+# An end rides on the release up to this size, packed (the record's own attributes take the rest of 3 KB): the
 # release then costs at most 3 write units, never more than writing the batch to the log and deleting the
 # record would.
 CARRIED_END_MAX_BYTES = 3 * 1024 - 512
@@ -431,7 +432,9 @@ class Engine:
             may_carry, limit = flushed.carriable, carried_batch_max_bytes(record.execution_id)
         if may_carry:
             text = encode_body(flushed.body)
-            if len(text.encode()) <= limit:
+            if packed_size(text) <= limit:  # as the record keeps it
+                if journal.next_seq == 0:  # a first run that suspended at once: it started now
+                    self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
                 self._count_recorded(record, flushed)
                 return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now(), terminal=terminal)
         self._append_flushed(record, journal, flushed, terminal)
@@ -466,8 +469,8 @@ class Engine:
         journal.log_expiry.note(stored.expires_at)
         self.journals.written(journal, stored, text)
         # Counted once written: a fenced worker's batch is not, and seq 0 (only one worker writes it)
-        # holds the execution's start.
-        if seq == 0:
+        # holds the execution's start, unless the run that carried it counted it.
+        if seq == 0 and not flushed.took_carried:
             self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
         self._count_recorded(record, flushed)
         if flushed.absorbed_input_ids:

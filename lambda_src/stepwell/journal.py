@@ -134,15 +134,18 @@ class FlushedBatch:
     child_starts: list[ChildStart]
     # Callbacks this batch timed out: a completion sent later is refused, not silently dropped.
     timed_out_callbacks: list[str] = field(default_factory=list)
+    # Whether it starts with a batch the last run carried (Journal.carry), which that run counted.
+    took_carried: bool = False
 
     @property
     def carriable(self) -> bool:
         """Whether the batch only records what a replay makes again and nobody outside the run acts on: a
-        suspending invocation's InvocationCompleted, the waits it started (or that ended on their timer)
-        and the child contexts it started or ended. Nothing waits for it to be stored, so it may ride on
-        the lease's release and be written with the execution's next batch (Journal.carry); lost with a
-        release that never comes, the replay records it again."""
-        return self._no_side_effects and all(_replayable(op) for op in self.operations)
+        suspending invocation's InvocationCompleted, the waits it started (or that ended on their timer),
+        the child contexts it started or ended and, in a first run, the execution's start. Nothing waits
+        for it to be stored, so it may ride on the lease's release and be written with the execution's
+        next batch (Journal.carry); lost with a release that never comes, the replay records it again."""
+        # An input kept elsewhere ("ir") is restored by a load of the log, not by Journal.carry.
+        return self._no_side_effects and "ir" not in self.body and all(map(_replayable, self.operations))
 
     @property
     def carriable_at_end(self) -> bool:
@@ -920,6 +923,7 @@ class Journal:
         # Whether the execution still needs an invocation after this batch (a duplicate message finds
         # "no" and does nothing).
         body["w"] = 1 if self.needs_invocation else 0
+        took_carried = self._carried is not None
         if self._carried is not None:
             body = _after_carried(self._carried, body)
             self._carried = None
@@ -930,6 +934,7 @@ class Journal:
             new_callbacks=self._new_callbacks,
             child_starts=self._child_starts,
             timed_out_callbacks=self._timed_out_callbacks,
+            took_carried=took_carried,
         )
         self._dirty = {}
         self._dirty_meta = set()
@@ -952,9 +957,12 @@ _APPLIERS = {
 
 
 def _replayable(op: Operation) -> bool:
-    """An operation change a replay records again if it was lost (FlushedBatch.carriable)."""
+    """An operation change a replay records again if it was lost (FlushedBatch.carriable). The execution's
+    start too: a run that finds the log empty logs it again (a first run that suspends at once)."""
     if op.operation_type is OperationType.CONTEXT:
         return True
+    if op.operation_type is OperationType.EXECUTION:
+        return op.status is OperationStatus.STARTED
     return op.operation_type is OperationType.WAIT and op.status in (
         OperationStatus.STARTED,
         OperationStatus.SUCCEEDED,

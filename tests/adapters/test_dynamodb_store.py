@@ -277,6 +277,29 @@ def _coordination_item(deployment: Deployment, key: str) -> dict[str, Any] | Non
     return dict(item) if item is not None else None
 
 
+def test_a_long_carried_batch_is_kept_deflated_on_the_record_and_a_short_one_as_text(
+    deployment: Deployment,
+) -> None:
+    store = _store(deployment)
+    execution_id = _record().execution_id
+    wait = {"Id": "f" * 64, "Type": "WAIT", "Status": "STARTED", "Name": "nap", "StartTimestamp": T0}
+    events = [{"t": "WaitStarted", "s": 1, "o": 0}, {"t": "InvocationCompleted", "s": 2}]
+    long_body = json.dumps({"o": [wait], "e": events, "d": {"f" * 64: {"duration": 60}}, "w": 0})
+    short_body = '{"e":[{"t":"InvocationCompleted","s":3}],"w":0}'
+    key = "lease#" + execution_id
+    for seq, (body, kept_as) in enumerate([(long_body, "pz"), (short_body, "pb"), (long_body, "pz")]):
+        assert store.acquire_lease(execution_id, "w", now=T0 + seq, duration=60) is not None
+        store.release_lease(execution_id, "w", carried=Batch(seq=seq, body=body, created_at=T0))
+        item = _coordination_item(deployment, key)
+        assert item is not None and {"pb", "pz"} & set(item) == {kept_as}  # the other one went
+        assert store.get_carried_batch(execution_id) == Batch(seq=seq, body=body, created_at=T0)
+    assert item is not None and len(item["pz"]["B"]) < len(long_body) / 2
+    assert store.acquire_lease(execution_id, "w", now=T0 + 9, duration=60) is not None
+    store.release_lease(execution_id, "w", wake=None, ended=True)  # the end carries nothing: both go
+    item = _coordination_item(deployment, key)
+    assert item is not None and not {"pb", "pz"} & set(item)
+
+
 def test_the_lease_record_stays_out_of_the_due_index_and_carries_the_wake_up(deployment: Deployment) -> None:
     store = _store(deployment)
     execution_id = _record().execution_id

@@ -6,6 +6,7 @@ come between."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -14,7 +15,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell.journal import Journal, decode_body
 from stepwell.model import ExecutionStatus, InvokeMessage
-from stepwell.testing.local import LocalStepwell
+from stepwell.testing.local import LocalStepwell, metric_totals
 
 
 @durable_execution
@@ -28,7 +29,13 @@ def step_wait_step(event: Any, context: DurableContext) -> int:
 @durable_execution
 def one_step(event: Any, context: DurableContext) -> str:
     size = int(event["size"]) if isinstance(event, dict) else 1
-    return str(context.step(lambda _: "x" * size, name="only"))
+    return str(context.step(lambda _: result_text(size), name="only"))
+
+
+def result_text(size: int) -> str:
+    """`size` characters that deflate poorly (hex digests), so the stored size is about the text's."""
+    digests = (hashlib.sha256(str(index).encode()).hexdigest() for index in range(size // 64 + 1))
+    return "".join(digests)[:size]
 
 
 CRASHES = {"left": 0}
@@ -133,8 +140,9 @@ def test_the_history_names_the_wait_its_carried_start_and_its_end_record(local: 
     assert STEP_RUNS == {"first": 1, "second": 1}
 
 
-def test_a_release_that_never_comes_loses_only_the_wait_start_it_carried(local: LocalStepwell) -> None:
-    execution_id = local.start("counted-wait")
+def run_until_a_release_that_carries_dies(local: LocalStepwell) -> list[str]:
+    """Run what is due until the first release that carries a batch, whose worker dies instead: the
+    executions whose release never came."""
     release = local.store.release_lease
     dropped: list[str] = []
 
@@ -147,6 +155,12 @@ def test_a_release_that_never_comes_loses_only_the_wait_start_it_carried(local: 
     local.store.release_lease = dies_before_releasing  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="died before its release"):
         local.run_until_idle()
+    return dropped
+
+
+def test_a_release_that_never_comes_loses_only_the_wait_start_it_carried(local: LocalStepwell) -> None:
+    execution_id = local.start("counted-wait")
+    dropped = run_until_a_release_that_carries_dies(local)
     assert dropped == [execution_id]
     assert local.store.get_carried_batch(execution_id) is None
     assert not any("WaitStarted" in event_types(body) for body in log_bodies(local, execution_id))
@@ -161,7 +175,7 @@ def test_a_release_that_never_comes_loses_only_the_wait_start_it_carried(local: 
 
 
 def test_a_suspension_too_large_to_carry_writes_its_wait_start(local: LocalStepwell) -> None:
-    execution_id = local.start("counted-wait", {"wait": "n" * 1024})
+    execution_id = local.start("counted-wait", {"wait": result_text(2048)})  # a name that deflates poorly
     local.run_until_idle()
     bodies = log_bodies(local, execution_id)
     assert "WaitStarted" in event_types(bodies[-1])  # over a write unit on the record: written
@@ -169,6 +183,69 @@ def test_a_suspension_too_large_to_carry_writes_its_wait_start(local: LocalStepw
     assert carried is None or carried.seq < len(bodies)
     assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
     assert STEP_RUNS == {"first": 1, "second": 1}
+
+
+@durable_execution
+def waits_first(event: Any, context: DurableContext) -> int:
+    context.wait(Duration.from_hours(1), name="nap")
+    return int(context.step(lambda _: counted("after", 3), name="after"))
+
+
+def test_a_first_run_that_suspends_at_once_leaves_the_log_empty_and_its_start_carried() -> None:
+    local = LocalStepwell()
+    local.register("waits-first", waits_first)
+    execution_id = local.start("waits-first", {"order": 1})
+    local.run_until_idle()
+    assert log_bodies(local, execution_id) == []
+    carried = local.store.get_carried_batch(execution_id)
+    assert carried is not None and carried.seq == 0
+    assert event_types(decode_body(carried.body)) == [
+        "ExecutionStarted",
+        "WaitStarted",
+        "InvocationCompleted",
+    ]
+    assert metric_totals(local.metrics.records, "waits-first")["ExecutionsStarted"] == 1  # counted now
+    waiting = local.history(execution_id)
+    assert [event["EventType"] for event in waiting][:2] == ["ExecutionStarted", "WaitStarted"]
+    assert json.loads(waiting[0]["ExecutionStartedDetails"]["Input"]["Payload"]) == {"order": 1}
+
+    record = local.run_to_completion(execution_id)
+    assert record.status is ExecutionStatus.SUCCEEDED and record.result == "3"
+    history = local.history(execution_id)
+    assert history[: len(waiting)] == waiting
+    assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
+    assert [event["EventType"] for event in history].count("ExecutionStarted") == 1
+    assert STEP_RUNS.get("after") == 1
+    # The batch that wrote the carried start did not count it again.
+    assert metric_totals(local.metrics.records, "waits-first")["ExecutionsStarted"] == 1
+
+
+def test_a_lost_first_release_runs_the_execution_from_its_start_again() -> None:
+    local = LocalStepwell()
+    local.register("waits-first", waits_first)
+    STEP_RUNS.clear()
+    execution_id = local.start("waits-first", {"order": 2})
+    dropped = run_until_a_release_that_carries_dies(local)
+    assert dropped == [execution_id] and log_bodies(local, execution_id) == []
+
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    kinds = [event["EventType"] for event in local.history(execution_id)]
+    assert kinds.count("ExecutionStarted") == 1 and kinds.count("WaitStarted") == 1
+    assert STEP_RUNS == {"after": 1}
+
+
+def test_a_first_batch_whose_input_is_kept_elsewhere_is_written() -> None:
+    local = LocalStepwell(inline_limit=64)
+    local.register("waits-first", waits_first)
+    big = {"pad": "p" * 200}
+    execution_id = local.start("waits-first", big)
+    local.run_until_idle()
+    batches, _ = local.store.load_batches(execution_id)
+    assert len(batches) == 1  # written (the input's reference, "ir", is restored by a load of the log)
+    assert local.store.get_carried_batch(execution_id) is None
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    started = local.history(execution_id)[0]
+    assert json.loads(started["ExecutionStartedDetails"]["Input"]["Payload"]) == big
 
 
 def test_a_suspension_after_crashes_writes_its_batch(local: LocalStepwell) -> None:
@@ -212,7 +289,7 @@ def test_a_small_end_stays_on_the_record_and_late_messages_keep_it(local: LocalS
     assert end is not None and end.seq == len(bodies)
     history = local.history(execution_id)
     assert history[-1]["EventType"] == "ExecutionSucceeded"
-    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"xxx"'
+    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + result_text(3) + '"'
     assert [event["EventId"] for event in history] == list(range(1, len(history) + 1))
 
     # Messages for the ended execution (a duplicate, a late wake-up) change nothing and keep the end.
@@ -225,14 +302,14 @@ def test_a_small_end_stays_on_the_record_and_late_messages_keep_it(local: LocalS
 
 
 def test_a_large_end_is_written_to_the_log(local: LocalStepwell) -> None:
-    execution_id = local.start("one-step", {"size": 4000})
+    execution_id = local.start("one-step", {"size": 8000})  # over 2.5 KB deflated
     assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
     bodies = log_bodies(local, execution_id)
     assert bodies[-1].get("z") == 1
     assert local.store.get_carried_batch(execution_id) is None  # the record went with the end
     history = local.history(execution_id)
     assert history[-1]["EventType"] == "ExecutionSucceeded"
-    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + "x" * 4000 + '"'
+    assert history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"] == '"' + result_text(8000) + '"'
 
 
 def test_an_end_leaves_out_the_input_its_first_batch_holds(local: LocalStepwell) -> None:

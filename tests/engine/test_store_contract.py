@@ -7,6 +7,7 @@ checks by overriding that fixture in its own conftest and importing these tests.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -153,6 +154,24 @@ def test_a_release_carries_a_batch_to_the_next_lease_until_the_end(execution_sto
     execution_store.release_lease(execution_id, "w4", ended=True)  # the carried batch goes with the execution
     assert execution_store.get_carried_batch(execution_id) is None
     assert execution_store.get_carried_batch(record("b").execution_id) is None
+
+
+def test_a_carried_batch_of_operations_reads_back_as_written_whatever_its_length(
+    execution_store: ExecutionStore,
+) -> None:
+    execution_id = record("a").execution_id
+    wait = {"Id": "f" * 64, "Type": "WAIT", "Status": "STARTED", "Name": "nap", "StartTimestamp": 1}
+    events = [{"t": "WaitStarted", "s": 1, "o": 0}, {"t": "InvocationCompleted", "s": 2}]
+    long_body = json.dumps({"o": [wait], "e": events, "d": {"f" * 64: {"duration": 60}}, "w": 0})
+    short_body = '{"e":[{"t":"InvocationCompleted","s":3}],"w":0}'
+    for seq, body in enumerate([long_body, short_body, long_body]):
+        lease = execution_store.acquire_lease(execution_id, f"w{seq}", NOW + seq, 60)
+        assert lease is not None
+        batch = Batch(seq=seq, body=body, created_at=NOW + seq)
+        execution_store.release_lease(execution_id, f"w{seq}", carried=batch)
+        assert execution_store.get_carried_batch(execution_id) == batch
+    lease = execution_store.acquire_lease(execution_id, "w9", NOW + 9, 60)
+    assert lease is not None and lease.carried is not None and lease.carried.body == long_body
 
 
 def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
