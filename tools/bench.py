@@ -113,7 +113,8 @@ TARGET_RESUME_WRITE_UNITS = 4
 TARGET_RESUME_SQS_REQUESTS = 2
 TARGET_FIXED_WRITE_UNITS = 6
 TARGET_MIXED_USD_PER_MILLION = 1.60
-# Executions of `mixed` per measurement: its parallel's checkpoints batch differently from run to run.
+# Executions of `mixed` (and of the marginal parallel) per measurement: a parallel's checkpoints batch
+# differently from run to run.
 MIXED_EXECUTIONS = 10
 TARGET_DEFINITIONS_START_REQUESTS = 12
 TARGET_DEFINITIONS_RESUME_REQUESTS = 10
@@ -1025,7 +1026,8 @@ _MARGINAL = (
 
 
 def _totals(m: Measurement) -> dict[str, float]:
-    return {
+    """Per execution of the measurement."""
+    totals = {
         "operations": m.operations,
         "Lambda invocations": m.modelled.lambda_invocations,
         "DynamoDB requests": m.service_calls("dynamodb"),
@@ -1036,6 +1038,7 @@ def _totals(m: Measurement) -> dict[str, float]:
         "S3 requests": m.s3_puts + m.s3_gets,
         "usd": sum(m.costs().values()),
     }
+    return {key: value / max(1, m.executions) for key, value in totals.items()}
 
 
 def section_operations(options: Options) -> SectionResult:
@@ -1069,7 +1072,8 @@ def section_operations(options: Options) -> SectionResult:
         )
     ]
     for workflow, label in _MARGINAL:
-        variant = stack.run_workflow(workflow, {}, label=label)
+        runs = MIXED_EXECUTIONS if workflow in _THREADED else 1
+        variant = stack.run_workflow(workflow, {}, label=label, executions=runs)
         totals = _totals(variant)
         diff = {key: totals[key] - base_totals[key] for key in totals}
         if workflow in _RESUMES:
@@ -1085,7 +1089,8 @@ def section_operations(options: Options) -> SectionResult:
                     else "NOT met" + (" (write units met)" if wu <= TARGET_RESUME_WRITE_UNITS else ""),
                 )
             )
-        kinds = variant.operation_kinds - base.operation_kinds
+        per_execution = Counter({k: v // variant.executions for k, v in variant.operation_kinds.items()})
+        kinds = per_execution - base.operation_kinds
         rows.append(
             [
                 label,
@@ -1096,7 +1101,7 @@ def section_operations(options: Options) -> SectionResult:
             ]
         )
         summary.append(
-            f"  {label:>48}: +{diff['operations']:.0f} ops, +{diff['write units']:.0f} WU, "
+            f"  {label:>48}: +{diff['operations']:.0f} ops, +{diff['write units']:.1f} WU, "
             f"+{diff['read units']:.1f} RU, +{diff['SQS requests']:.0f} SQS, "
             f"+{diff['Scheduler invocations']:.0f} Scheduler: ${diff['usd'] * 1e6:.2f} per million"
         )
@@ -1108,7 +1113,7 @@ def section_operations(options: Options) -> SectionResult:
             md_table(_PER_OP_HEADER, [_per_op_row(mixed)]),
             md_table(["API", "mixed"], _api_rows([mixed])),
             md_table(["service", "mixed"], _cost_rows([mixed])),
-            _MARGINAL_INTRO,
+            _MARGINAL_INTRO.format(executions=MIXED_EXECUTIONS),
             md_table(
                 [
                     "operation",
@@ -1152,16 +1157,20 @@ _MIXED_INTRO = (
 )
 _MARGINAL_INTRO = _prose(
     """
-    Marginal cost of one non-step operation: a workflow of one step plus that operation, minus the one-step
-    workflow (one execution each, all requests from StartExecution on). `$ / million of these` is the added
-    cost of a million such calls; a wait_for_callback is three SDK operations (its context, the callback and
-    the submitter step), a parallel is its context, one context per branch and the branches' steps, hence
-    the last column. A wait suspends the execution: its cost is mostly that of the extra invocation (lease,
-    log load, wake-up message). Results are sent before any schedule fires, and each run goes on until no
-    message or schedule is left, so a wake-up an execution leaves behind (a deadline that was not needed)
-    is counted with it.
+    Marginal cost of one non-step operation: a workflow of one step plus that operation, minus the
+    one-step workflow (per execution, all requests from StartExecution on; one execution each,
+    {executions} for the parallel, whose branches' checkpoints fall into batches differently from run to
+    run). `$ / million of these` is the added cost of a million such calls; a wait_for_callback is three
+    SDK operations (its context, the callback and the submitter step), a parallel is its context, one
+    context per branch and the branches' steps, hence the last column. A wait suspends the execution: its
+    cost is mostly that of the extra invocation (lease, log load, wake-up message). Results are sent
+    before any schedule fires, and each run goes on until no message or schedule is left, so a wake-up an
+    execution leaves behind (a deadline that was not needed) is counted with it.
     """
 )
+
+# Workflows whose SDK threads (a parallel's branches) make their batches vary: run MIXED_EXECUTIONS times.
+_THREADED = frozenset({"single-parallel"})
 
 _MARGINAL_COLUMNS = (
     "Lambda invocations",
