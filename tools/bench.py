@@ -36,6 +36,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -1929,18 +1930,15 @@ def section_definitions(options: Options) -> SectionResult:
     return SectionResult(title, intro + "\n\n" + "\n".join(lines).strip(), summary, targets)
 
 
-# `make chaos` writes its own section between these markers (tools/chaos.py): a bench run keeps it.
-CHAOS_MARKERS = ("<!-- chaos:start -->", "<!-- chaos:end -->")
+# `make chaos` writes a section per backend between markers such as these (tools/chaos.py): a bench run
+# keeps them.
+CHAOS_SECTION = re.compile(r"<!-- (chaos[a-z-]*):start -->.*?<!-- \1:end -->", re.DOTALL)
 
 
 def _kept_chaos_section(path: Path) -> str:
-    """The chaos run's section of the file being replaced, with its markers ("" when it has none)."""
+    """The chaos runs' sections of the file being replaced, with their markers ("" when it has none)."""
     text = path.read_text() if path.exists() else ""
-    start, end = CHAOS_MARKERS
-    if start not in text or end not in text:
-        return ""
-    section = text[text.index(start) : text.index(end) + len(end)]
-    return "\n" + section + "\n"
+    return "".join("\n" + match.group(0) + "\n" for match in CHAOS_SECTION.finditer(text))
 
 
 # Sections in the order they appear in BENCHMARKS.md: (name for --sections, function).

@@ -3,15 +3,16 @@
     .venv/bin/python tools/chaos.py                                  # 1,000 executions, report on stdout
     .venv/bin/python tools/chaos.py --write BENCHMARKS.md            # ... and its section of the file
     .venv/bin/python tools/chaos.py --executions 70 --workers 4      # a short run (tests/chaos)
+    .venv/bin/python tools/chaos.py --backend localstack --write BENCHMARKS.md  # ... on LocalStack
 
-The run: moto's server (stepwell.testing.moto_server) holds the module's resources
-(stepwell.testing.mock_deployment); several worker PROCESSES each play the SQS event source mapping
-(receive up to 10 messages, hand them shuffled to `stepwell.entry.EntryRuntime.handle_event`, delete the
-successes; the rest come back after the visibility timeout) and Lambda's asynchronous invocations (the
-one-time wake-up schedules invoke the worker's alias: each invocation waits in a queue of its own, as in
-Lambda, is run at least once, run again after a failure or a kill up to 3 attempts, and then sent to the
-work queue as its on-failure destination record), taking from the two sources in turn, on one virtual
-clock the parent keeps in a file.
+The run: moto's server (stepwell.testing.moto_server), or LocalStack with `--backend localstack`
+(stepwell.testing.backends), holds the module's resources (stepwell.testing.mock_deployment); several worker
+PROCESSES each play the SQS event source mapping (receive up to 10 messages, hand them shuffled to
+`stepwell.entry.EntryRuntime.handle_event`, delete the successes; the rest come back after the visibility
+timeout) and Lambda's asynchronous invocations (the one-time wake-up schedules invoke the worker's alias:
+each invocation waits in a queue of its own, as in Lambda, is run at least once, run again after a failure
+or a kill up to 3 attempts, and then sent to the work queue as its on-failure destination record), taking
+from the two sources in turn, on one virtual clock the parent keeps in a file.
 The parent starts the executions (`tools/chaos_workflows.py`; every seventh is a definitions context: a
 `chaos.begin` bus event starts it, a `chaos.next` event a few seconds later resumes it), completes
 callbacks from a concurrent sender (each one twice: the second must be refused), fires due Scheduler
@@ -71,12 +72,28 @@ for _path in (str(TOOLS), str(ROOT), str(ROOT / "lambda_src")):
         sys.path.insert(0, _path)
 
 import chaos_workflows  # noqa: E402  (tools/ is put on the path above)
+from stepwell.testing.backends import DEPLOYED_BACKEND_NAMES  # noqa: E402
 
 DEFAULT_EXECUTIONS = 1000
 DEFAULT_WORKERS = 5
 REGION = "us-east-1"
-SECTION_START = "<!-- chaos:start -->"
-SECTION_END = "<!-- chaos:end -->"
+# Each backend's run has its section of BENCHMARKS.md between markers of its own (`make bench` keeps both).
+SECTION_MARKERS = {
+    "moto": ("<!-- chaos:start -->", "<!-- chaos:end -->"),
+    "localstack": ("<!-- chaos-localstack:start -->", "<!-- chaos-localstack:end -->"),
+}
+# What each backend is, and why the run's throughput and delays measure this machine rather than the engine.
+_BACKEND_TEXT = {
+    "moto": (
+        "moto's server",
+        "every worker and the run itself share moto's one server thread, so messages queue behind it while "
+        "the starts arrive",
+    ),
+    "localstack": (
+        "LocalStack (DynamoDB Local in memory, LocalStack's SQS, Scheduler, EventBridge and S3)",
+        "every worker, the run, LocalStack and DynamoDB Local share this machine's cores",
+    ),
+}
 # The kinds the run starts in turn: the code workflows, then a definitions context.
 JOURNEY = "journey"
 MIX = (*chaos_workflows.WORKFLOWS, JOURNEY)
@@ -128,6 +145,7 @@ class Settings:
     # The published worker version the workers run as, as the module deploys them: every execution is
     # pinned to it (its end names it). "": unversioned workers, which never pin.
     worker_version: str = "1"
+    backend: str = "moto"  # where the module's resources live: moto's server or LocalStack
 
 
 def log(message: str) -> None:
@@ -433,23 +451,25 @@ def aws_environment(endpoint: str) -> Iterator[dict[str, str]]:
         yield dict(os.environ)
 
 
-def run(settings: Settings, workdir: Path) -> Report:
+def run(settings: Settings, workdir: Path, endpoint: str | None = None) -> Report:
+    """The run on `settings.backend`, started here, or on the one already running at `endpoint` (a test
+    session's)."""
     import boto3
     from stepwell.aws import AwsClients
     from stepwell.client import StepwellClient
     from stepwell.registry import Registry
     from stepwell.testing.async_invoke import take_event_invokes
+    from stepwell.testing.backends import start_backend
     from stepwell.testing.faults import SqsDuplicator
     from stepwell.testing.mock_deployment import create_deployment
-    from stepwell.testing.moto_server import moto_server
     from stepwell.testing.scheduler import SchedulerFirer, VirtualClock, write_clock_file
 
     data = RunData(settings)
-    log(f"moto server; {settings.executions} executions, {settings.workers} workers; files in {workdir}")
-    with (
-        moto_server(log_path=str(workdir / "moto.log")) as server,
-        aws_environment(server.endpoint_url) as env,
-    ):
+    log(f"{settings.backend}: {settings.executions} executions, {settings.workers} workers; in {workdir}")
+    with contextlib.ExitStack() as stack:
+        if endpoint is None:
+            endpoint = stack.enter_context(start_backend(settings.backend, REGION, str(workdir))).endpoint_url
+        env = stack.enter_context(aws_environment(endpoint))
         config = dataclasses.replace(
             create_deployment(name="sw-chaos", region=REGION),
             event_sources={chaos_workflows.JOURNEY_SOURCE: [chaos_workflows.JOURNEY_DOMAIN]},
@@ -1031,14 +1051,16 @@ def render(report: Report) -> str:
         ),
     ]
     rerun_rows = [(cause, f"{count:,}") for cause, count in report.reruns.most_common()]
+    on_localstack = settings.backend == "localstack"
+    backend_name, shared = _BACKEND_TEXT[settings.backend]
+    flags = f"{' --backend localstack' if on_localstack else ''} --executions {settings.executions}"
     lines = [
-        "## Load and faults",
+        "## Load and faults" + (" on LocalStack" if on_localstack else ""),
         "",
-        f"Generated by `make chaos` (`tools/chaos.py --executions {settings.executions} --write "
-        f"BENCHMARKS.md`) on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC in {data.wall_seconds:.0f} s: "
-        f"{verdict}.",
+        f"Generated by `make chaos` (`tools/chaos.py{flags} --write BENCHMARKS.md`) on "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC in {data.wall_seconds:.0f} s: {verdict}.",
         "",
-        f"{settings.workers} worker processes on moto's server, {len(MIX)} kinds in turn "
+        f"{settings.workers} worker processes on {backend_name}, {len(MIX)} kinds in turn "
         f"({', '.join(MIX)}; `parent` invokes `child`; `{JOURNEY}` is a definitions context started and "
         "resumed by bus events). Faults: "
         f"{settings.fault_rate:.0%} of DynamoDB, SQS and Scheduler attempts fail (throttling or 500), "
@@ -1047,8 +1069,7 @@ def render(report: Report) -> str:
         f"bodies kill their worker before the checkpoint; the lease is {settings.lease_seconds:g} s and the "
         "`slow` step's first run outlives it. How it runs and what it "
         "checks: docs/engine.md, Load and faults. Throughput and the due-to-run delay measure this "
-        "machine, not the engine: every worker and the run itself share moto's one server thread, so "
-        "messages queue behind it while the starts arrive.",
+        f"machine, not the engine: {shared}.",
         "",
         "| result | value |",
         "| --- | --- |",
@@ -1070,13 +1091,14 @@ def render(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replaces the text between the chaos markers (or appends the markers and the section)."""
-    block = f"{SECTION_START}\n{section.rstrip()}\n{SECTION_END}\n"
+def write_section(path: Path, section: str, backend: str = "moto") -> None:
+    """Replaces the text between the backend's chaos markers (or appends the markers and the section)."""
+    start, end = SECTION_MARKERS[backend]
+    block = f"{start}\n{section.rstrip()}\n{end}\n"
     text = path.read_text() if path.exists() else ""
-    if SECTION_START in text and SECTION_END in text:
-        before, _, rest = text.partition(SECTION_START)
-        _, _, after = rest.partition(SECTION_END)
+    if start in text and end in text:
+        before, _, rest = text.partition(start)
+        _, _, after = rest.partition(end)
         text = before + block.rstrip("\n") + after
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + block
@@ -1096,6 +1118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--worker-version",
         default=defaults.worker_version,
         help="the published worker version the workers run as (digits), as deployed; '' for unversioned",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=DEPLOYED_BACKEND_NAMES,
+        default=defaults.backend,
+        help="the local AWS holding the module's resources (LocalStack: a smaller run suits it)",
     )
     parser.add_argument("--write", type=Path, help="write the report's section into this markdown file")
     parser.add_argument("--workdir", type=Path, help="keep the run's files (ledger, logs) here")
@@ -1120,6 +1148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         timeout=args.timeout,
         worker_version=args.worker_version,
+        backend=args.backend,
     )
     with contextlib.ExitStack() as exits:
         if args.workdir:
@@ -1131,7 +1160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     section = render(report)
     print(section)
     if args.write:
-        write_section(args.write, section)
+        write_section(args.write, section, settings.backend)
         print(f"wrote the chaos section of {args.write}")
     for failure in report.failed_checks:
         print(f"FAILED: {failure}", file=sys.stderr)

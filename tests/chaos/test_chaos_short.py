@@ -1,6 +1,7 @@
-"""The short version of `make chaos` (tools/chaos.py): a mix of workflows on worker processes over moto's
-server while faults are injected, checked for loss, double results, double events and unexplained step
-re-runs; plus the checks and the fault layer on their own, so a check that could never fail is caught."""
+"""The short version of `make chaos` (tools/chaos.py): a mix of workflows on worker processes over each
+deployed backend (moto's server and LocalStack) while faults are injected, checked for loss, double results,
+double events and unexplained step re-runs; plus the checks and the fault layer on their own, so a check
+that could never fail is caught."""
 
 from __future__ import annotations
 
@@ -18,15 +19,20 @@ TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
 
 import chaos  # noqa: E402  (tools/ is put on the path above)
+from stepwell.testing.backends import Backend  # noqa: E402
 from stepwell.testing.faults import FaultInjector, SqsDuplicator  # noqa: E402
 
 SHORT_EXECUTIONS = 70  # ten of each kind
 
 
-def test_short_chaos_run_loses_nothing_and_explains_every_rerun(tmp_path: Path) -> None:
+def test_short_chaos_run_loses_nothing_and_explains_every_rerun(
+    tmp_path: Path, stepwell_backend: Backend
+) -> None:
     # A generous wait for the ends: on a loaded machine the run takes minutes, not seconds.
-    settings = chaos.Settings(executions=SHORT_EXECUTIONS, workers=4, timeout=420.0, kill_by=8)
-    report = chaos.run(settings, tmp_path)
+    settings = chaos.Settings(
+        executions=SHORT_EXECUTIONS, workers=4, timeout=420.0, kill_by=8, backend=stepwell_backend.name
+    )
+    report = chaos.run(settings, tmp_path, endpoint=stepwell_backend.endpoint_url)
     # Every assertion shows the run's report when it fails: a short run is random, and its report is the
     # one record of what happened.
     section = chaos.render(report)
@@ -50,6 +56,7 @@ def test_short_chaos_run_loses_nothing_and_explains_every_rerun(tmp_path: Path) 
     assert "lease expired" in causes, section
     assert report.lags, "no wake-up lag was measured\n" + section
     assert "| executions lost (must be 0) | 0 |" in section
+    assert ("LocalStack" in section) == (stepwell_backend.name == "localstack"), section
     # The workers ran as a published version, as deployed: every execution's end names it.
     assert "| 0 (workers run as version 1) |" in section, section
 
@@ -136,12 +143,20 @@ def test_wake_up_lag_leaves_out_clock_skips() -> None:
 def test_write_section_replaces_only_its_own_section(tmp_path: Path) -> None:
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Stepwell benchmarks\n\nbench text\n")
+    moto_start, moto_end = chaos.SECTION_MARKERS["moto"]
+    local_start, local_end = chaos.SECTION_MARKERS["localstack"]
     chaos.write_section(path, "## Load and faults\n\nfirst\n")
+    chaos.write_section(path, "## Load and faults on LocalStack\n\nlocal first\n", "localstack")
     chaos.write_section(path, "## Load and faults\n\nsecond\n")
     text = path.read_text()
-    assert text.startswith("# Stepwell benchmarks\n\nbench text\n\n" + chaos.SECTION_START)
-    assert "second" in text and "first" not in text
-    assert text.count(chaos.SECTION_START) == 1 and text.rstrip().endswith(chaos.SECTION_END)
+    assert text.startswith("# Stepwell benchmarks\n\nbench text\n\n" + moto_start)
+    assert "second" in text and "first\n" not in text.replace("local first\n", "")
+    assert text.count(moto_start) == 1 and text.index(moto_end) < text.index(local_start)
+    # Each backend's run replaces its own section and keeps the other's.
+    chaos.write_section(path, "## Load and faults on LocalStack\n\nlocal second\n", "localstack")
+    text = path.read_text()
+    assert "local second" in text and "local first" not in text and "second\n" in text
+    assert text.count(local_start) == 1 and text.rstrip().endswith(local_end)
 
 
 def _offline_client(service: str) -> Any:
@@ -204,3 +219,17 @@ def test_sqs_duplicator_sends_each_message_twice_with_extra_delay() -> None:
         )
     assert bodies == ["one", "one", "two", "two"]
     assert duplicator.counts["sqs messages duplicated"] == 2
+
+
+def test_a_bench_run_keeps_both_chaos_sections(tmp_path: Path) -> None:
+    import bench  # tools/bench.py, on the path above
+
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Stepwell benchmarks\n\nold bench text\n")
+    chaos.write_section(path, "## Load and faults\n\nmoto run\n")
+    chaos.write_section(path, "## Load and faults on LocalStack\n\nlocalstack run\n", "localstack")
+    kept = bench._kept_chaos_section(path)
+    assert "old bench text" not in kept
+    for start, end in chaos.SECTION_MARKERS.values():
+        assert kept.count(start) == 1 and kept.count(end) == 1
+    assert "moto run" in kept and "localstack run" in kept
