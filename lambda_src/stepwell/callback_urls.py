@@ -68,7 +68,8 @@ TIMESTAMP_HEADER = "x-stepwell-timestamp"
 SIGNATURE_HEADER = "x-stepwell-signature"
 SIGNATURE_PREFIX = "sha256="
 
-# Callback ids are "cb" + URL-safe base64 (stepwell.journal.new_callback_id); anything else is no route.
+# Callback ids are "cb" + URL-safe base64 (stepwell.journal.derived_callback_id, new_callback_id before
+# callback keys); anything else is no route.
 # Patterns are used with fullmatch and [0-9], never `$` (it matches before a trailing newline) nor `\d`
 # (it matches any Unicode digit, which int() or .encode("ascii") then trips over).
 _ROUTE = re.compile(r"/callbacks/([A-Za-z0-9_-]{1,256})/([a-z]+)/?")

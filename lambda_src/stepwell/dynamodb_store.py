@@ -11,8 +11,9 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
   (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl, cv (the worker
   version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key),
-  tg (tags, a map). Per tag an entry item: contextKey "<domain>#~tag#<key>#<value>" (no workflow name has
-  '~', tag keys and values no '#'), instanceId "<createdAt ms:015>#<execution id>", ttl once it ended.
+  tg (tags, a map), ck (the secret its callback ids are derived from). Per tag an entry item: contextKey
+  "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no '#'), instanceId
+  "<createdAt ms:015>#<execution id>", ttl once it ended.
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
   (the last execution the schedule started); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bd the body deflated with a preset
@@ -319,6 +320,8 @@ class DynamoDbExecutionStore:
             item["tg"] = {"M": {key: _s(value) for key, value in record.tags.items()}}
         if record.flow:
             item["fl"] = {"L": [{"M": _flow_limit_item(limit)} for limit in record.flow]}
+        if record.callback_key is not None:
+            item["ck"] = _s(record.callback_key)
         return item
 
     def _record(self, item: Item) -> ExecutionRecord:
@@ -346,6 +349,7 @@ class DynamoDbExecutionStore:
             code_version=_str(item, "cv"),
             tags={key: str(value["S"]) for key, value in item.get("tg", {}).get("M", {}).items()},
             flow=tuple(_flow_limit(entry["M"]) for entry in item.get("fl", {}).get("L", [])),
+            callback_key=_str(item, "ck"),
         )
 
     def _text(self, item: Item, name: str) -> str | None:
@@ -984,7 +988,7 @@ class DynamoDbExecutionStore:
         )
         return _carried_batch(response.get("Item") or {})
 
-    def put_callback(self, ref: CallbackRef) -> None:
+    def put_callback(self, ref: CallbackRef) -> bool:
         item: Item = {
             "key": _s("cb#" + ref.callback_id),
             "eid": _s(ref.execution_id),
@@ -992,7 +996,17 @@ class DynamoDbExecutionStore:
         }
         if ref.version is not None:
             item["v"] = _s(ref.version)
-        self._db.put_item(TableName=self.coordination_table, Item=item, ReturnConsumedCapacity=_CAPACITY)
+        try:
+            self._db.put_item(
+                TableName=self.coordination_table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#k)",
+                ExpressionAttributeNames={"#k": "key"},
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False  # an earlier run of the operation resolved the same (derived) id: it stays
+        return True
 
     def get_callback(self, callback_id: str) -> CallbackRef | None:
         if not callback_id:

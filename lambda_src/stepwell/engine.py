@@ -39,6 +39,7 @@ from stepwell.journal import (
     Journal,
     decode_body,
     encode_body,
+    new_callback_key,
     restore_execution_input,
 )
 from stepwell.journal_cache import FoldedLog, JournalCache, copy_journal
@@ -440,15 +441,22 @@ class Engine:
         self._append_flushed(record, journal, flushed, terminal)
         return None
 
+    def resolve_callbacks(self, record: ExecutionRecord, callbacks: list[tuple[str, str]]) -> int:
+        """Write the records that resolve new callback ids (callback id, operation id) to their execution
+        and operation. A record that exists already (an earlier run made the same derived id) is kept,
+        with the completion it may hold: returns how many did, whose run must go again to read them."""
+        found = 0
+        for callback_id, operation_id in callbacks:
+            ref = CallbackRef(callback_id, record.execution_id, operation_id, version=self.code_version)
+            found += not self.store.put_callback(ref)
+        return found
+
     def _append_flushed(
         self, record: ExecutionRecord, journal: Journal, flushed: FlushedBatch, terminal: bool
     ) -> FlushedBatch:
         seq = journal.next_seq
         # Callback ids must resolve before the SDK hands them to user code (right after this returns).
-        for callback_id, operation_id in flushed.new_callbacks:
-            self.store.put_callback(
-                CallbackRef(callback_id, record.execution_id, operation_id, version=self.code_version)
-            )
+        self.resolve_callbacks(record, flushed.new_callbacks)
         text = encode_body(flushed.body)
         body, is_ref = self.offload(record.execution_id, f"batch-{seq}", text)
         journal.offloaded_batches |= is_ref
@@ -597,6 +605,7 @@ class Engine:
             code_version=parent.code_version if parent is not None else None,
             tags=tags or {},
             flow=flow,
+            callback_key=new_callback_key(),
         )
         if self.store.create_execution(record):
             if wake:

@@ -11,9 +11,12 @@ so the next wake-up and the due timers are found in O(log n).
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
+import hashlib
 import heapq
+import hmac
 import json
 import secrets
 from collections.abc import Iterable
@@ -196,6 +199,9 @@ class Journal:
     execution_timeout: int | None = None
     # Set by the worker for the invocation: the engine's view of chained invoke targets.
     describe_invoke: InvokeDescriber | None = None
+    # Set by the worker for the invocation: the execution's callback key (ExecutionRecord.callback_key),
+    # from which its callback ids are derived; None: they are random (an execution created before keys).
+    callback_key: str | None = None
     _timers: list[tuple[float, int, str, str]] = field(default_factory=list)
     _timer_counter: int = 0
     _dirty: dict[str, Operation] = field(default_factory=dict)
@@ -315,6 +321,17 @@ class Journal:
     @property
     def has_unflushed(self) -> bool:
         return bool(self._dirty or self._events or self._absorbed_now or self._dirty_meta or self._flags)
+
+    @property
+    def derives_callback_ids(self) -> bool:
+        """Whether a replay makes this run's callback ids again (see derived_callback_id)."""
+        return bool(self.callback_key)
+
+    def take_new_callbacks(self) -> list[tuple[str, str]]:
+        """The callbacks started since they were last taken (callback id, operation id), for their records
+        to be written now; the batch that records their starts may follow later."""
+        taken, self._new_callbacks = self._new_callbacks, []
+        return taken
 
     @property
     def has_unflushed_side_effects(self) -> bool:
@@ -750,7 +767,11 @@ class Journal:
             raise ValueError(f"invalid action {update.action.value!r} for a CALLBACK; allowed: START")
         if current is not None:
             return
-        callback_id = new_callback_id()
+        callback_id = (
+            derived_callback_id(self.callback_key, self.execution_id, update.operation_id)
+            if self.callback_key
+            else new_callback_id()
+        )
         op = dataclasses.replace(
             self._base(update, current, OperationStatus.STARTED, now),
             callback_details=CallbackDetails(callback_id=callback_id),
@@ -1036,6 +1057,22 @@ def new_callback_id() -> str:
     """192 random bits (an unguessable capability), URL-safe; the fixed prefix keeps ids from starting
     with "-", which command lines would take for an option."""
     return "cb" + secrets.token_urlsafe(24)
+
+
+def new_callback_key() -> str:
+    """An execution's callback key (ExecutionRecord.callback_key): 128 random bits, URL-safe."""
+    return secrets.token_urlsafe(16)
+
+
+def derived_callback_id(key: str, execution_id: str, operation_id: str) -> str:
+    """The callback id of an execution's callback operation: 192 bits of an HMAC-SHA256 of the execution
+    and operation ids under the execution's secret key, so as unguessable as new_callback_id's without the
+    key, and the same every time a run starts that operation. A replay that did not find the callback's
+    start in the log makes the same id again, so the start need not be stored before the id is handed
+    out: only the callback's record, which resolves it (Engine.resolve_callbacks)."""
+    message = f"{execution_id}\x00{operation_id}".encode()
+    digest = hmac.new(key.encode(), message, hashlib.sha256).digest()[:24]
+    return "cb" + base64.urlsafe_b64encode(digest).decode()
 
 
 def encode_body(body: dict[str, Any]) -> str:

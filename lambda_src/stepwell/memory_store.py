@@ -355,10 +355,10 @@ class MemoryExecutionStore:
             self._count("get_carried_batch")
             return self._carried.get(execution_id)
 
-    def put_callback(self, ref: CallbackRef) -> None:
+    def put_callback(self, ref: CallbackRef) -> bool:
         with self._lock:
             self._count("put_callback")
-            self._callbacks[ref.callback_id] = ref
+            return self._callbacks.setdefault(ref.callback_id, ref) is ref
 
     def get_callback(self, callback_id: str) -> CallbackRef | None:
         with self._lock:

@@ -226,6 +226,9 @@ class ExecutionRecord:
     tags: dict[str, str] = field(default_factory=dict)
     # Its flow control limits (stepwell.flow_limits), resolved at its creation and fixed from then on.
     flow: tuple[FlowLimit, ...] = ()
+    # The secret its callback ids are derived from (stepwell.journal.derived_callback_id), made at its
+    # creation and never shown; None for an execution created before it (its callback ids are random).
+    callback_key: str | None = None
 
 
 @dataclass(frozen=True)

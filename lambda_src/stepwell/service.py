@@ -3,10 +3,10 @@ on the managed service.
 
 One client serves one invocation. It holds the journal the worker loaded; each checkpoint applies the
 updates to it (O(updates)), appends the changes as the next batch (a conditional put: the fence), and
-answers with only the operations that changed. A checkpoint that only starts or ends child contexts or
-starts waits is not written on its own: the next batch takes it in (see `_replayable`). The checkpoint
-token is `<lease owner>:<next seq>`; when another worker took the seq, the token is revoked (no token in
-the answer) and the SDK ends the invocation with PENDING.
+answers with only the operations that changed. A checkpoint that only starts or ends child contexts,
+starts waits or starts callbacks (ids a replay makes again) is not written on its own: the next batch
+takes it in (see `_replayable`). The checkpoint token is `<lease owner>:<next seq>`; when another worker
+took the seq, the token is revoked (no token in the answer) and the SDK ends the invocation with PENDING.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ class StoreServiceClient:
         # Timers that came due during this invocation: the handler may have suspended without seeing
         # them, so the worker runs the execution again rather than waiting for a timer that has fired.
         self.timers_fired = 0
+        # Callbacks this invocation started whose records an earlier run wrote (derived ids): a completion
+        # may be waiting there that no message will announce again, so the worker runs it again too.
+        self.callbacks_resolved_before = 0
 
     @property
     def token(self) -> str:
@@ -77,7 +80,11 @@ class StoreServiceClient:
                 journal.apply_update(update, now)
             if not journal.has_unflushed:
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state([]))
-            if _replayable(updates) and not journal.has_unflushed_side_effects:
+            # New callback ids resolve before the SDK hands them to user code (right after this returns). A
+            # derived one an earlier run resolved may have its completion: the run goes again to read it.
+            new_callbacks = journal.take_new_callbacks()
+            self.callbacks_resolved_before += self._engine.resolve_callbacks(self._record, new_callbacks)
+            if _replayable(updates, journal.derives_callback_ids) and not journal.has_unflushed_side_effects:
                 self.deferred += 1
                 changed = [journal.operations[op_id] for op_id in journal.unflushed_operation_ids()]
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state(changed))
@@ -125,18 +132,25 @@ class StoreServiceClient:
 _REPLAYABLE_ACTIONS = frozenset({OperationAction.START, OperationAction.SUCCEED, OperationAction.FAIL})
 
 
-def _replayable(updates: list[OperationUpdate]) -> bool:
+def _replayable(updates: list[OperationUpdate], derived_callback_ids: bool) -> bool:
     """Whether a checkpoint's updates may wait for the next batch instead of a write of their own: they
-    only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback) or start
-    waits, which nothing outside the run acts on and which a crash before the next write loses harmlessly
-    (the replay records them again, after the steps inside answer from the log). The run's last batch,
-    written or carried on the lease's release as it suspends or ends, takes in whatever is left: a run
-    that suspends on a wait writes no batch for it. The caller also checks the journal has nothing
-    waiting to be stored for something outside it (a callback id to resolve, a child to start, a
-    callback to close)."""
+    only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback), start
+    waits or, when the execution's callback ids are derived (`derived_callback_ids`), start callbacks.
+    Nothing outside the run acts on those, and a crash before the next write loses them harmlessly: the
+    replay records them again, after the steps inside answer from the log, and makes a callback's id
+    again, whose record (written at once, Engine.resolve_callbacks) keeps any completion sent meanwhile.
+    The run's last batch, written or carried on the lease's release as it suspends or ends, takes in
+    whatever is left: a run that suspends on a wait writes no batch for it. The caller also checks the
+    journal has nothing waiting to be stored for something outside it (a child to start, a callback to
+    close)."""
     return bool(updates) and all(
         (update.operation_type is OperationType.CONTEXT and update.action in _REPLAYABLE_ACTIONS)
         or (update.operation_type is OperationType.WAIT and update.action is OperationAction.START)
+        or (
+            derived_callback_ids
+            and update.operation_type is OperationType.CALLBACK
+            and update.action is OperationAction.START
+        )
         for update in updates
     )
 

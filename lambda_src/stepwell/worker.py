@@ -382,6 +382,7 @@ class Worker:
         engine = self.engine
         execution_id = record.execution_id
         journal.describe_invoke = functools.partial(engine.chained_invoke_details, record)
+        journal.callback_key = record.callback_key
         flow_failure: InvalidArgument | None = None
         if journal.is_empty:
             # Flow limits hold the execution back before it starts (stepwell.flow_control).
@@ -508,7 +509,8 @@ class Worker:
         # After crashes the batch resets their count: written, so a worker that dies before the release
         # cannot leave the log counting them (a carried batch dies with it).
         may_carry = journal.consecutive_crashes == 0
-        journal.invocation_completed(started_at, end, request_id, None, run_again=client.timers_fired > 0)
+        run_again = client.timers_fired > 0 or client.callbacks_resolved_before > 0
+        journal.invocation_completed(started_at, end, request_id, None, run_again=run_again)
         if may_carry:
             carried = engine.carry_or_append_journal(record, journal)
         else:

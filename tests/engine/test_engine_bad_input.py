@@ -15,7 +15,7 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from stepwell.engine import MAX_ERROR_BYTES
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyExists, InvalidArgument
-from stepwell.journal import new_callback_id
+from stepwell.journal import derived_callback_id, new_callback_id, new_callback_key
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
 
@@ -45,6 +45,11 @@ def test_callback_ids_never_start_with_a_dash_and_keep_192_random_bits() -> None
     assert len(set(ids)) == len(ids)
     # 24 random bytes are 32 URL-safe base64 characters after the fixed prefix.
     assert {len(callback_id) for callback_id in ids} == {34}
+    # Derived ids (executions with a callback key) have the same shape.
+    key = new_callback_key()
+    derived = [derived_callback_id(key, "default#wf#s/e", f"op-{index}") for index in range(5000)]
+    assert not any(callback_id.startswith("-") for callback_id in derived)
+    assert len(set(derived)) == len(derived) and {len(callback_id) for callback_id in derived} == {34}
 
 
 def test_a_second_completion_of_a_callback_is_refused_and_the_first_wins(

@@ -340,6 +340,21 @@ def test_callbacks(execution_store: ExecutionStore) -> None:
     assert execution_store.get_callback("cb-3") == CallbackRef("cb-3", execution_id, "op-3", version="7")
 
 
+def test_a_callback_resolved_again_keeps_its_record_and_its_completion(
+    execution_store: ExecutionStore,
+) -> None:
+    execution_id = record("a").execution_id
+    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="3"))
+    result = ExternalInput("i-1", InputKind.CALLBACK_SUCCEEDED, NOW, payload='"yes"')
+    assert execution_store.complete_callback_once("cb-1", NOW, result) is not None
+    # A replay of the operation makes the same (derived) id and resolves it again: nothing changes.
+    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="4"))
+    assert execution_store.get_callback("cb-1") == CallbackRef(
+        "cb-1", execution_id, "op-1", completed=True, version="3"
+    )
+    assert [found.payload for found in execution_store.get_callback_results(["cb-1"])] == ['"yes"']
+
+
 def test_a_callback_completes_once_and_can_be_reopened(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1"))

@@ -1,0 +1,124 @@
+"""An execution's callback ids are derived from its operation ids under a secret key made at its creation,
+so a replay makes the same id again: a callback's start is then not written on its own (the submitter's
+batch takes it in), only the record that resolves the id. A worker that dies after handing an id out
+loses nothing: the replay resolves the same id, whose record keeps a completion sent meanwhile, and runs
+the execution again to read it. Executions created before keys keep random ids, written at once."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from stepwell.journal import decode_body, derived_callback_id, new_callback_key
+from stepwell.model import ExecutionStatus
+from stepwell.testing.local import LocalStepwell
+
+HANDED_OUT: list[str] = []
+
+
+@durable_execution
+def approval(event: Any, context: DurableContext) -> Any:
+    def submit(callback_id: str, _: Any) -> None:
+        HANDED_OUT.append(callback_id)
+
+    return context.wait_for_callback(submit, name="approve")
+
+
+@pytest.fixture
+def local() -> LocalStepwell:
+    local = LocalStepwell()
+    local.register("approval", approval)
+    HANDED_OUT.clear()
+    return local
+
+
+def logged_events(local: LocalStepwell, execution_id: str) -> list[str]:
+    batches, _ = local.store.load_batches(execution_id)
+    return [event["t"] for batch in batches for event in decode_body(batch.body).get("e", [])]
+
+
+def test_ids_are_derived_from_the_execution_key_and_operation() -> None:
+    key = new_callback_key()
+    first = derived_callback_id(key, "default#approval#s/e1", "op-1")
+    assert first == derived_callback_id(key, "default#approval#s/e1", "op-1")  # made again on a replay
+    assert first.startswith("cb") and len(first) == 34 and first.isascii()
+    others = {
+        derived_callback_id(key, "default#approval#s/e2", "op-1"),  # another execution
+        derived_callback_id(key, "default#approval#s/e1", "op-2"),  # another operation
+        derived_callback_id(new_callback_key(), "default#approval#s/e1", "op-1"),  # another key
+    }
+    assert first not in others and len(others) == 3
+    assert new_callback_key() != new_callback_key()
+
+
+def test_a_callback_start_is_written_with_the_submitters_batch(local: LocalStepwell) -> None:
+    execution_id = local.start("approval")
+    key = local.record(execution_id).callback_key
+    assert key
+    local.run_until_idle()
+
+    (callback_id,) = HANDED_OUT
+    assert callback_id == local.callback_id(execution_id)
+    start = next(e for e in local.history(execution_id) if e["EventType"] == "CallbackStarted")
+    assert callback_id == derived_callback_id(key, execution_id, start["Id"])
+    # One batch: the callback's start rides with the submitter step's result.
+    batches, _ = local.store.load_batches(execution_id)
+    assert len(batches) == 1
+    assert {"CallbackStarted", "StepSucceeded"} <= set(logged_events(local, execution_id))
+    assert local.store.counters["put_callback"] == 1
+
+    local.engine.send_callback_success(callback_id, '"approved"')
+    record = local.run_to_completion(execution_id)
+    assert record.status is ExecutionStatus.SUCCEEDED and "approved" in (record.result or "")
+
+
+def test_an_execution_created_before_keys_keeps_random_ids_written_at_once(local: LocalStepwell) -> None:
+    execution_id = local.start("approval")
+    # As an engine before callback keys stored it.
+    local.store._executions[execution_id] = dataclasses.replace(local.record(execution_id), callback_key=None)
+    local.run_until_idle()
+
+    (callback_id,) = HANDED_OUT
+    start = next(e for e in local.history(execution_id) if e["EventType"] == "CallbackStarted")
+    assert callback_id == start["CallbackStartedDetails"]["CallbackId"]
+    # Its start had a batch of its own, before the submitter's.
+    batches, _ = local.store.load_batches(execution_id)
+    assert len(batches) == 2 and "CallbackStarted" in logged_events(local, execution_id)
+    local.engine.send_callback_success(callback_id, '"approved"')
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+
+
+def test_a_worker_that_dies_after_handing_an_id_out_loses_nothing(local: LocalStepwell) -> None:
+    execution_id = local.start("approval")
+    append = local.store.append_batch
+    died: list[bool] = []
+
+    def dies_once_the_id_is_out(*args: Any, **kwargs: Any) -> None:
+        if HANDED_OUT:  # every write from then on: the worker's process is gone
+            died.append(True)
+            raise RuntimeError("the worker's process died")
+        append(*args, **kwargs)
+
+    local.store.append_batch = dies_once_the_id_is_out  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="process died"):
+        local.run_until_idle()
+    local.store.append_batch = append  # type: ignore[method-assign]
+    assert died
+
+    (handed_out,) = HANDED_OUT
+    # Nothing of the callback reached the log, but its id resolves: the sender completes it.
+    assert "CallbackStarted" not in logged_events(local, execution_id)
+    local.engine.send_callback_success(handed_out, '"approved"')
+    sent_at = local.clock.now()
+
+    # The replay (once the dead worker's lease expired) makes the same id, finds its record completed and
+    # runs the execution again at once to read it: nothing is lost, nobody has to send it again, and it
+    # does not wait for the next wake-up its suspension arms (its log's keep-alive, days later).
+    record = local.run_to_completion(execution_id)
+    assert record.status is ExecutionStatus.SUCCEEDED and "approved" in (record.result or "")
+    assert local.clock.now() - sent_at < 3600
+    assert [handed_out, handed_out] == HANDED_OUT
+    kinds = [event["EventType"] for event in local.history(execution_id)]
+    assert kinds.count("CallbackStarted") == 1 and kinds.count("CallbackSucceeded") == 1
