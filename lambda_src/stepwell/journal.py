@@ -19,7 +19,7 @@ import heapq
 import hmac
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -327,11 +327,14 @@ class Journal:
         """Whether a replay makes this run's callback ids again (see derived_callback_id)."""
         return bool(self.callback_key)
 
-    def take_new_callbacks(self) -> list[tuple[str, str]]:
-        """The callbacks started since they were last taken (callback id, operation id), for their records
-        to be written now; the batch that records their starts may follow later."""
-        taken, self._new_callbacks = self._new_callbacks, []
-        return taken
+    def resolve_new_callbacks(self, resolve: Callable[[list[tuple[str, str]]], int]) -> int:
+        """Hand the callbacks started since the last call (callback id, operation id) to `resolve`, which
+        writes their records, and forget them once it returned (its answer is returned): the batch that
+        records their starts may follow later. If it raises they stay, so that batch resolves them first
+        (Engine.append_journal), as it did before."""
+        found = resolve(list(self._new_callbacks)) if self._new_callbacks else 0
+        self._new_callbacks = []
+        return found
 
     @property
     def has_unflushed_side_effects(self) -> bool:

@@ -11,6 +11,7 @@ took the seq, the token is revoked (no token in the answer) and the SDK ends the
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import TYPE_CHECKING
 
@@ -82,8 +83,9 @@ class StoreServiceClient:
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state([]))
             # New callback ids resolve before the SDK hands them to user code (right after this returns). A
             # derived one an earlier run resolved may have its completion: the run goes again to read it.
-            new_callbacks = journal.take_new_callbacks()
-            self.callbacks_resolved_before += self._engine.resolve_callbacks(self._record, new_callbacks)
+            self.callbacks_resolved_before += journal.resolve_new_callbacks(
+                functools.partial(self._engine.resolve_callbacks, self._record)
+            )
             if _replayable(updates, journal.derives_callback_ids) and not journal.has_unflushed_side_effects:
                 self.deferred += 1
                 changed = [journal.operations[op_id] for op_id in journal.unflushed_operation_ids()]

@@ -122,3 +122,31 @@ def test_a_worker_that_dies_after_handing_an_id_out_loses_nothing(local: LocalSt
     assert [handed_out, handed_out] == HANDED_OUT
     kinds = [event["EventType"] for event in local.history(execution_id)]
     assert kinds.count("CallbackStarted") == 1 and kinds.count("CallbackSucceeded") == 1
+
+
+def test_a_record_that_could_not_be_written_is_written_before_the_start_that_needs_it(
+    local: LocalStepwell,
+) -> None:
+    execution_id = local.start("approval")
+    put = local.store.put_callback
+    refused: list[str] = []
+
+    def refuses_once(ref: Any) -> bool:
+        if not refused:
+            refused.append(ref.callback_id)
+            raise RuntimeError("throttled")
+        return bool(put(ref))
+
+    local.store.put_callback = refuses_once  # type: ignore[method-assign]
+    local.run_until_idle()  # the checkpoint fails, and the run with it: the crash's batch records the start
+    assert refused and "CallbackStarted" in logged_events(local, execution_id)
+    assert local.store.get_callback(refused[0]) is not None  # resolved before that batch was written
+
+    def send_when_handed_out(local: LocalStepwell) -> bool:
+        if not HANDED_OUT or local.store.get_callback(HANDED_OUT[-1]) is None:
+            return False
+        local.engine.send_callback_success(HANDED_OUT.pop(), '"approved"')
+        return True
+
+    record = local.run_to_completion(execution_id, on_idle=send_when_handed_out)
+    assert record.status is ExecutionStatus.SUCCEEDED and "approved" in (record.result or "")
