@@ -48,6 +48,9 @@ test_a_lease_is_exclusive_until_it_expires_or_is_released = (
 )
 test_a_lease_release_records_the_armed_wake_up = _contract.test_a_lease_release_records_the_armed_wake_up
 test_callbacks = _contract.test_callbacks
+test_a_callback_resolved_again_keeps_its_record_and_its_completion = (
+    _contract.test_a_callback_resolved_again_keeps_its_record_and_its_completion
+)
 test_the_lease_tells_the_version_an_upgrade_moved_it_to = (
     _contract.test_the_lease_tells_the_version_an_upgrade_moved_it_to
 )

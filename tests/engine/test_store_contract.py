@@ -340,15 +340,20 @@ def test_callbacks(execution_store: ExecutionStore) -> None:
     assert execution_store.get_callback("cb-3") == CallbackRef("cb-3", execution_id, "op-3", version="7")
 
 
+def _open_callback(execution_store: ExecutionStore) -> tuple[str, ExternalInput]:
+    """Callback cb-1 of execution "a" (op-1, made by version 3), and a success result for it."""
+    execution_id = record("a").execution_id
+    assert execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="3"))
+    return execution_id, ExternalInput("i-1", InputKind.CALLBACK_SUCCEEDED, NOW, payload='"yes"')
+
+
 def test_a_callback_resolved_again_keeps_its_record_and_its_completion(
     execution_store: ExecutionStore,
 ) -> None:
-    execution_id = record("a").execution_id
-    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="3"))
-    result = ExternalInput("i-1", InputKind.CALLBACK_SUCCEEDED, NOW, payload='"yes"')
+    execution_id, result = _open_callback(execution_store)
     assert execution_store.complete_callback_once("cb-1", NOW, result) is not None
     # A replay of the operation makes the same (derived) id and resolves it again: nothing changes.
-    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="4"))
+    assert not execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="4"))
     assert execution_store.get_callback("cb-1") == CallbackRef(
         "cb-1", execution_id, "op-1", completed=True, version="3"
     )
@@ -371,9 +376,7 @@ def test_a_callback_completes_once_and_can_be_reopened(execution_store: Executio
 def test_a_completion_without_a_read_answers_with_the_record_before_it(
     execution_store: ExecutionStore,
 ) -> None:
-    execution_id = record("a").execution_id
-    execution_store.put_callback(CallbackRef("cb-1", execution_id, "op-1", version="3"))
-    result = ExternalInput("i-1", InputKind.CALLBACK_SUCCEEDED, NOW, payload='"yes"')
+    execution_id, result = _open_callback(execution_store)
     assert execution_store.complete_callback_once("cb-missing", NOW, result) is None
 
     before = execution_store.complete_callback_once("cb-1", NOW + 1, result)
