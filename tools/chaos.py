@@ -1123,7 +1123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--backend",
         choices=DEPLOYED_BACKEND_NAMES,
         default=defaults.backend,
-        help="the local AWS holding the module's resources (LocalStack: a smaller run suits it)",
+        help="the local AWS holding the module's resources (make chaos runs both)",
     )
     parser.add_argument("--write", type=Path, help="write the report's section into this markdown file")
     parser.add_argument("--workdir", type=Path, help="keep the run's files (ledger, logs) here")
