@@ -111,13 +111,13 @@ class FlowControl:
     # ------------------------------------------------------------------ the gate
 
     def gate(
-        self, record: ExecutionRecord, limits: tuple[FlowLimit, ...], deadline: float | None
+        self, record: ExecutionRecord, limits: tuple[FlowLimit, ...], deadline: float | None, now: float
     ) -> WorkOutcome | None:
         """Before the execution's first batch: None when its limits let it start now, else the outcome
         "delayed" (a rate limit: woken at its start time) or "waiting" (a concurrency limit: queued,
         started when a slot frees). An execution past its deadline is let through: the worker ends it
-        TIMED_OUT."""
-        now = self.clock.now()
+        TIMED_OUT. `now` is the run's time, the one its ExecutionStarted records: a start the rate admits
+        at once takes its slot at that time, so no start in the history precedes its reservation."""
         if not limits:
             return None
         execution_id = record.execution_id

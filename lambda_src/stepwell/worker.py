@@ -387,7 +387,9 @@ class Worker:
         if journal.is_empty:
             # Flow limits hold the execution back before it starts (stepwell.flow_control).
             try:
-                held_back = engine.flow.gate(record, engine.flow_limits(record), self._start_deadline(record))
+                held_back = engine.flow.gate(
+                    record, engine.flow_limits(record), self._start_deadline(record), now
+                )
             except InvalidArgument as error:  # its input gives no key (started without the code)
                 held_back, flow_failure = None, error
             if held_back is not None:

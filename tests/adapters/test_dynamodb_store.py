@@ -450,7 +450,7 @@ def test_a_rate_key_expires_a_retention_period_after_its_last_start_leaves_the_w
     for index in range(3):
         record = _record(subject=f"o-{index}", instance=f"i{index}")
         store.create_execution(record)
-        outcomes.append(gate.gate(record, (limit,), None))
+        outcomes.append(gate.gate(record, (limit,), None, gate.clock.now()))
 
     assert outcomes[:2] == [None, None]
     third = outcomes[2]
@@ -486,8 +486,8 @@ def test_a_concurrency_key_expires_a_retention_period_after_it_falls_idle(deploy
         assert item is not None
         return int(item["ttl"]["N"]) if "ttl" in item else None
 
-    assert gate.gate(records[0], (limit,), None) is None  # holds the slot
-    waiting = gate.gate(records[1], (limit,), None)
+    assert gate.gate(records[0], (limit,), None, gate.clock.now()) is None  # holds the slot
+    waiting = gate.gate(records[1], (limit,), None, gate.clock.now())
     assert waiting is not None  # waits in line behind it
     assert ttl() is None
 
@@ -498,14 +498,14 @@ def test_a_concurrency_key_expires_a_retention_period_after_it_falls_idle(deploy
     expires = ttl()
     assert expires is not None and before + 30 * 86400 <= expires <= int(time.time()) + 30 * 86400
 
-    assert gate.gate(records[2], (limit,), None) is None  # used again: the ttl goes
+    assert gate.gate(records[2], (limit,), None, gate.clock.now()) is None  # used again: the ttl goes
     assert ttl() is None
 
 
 def test_a_concurrency_key_whose_last_waiting_execution_ended_expires_too(deployment: Deployment) -> None:
     store, gate, limit, (first, second) = _concurrency_gate(deployment, "customer-8", 2)
-    assert gate.gate(first, (limit,), None) is None
-    assert gate.gate(second, (limit,), None) is not None
+    assert gate.gate(first, (limit,), None, gate.clock.now()) is None
+    assert gate.gate(second, (limit,), None, gate.clock.now()) is not None
     assert store.complete_execution(second.execution_id, ExecutionStatus.STOPPED, T0 + 1)
 
     gate.release(first.execution_id, (limit,))  # the waiting ticket is skipped: the key is idle

@@ -211,6 +211,31 @@ def test_rate_three_per_minute_delays_the_rest_to_the_sliding_window_in_order(
         assert lease is not None and lease.wake_at is None
 
 
+def test_a_start_the_rate_admits_at_once_reserves_the_time_its_history_records(
+    stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The gate runs inside the first run, after its start time is taken: a slow moment in between (a
+    # loaded machine, a throttled read) must not put the reservation after the ExecutionStarted it
+    # admits, or the window would count from a time nobody started at.
+    local = stepwell_local
+    local.register("sync", quick, rate=Rate(1, 60))
+    limits_of = local.engine.flow_limits
+
+    def slow_limits(record: Any) -> Any:
+        local.clock.advance(2)
+        return limits_of(record)
+
+    monkeypatch.setattr(local.engine, "flow_limits", slow_limits)
+    first, second = (local.start("sync", {"n": n}) for n in range(2))
+    _run_all(local)
+
+    started = [_started_at(local, execution_id) for execution_id in (first, second)]
+    reserved = [local.store.get_flow_start(execution_id) or 0.0 for execution_id in (first, second)]
+    assert started[0] == pytest.approx(reserved[0], abs=0.001)  # history keeps milliseconds
+    assert reserved[1] == reserved[0] + 60  # one a minute, counted from the first's start
+    assert started[1] >= reserved[1] - 0.001
+
+
 def test_both_limits_together(stepwell_local: LocalStepwell) -> None:
     local = stepwell_local
     local.register("export", works_ten_seconds, concurrency=Concurrency(1), rate=Rate(2, 60))
