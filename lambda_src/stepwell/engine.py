@@ -434,7 +434,9 @@ class Engine:
         if may_carry:
             text = encode_body(flushed.body)
             if packed_size(text) <= limit:  # as the record keeps it
-                if journal.next_seq == 0:  # a first run that suspended at once: it started now
+                if journal.next_seq == 0 and not flushed.took_carried:
+                    # A first run that suspended at once: it started now. A later run that carries again
+                    # (it suspended at once too) holds the start the first one counted.
                     self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
                 self._count_recorded(record, flushed)
                 return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now(), terminal=terminal)

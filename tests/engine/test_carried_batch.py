@@ -220,6 +220,28 @@ def test_a_first_run_that_suspends_at_once_leaves_the_log_empty_and_its_start_ca
     assert metric_totals(local.metrics.records, "waits-first")["ExecutionsStarted"] == 1
 
 
+@durable_execution
+def waits_twice_first(event: Any, context: DurableContext) -> int:
+    context.wait(Duration.from_seconds(5), name="first")
+    context.wait(Duration.from_seconds(5), name="second")
+    return 1
+
+
+def test_a_second_run_that_carries_the_start_again_does_not_count_it_again() -> None:
+    local = LocalStepwell()
+    local.register("waits-twice", waits_twice_first)
+    execution_id = local.start("waits-twice", {})
+    local.run_until_idle()
+    assert local.advance_to_next_wakeup()
+    local.run_until_idle()  # the first wait ended, the second began: the log is still empty
+    assert log_bodies(local, execution_id) == []
+    carried = local.store.get_carried_batch(execution_id)
+    assert carried is not None and event_types(decode_body(carried.body)).count("ExecutionStarted") == 1
+
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    assert metric_totals(local.metrics.records, "waits-twice")["ExecutionsStarted"] == 1
+
+
 def test_a_lost_first_release_runs_the_execution_from_its_start_again() -> None:
     local = LocalStepwell()
     local.register("waits-first", waits_first)
