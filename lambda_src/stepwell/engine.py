@@ -428,7 +428,7 @@ class Engine:
         keeps for the retention period."""
         flushed = journal.flush()
         if terminal:
-            may_carry, limit = journal.next_seq > 0 and flushed.carriable_at_end, CARRIED_END_MAX_BYTES
+            may_carry, limit = flushed.carriable_at_end, CARRIED_END_MAX_BYTES
         else:
             may_carry, limit = flushed.carriable, carried_batch_max_bytes(record.execution_id)
         if may_carry:

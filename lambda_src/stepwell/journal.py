@@ -33,6 +33,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     Operation,
     OperationAction,
     OperationStatus,
+    OperationSubType,
     OperationType,
     OperationUpdate,
     StepDetails,
@@ -139,16 +140,19 @@ class FlushedBatch:
     timed_out_callbacks: list[str] = field(default_factory=list)
     # Whether it starts with a batch the last run carried (Journal.carry), which that run counted.
     took_carried: bool = False
+    # Whether a replay records every one of its operation changes again (Journal.replays_alike).
+    replayable: bool = False
 
     @property
     def carriable(self) -> bool:
         """Whether the batch only records what a replay makes again and nobody outside the run acts on: a
         suspending invocation's InvocationCompleted, the waits it started (or that ended on their timer),
-        the child contexts it started or ended and, in a first run, the execution's start. Nothing waits
+        the child contexts it started or ended, in a first run the execution's start and, with derived
+        callback ids, the callbacks it started and their submitters' results. Nothing waits
         for it to be stored, so it may ride on the lease's release and be written with the execution's
         next batch (Journal.carry); lost with a release that never comes, the replay records it again."""
         # An input kept elsewhere ("ir") is restored by a load of the log, not by Journal.carry.
-        return self._no_side_effects and "ir" not in self.body and all(map(_replayable, self.operations))
+        return self._no_side_effects and "ir" not in self.body and self.replayable
 
     @property
     def carriable_at_end(self) -> bool:
@@ -326,6 +330,39 @@ class Journal:
     def derives_callback_ids(self) -> bool:
         """Whether a replay makes this run's callback ids again (see derived_callback_id)."""
         return bool(self.callback_key)
+
+    def is_callback_submitter(self, op: Operation | None) -> bool:
+        """Whether `op` is a wait_for_callback's submitter: the step the SDK runs in that context (named
+        after it) to hand the callback's id out. The SDK drops its result, so a replay that runs it again
+        hands the same id out (derived) and changes nothing else."""
+        if op is None or op.operation_type is not OperationType.STEP or op.parent_id is None:
+            return False
+        parent = self.operations.get(op.parent_id)
+        if parent is None or parent.operation_type is not OperationType.CONTEXT:
+            return False
+        if parent.sub_type != OperationSubType.WAIT_FOR_CALLBACK:
+            return False
+        return op.name == (f"{parent.name} submitter" if parent.name else "submitter")
+
+    def replays_alike(self, op: Operation) -> bool:
+        """Whether a replay records this operation change again if it was lost (FlushedBatch.carriable):
+        a context's, a wait's start or end, the execution's start (a run that finds the log empty logs it
+        again) and, with derived callback ids, a callback's start (the same id again) and its submitter's
+        start or result (run again: it hands the same id out)."""
+        if op.operation_type is OperationType.CONTEXT:
+            return True
+        if op.operation_type is OperationType.EXECUTION:
+            return op.status is OperationStatus.STARTED
+        if op.operation_type is OperationType.WAIT:
+            return op.status in (OperationStatus.STARTED, OperationStatus.SUCCEEDED)
+        if not self.derives_callback_ids:
+            return False
+        if op.operation_type is OperationType.CALLBACK:
+            return op.status is OperationStatus.STARTED
+        return op.status in (
+            OperationStatus.STARTED,
+            OperationStatus.SUCCEEDED,
+        ) and self.is_callback_submitter(op)
 
     def resolve_new_callbacks(self, resolve: Callable[[list[tuple[str, str]]], int]) -> int:
         """Hand the callbacks started since the last call (callback id, operation id) to `resolve`, which
@@ -959,6 +996,7 @@ class Journal:
             child_starts=self._child_starts,
             timed_out_callbacks=self._timed_out_callbacks,
             took_carried=took_carried,
+            replayable=all(map(self.replays_alike, operations)),
         )
         self._dirty = {}
         self._dirty_meta = set()
@@ -978,19 +1016,6 @@ _APPLIERS = {
     OperationType.CONTEXT: Journal._apply_context,
     OperationType.CHAINED_INVOKE: Journal._apply_chained_invoke,
 }
-
-
-def _replayable(op: Operation) -> bool:
-    """An operation change a replay records again if it was lost (FlushedBatch.carriable). The execution's
-    start too: a run that finds the log empty logs it again (a first run that suspends at once)."""
-    if op.operation_type is OperationType.CONTEXT:
-        return True
-    if op.operation_type is OperationType.EXECUTION:
-        return op.status is OperationStatus.STARTED
-    return op.operation_type is OperationType.WAIT and op.status in (
-        OperationStatus.STARTED,
-        OperationStatus.SUCCEEDED,
-    )
 
 
 def _after_carried(carried: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

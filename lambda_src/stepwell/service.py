@@ -86,7 +86,7 @@ class StoreServiceClient:
             self.callbacks_resolved_before += journal.resolve_new_callbacks(
                 functools.partial(self._engine.resolve_callbacks, self._record)
             )
-            if _replayable(updates, journal.derives_callback_ids) and not journal.has_unflushed_side_effects:
+            if _replayable(updates, journal) and not journal.has_unflushed_side_effects:
                 self.deferred += 1
                 changed = [journal.operations[op_id] for op_id in journal.unflushed_operation_ids()]
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state(changed))
@@ -134,24 +134,33 @@ class StoreServiceClient:
 _REPLAYABLE_ACTIONS = frozenset({OperationAction.START, OperationAction.SUCCEED, OperationAction.FAIL})
 
 
-def _replayable(updates: list[OperationUpdate], derived_callback_ids: bool) -> bool:
+def _replayable(updates: list[OperationUpdate], journal: Journal) -> bool:
     """Whether a checkpoint's updates may wait for the next batch instead of a write of their own: they
     only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback), start
-    waits or, when the execution's callback ids are derived (`derived_callback_ids`), start callbacks.
-    Nothing outside the run acts on those, and a crash before the next write loses them harmlessly: the
-    replay records them again, after the steps inside answer from the log, and makes a callback's id
-    again, whose record (written at once, Engine.resolve_callbacks) keeps any completion sent meanwhile.
-    The run's last batch, written or carried on the lease's release as it suspends or ends, takes in
-    whatever is left: a run that suspends on a wait writes no batch for it. The caller also checks the
-    journal has nothing waiting to be stored for something outside it (a child to start, a callback to
-    close)."""
+    waits or, when the execution's callback ids are derived (Journal.derives_callback_ids), start
+    callbacks or start or end a wait_for_callback's submitter. Nothing outside the run acts on those, and
+    a crash before the next write loses them harmlessly: the replay records them again, after the steps
+    inside answer from the log, and makes a callback's id again, whose record (written at once,
+    Engine.resolve_callbacks) keeps any completion sent meanwhile. A submitter lost that way runs again
+    and hands the same id out: it is a step run at least once, as any step whose result a crash lost, and
+    the SDK drops its result. The run's last batch, written or carried on the lease's release as it
+    suspends or ends, takes in whatever is left: a run that suspends on a wait, or on a wait_for_callback
+    whose submitter handed the id out, writes no batch for it. The caller also checks the journal has
+    nothing waiting to be stored for something outside it (a child to start, a callback to close)."""
+    derived = journal.derives_callback_ids
     return bool(updates) and all(
         (update.operation_type is OperationType.CONTEXT and update.action in _REPLAYABLE_ACTIONS)
         or (update.operation_type is OperationType.WAIT and update.action is OperationAction.START)
         or (
-            derived_callback_ids
+            derived
             and update.operation_type is OperationType.CALLBACK
             and update.action is OperationAction.START
+        )
+        or (
+            derived
+            and update.operation_type is OperationType.STEP
+            and update.action in (OperationAction.START, OperationAction.SUCCEED)
+            and journal.is_callback_submitter(journal.operations.get(update.operation_id))
         )
         for update in updates
     )

@@ -323,6 +323,34 @@ def test_a_small_end_stays_on_the_record_and_late_messages_keep_it(local: LocalS
     assert local.describe(execution_id)["Status"] == "SUCCEEDED"
 
 
+@durable_execution
+def answers_at_once(event: Any, context: DurableContext) -> Any:
+    return event
+
+
+@pytest.mark.parametrize("inline_limit", [None, 64], ids=["input inline", "input kept elsewhere"])
+def test_an_execution_that_ends_in_its_first_batch_keeps_it_on_the_record(inline_limit: int | None) -> None:
+    local = LocalStepwell() if inline_limit is None else LocalStepwell(inline_limit=inline_limit)
+    local.register("answers", answers_at_once)
+    given = {"pad": "p" * 200}
+    execution_id = local.start("answers", given)
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+    assert log_bodies(local, execution_id) == []  # one write fewer: the release keeps the whole batch
+    end = local.store.get_carried_batch(execution_id)
+    assert end is not None and end.seq == 0 and end.terminal
+    history = local.history(execution_id)
+    assert [event["EventType"] for event in history] == [
+        "ExecutionStarted",
+        "InvocationCompleted",
+        "ExecutionSucceeded",
+    ]
+    assert json.loads(history[0]["ExecutionStartedDetails"]["Input"]["Payload"]) == given
+    assert json.loads(history[-1]["ExecutionSucceededDetails"]["Result"]["Payload"]) == given
+    assert metric_totals(local.metrics.records, "answers")["ExecutionsStarted"] == 1
+    local.process_one(InvokeMessage(execution_id).to_body())  # a late message changes nothing
+    assert local.history(execution_id) == history
+
+
 def test_a_large_end_is_written_to_the_log(local: LocalStepwell) -> None:
     execution_id = local.start("one-step", {"size": 8000})  # over 2.5 KB deflated
     assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
