@@ -20,7 +20,6 @@ from aws_durable_execution_sdk_python.lambda_service import (
     CheckpointOutput,
     CheckpointUpdatedExecutionState,
     Operation,
-    OperationAction,
     OperationType,
     OperationUpdate,
     StateOutput,
@@ -128,40 +127,23 @@ class StoreServiceClient:
             raise ValueError(f"this client serves execution {self._record.execution_id!r}, not {arn!r}")
 
 
-# What a child context's start or end records is made again by a replay that does not find it: the SDK
-# runs the context's function again, whose steps, waits and callbacks answer from the log. A wait's start
-# too: the replay starts the wait again (from then on), and nothing outside the run saw it.
-_REPLAYABLE_ACTIONS = frozenset({OperationAction.START, OperationAction.SUCCEED, OperationAction.FAIL})
-
-
 def _replayable(updates: list[OperationUpdate], journal: Journal) -> bool:
-    """Whether a checkpoint's updates may wait for the next batch instead of a write of their own: they
-    only start or end child contexts (a parallel's branches, a map's items, a wait_for_callback), start
-    waits or, when the execution's callback ids are derived (Journal.derives_callback_ids), start
-    callbacks or start or end a wait_for_callback's submitter. Nothing outside the run acts on those, and
-    a crash before the next write loses them harmlessly: the replay records them again, after the steps
-    inside answer from the log, and makes a callback's id again, whose record (written at once,
-    Engine.resolve_callbacks) keeps any completion sent meanwhile. A submitter lost that way runs again
-    and hands the same id out: it is a step run at least once, as any step whose result a crash lost, and
-    the SDK drops its result. The run's last batch, written or carried on the lease's release as it
-    suspends or ends, takes in whatever is left: a run that suspends on a wait, or on a wait_for_callback
-    whose submitter handed the id out, writes no batch for it. The caller also checks the journal has
-    nothing waiting to be stored for something outside it (a child to start, a callback to close)."""
-    derived = journal.derives_callback_ids
+    """Whether a checkpoint's updates may wait for the next batch instead of a write of their own: each
+    leaves its operation, as the journal now holds it, in a state a replay records again if it was lost
+    (Journal.replays_alike, the rule the carried batch follows too): a child context's start or end (a
+    parallel's branch, a map's item, a wait_for_callback), a wait's start and, when the execution's
+    callback ids are derived, a callback's start or a wait_for_callback's submitter's start or result.
+    Nothing outside the run acts on those, and a crash before the next write loses them harmlessly: the
+    replay records them again, after the steps inside answer from the log, and makes a callback's id
+    again, whose record (written at once, Engine.resolve_callbacks) keeps any completion sent meanwhile.
+    The run's last batch, written or carried on the lease's release as it suspends or ends, takes in
+    whatever is left. The execution's own end changes no operation (the batch carries it) and is always
+    written. The caller also checks the journal has nothing waiting to be stored for something outside
+    it (a child to start, a callback to close)."""
     return bool(updates) and all(
-        (update.operation_type is OperationType.CONTEXT and update.action in _REPLAYABLE_ACTIONS)
-        or (update.operation_type is OperationType.WAIT and update.action is OperationAction.START)
-        or (
-            derived
-            and update.operation_type is OperationType.CALLBACK
-            and update.action is OperationAction.START
-        )
-        or (
-            derived
-            and update.operation_type is OperationType.STEP
-            and update.action in (OperationAction.START, OperationAction.SUCCEED)
-            and journal.is_callback_submitter(journal.operations.get(update.operation_id))
-        )
+        update.operation_type is not OperationType.EXECUTION
+        and (op := journal.operations.get(update.operation_id)) is not None
+        and journal.replays_alike(op)
         for update in updates
     )
 

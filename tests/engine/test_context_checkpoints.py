@@ -4,16 +4,25 @@ replay does not record again. A checkpoint that something outside the run waits 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
+import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from aws_durable_execution_sdk_python.lambda_service import CallbackOptions, OperationType
-from stepwell.journal import decode_body
+from aws_durable_execution_sdk_python.lambda_service import (
+    CallbackOptions,
+    ErrorObject,
+    OperationAction,
+    OperationSubType,
+    OperationType,
+    WaitOptions,
+)
+from stepwell.journal import decode_body, new_callback_key
 from stepwell.model import ExecutionRecord, ExecutionStatus
 from stepwell.service import StoreServiceClient
 from stepwell.testing.local import LocalStepwell
-from test_journal_and_service import CALLBACK, START, STEP, SUCCEED, update
+from test_journal_and_service import CALLBACK, FAIL, START, STEP, SUCCEED, update
 
 NOW = 1_800_000_000.0
 CONTEXT = OperationType.CONTEXT
@@ -142,3 +151,73 @@ def test_a_context_checkpoint_something_outside_the_run_waits_on_is_written_at_o
     batches, _ = local.store.load_batches(execution_id)
     assert len(batches) == 2 and client.deferred == 0
     assert "CallbackTimedOut" in _event_types(batches[1].body)
+
+
+WAIT = OperationType.WAIT
+SUBMITTER_CONTEXT = update("cx", CONTEXT, START, sub_type=OperationSubType.WAIT_FOR_CALLBACK)
+WAIT_FOR_CALLBACK = [SUBMITTER_CONTEXT, update("cb", CALLBACK, START)]
+
+
+def _submitter(action: Any, **fields: Any) -> Any:
+    return dataclasses.replace(
+        update("sub", STEP, action, parent_id="cx", **fields), name="name-cx submitter"
+    )
+
+
+# Checkpoints a run sends after `before` (already written), and whether they may wait for the next batch.
+RULE_CASES = {
+    "a context's start and end": ([], [update("x", CONTEXT, START), update("x", CONTEXT, FAIL)], True),
+    "a wait's start": ([], [update("w", WAIT, START, wait_options=WaitOptions(wait_seconds=5))], True),
+    "a wait's cancel": (
+        [update("w", WAIT, START, wait_options=WaitOptions(wait_seconds=5))],
+        [update("w", WAIT, OperationAction.CANCEL)],
+        False,
+    ),
+    "a step's result": ([], [update("s", STEP, START), update("s", STEP, SUCCEED, payload="1")], False),
+    "a callback's start": ([SUBMITTER_CONTEXT], [update("cb", CALLBACK, START)], True),
+    "the submitter's start and result": (
+        WAIT_FOR_CALLBACK,
+        [_submitter(START), _submitter(SUCCEED, payload="null")],
+        True,
+    ),
+    "the submitter's retry": (
+        WAIT_FOR_CALLBACK,
+        [_submitter(START), _submitter(OperationAction.RETRY, error=ErrorObject("m", "T", None, None))],
+        False,
+    ),
+    "the submitter's failure": (
+        WAIT_FOR_CALLBACK,
+        [_submitter(START), _submitter(FAIL, error=ErrorObject("m", "T", None, None))],
+        False,
+    ),
+    "a context's start with a step's result": (
+        [],
+        [update("x", CONTEXT, START), update("s", STEP, START), update("s", STEP, SUCCEED)],
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", RULE_CASES)
+def test_a_checkpoint_waits_for_the_next_batch_exactly_when_its_batch_could_ride_on_the_release(
+    case: str,
+) -> None:
+    """The service's rule (may a checkpoint wait) and the carried batch's (may a batch ride on the lease's
+    release) are one rule, Journal.replays_alike: what one leaves unwritten the other may carry."""
+    before, updates, expected = RULE_CASES[case]
+    local = LocalStepwell()
+    client = _client(local, "w")
+    client._journal.callback_key = new_callback_key()  # derived ids, as a new execution has
+    if before:
+        client.checkpoint(EXECUTION, client.token, before, None)
+    written = len(local.store.load_batches(EXECUTION)[0])
+    deferred = client.deferred
+
+    client.checkpoint(EXECUTION, client.token, updates, None)
+
+    left = client.deferred > deferred
+    assert left is expected
+    assert len(local.store.load_batches(EXECUTION)[0]) == written + (0 if left else 1)
+    if left:
+        # What it left unwritten is a batch the release may carry.
+        assert client._journal.flush().replayable
