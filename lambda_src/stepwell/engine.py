@@ -81,7 +81,7 @@ from stepwell.registry import (
     default_registry,
     validate_workflow_name,
 )
-from stepwell.status_events import NoStatusEvents, status_change_detail
+from stepwell.status_events import NoStatusEvents, iso_timestamp, status_change_detail
 
 logger = logging.getLogger("stepwell.engine")
 
@@ -613,7 +613,20 @@ class Engine:
             if wake:
                 self.queue.enqueue(InvokeMessage(execution_id).to_body())
             return record, True
-        existing = self._record(execution_id)
+        existing = self.store.get_execution(execution_id)
+        if existing is None:
+            raise ExecutionNotFound(f"no execution with id {execution_id!r}")
+        if self._expired(existing):
+            # Its items wait for the table's TTL, and so does the name (the log's keys are the id's).
+            if input_is_ref:
+                self.payloads.retire(execution_id)
+            raise ExecutionAlreadyExists(
+                f"execution name {ids.instance_id!r} of workflow {ids.workflow_id!r} (id {execution_id!r}) "
+                f"belonged to an execution that ended at {iso_timestamp(existing.ended_at)} and whose "
+                f"retention ({self.store.retention_seconds // 86400} days) has passed; the table's TTL "
+                "removes its items, usually within two days, and the name is free once it has: choose "
+                "another execution name"
+            )
         if input_is_ref and existing.status.is_terminal:
             # The offload above wrote an untagged object into an ended execution's folder: retire it too.
             self.payloads.retire(execution_id)
@@ -1012,10 +1025,20 @@ class Engine:
     # ------------------------------------------------------------------ reading
 
     def _record(self, execution_id: str) -> ExecutionRecord:
+        """The execution as the API shows it: one whose retention ran out is gone (see `_expired`)."""
         record = self.store.get_execution(execution_id)
-        if record is None:
+        if record is None or self._expired(record):
             raise ExecutionNotFound(f"no execution with id {execution_id!r}")
         return record
+
+    def _expired(self, record: ExecutionRecord, now: float | None = None) -> bool:
+        """Whether the execution ended a retention period ago or more (its items' `ttl`, as the store
+        sets it). DynamoDB's TTL deletes such items lazily, days later at times: until then the API
+        leaves them out, as AWS does once an execution's retention has passed."""
+        if record.ended_at is None:
+            return False
+        expires_at = int(record.ended_at) + self.store.retention_seconds
+        return (self.clock.now() if now is None else now) >= expires_at
 
     def flow_status(self, workflow: str, key: str = "", domain: str = "default") -> dict[str, Any]:
         """The state of one key of `workflow`'s flow limits (domain `domain`; key "" when the limit has
@@ -1098,7 +1121,10 @@ class Engine:
             )
         except ValueError as error:
             raise InvalidArgument(str(error)) from None
-        return self.store.list_executions(query, limit=limit, next_token=next_token)
+        page = self.store.list_executions(query, limit=limit, next_token=next_token)
+        now = self.clock.now()
+        # A page may come out shorter than `limit` (as DynamoDB's filtered pages do): its token goes on.
+        return Page([record for record in page.items if not self._expired(record, now)], page.next_token)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
         """Events in EventId order, in the vocabulary of GetDurableExecutionHistory: all of them (what the

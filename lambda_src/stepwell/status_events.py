@@ -36,7 +36,8 @@ def status_event_id(execution_id: str, status: ExecutionStatus) -> str:
     return hashlib.sha256(f"{execution_id}|{status.value}".encode()).hexdigest()
 
 
-def _iso(epoch_seconds: float | None) -> str | None:
+def iso_timestamp(epoch_seconds: float | None) -> str | None:
+    """An epoch time as ISO 8601 in UTC with milliseconds (`2026-11-25T21:40:00.000Z`)."""
     if epoch_seconds is None:
         return None
     moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
@@ -54,8 +55,8 @@ def status_change_detail(record: ExecutionRecord, status: ExecutionStatus) -> di
         "domain": record.domain,
         "subjectId": record.subject_id,
         "status": status.value,
-        "startTime": _iso(record.created_at),
-        "endTime": _iso(record.ended_at) if ended else None,
+        "startTime": iso_timestamp(record.created_at),
+        "endTime": iso_timestamp(record.ended_at) if ended else None,
         "errorType": error_type if isinstance(error_type, str) else None,
         "version": record.code_version,
         "eventId": status_event_id(record.execution_id, status),

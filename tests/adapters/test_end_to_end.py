@@ -13,6 +13,7 @@ from botocore.awsrequest import AWSResponse
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
+from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
 from stepwell.log_expiry import LOG_HORIZON_SECONDS
 from stepwell.registry import Registry
 from stepwell.worker import Known, Worker
@@ -266,3 +267,28 @@ def test_an_ended_executions_log_expires_with_it_and_a_running_ones_never(
         record.ended_at + retention - 1 <= expiry <= record.ended_at + retention + LOG_HORIZON_SECONDS
         for expiry in expiries.values()
     )
+
+
+def test_an_execution_past_its_retention_is_gone_from_the_api_before_the_ttl_deletes_it(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver],
+) -> None:
+    """On DynamoDB: the record's `ttl` and the engine's expiry agree (tests/engine/test_expired_executions.py
+    has the rest)."""
+    client, _, driver = stack
+    execution_id = client.start_execution("two-steps", {"n": 1}, execution_name="kept", subject_id="k-1")
+    driver.run_until_quiet()
+    record = client.engine.store.get_execution(execution_id)
+    assert record is not None and record.ended_at is not None
+    assert client.describe_execution(execution_id)["Status"] == "SUCCEEDED"
+
+    stored = client.engine.store.get_execution(execution_id)
+    client.engine.clock.advance_to(int(record.ended_at) + 30 * 86400)
+    with pytest.raises(ExecutionNotFound):
+        client.describe_execution(execution_id)
+    with pytest.raises(ExecutionNotFound):
+        client.get_execution_history(execution_id)
+    assert client.list_executions(domain="default", subject_id="k-1").items == []
+    assert client.list_executions(workflow="two-steps").items == []
+    with pytest.raises(ExecutionAlreadyExists, match="retention"):
+        client.start_execution("two-steps", {"n": 1}, execution_name="kept", subject_id="k-1")
+    assert client.engine.store.get_execution(execution_id) == stored  # left for the TTL

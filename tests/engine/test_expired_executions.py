@@ -1,0 +1,95 @@
+"""An execution whose retention has passed is gone from the API at once, as on AWS: the table's TTL deletes
+its items lazily (days later at times), and until then describe, history, stop and lists leave it out. Its
+name stays taken until the items are gone, and a start under it says so instead of returning the old
+execution. A running execution never expires, however old."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
+from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
+from stepwell.model import ExecutionStatus
+from stepwell.testing.local import LocalStepwell
+
+
+@durable_execution
+def one_step(event: Any, context: DurableContext) -> Any:
+    return context.step(lambda _: event, name="echo")
+
+
+@durable_execution
+def waits_long(event: Any, context: DurableContext) -> Any:
+    context.wait(Duration.from_days(400))
+    return "late"
+
+
+@pytest.fixture
+def local() -> LocalStepwell:
+    local = LocalStepwell()
+    local.register("echo", one_step)
+    local.register("slow", waits_long)
+    return local
+
+
+def _listed(local: LocalStepwell, **query: Any) -> set[str]:
+    return {record.execution_id for record in local.engine.list_executions(**query).items}
+
+
+def test_an_ended_execution_is_gone_from_every_read_once_its_retention_has_passed(
+    local: LocalStepwell,
+) -> None:
+    ended = local.start("echo", {"n": 1}, execution_name="first")
+    record = local.run_to_completion(ended)
+    assert record.status is ExecutionStatus.SUCCEEDED and record.ended_at is not None
+    retention = local.store.retention_seconds
+    running = local.start("slow", {}, execution_name="still-waiting")
+    local.run_until_idle()
+
+    # A second before its retention ends: there, as always.
+    local.clock.advance_to(int(record.ended_at) + retention - 1)
+    assert local.describe(ended)["Status"] == "SUCCEEDED"
+    assert local.history(ended)
+    assert ended in _listed(local, workflow="echo") and ended in _listed(local, status="SUCCEEDED")
+
+    # Its retention has passed (the items' ttl): gone, though nothing deleted its items yet.
+    local.clock.advance(1)
+    assert local.store.get_execution(ended) is not None
+    for read in (local.describe, local.history, local.engine.stop_execution):
+        with pytest.raises(ExecutionNotFound, match="no execution with id"):
+            read(ended)
+    assert ended not in _listed(local, workflow="echo")
+    assert ended not in _listed(local, status="SUCCEEDED")
+    assert ended not in _listed(local, domain="default")
+
+    # A running execution never expires, however long ago it started.
+    assert local.describe(running)["Status"] == "RUNNING"
+    assert running in _listed(local, status="RUNNING") and running in _listed(local, workflow="slow")
+
+
+def test_a_start_under_an_expired_executions_name_is_refused_with_the_reason_and_changes_nothing(
+    local: LocalStepwell,
+) -> None:
+    ended = local.start("echo", {"n": 1}, execution_name="reused")
+    record = local.run_to_completion(ended)
+    assert record.ended_at is not None
+    before_retention = local.start("echo", {"n": 1}, execution_name="reused")
+    assert before_retention == ended  # the same start, as before
+
+    local.clock.advance_to(int(record.ended_at) + local.store.retention_seconds)
+    stored = local.store.get_execution(ended)
+    # The same input too: returning the old execution would hand a result from before the retention.
+    for payload in ({"n": 1}, {"n": 2}):
+        with pytest.raises(ExecutionAlreadyExists) as refused:
+            local.start("echo", payload, execution_name="reused")
+        message = str(refused.value)
+        assert "'reused'" in message and "retention (30 days) has passed" in message
+        assert "choose another execution name" in message
+    assert local.store.get_execution(ended) == stored
+    assert local.store.load_batches(ended)[0]  # its log is the TTL's to delete, not a start's
+
+    # Another name starts as usual.
+    other = local.start("echo", {"n": 1}, execution_name="reused-2")
+    assert local.run_to_completion(other).status is ExecutionStatus.SUCCEEDED
