@@ -616,7 +616,7 @@ class Engine:
         existing = self.store.get_execution(execution_id)
         if existing is None:
             raise ExecutionNotFound(f"no execution with id {execution_id!r}")
-        if self._expired(existing):
+        if self.retention_passed(existing.ended_at):
             # Its items wait for the table's TTL, and so does the name (the log's keys are the id's).
             if input_is_ref:
                 self.payloads.retire(execution_id)
@@ -1025,19 +1025,20 @@ class Engine:
     # ------------------------------------------------------------------ reading
 
     def _record(self, execution_id: str) -> ExecutionRecord:
-        """The execution as the API shows it: one whose retention ran out is gone (see `_expired`)."""
+        """The execution as the API shows it: one whose retention ran out is gone (see `retention_passed`)."""
         record = self.store.get_execution(execution_id)
-        if record is None or self._expired(record):
+        if record is None or self.retention_passed(record.ended_at):
             raise ExecutionNotFound(f"no execution with id {execution_id!r}")
         return record
 
-    def _expired(self, record: ExecutionRecord, now: float | None = None) -> bool:
-        """Whether the execution ended a retention period ago or more (its items' `ttl`, as the store
-        sets it). DynamoDB's TTL deletes such items lazily, days later at times: until then the API
-        leaves them out, as AWS does once an execution's retention has passed."""
-        if record.ended_at is None:
+    def retention_passed(self, ended_at: float | None, now: float | None = None) -> bool:
+        """Whether what ended at `ended_at` (an execution, a definitions context) ended a retention period
+        ago or more: its items' `ttl`, as the stores set it. DynamoDB's TTL deletes such items lazily,
+        days later at times; until then the API leaves them out, as AWS does once an execution's
+        retention has passed. Never for what has not ended."""
+        if ended_at is None:
             return False
-        expires_at = int(record.ended_at) + self.store.retention_seconds
+        expires_at = int(ended_at) + self.store.retention_seconds
         return (self.clock.now() if now is None else now) >= expires_at
 
     def flow_status(self, workflow: str, key: str = "", domain: str = "default") -> dict[str, Any]:
@@ -1124,7 +1125,8 @@ class Engine:
         page = self.store.list_executions(query, limit=limit, next_token=next_token)
         now = self.clock.now()
         # A page may come out shorter than `limit` (as DynamoDB's filtered pages do): its token goes on.
-        return Page([record for record in page.items if not self._expired(record, now)], page.next_token)
+        kept = [record for record in page.items if not self.retention_passed(record.ended_at, now)]
+        return Page(kept, page.next_token)
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
         """Events in EventId order, in the vocabulary of GetDurableExecutionHistory: all of them (what the

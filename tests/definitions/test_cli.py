@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from stepwell.definitions.cli import DefinitionsCliError, add_commands, run
+from stepwell.definitions.model import DefinitionNotFound
 from stepwell.definitions.router import EventOutcome
 from stepwell.definitions.service import DefinitionsService
 from stepwell.definitions.validation import DefinitionInvalid
@@ -204,3 +205,33 @@ def test_put_and_validate_warn_of_actions_not_registered_here(
         run_with_err("definitions", "put", str(file), "--domain", "acme", "--check-actions")
     out, err = run_with_err("definitions", "put", str(EXAMPLES / "onboarding.json"), "--domain", "acme")
     assert err == ""
+
+
+def test_a_finished_context_past_its_retention_is_gone_from_list_and_show(
+    service: DefinitionsService, harness: Harness
+) -> None:
+    """As its execution is (tests/engine/test_expired_executions.py), though its item waits for the TTL."""
+    service.put_definition("acme", json.loads((EXAMPLES / "onboarding.json").read_text()))
+    harness.send("user.signed_up", "u-done", {"email": "done@example.com", "name": "Done"})
+    harness.run_all()
+    (done,) = service.list_contexts("acme", "u-done").items
+    assert done.status != "RUNNING"
+    harness.send("user.signed_up", "u-waiting", {"email": "w@example.com", "name": "W"})  # waits for days
+    (waiting,) = service.list_contexts("acme", "u-waiting").items
+    assert waiting.status == "RUNNING"
+    retention = harness.local.store.retention_seconds
+
+    harness.local.clock.advance_to(int(done.updated_at) + retention - 1)
+    assert [c.instance_id for c in service.list_contexts("acme", "u-done").items] == [done.instance_id]
+    assert service.show_context("acme", "onboarding", "u-done", done.instance_id)["execution"] is not None
+
+    harness.local.clock.advance(1)
+    assert service.list_contexts("acme", "u-done").items == []
+    assert service.list_contexts("acme", "u-done", workflow_id="onboarding").items == []
+    assert done.instance_id not in {c.instance_id for c in service.list_contexts("acme").items}
+    with pytest.raises(DefinitionNotFound, match="no context"):
+        service.show_context("acme", "onboarding", "u-done", done.instance_id)
+    assert harness.runtime.contexts.get_context("acme", "onboarding", "u-done", done.instance_id)  # kept
+    # A running context never expires.
+    assert [c.instance_id for c in service.list_contexts("acme", "u-waiting").items] == [waiting.instance_id]
+    assert service.show_context("acme", "onboarding", "u-waiting", waiting.instance_id)["execution"]

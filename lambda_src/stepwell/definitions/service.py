@@ -163,21 +163,31 @@ class DefinitionsService:
         limit: int = 100,
         next_token: str | None = None,
     ) -> Page[ContextRecord]:
+        """Contexts newest first, without the finished ones whose retention has passed (`_expired`): a page
+        may then hold fewer than `limit`, its token going on."""
         contexts = self.runtime.contexts
         if workflow_id is not None:
             if subject_id is None:
                 raise StoreError("listing by definition needs a subject too (contexts are keyed by both)")
-            return Page(items=contexts.get_contexts(domain, workflow_id, subject_id))
-        if subject_id is not None:
-            return contexts.get_all_contexts_for_subject(domain, subject_id, limit, next_token)
-        return contexts.get_all_contexts(domain, limit, next_token)
+            page = Page(items=contexts.get_contexts(domain, workflow_id, subject_id))
+        elif subject_id is not None:
+            page = contexts.get_all_contexts_for_subject(domain, subject_id, limit, next_token)
+        else:
+            page = contexts.get_all_contexts(domain, limit, next_token)
+        now = self.engine.clock.now()
+        return Page([record for record in page.items if not self._expired(record, now)], page.next_token)
+
+    def _expired(self, record: ContextRecord, now: float | None = None) -> bool:
+        """A finished context whose retention has passed is gone, as its execution is: its item's `ttl`
+        counts from its end, its last write (`updated_at`)."""
+        return record.status != "RUNNING" and self.engine.retention_passed(record.updated_at, now)
 
     def show_context(
         self, domain: str, workflow_id: str, subject_id: str, instance_id: str
     ) -> dict[str, Any]:
         """The context item, its execution's description and its timeline."""
         record = self.runtime.contexts.get_context(domain, workflow_id, subject_id, instance_id)
-        if record is None:
+        if record is None or self._expired(record):
             raise DefinitionNotFound(
                 f"no context {instance_id!r} of definition {workflow_id!r} for subject {subject_id!r} "
                 f"in domain {domain!r}"
