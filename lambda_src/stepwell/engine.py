@@ -616,10 +616,11 @@ class Engine:
         existing = self.store.get_execution(execution_id)
         if existing is None:
             raise ExecutionNotFound(f"no execution with id {execution_id!r}")
+        if input_is_ref and existing.status.is_terminal:
+            # The offload above wrote an untagged object into an ended execution's folder: retire it too.
+            self.payloads.retire(execution_id)
         if self.retention_passed(existing.ended_at):
             # Its items wait for the table's TTL, and so does the name (the log's keys are the id's).
-            if input_is_ref:
-                self.payloads.retire(execution_id)
             raise ExecutionAlreadyExists(
                 f"execution name {ids.instance_id!r} of workflow {ids.workflow_id!r} (id {execution_id!r}) "
                 f"belonged to an execution that ended at {iso_timestamp(existing.ended_at)} and whose "
@@ -627,9 +628,6 @@ class Engine:
                 "removes its items, usually within two days, and the name is free once it has: choose "
                 "another execution name"
             )
-        if input_is_ref and existing.status.is_terminal:
-            # The offload above wrote an untagged object into an ended execution's folder: retire it too.
-            self.payloads.retire(execution_id)
         # As AWS: the same name and input is the same start; another input under that name is refused.
         if self.resolve(existing.input_payload, existing.input_is_ref) != input_payload:
             raise ExecutionAlreadyExists(
