@@ -9,7 +9,8 @@ engine's own outcome (False, None or SequenceConflict).
 Item layout (bulk data under short attribute names to keep items small and cheap):
 - executions: contextKey, instanceId, domain, workflowId, subjectId, status, createdAt, updatedAt (the
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
-  (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl, cv (the worker
+  (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl (last of the
+  execution's items: stepwell.log_expiry.NAME_HOLD_SECONDS), cv (the worker
   version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key),
   tg (tags, a map), ck (the secret its callback ids are derived from). Per tag an entry item: contextKey
   "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no '#'), instanceId
@@ -59,6 +60,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 from stepwell.aws import error_code
 from stepwell.batch_codec import deflate_body, inflate_body
 from stepwell.errors import InvalidArgument, SequenceConflict
+from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import (
     Batch,
     CallbackRef,
@@ -307,7 +309,7 @@ class DynamoDbExecutionStore:
             self._put_text(item, "er", json.dumps(record.error), False, record.execution_id)
         if record.ended_at is not None:
             item["end"] = _n(record.ended_at)
-            item["ttl"] = _n(int(record.ended_at) + self.retention_seconds)
+            item["ttl"] = _n(self._execution_ttl(record.ended_at))
         if record.parent_execution_id is not None:
             item["pe"] = _s(record.parent_execution_id)
         if record.parent_operation_id is not None:
@@ -359,6 +361,11 @@ class DynamoDbExecutionStore:
             return self._payloads.get(text)
         return text
 
+    def _execution_ttl(self, ended_at: float) -> int:
+        """An ended execution's own item expires last of its items (stepwell.log_expiry.NAME_HOLD_SECONDS):
+        the API hides it from a retention period after its end (Engine.retention_passed)."""
+        return int(ended_at) + self.retention_seconds + NAME_HOLD_SECONDS
+
     def create_execution(self, record: ExecutionRecord) -> bool:
         put: Item = {
             "TableName": self.executions_table,
@@ -406,7 +413,7 @@ class DynamoDbExecutionStore:
                 "status": _s(status.value),
                 "updatedAt": _n(now),
                 "end": _n(now),
-                "ttl": _n(int(now) + self.retention_seconds),
+                "ttl": _n(self._execution_ttl(now)),
             }
         )
         names = {f"#a{i}": name for i, name in enumerate(values)}

@@ -43,7 +43,7 @@ from stepwell.journal import (
     restore_execution_input,
 )
 from stepwell.journal_cache import FoldedLog, JournalCache, copy_journal
-from stepwell.log_expiry import LOG_DECISION_SLACK_SECONDS
+from stepwell.log_expiry import LOG_DECISION_SLACK_SECONDS, NAME_HOLD_SECONDS
 from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
@@ -620,13 +620,15 @@ class Engine:
             # The offload above wrote an untagged object into an ended execution's folder: retire it too.
             self.payloads.retire(execution_id)
         if self.retention_passed(existing.ended_at):
-            # Its items wait for the table's TTL, and so does the name (the log's keys are the id's).
+            # Its items wait for the table's TTL, and so does the name (the log's keys are the id's): its
+            # record expires last, so that a new execution under the name meets none of the old one's items.
             raise ExecutionAlreadyExists(
                 f"execution name {ids.instance_id!r} of workflow {ids.workflow_id!r} (id {execution_id!r}) "
                 f"belonged to an execution that ended at {iso_timestamp(existing.ended_at)} and whose "
-                f"retention ({self.store.retention_seconds // 86400} days) has passed; the table's TTL "
-                "removes its items, usually within two days, and the name is free once it has: choose "
-                "another execution name"
+                f"retention ({self.store.retention_seconds // 86400} days) has passed; its record stays "
+                f"{NAME_HOLD_SECONDS // 86400} days more, until the table's TTL has removed its other "
+                "items, and the name is free once the TTL has removed the record too: choose another "
+                "execution name"
             )
         # As AWS: the same name and input is the same start; another input under that name is refused.
         if self.resolve(existing.input_payload, existing.input_is_ref) != input_payload:

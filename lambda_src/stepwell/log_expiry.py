@@ -28,6 +28,12 @@ from dataclasses import dataclass
 # kept past the retention period. Two days: a day-long wait or callback deadline (the commonest long
 # one) fits, and it is about DynamoDB's own delay in deleting expired items.
 LOG_HORIZON_SECONDS = 2 * 86_400
+# How long an execution's own item outlives its retention period: past the latest expiry any other item of
+# the execution is given (its log's, at most the horizon past the retention) by five days more, because
+# DynamoDB's TTL deletes expired items lazily and in no set order. The name stays taken while the item is
+# there (a start under it is refused), so a new execution under the name does not meet the old one's log
+# batches or coordination record, which share its id (AWS Step Functions keeps a name 90 days).
+NAME_HOLD_SECONDS = LOG_HORIZON_SECONDS + 5 * 86_400
 # SQS's longest message retention (14 days): no message of a running execution, in the work queue or the
 # DLQ, outlives the margin its log keeps past the run the message is for.
 MESSAGE_LIFETIME_SECONDS = 14 * 86_400

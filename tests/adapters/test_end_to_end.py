@@ -14,7 +14,8 @@ from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
 from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
-from stepwell.log_expiry import LOG_HORIZON_SECONDS
+from stepwell.log_expiry import LOG_HORIZON_SECONDS, NAME_HOLD_SECONDS
+from stepwell.model import ExecutionId
 from stepwell.registry import Registry
 from stepwell.worker import Known, Worker
 
@@ -292,3 +293,50 @@ def test_an_execution_past_its_retention_is_gone_from_the_api_before_the_ttl_del
     with pytest.raises(ExecutionAlreadyExists, match="retention"):
         client.start_execution("two-steps", {"n": 1}, execution_name="kept", subject_id="k-1")
     assert client.engine.store.get_execution(execution_id) == stored  # left for the TTL
+
+
+def test_an_ended_executions_own_item_expires_days_after_every_other_item_of_it(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    """DynamoDB's TTL deletes expired items lazily and in no set order: while the execution's item is there
+    its name stays taken, so its other items (the log, the coordination record, the tag entries), which a
+    new execution under the name would meet, must expire first, by days."""
+    client, _, driver = stack
+    execution_id = client.start_execution(
+        "approval-flow", {"n": 3}, execution_name="order-3", tags={"team": "billing"}
+    )
+    driver.run_until_quiet()
+    client.send_callback_success(CALLBACKS[0], json.dumps("ok"))
+    driver.run_until_quiet()
+    record = client.engine.store.get_execution(execution_id)
+    assert record is not None and record.ended_at is not None
+
+    dynamodb, config = deployment.clients.dynamodb, deployment.config
+    parts = ExecutionId.parse(execution_id)
+    own = dynamodb.get_item(
+        TableName=config.executions_table,
+        Key={"contextKey": {"S": parts.context_key}, "instanceId": {"S": parts.instance_id}},
+        ConsistentRead=True,
+    )["Item"]
+    own_ttl = int(own["ttl"]["N"])
+    assert own_ttl == int(record.ended_at) + 30 * 86400 + NAME_HOLD_SECONDS
+
+    others = _operations_items(deployment, execution_id)
+    others.append(
+        dynamodb.get_item(
+            TableName=config.coordination_table,
+            Key={"key": {"S": "lease#" + execution_id}},
+            ConsistentRead=True,
+        )["Item"]
+    )
+    others += dynamodb.query(
+        TableName=config.executions_table,
+        KeyConditionExpression="contextKey = :k",
+        ExpressionAttributeValues={":k": {"S": "default#~tag#team#billing"}},
+        ConsistentRead=True,
+    )["Items"]
+    assert len(others) >= 4 and all("ttl" in item for item in others)
+    latest_other = max(int(item["ttl"]["N"]) for item in others)
+    # The API hides the execution a retention period after its end; its item goes five days after the last.
+    assert latest_other <= int(record.ended_at) + 30 * 86400 + LOG_HORIZON_SECONDS
+    assert own_ttl - latest_other >= 5 * 86400

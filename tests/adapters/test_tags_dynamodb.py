@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from stepwell.dynamodb_store import DynamoDbExecutionStore, tag_entry_partition
 from stepwell.errors import InvalidArgument
+from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus
 
 from .deployment import Deployment
@@ -57,7 +58,7 @@ def _count_requests(store: DynamoDbExecutionStore, monkeypatch: pytest.MonkeyPat
     return calls
 
 
-def test_tag_entries_are_written_with_the_record_and_expire_with_it(
+def test_tag_entries_are_written_with_the_record_and_expire_before_it(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store(deployment)
@@ -82,7 +83,8 @@ def test_tag_entries_are_written_with_the_record_and_expire_with_it(
         TableName=deployment.config.executions_table,
         Key={"contextKey": {"S": "acme#wf#s"}, "instanceId": {"S": "t"}},
     )["Item"]
-    assert item["ttl"]["N"] == expiry and "pinnedVersion" not in item
+    # The record expires last (NAME_HOLD_SECONDS after its entries): it holds the execution's name.
+    assert int(item["ttl"]["N"]) == int(expiry) + NAME_HOLD_SECONDS and "pinnedVersion" not in item
     entries = [entry for key, value in tagged.tags.items() for entry in _entries(deployment, key, value)]
     assert [entry["ttl"]["N"] for entry in entries] == [expiry, expiry]
 
