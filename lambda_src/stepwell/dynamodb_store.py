@@ -704,11 +704,14 @@ class DynamoDbExecutionStore:
                 TableName=self.operations_table,
                 Item=item,
                 ConditionExpression="attribute_not_exists(sk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 ReturnConsumedCapacity=_CAPACITY,
             )
         except self._db.exceptions.ConditionalCheckFailedException as error:
+            taken: Item = error.response.get("Item") or {}  # type: ignore[assignment]
             raise SequenceConflict(
-                f"batch {batch.seq} of {execution_id!r} already exists: another worker holds the execution"
+                f"batch {batch.seq} of {execution_id!r} already exists: another worker holds the execution",
+                written_at=_num(taken, "t"),
             ) from error
 
     def load_batches(

@@ -107,6 +107,16 @@ CARRIED_END_MAX_BYTES = 3 * 1024 - 512
 # A callback result up to this size (payload and error) is completed without reading the callback's record
 # first (Engine._completed_callback); a larger one may need an object under the execution's prefix.
 SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
+# The starters' and the workers' clocks differ by far less than this, and a name is free again only days
+# after its execution ended (its retention period and NAME_HOLD_SECONDS).
+CLOCK_SKEW_SECONDS = 3600.0
+
+
+def predates(record: ExecutionRecord, written_at: float | None) -> bool:
+    """Whether a batch written at `written_at` is older than the execution `record`: an earlier execution
+    under its name left it, whose record the table's TTL removed before the rest of its items. A time the
+    store does not know (None, or 0 for an item without one) never predates."""
+    return written_at is not None and 0 < written_at < record.created_at - CLOCK_SKEW_SECONDS
 
 
 def carried_batch_max_bytes(execution_id: str) -> int:
@@ -332,6 +342,9 @@ class Engine:
         folded.journal.fold(batch.seq, body)
         folded.journal.offloaded_batches |= batch.body_is_ref
         folded.journal.log_expiry.note(batch.expires_at)
+        oldest = folded.journal.oldest_batch_at
+        if oldest is None or batch.created_at < oldest:
+            folded.journal.oldest_batch_at = batch.created_at
         folded.last_batch = batch
         folded.size += size
 
@@ -352,18 +365,22 @@ class Engine:
                 return
             after = last
 
-    def _batch_bodies(self, execution_id: str) -> Iterator[dict[str, Any]]:
+    def _batch_bodies(self, record: ExecutionRecord) -> Iterator[dict[str, Any]]:
         """The bodies of the execution's batches in order, as written, and last the batch its
-        coordination record carries while the log has not taken it in (see carry_or_append_journal)."""
+        coordination record carries while the log has not taken it in (see carry_or_append_journal).
+        Batches an earlier execution under its name left (`predates`) are not its own: left out."""
+        execution_id = record.execution_id
         # Read before the log: a run that writes the carried batch meanwhile makes the log longer, so the
         # carried one is then not the log's next and is left out (the log holds it).
         carried = self.store.get_carried_batch(execution_id)
         inputs: dict[str, str] = {}
         count = 0
         for batch in self._batches(execution_id, after_seq=-1):
+            if predates(record, batch.created_at):
+                continue
             count += 1
             yield self._stored_body(self._batch_text(batch), inputs)
-        if carried is not None and carried.seq == count:
+        if carried is not None and carried.seq == count and not predates(record, carried.created_at):
             yield self._stored_body(carried.body, inputs)
 
     def _batch_text(self, batch: Batch) -> str:
@@ -1178,8 +1195,8 @@ class Engine:
         marker: str | None = None,
     ) -> dict[str, Any]:
         """A page of the history as get_execution_history_page's; `max_items` None: every event."""
-        self._record(execution_id)
-        events = events_from_bodies(list(self._batch_bodies(execution_id)))
+        record = self._record(execution_id)
+        events = events_from_bodies(list(self._batch_bodies(record)))
         if reverse_order:
             events.reverse()
         start = _history_marker_position(marker, len(events))

@@ -46,6 +46,12 @@ class InvalidMessage(StepwellError, ValueError):
 class SequenceConflict(StepwellError):
     """append_batch found its seq taken: another worker holds the execution (this one is fenced)."""
 
+    def __init__(self, message: str, written_at: float | None = None) -> None:
+        super().__init__(message)
+        # When the batch that holds the seq was written, if the store tells: a batch written before the
+        # execution was created is not another worker's but an earlier execution's under the same name.
+        self.written_at = written_at
+
 
 class StaleCheckpointToken(StepwellError):
     """A checkpoint arrived with a token that is not the current one of this invocation."""
@@ -59,6 +65,12 @@ class PayloadMissing(StepwellError, LookupError):
 class LogIncomplete(PayloadMissing):
     """A batch of the execution's log is missing (its items expired, in any order, under the table's TTL):
     the log is never folded with a gap, nor replayed from a later batch."""
+
+
+class LogOfEarlierExecution(LogIncomplete):
+    """The execution's log holds a batch written before the execution was created: an earlier execution
+    under the same name left it (the table's TTL removed that one's record before its log). The run fails
+    rather than replay that execution or wait, fenced, at its first batch."""
 
 
 class VersionNotFound(InvalidArgument):

@@ -197,6 +197,9 @@ class Journal:
     offloaded_batches: bool = False
     # When the log's batches expire (set by the engine as it loads and writes them).
     log_expiry: LogExpiry = field(default_factory=LogExpiry)
+    # When the oldest batch of the log as loaded was written (set by the engine; None: none read): one
+    # written before the execution was created is an earlier execution's (stepwell.engine.predates).
+    oldest_batch_at: float | None = None
     # The worker version the log last ran on (key "v", written when it changes; None: never versioned).
     code_version: str | None = None
     # The workflow's execution timeout in seconds when it started (key "to"; None: none).

@@ -212,7 +212,11 @@ class MemoryExecutionStore:
             self._count("append_batch")
             log = self._batches.setdefault(execution_id, [])
             if batch.seq < len(log):
-                raise SequenceConflict(f"execution {execution_id!r}: batch seq {batch.seq} already exists")
+                taken = next((held for held in log if held.seq == batch.seq), None)
+                raise SequenceConflict(
+                    f"execution {execution_id!r}: batch seq {batch.seq} already exists",
+                    written_at=taken.created_at if taken is not None else None,
+                )
             if batch.seq != len(log):
                 raise SequenceConflict(
                     f"execution {execution_id!r}: batch seq {batch.seq} skips past the log's end {len(log)}"
@@ -278,6 +282,18 @@ class MemoryExecutionStore:
                 removed += len(log) - len(kept)
                 self._batches[execution_id] = kept
         return removed
+
+    def remove_items(self, execution_id: str, *, record: bool = False, lease: bool = False) -> None:
+        """Remove the execution's record or its coordination record, as the tables' TTL does, in no set
+        order (the record may go first, for all its later expiry): tests."""
+        with self._lock:
+            if record:
+                self._executions.pop(execution_id, None)
+            if lease:
+                self._leases.pop(execution_id, None)
+                self._records.discard(execution_id)
+                for part in (self._wakes, self._carried, self._log_next, self._log_length, self._moved_to):
+                    part.pop(execution_id, None)
 
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         with self._lock:

@@ -41,6 +41,8 @@ class StoreServiceClient:
         self._owner = owner
         self._lock = threading.Lock()
         self.fenced = False
+        # The conflict that fenced it (SequenceConflict.written_at tells whose batch holds the seq).
+        self.conflict: SequenceConflict | None = None
         # Checkpoints left to the next batch (_replayable).
         self.deferred = 0
         # Timers that came due during this invocation: the handler may have suspended without seeing
@@ -91,8 +93,9 @@ class StoreServiceClient:
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state(changed))
             try:
                 flushed = self._engine.append_journal(self._record, journal)
-            except SequenceConflict:
+            except SequenceConflict as conflict:
                 self.fenced = True
+                self.conflict = conflict
                 return self._revoked(updates)
             return CheckpointOutput(
                 checkpoint_token=self.token, new_execution_state=_state(flushed.operations)

@@ -25,11 +25,12 @@ from aws_durable_execution_sdk_python.execution import (
 )
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
-from stepwell.engine import Engine
+from stepwell.engine import Engine, predates
 from stepwell.errors import (
     InvalidArgument,
     InvalidMessage,
     LogIncomplete,
+    LogOfEarlierExecution,
     PayloadMissing,
     SequenceConflict,
     WorkflowNotFound,
@@ -52,6 +53,7 @@ from stepwell.model import (
     WorkOutcome,
 )
 from stepwell.service import StoreServiceClient
+from stepwell.status_events import iso_timestamp
 from stepwell.versions import explain_replay_mismatch
 
 logger = logging.getLogger(__name__)
@@ -198,8 +200,8 @@ class Worker:
             if unneeded is not None:
                 # While the lease is held: no other run can arm that wake-up again meanwhile.
                 engine.timers.withdraw(execution_id, *unneeded)
-        except SequenceConflict:
-            outcome = self._fenced(record)
+        except SequenceConflict as conflict:
+            outcome = self._fenced(record, conflict)
         finally:
             # One write drops the lease and records the wake-up the run armed (see _release_terms).
             carried = outcome.carried if outcome is not None else None
@@ -273,6 +275,12 @@ class Worker:
                     f"execution {record.execution_id!r}: its log has {journal.next_seq} batches but held "
                     f"{lease.log_length} (the last ones expired under the table's TTL)"
                 )
+            earlier = _earlier_executions_log(record, journal.oldest_batch_at) or _earlier_executions_log(
+                record, lease.carried.created_at if lease.carried is not None else None
+            )
+            if earlier is not None:
+                self.engine.close_journal(journal, keep=False)
+                raise earlier
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         if lease.carried is not None:
@@ -464,7 +472,7 @@ class Worker:
                 Metric.INVOCATION_DURATION, (time.monotonic() - timer) * 1000, record.workflow_id
             )
         if client.fenced:
-            return self._fenced(record)
+            return self._fenced(record, client.conflict)
         end = engine.clock.now()
         status = output.get("Status") if isinstance(output, Mapping) else None
         if status == "SUCCEEDED":
@@ -597,7 +605,7 @@ class Worker:
     ) -> WorkOutcome:
         engine = self.engine
         if client.fenced:
-            return self._fenced(record)
+            return self._fenced(record, client.conflict)
         engine.metrics.add(Metric.INVOCATION_CRASHES, 1, record.workflow_id)
         now = engine.clock.now()
         error_type = (
@@ -689,8 +697,12 @@ class Worker:
             start = None
         observer(record, start)
 
-    def _fenced(self, record: ExecutionRecord) -> WorkOutcome:
-        """A newer worker took the execution's log from this one (its lease had expired)."""
+    def _fenced(self, record: ExecutionRecord, conflict: SequenceConflict | None) -> WorkOutcome:
+        """A newer worker took the execution's log from this one (its lease had expired), unless the batch
+        in the way is older than the execution."""
+        earlier = _earlier_executions_log(record, conflict.written_at if conflict is not None else None)
+        if earlier is not None:
+            raise earlier from conflict
         self.engine.metrics.add(Metric.LEASE_FENCED, 1, record.workflow_id)
         return WorkOutcome(record.execution_id, "fenced", status=record.status)
 
@@ -816,3 +828,20 @@ def _forward(record: ExecutionRecord) -> WorkOutcome:
 
 def _error(error: BaseException) -> dict[str, Any]:
     return dict(ErrorObject.from_exception(error).to_dict())
+
+
+def _earlier_executions_log(
+    record: ExecutionRecord, written_at: float | None
+) -> LogOfEarlierExecution | None:
+    """The error for a batch of the log (or the one the coordination record carries) that an earlier
+    execution under the same name left (`predates`): the run fails, its message retries and then waits in
+    the DLQ; redriven once the table's TTL has removed those items, the execution runs from its start."""
+    if written_at is None or not predates(record, written_at):
+        return None
+    return LogOfEarlierExecution(
+        f"execution {record.execution_id!r}, created at {iso_timestamp(record.created_at)}: its log or "
+        f"coordination record holds a batch written at {iso_timestamp(written_at)} by an earlier execution "
+        "under the same name, whose "
+        "record the table's TTL removed before its other items; redrive the message once the TTL has removed "
+        "those too (the earlier execution's retention has passed)"
+    )

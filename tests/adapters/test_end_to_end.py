@@ -340,3 +340,34 @@ def test_an_ended_executions_own_item_expires_days_after_every_other_item_of_it(
     # The API hides the execution a retention period after its end; its item goes five days after the last.
     assert latest_other <= int(record.ended_at) + 30 * 86400 + LOG_HORIZON_SECONDS
     assert own_ttl - latest_other >= 5 * 86400
+
+
+def test_a_new_execution_meeting_an_earlier_ones_items_fails_its_run_instead_of_replaying_them(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    """On DynamoDB the ended execution's coordination record stays too, so the new execution's run reads the
+    log (it is not its first lease): it finds the earlier execution's batches by their age and fails, its
+    message left to the DLQ, instead of replaying them. The other path (nothing read, fenced at seq 0) is
+    in tests/engine/test_expired_executions.py."""
+    client, _, driver = stack
+    execution_id = client.start_execution("two-steps", {"n": 1}, execution_name="again")
+    driver.run_until_quiet()
+    record = client.engine.store.get_execution(execution_id)
+    assert record is not None and record.ended_at is not None
+    left = _operations_items(deployment, execution_id)
+    assert left
+
+    # The TTL removed the record first, against the odds NAME_HOLD_SECONDS gives.
+    client.engine.clock.advance_to(int(record.ended_at) + 30 * 86400 + NAME_HOLD_SECONDS)
+    parts = ExecutionId.parse(execution_id)
+    deployment.clients.dynamodb.delete_item(
+        TableName=deployment.config.executions_table,
+        Key={"contextKey": {"S": parts.context_key}, "instanceId": {"S": parts.instance_id}},
+    )
+    assert client.start_execution("two-steps", {"n": 5}, execution_name="again") == execution_id
+    driver.run_until_quiet()
+
+    assert driver.failed_message_ids  # its run failed: the message goes back to the queue, then the DLQ
+    assert client.describe_execution(execution_id)["Status"] == "RUNNING"
+    assert [event["EventType"] for event in client.get_execution_history(execution_id)] == []
+    assert _operations_items(deployment, execution_id) == left  # nothing written over the earlier log

@@ -78,9 +78,10 @@ EXECUTION = "default#wf#s/i"
 def _client(local: LocalStepwell, owner: str) -> StoreServiceClient:
     """A worker's service client over the execution's log as stored (started in it if it is new)."""
     if local.store.get_execution(EXECUTION) is None:
+        now = local.clock.now()  # its batches are written on this clock: none predates it (engine.predates)
         local.store.create_execution(
             ExecutionRecord(
-                EXECUTION, "default", "wf", "s", "i", "i", ExecutionStatus.RUNNING, NOW, NOW, "null"
+                EXECUTION, "default", "wf", "s", "i", "i", ExecutionStatus.RUNNING, now, now, "null"
             )
         )
     journal = local.engine.load_journal(EXECUTION)

@@ -5,13 +5,16 @@ execution. A running execution never expires, however old."""
 
 from __future__ import annotations
 
+import json
+import random
 from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
-from stepwell.model import ExecutionStatus
+from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound, LogOfEarlierExecution
+from stepwell.log_expiry import NAME_HOLD_SECONDS
+from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 
 
@@ -109,3 +112,44 @@ def test_a_large_input_refused_under_an_expired_name_leaves_its_object_to_the_li
     # The object the refused start wrote is retired (the bucket's lifecycle rule deletes it), not left behind.
     written = local.payloads.references(ended)
     assert written and local.payloads.retired == set(written)
+
+
+@pytest.mark.parametrize("left", ["log+coordination", "log", "coordination"])
+def test_a_new_execution_meeting_an_earlier_ones_items_fails_its_run_until_they_are_gone(
+    local: LocalStepwell, left: str
+) -> None:
+    """Against the odds NAME_HOLD_SECONDS gives, the TTL removed the record before the other items: the name
+    is free while the earlier execution's log or coordination record (with the end it carries) remain. The
+    new execution's run fails (its message waits in the DLQ) rather than replay the other one's history or
+    end with its result (its coordination record left: the run reads the log and takes the carried end), or
+    hang, fenced at its first batch (the log alone: the run writes its first batch without reading)."""
+    # With both left, its result is too large to ride on the coordination record: the end is in the log, and
+    # the log's age alone tells. Otherwise the record carries the end (seq 1).
+    pad = random.Random(7).randbytes(3072).hex() if left == "log+coordination" else ""
+    earlier = local.start("echo", {"n": 1, "pad": pad}, execution_name="again")
+    record = local.run_to_completion(earlier)
+    assert record.ended_at is not None
+    assert (local.store.get_carried_batch(earlier) is None) == bool(pad)
+    local.clock.advance_to(int(record.ended_at) + local.store.retention_seconds + NAME_HOLD_SECONDS)
+    local.store.remove_items(earlier, record=True, lease="coordination" not in left)
+    if "log" not in left:
+        assert local.store.remove_expired_batches(local.clock.now())
+    log = local.store.load_batches(earlier)[0]
+    assert bool(log) == ("log" in left)
+
+    again = local.start("echo", {"n": 2, "pad": ""}, execution_name="again")
+    assert again == earlier  # the same name is the same id
+    with pytest.raises(LogOfEarlierExecution, match="earlier execution under the same name") as failed:
+        local.run_until_idle()
+    assert "redrive the message once the TTL has removed those too" in str(failed.value)
+    assert local.record(again).status is ExecutionStatus.RUNNING
+    assert local.history(again) == []  # none of the earlier execution's events
+    assert local.store.load_batches(again)[0] == log  # its log untouched, its expiry too
+
+    # The TTL removes the rest: redriven, the message runs the new execution from its start.
+    local.store.remove_expired_batches(local.clock.now())
+    local.store.remove_items(earlier, lease=True)
+    local.process_one(InvokeMessage(again).to_body())
+    ended = local.run_to_completion(again)
+    assert ended.status is ExecutionStatus.SUCCEEDED
+    assert json.loads(ended.result or "null") == {"n": 2, "pad": ""}

@@ -67,8 +67,10 @@ def test_append_is_fenced_by_seq_and_loads_in_pages(execution_store: ExecutionSt
     execution_id = record("a").execution_id
     for seq in range(5):
         execution_store.append_batch(execution_id, Batch(seq=seq, body=f'{{"n":{seq}}}', created_at=NOW))
-    with pytest.raises(SequenceConflict):
-        execution_store.append_batch(execution_id, Batch(seq=3, body="{}", created_at=NOW))
+    with pytest.raises(SequenceConflict) as conflict:
+        execution_store.append_batch(execution_id, Batch(seq=3, body="{}", created_at=NOW + 9))
+    # It tells when the batch in the way was written (a batch older than its execution is an earlier one's).
+    assert conflict.value.written_at == NOW
 
     seen: list[int] = []
     after = -1
