@@ -1,7 +1,8 @@
 """Execution tags on the deployed stack, on each backend: executions started with tags through the client
 are described with them and listed by tag (newest first, across pages, by status, within their domain);
-their tag entries are written with them and take the record's TTL when they end, whether the worker ends
-them (SUCCEEDED) or the client stops them (STOPPED)."""
+their tag entries are written with them and get their TTL when they end (the retention from the end, which
+the record outlives by NAME_HOLD_SECONDS), whether the worker ends them (SUCCEEDED) or the client stops them
+(STOPPED)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from deployed_backend import DeployedTarget
 from stepwell.client import StepwellClient
 from stepwell.dynamodb_store import tag_entry_partition
+from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import ExecutionRecord
 from stepwell.testing.deployed_fixtures import DeployedStack
 
@@ -35,7 +37,7 @@ def _newest_first(client: StepwellClient, execution_ids: list[str]) -> list[str]
     return sorted(execution_ids, key=lambda each: (int(started[each] * 1000), each), reverse=True)
 
 
-def test_tagged_executions_are_described_listed_by_tag_and_expire_with_their_records(
+def test_tagged_executions_are_described_listed_by_tag_and_expire_before_their_records(
     deployed_stack: DeployedStack, deployed_target: DeployedTarget, deployed_client: StepwellClient
 ) -> None:
     run = uuid.uuid4().hex[:12]
@@ -112,4 +114,5 @@ def test_tagged_executions_are_described_listed_by_tag_and_expire_with_their_rec
                 Key={"contextKey": {"S": context_key}, "instanceId": {"S": instance_id}},
                 ConsistentRead=True,
             )["Item"]
-            assert expiry[execution_id] == item["ttl"]["N"], (key, execution_id)
+            # Their retention ends with the record's end; the record itself goes last (it holds the name).
+            assert int(expiry[execution_id]) + NAME_HOLD_SECONDS == int(item["ttl"]["N"]), (key, execution_id)
