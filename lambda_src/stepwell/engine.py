@@ -112,11 +112,11 @@ SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
 CLOCK_SKEW_SECONDS = 3600.0
 
 
-def predates(record: ExecutionRecord, written_at: float | None) -> bool:
+def predates(record: ExecutionRecord, written_at: float) -> bool:
     """Whether a batch written at `written_at` is older than the execution `record`: an earlier execution
     under its name left it, whose record the table's TTL removed before the rest of its items. A time the
-    store does not know (None, or 0 for an item without one) never predates."""
-    return written_at is not None and 0 < written_at < record.created_at - CLOCK_SKEW_SECONDS
+    store does not know (0, for an item without one) never predates."""
+    return 0 < written_at < record.created_at - CLOCK_SKEW_SECONDS
 
 
 def carried_batch_max_bytes(execution_id: str) -> int:

@@ -40,8 +40,7 @@ class StoreServiceClient:
         self._journal = journal
         self._owner = owner
         self._lock = threading.Lock()
-        self.fenced = False
-        # The conflict that fenced it (SequenceConflict.written_at tells whose batch holds the seq).
+        # The conflict that fenced it, if any (SequenceConflict.written_at tells whose batch holds the seq).
         self.conflict: SequenceConflict | None = None
         # Checkpoints left to the next batch (_replayable).
         self.deferred = 0
@@ -51,6 +50,11 @@ class StoreServiceClient:
         # Callbacks this invocation started whose records an earlier run wrote (derived ids): a completion
         # may be waiting there that no message will announce again, so the worker runs it again too.
         self.callbacks_resolved_before = 0
+
+    @property
+    def fenced(self) -> bool:
+        """A newer worker holds the execution: this invocation's checkpoints change nothing any more."""
+        return self.conflict is not None
 
     @property
     def token(self) -> str:
@@ -94,7 +98,6 @@ class StoreServiceClient:
             try:
                 flushed = self._engine.append_journal(self._record, journal)
             except SequenceConflict as conflict:
-                self.fenced = True
                 self.conflict = conflict
                 return self._revoked(updates)
             return CheckpointOutput(

@@ -275,9 +275,8 @@ class Worker:
                     f"execution {record.execution_id!r}: its log has {journal.next_seq} batches but held "
                     f"{lease.log_length} (the last ones expired under the table's TTL)"
                 )
-            earlier = _earlier_executions_log(record, journal.oldest_batch_at) or _earlier_executions_log(
-                record, lease.carried.created_at if lease.carried is not None else None
-            )
+            carried_at = lease.carried.created_at if lease.carried is not None else None
+            earlier = _earlier_executions_log(record, journal.oldest_batch_at, carried_at)
             if earlier is not None:
                 self.engine.close_journal(journal, keep=False)
                 raise earlier
@@ -830,18 +829,17 @@ def _error(error: BaseException) -> dict[str, Any]:
     return dict(ErrorObject.from_exception(error).to_dict())
 
 
-def _earlier_executions_log(
-    record: ExecutionRecord, written_at: float | None
-) -> LogOfEarlierExecution | None:
-    """The error for a batch of the log (or the one the coordination record carries) that an earlier
-    execution under the same name left (`predates`): the run fails, its message retries and then waits in
-    the DLQ; redriven once the table's TTL has removed those items, the execution runs from its start."""
-    if written_at is None or not predates(record, written_at):
+def _earlier_executions_log(record: ExecutionRecord, *written: float | None) -> LogOfEarlierExecution | None:
+    """The error for the oldest of batches written at `written` (in the log, carried by the coordination
+    record, in the way of a write; None: no such batch) when an earlier execution under the same name left
+    it (`predates`): the run fails, its message retries and then waits in the DLQ; redriven once the
+    table's TTL has removed those items, the execution runs from its start."""
+    known = [written_at for written_at in written if written_at is not None]
+    if not known or not predates(record, oldest := min(known)):
         return None
     return LogOfEarlierExecution(
         f"execution {record.execution_id!r}, created at {iso_timestamp(record.created_at)}: its log or "
-        f"coordination record holds a batch written at {iso_timestamp(written_at)} by an earlier execution "
-        "under the same name, whose "
-        "record the table's TTL removed before its other items; redrive the message once the TTL has removed "
-        "those too (the earlier execution's retention has passed)"
+        f"coordination record holds a batch written at {iso_timestamp(oldest)} by an earlier execution "
+        "under the same name, whose record the table's TTL removed before its other items; redrive the "
+        "message once the TTL has removed those too (the earlier execution's retention has passed)"
     )
