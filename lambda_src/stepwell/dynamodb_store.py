@@ -913,7 +913,7 @@ class DynamoDbExecutionStore:
         execution_id: str,
         owner: str,
         wake: float | KeepWake | None = KeepWake.KEEP,
-        ended: bool = False,
+        ended_at: float | None = None,
         carried: Batch | None = None,
         log_next: int | None = None,
         log_length: int | None = None,
@@ -926,13 +926,13 @@ class DynamoDbExecutionStore:
             values: Item = {":owner": _s(owner)}
             names = {"#x": "exp"}
             assignments: list[str] = []
-            if ended:
+            ended = ended_at is not None
+            if ended_at is not None:
                 # The record stays for the retention period (the same one write unit as deleting it), with
                 # the end it carries if any: a late message for the execution then never finds its lease
                 # never held (Lease.never_held) and always reads the log.
                 assignments.append("#ttl = :ttl")
                 names["#ttl"] = "ttl"
-                ended_at = carried.created_at if carried is not None else time.time()
                 values[":ttl"] = _n(int(ended_at) + self.retention_seconds)
                 if carried is None:
                     update += ", pb, pz, ps, pt"

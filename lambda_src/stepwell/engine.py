@@ -481,8 +481,12 @@ class Engine:
         journal.offloaded_batches |= is_ref
         now = self.clock.now()
         retention = self.store.retention_seconds
-        # The end's batch expires a retention period after it; the others as stepwell.log_expiry says.
-        expires_at = now + retention if terminal else journal.log_expiry.expiry_for(now, retention)
+        # The end's batch expires a retention period after the end (an ended record's own time when a late
+        # run settles it: never after the execution's item); the others as stepwell.log_expiry says.
+        if terminal:
+            expires_at: float | None = (now if record.ended_at is None else record.ended_at) + retention
+        else:
+            expires_at = journal.log_expiry.expiry_for(now, retention)
         stored = Batch(
             seq=seq,
             body=body or "",

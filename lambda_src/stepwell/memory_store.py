@@ -330,7 +330,7 @@ class MemoryExecutionStore:
         execution_id: str,
         owner: str,
         wake: float | KeepWake | None = KeepWake.KEEP,
-        ended: bool = False,
+        ended_at: float | None = None,
         carried: Batch | None = None,
         log_next: int | None = None,
         log_length: int | None = None,
@@ -341,6 +341,7 @@ class MemoryExecutionStore:
             if held is None or held.owner != owner:
                 return
             del self._leases[execution_id]
+            ended = ended_at is not None
             if log_next is None or ended:
                 self._log_next.pop(execution_id, None)
             else:

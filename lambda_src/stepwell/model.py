@@ -430,3 +430,6 @@ class WorkOutcome:
     log_next: int | None = field(default=None, repr=False, compare=False)
     # The batches the log held as the run left it, for the release to record (Lease.log_length).
     log_length: int | None = field(default=None, repr=False, compare=False)
+    # When the execution ended, for an outcome that found or made it ended: its coordination record
+    # expires a retention period after that, however late the run (ExecutionStore.release_lease).
+    ended_at: float | None = field(default=None, repr=False, compare=False)

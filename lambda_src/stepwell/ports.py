@@ -182,15 +182,17 @@ class ExecutionStore(Protocol):
         execution_id: str,
         owner: str,
         wake: float | KeepWake | None = KeepWake.KEEP,
-        ended: bool = False,
+        ended_at: float | None = None,
         carried: Batch | None = None,
         log_next: int | None = None,
         log_length: int | None = None,
     ) -> None:
         """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
-        run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended`: the
-        execution has ended: its coordination record keeps the end it carries, if any, and stays for the
-        retention period, so `Lease.never_held` is never true for it again. `carried`: the
+        run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended_at`: the
+        execution ended then (its record's `ended_at`, however late the run that settles it): its
+        coordination record keeps the end it carries, if any, and stays for the retention period from that
+        end, as the rest of the execution's items do, so `Lease.never_held` is never true for it again and
+        it never outlives the execution's own item. `carried`: the
         run's last batch, kept on the record instead of the log (a small one: a suspension's events of no
         operation, or the execution's end, which the record then keeps for the retention period),
         returned by the next `acquire_lease` and `get_carried_batch`; without it a batch carried before

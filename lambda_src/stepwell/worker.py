@@ -210,7 +210,7 @@ class Worker:
             engine.store.release_lease(
                 execution_id,
                 owner,
-                *_release_terms(outcome),
+                *_release_terms(outcome, engine.clock.now()),
                 carried=carried,
                 log_next=log_next,
                 log_length=log_length,
@@ -681,7 +681,9 @@ class Worker:
         _stop_children(engine, ended, journal)
         if not (won and by_handler):
             self._tell_ended(ended)
-        return WorkOutcome(record.execution_id, "finished", status=status, carried=carried)
+        return WorkOutcome(
+            record.execution_id, "finished", status=status, carried=carried, ended_at=ended.ended_at
+        )
 
     def _tell_ended(self, record: ExecutionRecord) -> None:
         """Tell the workflow's end observer (WorkflowOptions.on_ended) of an end its code did not see.
@@ -713,7 +715,9 @@ class Worker:
         if pending:
             self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in pending])
         reason = {"reason": "ended; payloads expired"}
-        return WorkOutcome(record.execution_id, "ignored", status=record.status, details=reason)
+        return WorkOutcome(
+            record.execution_id, "ignored", status=record.status, details=reason, ended_at=record.ended_at
+        )
 
     def _settle_ended(
         self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float
@@ -751,7 +755,13 @@ class Worker:
         self._release_flow(record)
         if inputs:
             engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
-        return WorkOutcome(record.execution_id, "ignored", status=record.status, details={"reason": "ended"})
+        return WorkOutcome(
+            record.execution_id,
+            "ignored",
+            status=record.status,
+            details={"reason": "ended"},
+            ended_at=record.ended_at,
+        )
 
 
 def _has_payload_objects(record: ExecutionRecord, journal: Journal, inputs: Iterable[ExternalInput]) -> bool:
@@ -794,15 +804,15 @@ def _ends(outcome: WorkOutcome) -> bool:
     )
 
 
-def _release_terms(outcome: WorkOutcome | None) -> tuple[float | KeepWake | None, bool]:
-    """What releasing the lease records after a run with this outcome: the wake-up the run armed and
-    whether the execution has ended. A run that failed, was fenced or forwards the message armed nothing:
-    whatever is recorded stands."""
+def _release_terms(outcome: WorkOutcome | None, now: float) -> tuple[float | KeepWake | None, float | None]:
+    """What releasing the lease records after a run with this outcome: the wake-up the run armed and when
+    the execution ended (None: it runs). A run that failed, was fenced or forwards the message armed
+    nothing: whatever is recorded stands."""
     if outcome is None or outcome.action in ("fenced", "forward"):
-        return KeepWake.KEEP, False
+        return KeepWake.KEEP, None
     if _ends(outcome):
-        return None, True
-    return outcome.next_wake_at, False
+        return None, outcome.ended_at if outcome.ended_at is not None else now
+    return outcome.next_wake_at, None
 
 
 def _unneeded_wake(armed: float | None, outcome: WorkOutcome) -> tuple[float, float | None] | None:

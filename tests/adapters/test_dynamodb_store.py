@@ -297,7 +297,7 @@ def test_a_long_carried_batch_is_kept_deflated_on_the_record_and_a_short_one_as_
         assert store.get_carried_batch(execution_id) == Batch(seq=seq, body=body, created_at=T0)
     assert item is not None and len(item["pz"]["B"]) < len(long_body) / 2
     assert store.acquire_lease(execution_id, "w", now=T0 + 9, duration=60) is not None
-    store.release_lease(execution_id, "w", wake=None, ended=True)  # the end carries nothing: both go
+    store.release_lease(execution_id, "w", wake=None, ended_at=T0 + 9)  # the end carries nothing: both go
     item = _coordination_item(deployment, key)
     assert item is not None and not {"pb", "pz"} & set(item)
 
@@ -316,14 +316,12 @@ def test_the_lease_record_stays_out_of_the_due_index_and_carries_the_wake_up(dep
         "w": {"N": "1800003600"},
     }
     store.acquire_lease(execution_id, "worker-b", now=T0 + 1, duration=60)
-    before = time.time()
-    store.release_lease(execution_id, "worker-b", ended=True)
-    # The ended execution's record stays for the retention period, so a late message's lease is not its
-    # first (Lease.never_held): the same one write unit as a delete.
+    store.release_lease(execution_id, "worker-b", ended_at=T0 + 0.5)
+    # The ended execution's record stays for the retention period from its end, so a late message's lease
+    # is not its first (Lease.never_held): the same one write unit as a delete.
     item = _coordination_item(deployment, "lease#" + execution_id)
     assert item is not None and set(item) == {"key", "eid", "ttl"}
-    expires = int(item["ttl"]["N"]) - store.retention_seconds
-    assert int(before) <= expires <= time.time()
+    assert int(item["ttl"]["N"]) == int(T0) + store.retention_seconds
 
 
 def test_a_lease_record_an_earlier_engine_wrote_is_honoured_and_cleaned(deployment: Deployment) -> None:

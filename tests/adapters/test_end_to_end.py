@@ -311,6 +311,46 @@ def test_an_ended_executions_own_item_expires_days_after_every_other_item_of_it(
     record = client.engine.store.get_execution(execution_id)
     assert record is not None and record.ended_at is not None
 
+    own_ttl, others = _ttls(deployment, execution_id, tag_partition="default#~tag#team#billing")
+    assert own_ttl == int(record.ended_at) + 30 * 86400 + NAME_HOLD_SECONDS
+    assert len(others) >= 4
+    # The API hides the execution a retention period after its end; its item goes five days after the last.
+    assert max(others) <= int(record.ended_at) + 30 * 86400 + LOG_HORIZON_SECONDS
+    assert own_ttl - max(others) >= 5 * 86400
+
+
+def test_an_end_settled_days_late_leaves_no_item_that_outlives_the_executions_own(
+    stack: tuple[StepwellClient, EntryRuntime, QueueDriver], deployment: Deployment
+) -> None:
+    """A stop's message that comes days late (a redrive from the DLQ) logs the end and releases the
+    coordination record then: both expire a retention period after the stop, not after that late run."""
+    client, _, driver = stack
+    execution_id = client.start_execution("approval-flow", {"n": 4}, execution_name="order-4")
+    driver.run_until_quiet(fire_schedules=False)
+    driver.run_until_quiet()  # to its callback
+    assert client.stop_execution(execution_id) is True
+    record = client.engine.store.get_execution(execution_id)
+    assert record is not None and record.ended_at is not None
+    client.engine.clock.advance_to(record.ended_at + 10 * 86400)
+    driver.run_until_quiet(fire_schedules=False)  # the stop's message, ten days on
+
+    assert client.get_execution_history(execution_id)[-1]["EventType"] == "ExecutionStopped"
+    own_ttl, others = _ttls(deployment, execution_id)
+    coordination = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.coordination_table,
+        Key={"key": {"S": "lease#" + execution_id}},
+        ConsistentRead=True,
+    )["Item"]
+    assert int(coordination["ttl"]["N"]) == int(record.ended_at) + 30 * 86400
+    assert max(others) <= int(record.ended_at) + 30 * 86400 + LOG_HORIZON_SECONDS
+    assert own_ttl - max(others) >= 5 * 86400
+
+
+def _ttls(
+    deployment: Deployment, execution_id: str, tag_partition: str | None = None
+) -> tuple[int, list[int]]:
+    """The `ttl` of the execution's own item, and those of its other items: its log batches, its
+    coordination record and the tag entries in `tag_partition` (every one of them must have one)."""
     dynamodb, config = deployment.clients.dynamodb, deployment.config
     parts = ExecutionId.parse(execution_id)
     own = dynamodb.get_item(
@@ -318,9 +358,6 @@ def test_an_ended_executions_own_item_expires_days_after_every_other_item_of_it(
         Key={"contextKey": {"S": parts.context_key}, "instanceId": {"S": parts.instance_id}},
         ConsistentRead=True,
     )["Item"]
-    own_ttl = int(own["ttl"]["N"])
-    assert own_ttl == int(record.ended_at) + 30 * 86400 + NAME_HOLD_SECONDS
-
     others = _operations_items(deployment, execution_id)
     others.append(
         dynamodb.get_item(
@@ -329,17 +366,15 @@ def test_an_ended_executions_own_item_expires_days_after_every_other_item_of_it(
             ConsistentRead=True,
         )["Item"]
     )
-    others += dynamodb.query(
-        TableName=config.executions_table,
-        KeyConditionExpression="contextKey = :k",
-        ExpressionAttributeValues={":k": {"S": "default#~tag#team#billing"}},
-        ConsistentRead=True,
-    )["Items"]
-    assert len(others) >= 4 and all("ttl" in item for item in others)
-    latest_other = max(int(item["ttl"]["N"]) for item in others)
-    # The API hides the execution a retention period after its end; its item goes five days after the last.
-    assert latest_other <= int(record.ended_at) + 30 * 86400 + LOG_HORIZON_SECONDS
-    assert own_ttl - latest_other >= 5 * 86400
+    if tag_partition is not None:
+        others += dynamodb.query(
+            TableName=config.executions_table,
+            KeyConditionExpression="contextKey = :k",
+            ExpressionAttributeValues={":k": {"S": tag_partition}},
+            ConsistentRead=True,
+        )["Items"]
+    assert all("ttl" in item for item in others), others
+    return int(own["ttl"]["N"]), [int(item["ttl"]["N"]) for item in others]
 
 
 def test_a_new_execution_meeting_an_earlier_ones_items_fails_its_run_instead_of_replaying_them(

@@ -173,6 +173,28 @@ def test_a_log_written_without_expiries_stays_so_and_expires_from_the_end(
     assert all(at is not None and abs(at - (ended_at + store.retention_seconds)) <= 1 for at in expiries)
 
 
+def test_an_end_settled_late_expires_from_the_end_not_from_the_late_run(
+    stepwell_local: LocalStepwell,
+) -> None:
+    """A stop's message that comes days late (a redrive from the DLQ, say) logs the end then: that batch
+    expires a retention period after the stop, as the log before it does, so no item of the execution
+    outlives its own record (which holds the name: stepwell.log_expiry.NAME_HOLD_SECONDS)."""
+    execution_id, store = _waiting_on_open_callback(stepwell_local)
+    written = len(store.batch_expiries(execution_id))
+    assert stepwell_local.engine.stop_execution(execution_id)
+    stopped_at = _ended_at(stepwell_local, execution_id)
+    stepwell_local.clock.advance_to(stopped_at + 10 * DAY)
+    stepwell_local.run_until_idle()
+
+    assert stepwell_local.history(execution_id)[-1]["EventType"] == "ExecutionStopped"
+    expiries = store.batch_expiries(execution_id)
+    assert len(expiries) == written + 1  # the late run wrote the end
+    assert expiries[-1] == float(int(stopped_at + store.retention_seconds))
+    assert all(
+        at is not None and at <= stopped_at + store.retention_seconds + LOG_HORIZON_SECONDS for at in expiries
+    )
+
+
 def test_log_expiry_tells_the_earliest_expiry_and_a_kept_batch() -> None:
     retention = 30 * DAY
     expiry = LogExpiry()

@@ -153,7 +153,8 @@ def test_a_release_carries_a_batch_to_the_next_lease_until_the_end(execution_sto
     assert execution_store.get_carried_batch(execution_id) == newer
 
     assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
-    execution_store.release_lease(execution_id, "w4", ended=True)  # the carried batch goes with the execution
+    # The carried batch goes with the execution.
+    execution_store.release_lease(execution_id, "w4", ended_at=NOW)
     assert execution_store.get_carried_batch(execution_id) is None
     assert execution_store.get_carried_batch(record("b").execution_id) is None
 
@@ -184,18 +185,18 @@ def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
     end = Batch(
         seq=4, body='{"e":[{"t":"ExecutionSucceeded"}],"z":1,"w":0}', created_at=NOW + 1, terminal=True
     )
-    execution_store.release_lease(execution_id, "w2", ended=True, carried=end)  # not the holder
+    execution_store.release_lease(execution_id, "w2", ended_at=NOW, carried=end)  # not the holder
     assert execution_store.get_carried_batch(execution_id) is None
-    execution_store.release_lease(execution_id, "w1", wake=None, ended=True, carried=end)
+    execution_store.release_lease(execution_id, "w1", wake=None, ended_at=NOW, carried=end)
     kept = execution_store.get_carried_batch(execution_id)
     assert kept is not None and (kept.seq, kept.body, kept.created_at) == (end.seq, end.body, end.created_at)
     # A late message's worker takes the lease at once (it was released), finds the end, and keeps it.
     late = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
     assert late is not None and late.carried is not None and late.carried.body == end.body
     assert late.wake_at is None
-    execution_store.release_lease(execution_id, "w3", wake=None, ended=True, carried=late.carried)
+    execution_store.release_lease(execution_id, "w3", wake=None, ended_at=NOW, carried=late.carried)
     assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
-    execution_store.release_lease(execution_id, "w4", ended=True)  # given none, the carried end goes
+    execution_store.release_lease(execution_id, "w4", ended_at=NOW)  # given none, the carried end goes
     assert execution_store.get_carried_batch(execution_id) is None
 
 
@@ -209,7 +210,7 @@ def test_only_the_first_lease_of_an_execution_was_never_held(execution_store: Ex
     execution_store.release_lease(execution_id, "w1")  # a run that failed: nothing recorded
     second = execution_store.acquire_lease(execution_id, "w2", NOW + 2, 60)
     assert second is not None and not second.never_held
-    execution_store.release_lease(execution_id, "w2", wake=None, ended=True)
+    execution_store.release_lease(execution_id, "w2", wake=None, ended_at=NOW)
     late = execution_store.acquire_lease(execution_id, "w3", NOW + 3, 60)
     assert late is not None and not late.never_held and late.wake_at is None and late.log_next is None
 
@@ -257,7 +258,7 @@ def test_a_release_that_knows_the_log_s_length_records_it_until_the_end(
     fourth = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
     assert fourth is not None and fourth.log_length == 5
     end = Batch(seq=5, body="{}", created_at=NOW + 4, terminal=True)
-    execution_store.release_lease(execution_id, "w4", wake=None, ended=True, carried=end, log_length=5)
+    execution_store.release_lease(execution_id, "w4", wake=None, ended_at=NOW, carried=end, log_length=5)
     fifth = execution_store.acquire_lease(execution_id, "w5", NOW + 5, 60)
     assert fifth is not None and fifth.log_length is None
 
@@ -274,7 +275,7 @@ def test_the_lease_tells_the_version_an_upgrade_moved_it_to(
     execution_store.note_moved_version(execution_id, "7")
     lease = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
     assert lease is not None and lease.moved_to == "7"
-    execution_store.release_lease(execution_id, "w2", ended=True)  # the record goes with the end
+    execution_store.release_lease(execution_id, "w2", ended_at=NOW)  # the record goes with the end
     lease = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
     assert lease is not None and lease.moved_to is None
 
@@ -327,7 +328,7 @@ def test_a_lease_release_records_the_armed_wake_up(execution_store: ExecutionSto
     execution_store.release_lease(execution_id, "w4", NOW + 60)  # released already: nothing happens
     lease = execution_store.acquire_lease(execution_id, "w5", NOW + 4, 60)
     assert lease is not None and lease.wake_at == NOW + 50
-    execution_store.release_lease(execution_id, "w5", ended=True)  # the record goes with the execution
+    execution_store.release_lease(execution_id, "w5", ended_at=NOW)  # the record goes with the execution
     lease = execution_store.acquire_lease(execution_id, "w6", NOW + 5, 60)
     assert lease is not None and lease.wake_at is None and not lease.taken_over
 
