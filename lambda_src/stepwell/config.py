@@ -48,9 +48,10 @@ _JSON_OBJECT_ENV: dict[str, str] = {
 }
 
 INVOKE_FUNCTIONS_ENV = "STEPWELL_INVOKE_FUNCTIONS"
+VISIBILITY_ENV = "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS"
 
 # Settings that are whole numbers (client_config may give them as numbers or strings).
-_INT_SETTINGS = ("retention_days", "keep_versions")
+_INT_SETTINGS = ("retention_days", "keep_versions", "work_queue_visibility_seconds")
 
 # Settings that are true or false (client_config may give them as booleans or strings).
 _BOOL_SETTINGS = ("status_events", "direct_wake_ups")
@@ -63,6 +64,8 @@ DEFAULT_RETENTION_DAYS = 30
 DEFAULT_WORKER_ALIAS = "live"
 DEFAULT_KEEP_VERSIONS = 3
 MAX_KEEP_VERSIONS = 100
+# SQS's longest visibility timeout (12 hours).
+MAX_VISIBILITY_SECONDS = 43_200
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -98,6 +101,10 @@ class StepwellConfig:
     # newest versions the reconciler keeps whatever runs on them.
     worker_alias: str = DEFAULT_WORKER_ALIAS
     keep_versions: int = DEFAULT_KEEP_VERSIONS
+    # The work queue's visibility timeout (seconds; 0 = not told): how long a killed run's message waits
+    # before SQS delivers it again, which the reconciler's pruning of old versions must outwait
+    # (stepwell.versions.prune_grace_seconds).
+    work_queue_visibility_seconds: int = 0
     region: str = ""
     # Customer managed key the worker encrypts its one-time wake-up schedules with ("" = none).
     kms_key_arn: str = ""
@@ -126,6 +133,11 @@ class StepwellConfig:
             raise ConfigError(
                 f"keep_versions must be 1..{MAX_KEEP_VERSIONS} (how many newest worker versions to keep), "
                 f"got {self.keep_versions}"
+            )
+        if not 0 <= self.work_queue_visibility_seconds <= MAX_VISIBILITY_SECONDS:
+            raise ConfigError(
+                f"work_queue_visibility_seconds must be 0..{MAX_VISIBILITY_SECONDS} (the work queue's "
+                f"visibility timeout in seconds; 0 when not known), got {self.work_queue_visibility_seconds}"
             )
         if not self.worker_alias:
             raise ConfigError("worker_alias must name the worker function's alias (default 'live'), got ''")
@@ -216,6 +228,8 @@ class StepwellConfig:
             values["worker_alias"] = env["STEPWELL_WORKER_ALIAS"]
         if env.get("STEPWELL_KEEP_VERSIONS"):
             values["keep_versions"] = _parse_int("STEPWELL_KEEP_VERSIONS", env["STEPWELL_KEEP_VERSIONS"])
+        if env.get(VISIBILITY_ENV):
+            values["work_queue_visibility_seconds"] = _parse_int(VISIBILITY_ENV, env[VISIBILITY_ENV])
         if env.get("STEPWELL_WORKFLOW_MODULES"):
             values["workflow_modules"] = _parse_modules(env["STEPWELL_WORKFLOW_MODULES"])
         for key, variable in _JSON_OBJECT_ENV.items():
@@ -247,6 +261,8 @@ class StepwellConfig:
         env["STEPWELL_RETENTION_DAYS"] = str(self.retention_days)
         env["STEPWELL_WORKER_ALIAS"] = self.worker_alias
         env["STEPWELL_KEEP_VERSIONS"] = str(self.keep_versions)
+        if self.work_queue_visibility_seconds:
+            env[VISIBILITY_ENV] = str(self.work_queue_visibility_seconds)
         env["STEPWELL_WORKFLOW_MODULES"] = ",".join(self.workflow_modules)
         for key, variable in _JSON_OBJECT_ENV.items():
             env[variable] = json.dumps(dict(getattr(self, key)))

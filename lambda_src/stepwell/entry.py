@@ -78,6 +78,7 @@ from stepwell.registry import Registry, default_registry, import_workflow_module
 from stepwell.schedules import SCHEDULED_START, start_scheduled
 from stepwell.status_events import STATUS_EVENT_SOURCE
 from stepwell.timers import is_early
+from stepwell.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds
 from stepwell.work_queue import MAX_DELAY_SECONDS
 from stepwell.worker import Worker, parse_invoke_message
 
@@ -167,6 +168,7 @@ class EntryRuntime:
         reconciler: Reconciler | None = None,
         event_router: Router | None = None,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
+        prune_grace: float = PRUNE_GRACE_SECONDS,
     ) -> None:
         self.engine = engine
         self.worker = Worker(engine)
@@ -176,6 +178,7 @@ class EntryRuntime:
             engine.clock,
             versions=engine.functions,
             keep_versions=keep_versions,
+            prune_grace=prune_grace,
         )
         # Domain events (bus events that are not stepwell.* commands) go to the definitions router.
         self.event_router = event_router
@@ -194,7 +197,8 @@ class EntryRuntime:
         if config.invoke_functions:
             chosen.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(aws))
         engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics)
-        return cls(engine, keep_versions=config.keep_versions)
+        grace = prune_grace_seconds(config.work_queue_visibility_seconds)
+        return cls(engine, keep_versions=config.keep_versions, prune_grace=grace)
 
     # --- events ---
 

@@ -47,6 +47,7 @@ class Reconciler:
         limit_per_shard: int = DEFAULT_LIMIT_PER_SHARD,
         versions: FunctionVersions | None = None,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
+        prune_grace: float = PRUNE_GRACE_SECONDS,
     ) -> None:
         if limit_per_shard < 1:
             raise ValueError(f"limit_per_shard must be at least 1, got {limit_per_shard}")
@@ -57,6 +58,8 @@ class Reconciler:
         self.limit_per_shard = limit_per_shard
         self._versions = versions
         self.keep_versions = keep_versions
+        # How long after its successor's publication a version may go (stepwell.versions.prune_grace_seconds).
+        self.prune_grace = prune_grace
         self._flow = FlowControl(store, queue, None, clock)
 
     def run(self) -> ReconcileReport:
@@ -75,7 +78,7 @@ class Reconciler:
                     self._versions,
                     self.keep_versions,
                     now=self._clock.now(),
-                    grace=PRUNE_GRACE_SECONDS,
+                    grace=self.prune_grace,
                 )
             except Exception as error:
                 # Old versions stay until the next run: nothing is lost, so the rest of the run stands.

@@ -26,10 +26,14 @@ logger = logging.getLogger(__name__)
 # invocation of the old one that started before the alias moved on has ended (Lambda runs at most 15
 # minutes) and an execution whose first run it was, if still running, is pinned as that run ended and is
 # in the version index (eventually consistent), so the count before the deletion sees it. A first run
-# killed before its pin is retried once the work queue's visibility timeout runs out (the module's is six
-# times the worker's timeout: at most 90 minutes), and the retry pins the execution to the version its
-# log names: two hours cover that too.
+# killed before its pin is retried once the work queue's visibility timeout runs out (the module's default
+# is six times the worker's timeout: at most 90 minutes), and the retry pins the execution to the version
+# its log names: two hours cover that too, and a longer visibility timeout lengthens the grace
+# (prune_grace_seconds).
 PRUNE_GRACE_SECONDS = 7200.0
+# What the grace keeps past the visibility timeout: the retried run itself (Lambda's 15 minutes) and as
+# much again for the retry's own delivery.
+_RETRY_RUN_SECONDS = 1800.0
 
 NONDETERMINISM_ERROR = "NonDeterministicExecutionError"
 # The SDK's message names the operation by id and each part that differs as `<part> checkpoint=<log>
@@ -61,7 +65,7 @@ def prune_versions(
 
     Never deleted: the newest `keep` versions, a version an alias points to, a version newer than the
     alias's (a deploy in progress), a version any RUNNING execution is pinned to (counted right before
-    its deletion), and with a `grace` (seconds; the reconciler's is PRUNE_GRACE_SECONDS) one whose next
+    its deletion), and with a `grace` (seconds; the reconciler's is prune_grace_seconds) one whose next
     version was published less than that before `now` (or at a time Lambda does not tell). Without an
     alias version nothing is deleted: which code is live is unknown.
     """
@@ -87,6 +91,12 @@ def prune_versions(
         logger.info("deleted worker version %s: no running execution is pinned to it", version)
         deleted.append(version)
     return deleted
+
+
+def prune_grace_seconds(visibility_timeout: float) -> float:
+    """The reconciler's grace (prune_versions) for a work queue with this visibility timeout (seconds; 0
+    when not known): PRUNE_GRACE_SECONDS, or longer when a killed first run's retry may come later."""
+    return max(PRUNE_GRACE_SECONDS, visibility_timeout + _RETRY_RUN_SECONDS)
 
 
 def _published_before(version: FunctionVersion, moment: float) -> bool:

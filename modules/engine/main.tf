@@ -46,6 +46,8 @@ locals {
     # Long wake-ups invoke the alias from Scheduler directly: no SQS send, receive and delete per resume.
     STEPWELL_WAKE_FUNCTION_ARN = local.wake_function_arn
     STEPWELL_KEEP_VERSIONS     = tostring(var.keep_versions)
+    # A killed first run's message comes back after this: the reconciler's pruning outwaits it.
+    STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS = tostring(var.work_queue.visibility_timeout_seconds)
     # "true": every execution status change goes on the bus (stepwell.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }

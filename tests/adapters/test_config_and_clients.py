@@ -9,6 +9,8 @@ import pytest
 from botocore.stub import Stubber
 from stepwell.aws import AwsClients, RequestCounter
 from stepwell.config import ConfigError, StepwellConfig
+from stepwell.entry import EntryRuntime
+from stepwell.versions import PRUNE_GRACE_SECONDS
 
 CLIENT_CONFIG = {
     "region": "eu-west-1",
@@ -51,13 +53,32 @@ def test_null_outputs_mean_unset_and_unknown_outputs_are_ignored() -> None:
 
 def test_environment_round_trip() -> None:
     config = StepwellConfig.from_client_config(
-        {**CLIENT_CONFIG, "workflow_modules": ["orders", "billing.flows"]}
+        {
+            **CLIENT_CONFIG,
+            "workflow_modules": ["orders", "billing.flows"],
+            "work_queue_visibility_seconds": 14400,
+        }
     )
     env = config.to_env()
     assert env["STEPWELL_SUBJECT_INDEX"] == "by-subject"
     assert env["STEPWELL_WORKFLOW_MODULES"] == "orders,billing.flows"
+    assert env["STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS"] == "14400"
     again = StepwellConfig.from_env({**env, "STEPWELL_WORKER_FUNCTION_NAME": "orders-worker"})
     assert again == config
+
+
+def test_the_work_queues_visibility_timeout_sets_the_reconcilers_grace_before_pruning() -> None:
+    """The module gives the worker the work queue's visibility timeout: a killed first run's retry comes
+    that long after, and the reconciler keeps the version it may pin to until then."""
+    env = StepwellConfig.from_client_config(CLIENT_CONFIG).to_env()
+    assert "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS" not in env  # not told: the default grace
+    clients = AwsClients(region="eu-west-1")
+    told = StepwellConfig.from_env({**env, "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS": "14400"})
+    assert EntryRuntime.from_config(told, clients).reconciler.prune_grace == 14400 + 1800
+    untold = StepwellConfig.from_env(env)
+    assert EntryRuntime.from_config(untold, clients).reconciler.prune_grace == PRUNE_GRACE_SECONDS
+    with pytest.raises(ConfigError, match="STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS must be a whole number"):
+        StepwellConfig.from_env({**env, "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS": "6h"})
 
 
 def test_missing_required_setting_names_it() -> None:
@@ -73,6 +94,10 @@ def test_missing_required_setting_names_it() -> None:
     [
         ({"retention_days": "soon"}, "retention_days must be a whole number, got 'soon'"),
         ({"retention_days": 0}, "positive number of days, got 0"),
+        (
+            {"work_queue_visibility_seconds": 50000},
+            "work_queue_visibility_seconds must be 0..43200 \\(the work queue's visibility timeout",
+        ),
         ({"workflow_modules": "good,not-a-module"}, "'not-a-module' is not a dotted Python module name"),
         ({"executions_table": 42}, "client_config\\['executions_table'\\] must be a string, got 42"),
         # Unqualified (Scheduler would invoke $LATEST, not the live alias), or no ARN at all.

@@ -244,6 +244,7 @@ def test_worker_function_environment_and_role(deployed_stack: DeployedStack, con
         "STEPWELL_WORKER_ALIAS": config["worker_alias"],
         "STEPWELL_WAKE_FUNCTION_ARN": config["wake_function_arn"],
         "STEPWELL_KEEP_VERSIONS": "3",
+        "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS": str(EXPECTED["visibility_timeout"]),
     }
     assert {key: environment.get(key) for key in expected_environment} == expected_environment
     for key in ("STEPWELL_EVENT_EXTRACTOR", "STEPWELL_LOG_LEVEL"):

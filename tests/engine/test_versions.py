@@ -16,7 +16,7 @@ from stepwell.errors import ExecutionAlreadyEnded, InvalidArgument, VersionNotFo
 from stepwell.history import format_timeline
 from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.registry import Registry
-from stepwell.versions import PRUNE_GRACE_SECONDS, prune_versions, running_version
+from stepwell.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds, prune_versions, running_version
 from stepwell.worker import Worker
 from versioned_stack import VersionedStack
 
@@ -422,6 +422,25 @@ def test_the_reconciler_prunes_and_a_pruning_failure_does_not_stop_it(
     caplog.set_level(logging.ERROR, logger="stepwell.reconciler")
     report = stack.live.reconciler.run()
     assert report.deleted_versions == [] and "pruning worker versions failed (RuntimeError)" in caplog.text
+
+
+def test_a_work_queue_with_a_long_visibility_timeout_lengthens_the_grace_before_a_version_goes(
+    stack: VersionedStack,
+) -> None:
+    """A first run killed before its pin comes back once the queue's visibility timeout runs out, and its
+    retry pins the execution to the version its log names: with a 4-hour timeout (the module allows 12),
+    that version stays past the two hours the default grace gives, until the retry has had its run."""
+    visibility = 4 * 3600
+    grace = prune_grace_seconds(visibility)
+    assert prune_grace_seconds(0) == prune_grace_seconds(5400) == PRUNE_GRACE_SECONDS  # the module's default
+    assert grace == visibility + 1800
+    for _ in range(3):
+        stack.publish(_registry(*V2), keep_versions=1, prune_grace=grace)
+
+    stack.clock.advance(PRUNE_GRACE_SECONDS + 60)
+    assert stack.live.reconciler.run().deleted_versions == []  # a killed first run's retry may yet come
+    stack.clock.advance(visibility + 1800 - PRUNE_GRACE_SECONDS)
+    assert stack.live.reconciler.run().deleted_versions == ["1", "2", "3"]
 
 
 CALLBACKS: dict[str, str] = {}

@@ -20,6 +20,7 @@ from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.model import ExecutionRecord, FunctionVersion
 from stepwell.registry import Registry
 from stepwell.testing.local import LocalQueue
+from stepwell.versions import PRUNE_GRACE_SECONDS
 
 ALIAS = "live"
 REDELIVERY_SECONDS = 30.0
@@ -73,10 +74,13 @@ class VersionedStack:
         self.functions = Functions()
         self._message_ids = itertools.count(1)
 
-    def publish(self, registry: Registry, keep_versions: int = 3) -> EntryRuntime:
+    def publish(
+        self, registry: Registry, keep_versions: int = 3, prune_grace: float = PRUNE_GRACE_SECONDS
+    ) -> EntryRuntime:
         """Publish the next version with `registry`'s workflows and point the alias at it (a deploy)."""
         version = str(max((int(v) for v in self.functions.runtimes), default=0) + 1)
-        runtime = EntryRuntime(self.engine(registry, version), keep_versions=keep_versions)
+        engine = self.engine(registry, version)
+        runtime = EntryRuntime(engine, keep_versions=keep_versions, prune_grace=prune_grace)
         self.functions.runtimes[version] = runtime
         self.functions.published_at[version] = self.clock.now()
         self.functions.alias_version = version

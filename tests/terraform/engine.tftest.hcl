@@ -93,7 +93,9 @@ run "function_environment_mapping_and_role" {
       STEPWELL_WORKER_ALIAS         = "live"
       STEPWELL_WAKE_FUNCTION_ARN    = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
       STEPWELL_KEEP_VERSIONS        = "3"
-      STEPWELL_STATUS_EVENTS        = "true"
+      # The reconciler outwaits it before pruning a version a killed first run may pin to.
+      STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS = "360"
+      STEPWELL_STATUS_EVENTS                 = "true"
     })
     error_message = "The worker environment must be exactly the variables of docs/architecture.md."
   }
