@@ -200,6 +200,9 @@ class Journal:
     # When the oldest batch of the log as loaded was written (set by the engine; None: none read): one
     # written before the execution was created is an earlier execution's (stepwell.engine.predates).
     oldest_batch_at: float | None = None
+    # The time of the latest history event the journal holds, folded or its own (epoch ms; None: none): an
+    # end recorded later is never stamped before it (Worker._settle_ended).
+    last_event_ms: int | None = None
     # The worker version the log last ran on (key "v", written when it changes; None: never versioned).
     code_version: str | None = None
     # The workflow's execution timeout in seconds when it started (key "to"; None: none).
@@ -239,7 +242,10 @@ class Journal:
             self.operations[op.operation_id] = op
         for op_id, meta in body.get("d", {}).items():
             self.meta[op_id] = meta
-        self.next_event_id += len(body.get("e", ()))
+        events = body.get("e", ())
+        self.next_event_id += len(events)
+        for event in events:
+            self._note_event_time(int(event.get("s", 0)))
         self.absorbed_input_ids.update(body.get("i", ()))
         self.needs_invocation = bool(body.get("w", 1))
         if "c" in body:  # the batch holds an InvocationCompleted
@@ -436,8 +442,14 @@ class Journal:
 
     def _event(self, event_type: str, now: float, op: Operation | None, details: dict[str, Any]) -> None:
         # Kept compact until the flush (see _stored_event); the EventId is the position in the log.
-        self._events.append((event_type, _ms(now), op.operation_id if op is not None else None, details))
+        stamp = _ms(now)
+        self._events.append((event_type, stamp, op.operation_id if op is not None else None, details))
         self.next_event_id += 1
+        self._note_event_time(stamp)
+
+    def _note_event_time(self, stamp: int) -> None:
+        if self.last_event_ms is None or stamp > self.last_event_ms:
+            self.last_event_ms = stamp
 
     def _set(self, op: Operation) -> None:
         self.operations[op.operation_id] = op

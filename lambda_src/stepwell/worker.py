@@ -727,11 +727,16 @@ class Worker:
         if not journal.ended:
             journal.absorbed_input_ids.update(item.input_id for item in inputs)
             announced = [record.status]
+            # The history tells the times the execution's record does (describe's start and end), however
+            # late this message: never before an event the log already holds.
+            ended_at = record.ended_at if record.ended_at is not None else now
             if journal.is_empty:  # stopped before its first invocation: the log still tells the story
                 announced.insert(0, ExecutionStatus.RUNNING)
-                self._log_start(record, journal, now)
+                self._log_start(record, journal, min(record.created_at, ended_at))
+            if journal.last_event_ms is not None:
+                ended_at = max(ended_at, journal.last_event_ms / 1000)
             result = engine.resolve(record.result, record.result_is_ref)
-            journal.execution_ended(record.status.value, now, result, record.error)
+            journal.execution_ended(record.status.value, ended_at, result, record.error)
             # The end is not logged yet: a stop, or the worker that ended it died before its terminal batch
             # (e.g. the bus refused its announcement): announce it now, and resume a waiting parent.
             engine.announce_status(record, *announced)

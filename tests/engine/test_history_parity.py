@@ -25,7 +25,7 @@ from aws_durable_execution_sdk_python.waits import (
 from history_model import check_history_against_model
 from stepwell import cli
 from stepwell.errors import InvalidArgument
-from stepwell.model import KEY_PART_RULE
+from stepwell.model import KEY_PART_RULE, ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 
 POLL_DELAYS = {1: 10, 2: 20}
@@ -486,3 +486,60 @@ def test_cli_history_no_data_and_reverse(local: LocalStepwell, finished_invoke: 
     # Newest first, offsets still counted from the start.
     assert "ExecutionSucceeded" in lines[0] and "ExecutionStarted" in lines[-1]
     assert lines[-1].split()[0] == "+0.000s"
+
+
+@durable_execution
+def _awaits_an_answer(event: Any, context: DurableContext) -> Any:
+    return context.create_callback(name="answer").result()
+
+
+def _stamp_ms(event: dict[str, Any]) -> int:
+    return round(event["EventTimestamp"].timestamp() * 1000)
+
+
+@pytest.mark.parametrize("ran_first", [False, True], ids=["stopped before its first run", "stopped waiting"])
+def test_a_stop_settled_late_is_stamped_with_the_times_describe_gives(
+    stepwell_local: LocalStepwell, ran_first: bool
+) -> None:
+    """The worker logs a stop when the stop's message comes, which may be days later (a busy lease, a
+    redrive from the DLQ): ExecutionStarted and ExecutionStopped still carry the execution's own start and
+    stop, as describe's StartTimestamp and EndTimestamp do, and the history's times never go back."""
+    stepwell_local.register("awaits", _awaits_an_answer)
+    execution_id = stepwell_local.start("awaits", None)
+    if ran_first:
+        stepwell_local.run_until_idle()
+        stepwell_local.clock.advance(3600)
+    assert stepwell_local.engine.stop_execution(execution_id)
+    stepwell_local.clock.advance(3 * 86400)
+    stepwell_local.run_until_idle()
+
+    described = stepwell_local.describe(execution_id)
+    history = stepwell_local.history(execution_id)
+    assert described["Status"] == "STOPPED"
+    assert [event["EventType"] for event in history][-1] == "ExecutionStopped"
+    # To the millisecond the history keeps; a first run logs the start as it begins, a moment after it.
+    started_within = 1 if not ran_first else 1000
+    assert abs(_stamp_ms(history[0]) - described["StartTimestamp"] * 1000) <= started_within
+    assert abs(_stamp_ms(history[-1]) - described["EndTimestamp"] * 1000) <= 1
+    stamps = [_stamp_ms(event) for event in history]
+    assert stamps == sorted(stamps)
+
+
+def test_a_stop_stamped_before_the_logs_last_event_is_logged_after_it(stepwell_local: LocalStepwell) -> None:
+    """A stop that raced a run (its record's end a moment before the run's last events, say on a clock a
+    second behind) is logged at the log's last event instead: a history's times never go back."""
+    stepwell_local.register("awaits", _awaits_an_answer)
+    execution_id = stepwell_local.start("awaits", None)
+    stepwell_local.run_until_idle()
+    last_event_ms = _stamp_ms(stepwell_local.history(execution_id)[-1])
+    stopped_at = last_event_ms / 1000 - 1.0
+    store = stepwell_local.engine.store
+    assert store.complete_execution(
+        execution_id, ExecutionStatus.STOPPED, stopped_at, error={"ErrorType": "Stop"}
+    )
+    stepwell_local.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
+    stepwell_local.run_until_idle()
+
+    history = stepwell_local.history(execution_id)
+    assert history[-1]["EventType"] == "ExecutionStopped" and _stamp_ms(history[-1]) == last_event_ms
+    assert stepwell_local.describe(execution_id)["EndTimestamp"] == stopped_at
