@@ -732,18 +732,13 @@ variable "callback_url_max_body_bytes" {
 }
 
 variable "callback_url_reserved_concurrency" {
-  description = "Concurrent executions reserved for the callbacks function, which are also its ceiling: beyond them its public URL answers 429 (Too Many Requests), so a flood of requests cannot take the account's concurrency from the worker or run up more than this many invocations at once. null: unreserved (it shares the account's pool)."
+  description = "Concurrent executions reserved for the callbacks function, which are also its ceiling: beyond them its public URL answers 429 (Too Many Requests), so a flood of requests cannot take the account's concurrency from the worker or run up more than this many invocations at once. The reservation comes out of the account's unreserved pool, which must keep at least 100 (an account whose concurrency quota is under 110 cannot reserve 10). null: unreserved (it shares the account's pool). Unused without callback_urls."
   type        = number
-  default     = null
+  default     = 10
 
   validation {
     condition     = var.callback_url_reserved_concurrency == null || try(var.callback_url_reserved_concurrency >= 1 && floor(var.callback_url_reserved_concurrency) == var.callback_url_reserved_concurrency, false)
-    error_message = "callback_url_reserved_concurrency must be a whole number >= 1 (0 would refuse every callback URL request: set callback_urls = false instead), or null; got ${coalesce(var.callback_url_reserved_concurrency, "null")}."
-  }
-
-  validation {
-    condition     = var.callback_url_reserved_concurrency == null || var.callback_urls
-    error_message = "callback_url_reserved_concurrency needs callback_urls = true (it bounds the callbacks function)."
+    error_message = "callback_url_reserved_concurrency must be a whole number >= 1 (0 would refuse every callback URL request: set callback_urls = false instead), or null for unreserved; got ${coalesce(var.callback_url_reserved_concurrency, "null")}."
   }
 }
 

@@ -125,7 +125,7 @@ resource "aws_lambda_function" "callbacks" {
   #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
   #checkov:skip=CKV_AWS_173:Environment holds resource names and the secret's ARN only, never the secret; kms_key_arn encrypts it when given.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable (the root's callback_url_reserved_concurrency), unset by default: reserving takes it from the account's pool.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable (the root's callback_url_reserved_concurrency), 10 by default; null opts out where the account's pool is too small to reserve.
   function_name = local.function_name
   description   = "Stepwell callback URLs: completes, fails or heartbeats a callback for an HTTPS request."
   role          = aws_iam_role.callbacks.arn
@@ -168,10 +168,12 @@ resource "aws_lambda_permission" "function_url" {
   function_url_auth_type = "NONE"
 }
 
-# Function URLs created since October 2025 also need lambda:InvokeFunction. The provider versions this
-# module allows (< 6.x's invoked_via_function_url) cannot limit it to URL requests, so a direct invoke is
-# allowed too: the handler treats any event as a hostile HTTP request (route, method, size, signature), so
-# a direct invoke can do nothing a request to the URL cannot.
+# Function URLs created since October 2025 also need lambda:InvokeFunction. Only its condition
+# lambda:InvokedViaFunctionUrl limits it to URL requests (lambda:FunctionUrlAuthType applies to
+# InvokeFunctionUrl alone), and the provider sets that condition only from 6.x's invoked_via_function_url
+# (hashicorp/terraform-provider-aws#44858), which provider 5.x, still allowed here, rejects as an unknown
+# argument. So a direct invoke is allowed too: the handler treats any event as a hostile HTTP request
+# (route, method, size, signature), so a direct invoke can do nothing a request to the URL cannot.
 resource "aws_lambda_permission" "invoke" {
   #checkov:skip=CKV_AWS_301:The function is public by design (a callback URL for third parties); see the comment above.
   statement_id  = "PublicInvokeForFunctionUrl"

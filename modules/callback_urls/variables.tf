@@ -133,7 +133,7 @@ variable "max_body_bytes" {
 variable "reserved_concurrent_executions" {
   description = "Concurrent executions reserved for (and capping) the callbacks function; null: unreserved."
   type        = number
-  default     = null
+  default     = 10
 
   validation {
     condition     = var.reserved_concurrent_executions == null || try(var.reserved_concurrent_executions >= 1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions, false)

@@ -106,6 +106,11 @@ run "submodule_resources" {
   }
 
   assert {
+    condition     = aws_lambda_function.callbacks.reserved_concurrent_executions == 10
+    error_message = "The submodule reserves 10 concurrent executions for the callbacks function by default."
+  }
+
+  assert {
     condition     = aws_lambda_function_url.callbacks.authorization_type == "NONE" && aws_lambda_function_url.callbacks.function_name == "unit-callbacks"
     error_message = "The function URL has auth type NONE (the callback id, and the signature when configured, are the check)."
   }
@@ -239,6 +244,33 @@ run "parameter_secret_grant" {
   assert {
     condition     = module.callback_urls[0].environment.STEPWELL_CALLBACK_SECRET_ARN == "arn:aws:ssm:eu-west-1:123456789012:parameter/stepwell/callback-key"
     error_message = "The root passes the secret's ARN to the function."
+  }
+}
+
+run "reserved_concurrency_defaults_to_ten" {
+  command = plan
+
+  variables {
+    callback_urls = true
+  }
+
+  assert {
+    condition     = module.callback_urls[0].reserved_concurrent_executions == 10
+    error_message = "By default the callbacks function reserves, and is capped at, 10 concurrent executions."
+  }
+}
+
+run "reserved_concurrency_null_leaves_it_unreserved" {
+  command = plan
+
+  variables {
+    callback_urls                     = true
+    callback_url_reserved_concurrency = null
+  }
+
+  assert {
+    condition     = module.callback_urls[0].reserved_concurrent_executions == null
+    error_message = "callback_url_reserved_concurrency = null leaves the callbacks function unreserved."
   }
 }
 

@@ -959,14 +959,29 @@ run "rejects_callback_url_reserved_concurrency_fraction" {
   expect_failures = [var.callback_url_reserved_concurrency]
 }
 
-run "rejects_callback_url_reserved_concurrency_without_callback_urls" {
+run "rejects_callback_url_reserved_concurrency_negative" {
   command = plan
 
   variables {
-    callback_url_reserved_concurrency = 10
+    callback_urls                     = true
+    callback_url_reserved_concurrency = -1
   }
 
   expect_failures = [var.callback_url_reserved_concurrency]
+}
+
+run "accepts_callback_url_reserved_concurrency_without_callback_urls" {
+  # It has a default now, so it cannot require callback_urls: without them it bounds nothing.
+  command = plan
+
+  variables {
+    callback_url_reserved_concurrency = 20
+  }
+
+  assert {
+    condition     = length(module.callback_urls) == 0
+    error_message = "Without callback_urls no callbacks function is made, whatever its reserved concurrency."
+  }
 }
 
 run "accepts_callback_url_limits_and_secret" {
