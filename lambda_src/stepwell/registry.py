@@ -119,8 +119,9 @@ class WorkflowOptions:
     TIMED_OUT (None: never). `plain`: a plain function (or Lambda function), not a durable workflow.
     `concurrency`, `rate`: its flow control limits (stepwell.flow_limits); `flow_resolver`, when set,
     decides an execution's limits from its domain and input instead (the definitions' interpreter).
-    `on_ended`, when set, is told of an execution's end that its code did not see, once the end is logged
-    (the definitions' interpreter finishes the context of a stopped execution)."""
+    `on_ended`, when set, is told of an execution's end that its code did not see and of every failure
+    (one may escape the code before it records anything), once the end is logged (the definitions'
+    interpreter finishes the context of a stopped execution, or of a run that failed past its own try)."""
 
     execution_timeout: int | None = None
     plain: bool = False

@@ -679,14 +679,17 @@ class Worker:
         if won:
             engine.notify_parent(record, status, result, error, journal.execution_timeout)
         _stop_children(engine, ended, journal)
-        if not (won and by_handler):
+        # A failure may have escaped the code before it recorded anything (a RecursionError on deep data,
+        # the SDK's own errors): the observer is told of every failed end too, not only of the unseen ones.
+        if not (won and by_handler) or status is ExecutionStatus.FAILED:
             self._tell_ended(ended)
         return WorkOutcome(
             record.execution_id, "finished", status=status, carried=carried, ended_at=ended.ended_at
         )
 
     def _tell_ended(self, record: ExecutionRecord) -> None:
-        """Tell the workflow's end observer (WorkflowOptions.on_ended) of an end its code did not see.
+        """Tell the workflow's end observer (WorkflowOptions.on_ended) of an end its code did not see, or a
+        failure (its code may not have seen that either).
         After the end is logged; an observer that raises fails the message, whose retry tells it again."""
         observer = self.engine.registry.options(record.workflow_id).on_ended
         if observer is None:

@@ -47,14 +47,19 @@ from aws_durable_execution_sdk_python.config import (
 from aws_durable_execution_sdk_python.exceptions import (
     CallbackTimeoutError,
     InvocationError,
-    UnrecoverableError,
 )
 
 from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
 from stepwell.definitions.expressions import Expression, ExpressionError
 from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node, parse_instant
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
-from stepwell.definitions.store import ContextRecord, ContextStore, StoreError
+from stepwell.definitions.store import (
+    ContextDataTooLarge,
+    ContextRecord,
+    ContextStore,
+    StoreError,
+    encode_context_data,
+)
 from stepwell.definitions.validation import parse_definition, parse_flow_control
 from stepwell.errors import InvalidArgument
 from stepwell.flow_limits import resolve_flow
@@ -184,6 +189,16 @@ class Walker:
         # response of up to 10 MiB): one definition must not take the worker's memory from the others.
         self.actions_at_once = threading.BoundedSemaphore(MAX_ACTIONS_AT_ONCE)
 
+    def snapshot(self, state: RunState, node: Node) -> dict[str, Any]:
+        """The context's data to store at `node`; over the store's limit it fails the context here, with
+        the node named (the store's step would retry a write that can never succeed)."""
+        snapshot = copy.deepcopy(state.data)
+        try:
+            encode_context_data(snapshot)
+        except ContextDataTooLarge as error:
+            raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {error}") from None
+        return snapshot
+
     def evaluate(self, expression: Expression, state: RunState, node: Node) -> Any:
         try:
             return expression.evaluate(state.env(self.start))
@@ -288,7 +303,7 @@ class Walker:
         )
         contexts, record, event_name = self.runtime.contexts, self.start.record(), node.event
         callback_id = callback.callback_id
-        snapshot = copy.deepcopy(state.data)
+        snapshot = self.snapshot(state, node)
         once = self.definition.resumes_once(node.id)
         context.step(
             lambda _: contexts.set_waiting(record, node.id, event_name, callback_id, snapshot, once=once),
@@ -307,7 +322,7 @@ class Walker:
         if stop_at is None and self.definition.nodes[next_id].type == "end":
             # The context ends next: its finish, the next write, clears every wait and stores the data.
             return next_id
-        snapshot = copy.deepcopy(state.data)
+        snapshot = self.snapshot(state, node)
         context.step(lambda _: contexts.clear_waiting(record, node.id, snapshot), name=f"{name}:done")
         return next_id
 
@@ -354,7 +369,7 @@ class Walker:
         record, contexts = self.start.record(), self.runtime.contexts
         region = self.region(node.id, join_id)
         if join.mode != "all" and region:
-            snapshot = copy.deepcopy(state.data)
+            snapshot = self.snapshot(state, node)
 
             def close(_: StepContext) -> None:
                 for node_id in region:
@@ -400,17 +415,33 @@ def _record_end(
     contexts: ContextStore,
     record: ContextRecord,
     status: str,
-    data: Mapping[str, Any],
+    data: Mapping[str, Any] | None,
     error: Mapping[str, Any] | None = None,
-) -> None:
+) -> dict[str, Any] | None:
     """The context's final status and data. Not a step: only a run that ends the execution gets here, and
     a run after one that died before the end was recorded finds the context final already (finish is
-    conditional on RUNNING), so it needs no checkpoint of its own (one write fewer per context). A store
-    that fails ends the invocation to be retried (InvocationError), never the workflow."""
+    conditional on RUNNING), so it needs no checkpoint of its own (one write fewer per context).
+    Data that can never be stored (over the store's limit, too deep to copy or encode) ends the context
+    FAILED with the data it last stored: with `error` when it failed anyway, else with why the data was
+    refused, which is returned so that the execution fails too. A store that fails otherwise ends the
+    invocation to be retried (InvocationError), never the workflow; after the retries the execution fails
+    and the interpreter's end observer (context_ender) ends the context."""
     try:
-        contexts.finish(record, status, copy.deepcopy(dict(data)), error)
+        try:
+            contexts.finish(record, status, None if data is None else copy.deepcopy(dict(data)), error)
+            return None
+        except (ContextDataTooLarge, RecursionError) as unstorable:
+            refusal = _error_dict(unstorable)
+            contexts.finish(record, "FAILED", None, error if status == "FAILED" and error else refusal)
+            return None if status == "FAILED" else refusal
     except Exception as failure:  # the type only: the store's message may quote the context's data
         raise InvocationError(f"recording the context's end failed ({type(failure).__name__})") from failure
+
+
+def _data_of(state: RunState | None) -> dict[str, Any] | None:
+    """The data a failed context ends with: None (the data it last stored) when the run failed before its
+    state was made."""
+    return None if state is None else state.data
 
 
 def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRuntime = get_runtime) -> Handler:
@@ -422,29 +453,37 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
     @durable_execution
     def interpret(event: Any, context: DurableContext) -> Any:
         chosen = current()
-        start = StartInput.parse(event, _execution_id(context))
-        trigger_event = start.event
-        initial = trigger_event.get("data")
-        state = RunState(
-            data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {},
-            event=trigger_event,
-            depth=event_depth(trigger_event),
-            chain=event_chain(trigger_event),
-        )
+        start = StartInput.parse(event, _execution_id(context))  # not a context's start: no context to end
         record, contexts = start.record(), chosen.contexts
+        state: RunState | None = None
+        # Everything after the parse is inside the try, so whatever fails (RecursionError on deep data,
+        # MemoryError, the SDK's own errors) ends the context with the execution, never leaves it RUNNING.
         try:
+            trigger_event = start.event
+            initial = trigger_event.get("data")
+            state = RunState(
+                data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {},
+                event=trigger_event,
+                depth=event_depth(trigger_event),
+                chain=event_chain(trigger_event),
+            )
             definition = parse_definition(start.definition)
             if start.trigger not in definition.nodes:
                 raise DefinitionRuntimeError(
                     f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
                 )
             Walker(chosen, definition, start).run_path(context, state, start.trigger, stop_at=None)
-        except UnrecoverableError:
+        except InvocationError as error:
+            if error.is_retryable():  # the invocation is retried; the run that ends it ends the context
+                raise
+            _record_end(contexts, record, "FAILED", _data_of(state), _error_dict(error))
             raise
-        except Exception as error:
-            _record_end(contexts, record, "FAILED", state.data, _error_dict(error))
+        except Exception as error:  # the SDK's ExecutionError too: it fails the execution
+            _record_end(contexts, record, "FAILED", _data_of(state), _error_dict(error))
             raise
-        _record_end(contexts, record, "SUCCEEDED", state.data)
+        refused = _record_end(contexts, record, "SUCCEEDED", state.data)
+        if refused is not None:  # the context ended FAILED: so does its execution
+            raise DefinitionRuntimeError(str(refused["ErrorMessage"]))
         return {"data": state.data}
 
     return interpret

@@ -14,6 +14,8 @@ accepted. An event processed for an operator (`process_event(event, domain=...)`
 for that domain only: the payload may omit the domain, and one claiming another is rejected.
 
 For each event (`Router.process_event`):
+0. an event nested deeper than MAX_EVENT_NESTING levels (objects and arrays) is recorded as rejected with
+   its depth and the limit, before anything reads it: nothing is started, resumed or written for it.
 1. extract; an event that fails the extractor, maps to no domain, subject or name, or whose domain its
    source may not speak for is recorded as rejected with the reason (EventLog.record_rejected) and the
    call returns; nothing is raised.
@@ -62,7 +64,14 @@ from stepwell.definitions.actions import (
 from stepwell.definitions.interpreter import INTERPRETER_NAME
 from stepwell.definitions.model import Definition, DefinitionError
 from stepwell.definitions.runtime import DefinitionsRuntime
-from stepwell.definitions.store import ContextRecord, InvalidId, StoredWorkflow, check_id
+from stepwell.definitions.store import (
+    ContextDataTooLarge,
+    ContextRecord,
+    InvalidId,
+    StoredWorkflow,
+    check_id,
+    encode_context_data,
+)
 from stepwell.definitions.validation import parse_definition
 from stepwell.engine import Engine
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
@@ -91,6 +100,10 @@ INLINE_RUN_MIN_SECONDS = 60.0
 # events per generation would start k**8 contexts within the depth).
 CHAIN_STARTS_PER_DAY = 1000
 CHAIN_BUDGET_PERIOD_SECONDS = 86400
+# How deep an event's objects and arrays may nest (the envelope counts: {"detail": {"data": {}}} is 3).
+# Contexts copy, encode and evaluate their data recursively; 64 is far within Python's recursion limit
+# however the data is handled (and within common JSON parsers' safe limits), and beyond any real event.
+MAX_EVENT_NESTING = 64
 
 
 class ExtractorError(ValueError):
@@ -172,6 +185,38 @@ def _check_domain_pattern(key: str, pattern: object) -> None:
 
 def _domain_matches(pattern: str, domain: str) -> bool:
     return domain.startswith(pattern[:-1]) if pattern.endswith("*") else domain == pattern
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep `value`'s objects and arrays nest (a scalar is 0, {} is 1, {"a": []} is 2); iterative, so
+    an event of any depth is measured without recursion (each container is visited once)."""
+    deepest = 0
+    seen: set[int] = set()
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if id(item) in seen:  # a Python caller's object may hold itself; JSON cannot
+            continue
+        seen.add(id(item))
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in children if isinstance(child, Mapping | list | tuple))
+    return deepest
+
+
+def _nesting_refusal(event: Mapping[str, Any]) -> str | None:
+    depth = nesting_depth(event)
+    if depth <= MAX_EVENT_NESTING:
+        return None
+    return (
+        f"the event nests objects and arrays {depth} levels deep; at most {MAX_EVENT_NESTING} levels "
+        "(MAX_EVENT_NESTING) are allowed"
+    )
 
 
 def _engine_stamp_refusal(event: Mapping[str, Any], domain: str) -> str | None:
@@ -503,6 +548,9 @@ class Router:
             return self._reject(
                 fallback_id, f"an event must be a JSON object, got {type(event).__name__}", None
             )
+        too_deep = _nesting_refusal(event)
+        if too_deep is not None:  # before anything reads it; recorded without it (its excerpt recurses)
+            return self._reject(fallback_id, too_deep, None)
         try:
             extracted = _normalize(self.extractor()(event), fallback_id, domain)
         except Exception as error:  # the user's extractor may raise anything: record it, block nothing
@@ -608,6 +656,10 @@ class Router:
         redelivery changes nothing. `repeated`: whether an earlier delivery made the context, when the
         caller created it already (None: it is created here)."""
         record = self._context_record(stored, event)
+        try:
+            encode_context_data(record.data)
+        except ContextDataTooLarge:  # the event's data is why it fails: the failed context holds none
+            record = replace(record, data={})
         if repeated is None:
             repeated = not self.runtime.contexts.create_context(record)
         if repeated:
@@ -647,7 +699,12 @@ class Router:
                     )
                     return
         # False on a redelivery: the start below is idempotent too, and makes a start that died in between.
-        repeated = not contexts.create_context(record)
+        try:
+            repeated = not contexts.create_context(record)
+        except ContextDataTooLarge as error:  # the event's data cannot be a context's data
+            reason = f"node {trigger_id!r} (trigger): the event's data cannot start a context: {error}"
+            self._fail_start(stored, event, reason, error, outcome)
+            return
         # A chain's start is counted once, by the delivery that made its context (a redelivery must not
         # fail a context an earlier delivery started).
         if event.depth and not repeated and not self._chain_may_start(event):

@@ -54,10 +54,18 @@ CONTEXT_RECORD = "context"
 REJECTED_SHARD = "rejected"
 DEDUP_TTL_SECONDS = 7 * 86400
 REJECTED_TTL_SECONDS = 14 * 86400
+# A context's data as stored (compact JSON in ASCII, so its length is its size in bytes): the item holds it
+# beside its waits, error and keys within DynamoDB's 400 KB, so it is checked before any write (both
+# stores), and a too large value fails its context with this limit named, never DynamoDB's raw refusal.
+MAX_CONTEXT_DATA_BYTES = 256 * 1024
 
 
 class StoreError(ValueError):
     pass
+
+
+class ContextDataTooLarge(StoreError):
+    """A context's data over MAX_CONTEXT_DATA_BYTES as JSON: nothing was written."""
 
 
 class InvalidId(StoreError):
@@ -613,12 +621,26 @@ def _check_context_ids(
         check_id("instance id", instance_id)
 
 
+def encode_context_data(data: Any) -> str:
+    """A context's data as it is stored; ContextDataTooLarge naming its size when over the limit."""
+    text = json.dumps(data, separators=(",", ":"), default=str)
+    if len(text) > MAX_CONTEXT_DATA_BYTES:
+        raise ContextDataTooLarge(
+            f"context data is {len(text):,} bytes as JSON; at most {MAX_CONTEXT_DATA_BYTES:,} bytes "
+            "(MAX_CONTEXT_DATA_BYTES) may be stored"
+        )
+    return text
+
+
 def _check_status(status: str) -> None:
     if status not in CONTEXT_STATUSES:
         raise StoreError(f"invalid context status {status!r}; allowed: {', '.join(CONTEXT_STATUSES)}")
 
 
 class ContextStore(Protocol):
+    """Every write of a context's data (create, save, set_waiting, clear_waiting, finish) refuses data
+    over MAX_CONTEXT_DATA_BYTES as JSON with ContextDataTooLarge, before writing anything."""
+
     def create_context(self, record: ContextRecord) -> bool:
         """Put the context unless it exists (conditional). True if created."""
         ...
@@ -664,10 +686,12 @@ class ContextStore(Protocol):
         self,
         record: ContextRecord,
         status: str,
-        data: Mapping[str, Any],
+        data: Mapping[str, Any] | None,
         error: Mapping[str, Any] | None = None,
     ) -> bool:
-        """Set a final status (only while RUNNING); clears every wait. False if gone or already final."""
+        """Set a final status (only while RUNNING); clears every wait. `data` None keeps the data stored
+        (a context whose data cannot be stored ends with what it last stored). False if gone or already
+        final. Data over MAX_CONTEXT_DATA_BYTES: ContextDataTooLarge, nothing written."""
         ...
 
 
@@ -689,6 +713,7 @@ class MemoryContextStore:
     def create_context(self, record: ContextRecord) -> bool:
         _check_context_ids(record.domain, record.workflow_id, record.subject_id, record.instance_id)
         _check_status(record.status)
+        encode_context_data(record.data)  # the limit DynamoDB's store keeps, kept here too
         with self._lock:
             if self._key(record) in self._items:
                 return False
@@ -699,6 +724,7 @@ class MemoryContextStore:
     def save_context(self, record: ContextRecord) -> None:
         _check_context_ids(record.domain, record.workflow_id, record.subject_id, record.instance_id)
         _check_status(record.status)
+        encode_context_data(record.data)
         with self._lock:
             now = self._now()
             self._items[self._key(record)] = replace(
@@ -775,6 +801,8 @@ class MemoryContextStore:
         data: Mapping[str, Any],
         once: bool = False,
     ) -> bool:
+        encode_context_data(dict(data))
+
         def change(current: ContextRecord) -> bool:
             current.waiting[node_id] = _wait(event_name, callback_id, once)
             current.data = copy.deepcopy(dict(data))
@@ -783,6 +811,8 @@ class MemoryContextStore:
         return self._update(record, change)
 
     def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool:
+        encode_context_data(dict(data))
+
         def change(current: ContextRecord) -> bool:
             current.waiting.pop(node_id, None)
             current.data = copy.deepcopy(dict(data))
@@ -794,16 +824,19 @@ class MemoryContextStore:
         self,
         record: ContextRecord,
         status: str,
-        data: Mapping[str, Any],
+        data: Mapping[str, Any] | None,
         error: Mapping[str, Any] | None = None,
     ) -> bool:
         _check_status(status)
+        if data is not None:
+            encode_context_data(dict(data))
 
         def change(current: ContextRecord) -> bool:
             if current.status != "RUNNING":
                 return False
             current.status = status
-            current.data = copy.deepcopy(dict(data))
+            if data is not None:
+                current.data = copy.deepcopy(dict(data))
             current.waiting = {}
             current.error = dict(error) if error is not None else None
             return True
@@ -813,6 +846,10 @@ class MemoryContextStore:
 
 def _json(value: Any) -> dict[str, str]:
     return {"S": json.dumps(value, separators=(",", ":"), default=str)}
+
+
+def _data(value: Mapping[str, Any]) -> dict[str, str]:
+    return {"S": encode_context_data(dict(value))}
 
 
 class DynamoDbContextStore:
@@ -848,7 +885,7 @@ class DynamoDbContextStore:
                 "nm": {"S": record.instance_id},
                 "ver": {"N": str(record.version)},
                 "eid": {"S": record.execution_id},
-                "dt": _json(record.data),
+                "dt": _data(record.data),
                 "wt": {"M": {node_id: _wait_attribute(wait) for node_id, wait in record.waiting.items()}},
             }
         )
@@ -1026,30 +1063,30 @@ class DynamoDbContextStore:
     ) -> bool:
         wait = _wait_attribute(_wait(event_name, callback_id, once))
         return self._update(
-            record, "SET wt.#n = :w, dt = :dt", {"#n": node_id}, {":w": wait, ":dt": _json(dict(data))}, ""
+            record, "SET wt.#n = :w, dt = :dt", {"#n": node_id}, {":w": wait, ":dt": _data(data)}, ""
         )
 
     def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool:
-        return self._update(
-            record, "REMOVE wt.#n SET dt = :dt", {"#n": node_id}, {":dt": _json(dict(data))}, ""
-        )
+        return self._update(record, "REMOVE wt.#n SET dt = :dt", {"#n": node_id}, {":dt": _data(data)}, "")
 
     def finish(
         self,
         record: ContextRecord,
         status: str,
-        data: Mapping[str, Any],
+        data: Mapping[str, Any] | None,
         error: Mapping[str, Any] | None = None,
     ) -> bool:
         _check_status(status)
         values: Item = {
             ":st": {"S": status},
-            ":dt": _json(dict(data)),
             ":empty": {"M": {}},
             ":running": {"S": "RUNNING"},
             ":ttl": {"N": str(int(self._now()) + self.retention_seconds)},
         }
-        expression = "SET #st = :st, dt = :dt, wt = :empty, #ttl = :ttl"
+        expression = "SET #st = :st, wt = :empty, #ttl = :ttl"
+        if data is not None:
+            expression += ", dt = :dt"
+            values[":dt"] = _data(data)
         if error is not None:
             expression += ", er = :er"
             values[":er"] = _json(dict(error))
