@@ -29,20 +29,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Protocol
 
-from runner import (
-    CallbackDriver,
-    Case,
-    CaseResult,
-    Placeholders,
-    check_children,
-    check_history,
-    check_logs,
-    check_result,
-    child_executions,
-)
+from log_rules import LogLine
+from matching import child_executions
+from polling import Driver
+from runner import Case, CaseResult, judge, start_case
 
 # Passes per suite on each deployed backend: {backend: (passed, total, seconds)}; tests/deploy reports it.
 SUMMARY: dict[str, tuple[Counter[str], Counter[str], float]] = {}
@@ -51,8 +43,9 @@ PACKAGE_NAME = "stepwell_conformance"
 # How a case's module is registered (handler, WORKFLOWS, WORKFLOW_OPTIONS, FUNCTIONS): the local
 # backend's code, copied into the package.
 CASE_REGISTRATION = Path(__file__).resolve().parent / "case_registration.py"
+# How a log record becomes the field map ExpectedLogs is judged on: the runner's code, copied too.
+LOG_RULES = Path(__file__).resolve().parent / "log_rules.py"
 LOG_PREFIX = "[conformance-log]"
-FINISHED = ("SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED")
 IDLE_SLEEP_SECONDS = 0.2
 # Wake-ups this close together are delivered in one step of the virtual clock (the cases' own timers
 # and delays are whole seconds apart, so no case sees two of its events swap).
@@ -67,23 +60,20 @@ import sys
 from stepwell.registry import register, register_function
 
 from .case_registration import register_case_module
+from .log_rules import LogLine
 
 CASES = {cases!r}
 LOG_PREFIX = {prefix!r}
 
 
 class _DurableLogLines(logging.Handler):
-    """The durable logger's lines (they carry the execution's ARN) to stderr, one per line."""
+    """The durable logger's records (they carry the execution's ARN) to stderr, one JSON line each: the
+    fields Lambda's JSON log format writes, and when."""
 
     def emit(self, record: logging.LogRecord) -> None:
         if not hasattr(record, "executionArn"):
             return
-        try:
-            message = record.getMessage()
-        except Exception:
-            message = str(record.msg)
-        text = " ".join(str(message).splitlines())
-        sys.stderr.write(f"{{LOG_PREFIX}} {{record.executionArn}}\\t{{text}}\\n")
+        sys.stderr.write(f"{{LOG_PREFIX}} {{LogLine.of(record).to_json()}}\\n")
         sys.stderr.flush()
 
 
@@ -124,6 +114,7 @@ def write_conformance_workflows(workflows_dir: Path, cases: Iterable[Case]) -> d
         shutil.copyfile(case.handler_path, package / f"{module}.py")
         registered[workflow_name(case)] = module
     shutil.copyfile(CASE_REGISTRATION, package / CASE_REGISTRATION.name)
+    shutil.copyfile(LOG_RULES, package / LOG_RULES.name)
     (package / "__init__.py").write_text(_PACKAGE_INIT.format(cases=registered, prefix=LOG_PREFIX))
     return registered
 
@@ -248,95 +239,71 @@ class DeployedTarget:
 
 
 class _CaseBackend:
-    """What the runner's CallbackDriver needs of a backend (history, advance, send_callback), for one
-    execution on the deployed stack; `run_cases` drives all executions together, so there is no `run`.
-    A callback action's `Delay` is kept as a due time on the virtual clock, like a timer of the
-    execution's own."""
+    """What a case's Driver needs of the deployed stack (history, send_callback, stop); `run_cases` drives
+    every execution together on the one virtual clock, so time and work are the loop's, not this."""
 
     def __init__(self, target: DeployedTarget) -> None:
         self.target = target
-        # (virtual time it is due, callback id, operation, payload)
-        self.pending_send: tuple[float, str, str, Any] | None = None
-        self._delay = 0.0
-
-    def start(self, case: Case, module: ModuleType, event: Any) -> str:
-        return self.target.client.start_execution(workflow_name(case), event)
 
     def history(self, execution_id: str) -> list[dict[str, Any]]:
         return self.target.client.get_execution_history(execution_id)
-
-    def describe(self, execution_id: str) -> dict[str, Any]:
-        return self.target.client.describe_execution(execution_id)
-
-    def advance(self, seconds: float) -> None:
-        self._delay = seconds
 
     def stop(self, execution_id: str, error: dict[str, Any] | None) -> None:
         self.target.client.stop_execution(execution_id, error)
 
     def send_callback(self, callback_id: str, operation: str, payload: Any) -> None:
-        if operation not in ("success", "failure", "heartbeat"):
+        client = self.target.client
+        if operation == "success":
+            client.send_callback_success(callback_id, payload)
+        elif operation == "failure":
+            client.send_callback_failure(callback_id, payload)
+        elif operation == "heartbeat":
+            client.send_callback_heartbeat(callback_id)
+        else:
             raise ValueError(
                 f"unknown CallbackAction Operation {operation!r}; allowed: success, failure, heartbeat"
             )
-        self.pending_send = (self.target.clock.now_epoch() + self._delay, callback_id, operation, payload)
-        self._delay = 0.0
-
-    def send_due(self) -> bool:
-        """Send the deferred callback action if its delay has passed; True when sent."""
-        if self.pending_send is None or self.pending_send[0] > self.target.clock.now_epoch():
-            return False
-        _, callback_id, operation, payload = self.pending_send
-        self.pending_send = None
-        client = self.target.client
-        if operation == "success":
-            client.send_callback_success(callback_id, json.dumps(payload) if payload is not None else None)
-        elif operation == "failure":
-            client.send_callback_failure(callback_id, payload if isinstance(payload, dict) else None)
-        else:
-            client.send_callback_heartbeat(callback_id)
-        return True
 
 
 @dataclass
 class _Running:
     case: Case
-    names: Placeholders
     backend: _CaseBackend
-    driver: CallbackDriver
-    execution_id: str
-    description: dict[str, Any] = field(default_factory=dict)
+    driver: Driver
     may_invoke: bool = False  # its handler calls context.invoke, so it may have child executions
     children: set[str] = field(default_factory=set)
+    history: list[dict[str, Any]] = field(default_factory=list)  # as it stood when its driver was done
 
-
-def _finished(run: _Running) -> bool:
-    return run.description.get("Status") in FINISHED
+    @property
+    def execution_id(self) -> str:
+        return self.driver.execution_id
 
 
 def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float = 900.0) -> list[CaseResult]:
-    """Run every case on the deployed stack at once and check each as the runner does."""
+    """Run every case on the deployed stack at once, each driven and judged as the runner does."""
     runs: list[_Running] = []
     for case in cases:
-        names = Placeholders()
-        names.resolve_variables(case.data.get("Variables"))
-        event = {"Input": names.substitute(case.data.get("Input"))}
+        names, event = start_case(case)
         backend = _CaseBackend(target)
-        driver = CallbackDriver(
-            list(case.data.get("CallbackActions") or []), names, backend, stop=case.data.get("StopExecution")
-        )
-        execution_id = backend.start(case, ModuleType(workflow_name(case)), event)
+        execution_id = target.client.start_execution(workflow_name(case), event)
+        driver = Driver.for_case(case.data, names, execution_id, target.clock.now_epoch())
         may_invoke = ".invoke(" in case.handler_path.read_text()
-        runs.append(_Running(case, names, backend, driver, execution_id, may_invoke=may_invoke))
+        runs.append(_Running(case, backend, driver, may_invoke=may_invoke))
     deadline = time.monotonic() + timeout_seconds
     target.clock.freeze()
     try:
         while True:
             target.process_queue()
-            running = [run for run in runs if not _finished(run)]
+            running = [run for run in runs if run.driver.ended is None]
+            acted = False
             for run in running:
-                run.description = target.client.describe_execution(run.execution_id)
-            running = [run for run in running if not _finished(run)]
+                status = str(target.client.describe_execution(run.execution_id).get("Status"))
+                acted = (
+                    run.driver.act(run.backend, target.clock.now_epoch(), idle=True, status=status) or acted
+                )
+                if run.driver.ended is not None:
+                    run.history = target.client.get_execution_history(run.execution_id)
+            running = [run for run in running if run.driver.ended is None]
             if not running:
                 break
             if time.monotonic() > deadline:
@@ -344,52 +311,24 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
                     f"{len(running)} conformance executions still running after {timeout_seconds:.0f} s: "
                     + ", ".join(run.case.test_id for run in running)
                 )
-            acted = False
-            for run in running:
-                if (
-                    run.driver.has_actions
-                    and run.backend.pending_send is None
-                    and run.driver(run.execution_id)
-                ):
-                    acted = True
-                acted = run.backend.send_due() or acted
             if acted or target.queue_busy():
                 continue
             _skip_to_next_wake_up(target, running)
+        # What the ends set going (a child's stop after its parent's) settles before children are read.
+        target.process_queue()
     finally:
         target.clock.thaw()
-    log_text = target.log_lines()
+    lines = [
+        LogLine.from_json(line.partition(LOG_PREFIX)[2]) for line in target.log_lines() if LOG_PREFIX in line
+    ]
     results: list[CaseResult] = []
     for run in runs:
-        history = target.client.get_execution_history(run.execution_id)
-        errors = list(run.driver.errors)
-        errors += check_history(
-            list(run.case.data.get("ExpectedExecutionHistory") or []),
-            history,
-            run.names,
-            target.client.describe_execution,
+        client = target.client
+        errors = judge(
+            run.case, run.driver, run.history, client.describe_execution, client.get_execution_history, lines
         )
-        errors += check_result(run.case.data.get("ExpectedResult"), run.description, run.names)
-        errors += check_children(
-            run.case.data, run.names, target.client.get_execution_history, target.client.describe_execution
-        )
-        if run.case.data.get("ExpectedLogs"):
-            errors += check_logs(run.case.data.get("ExpectedLogs"), _logged(log_text, run), run.names)
-        results.append(CaseResult(run.case, errors, history))
+        results.append(CaseResult(run.case, errors, run.history))
     return results
-
-
-def _logged(lines: list[str], run: _Running) -> list[str]:
-    """The durable logger's messages of one execution (its ARN is the execution id's suffix or itself)."""
-    messages: list[str] = []
-    for line in lines:
-        start = line.find(LOG_PREFIX)
-        if start < 0:
-            continue
-        arn, _, message = line[start + len(LOG_PREFIX) :].strip().partition("\t")
-        if arn and (arn == run.execution_id or arn.endswith(run.execution_id) or run.execution_id in arn):
-            messages.append(message)
-    return messages
 
 
 def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> None:
@@ -409,8 +348,8 @@ def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> No
         # A wake-up already delivered stays recorded until its invocation runs.
         if (execution_id, due_at) not in target.nudged
     }
-    actions = [run.backend.pending_send[0] for run in running if run.backend.pending_send is not None]
-    upcoming = [*timers.values(), *actions]
+    drivers = [run.driver.next_time(timers.get(run.execution_id)) for run in running]
+    upcoming = [*timers.values(), *(when for when in drivers if when is not None)]
     if not upcoming:
         # No wake-up recorded (yet): let real time pass for what is on its way.
         time.sleep(IDLE_SLEEP_SECONDS)
@@ -426,8 +365,6 @@ def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> No
             target.nudged.add((execution_id, due_at))
             target.send_invoke(execution_id, due_at)
             sent += 1
-    for run in running:
-        sent += int(run.backend.send_due())
     target.fire_schedules()
-    if not sent:
+    if not sent and not any(when <= now for when in drivers if when is not None):
         time.sleep(IDLE_SLEEP_SECONDS)  # already delivered: its invocation is on its way

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -30,9 +28,9 @@ class LocalBackend:
     def send_callback(self, callback_id: str, operation: str, payload: Any) -> None:
         engine = self.stepwell.engine
         if operation == "success":
-            engine.send_callback_success(callback_id, json.dumps(payload) if payload is not None else None)
+            engine.send_callback_success(callback_id, payload)
         elif operation == "failure":
-            engine.send_callback_failure(callback_id, payload if isinstance(payload, dict) else None)
+            engine.send_callback_failure(callback_id, payload)
         elif operation == "heartbeat":
             engine.send_callback_heartbeat(callback_id)
         else:
@@ -43,8 +41,14 @@ class LocalBackend:
     def stop(self, execution_id: str, error: dict[str, Any] | None) -> None:
         self.stepwell.engine.stop_execution(execution_id, error)
 
-    def run(self, execution_id: str, on_idle: Callable[[], bool]) -> None:
-        self.stepwell.run_to_completion(execution_id, on_idle=lambda _: on_idle())
+    def run_until_idle(self) -> None:
+        self.stepwell.run_until_idle()
 
-    def advance(self, seconds: float) -> None:
-        self.stepwell.clock.advance(seconds)
+    def now(self) -> float:
+        return self.stepwell.clock.now()
+
+    def next_wake_up(self) -> float | None:
+        return self.stepwell.queue.next_due_at()
+
+    def advance_to(self, when: float) -> None:
+        self.stepwell.clock.advance_to(when)

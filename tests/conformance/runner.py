@@ -1,24 +1,21 @@
-"""Conformance runner: loads requirement cases, runs them on a backend, checks results and histories.
+"""Conformance runner: finds requirement cases, runs each on a backend and judges it.
 
 A case is `<dir>/<suite>/<id>.yaml` with its handler module `<suite>/<id>.py` (exposing `handler`, and
 `WORKFLOWS`, `WORKFLOW_OPTIONS` and `FUNCTIONS` for the targets it invokes: case_registration.py). Our
 handlers for the shared cases live in tests/conformance/handlers/<suite>/<id>.py; our own cases
-(tests/conformance/cases) and CONFORMANCE_DIRS folders carry theirs beside the YAML. Matching follows
-AWS's conformance validator: expected events are matched to actual ones by EventId, only the keys an
-expected event names are compared, `{}` and '*' match anything, `${NAME}` binds on first sight and must
-repeat, `${/regex/}` searches, and known variables are substituted in literals. Every history is also
-checked against the API's shapes (tests/history_model.py).
+(tests/conformance/cases) and CONFORMANCE_DIRS folders carry theirs beside the YAML. A case is judged by
+AWS's conformance validator's rules: matching.py (history, placeholders, result), polling.py (how the
+execution is driven: polls, callback actions, end states and the no-progress timeout), log_rules.py
+(ExpectedLogs); our own keys live apart in the case's `x-stepwell` block. Every history is also checked
+against the API's shapes (tests/history_model.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import re
-import secrets
-import string
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +29,17 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from history_model import check_history_against_model
+from log_rules import LogLine, check_logs, of_execution
+from matching import (
+    EXTENSION,
+    Placeholders,
+    check_children,
+    check_result,
+    child_executions,
+    extension,
+    match_history,
+)
+from polling import Driver, PollEnd
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # ../shared/conformance beside the repository; STEPWELL_SHARED_CONFORMANCE_DIR points elsewhere.
@@ -52,15 +60,6 @@ SUITES = (
     "invoke",
     "map",
 )
-
-_PLACEHOLDER = re.compile(r"^\$\{(.+)\}$")
-_REGEX = re.compile(r"^\$\{/(.+)/\}$")
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_GEN_STR = re.compile(r"^\$\{GEN_STR:(\d+)\}$")
-# An expected value saying the key must not be in the actual event, or as an expected event's EventType that
-# there is no event with that EventId (ours; AWS's format has no such value).
-ABSENT = "${ABSENT}"
-
 
 # ---------------------------------------------------------------------------------------------- cases
 
@@ -131,80 +130,74 @@ def load_handler_module(case: Case) -> ModuleType:
     return module
 
 
-# --------------------------------------------------------------------------------------- placeholders
+# ------------------------------------------------------------------------------------------- backends
 
 
-class Placeholders:
-    def __init__(self) -> None:
-        self.bindings: dict[str, Any] = {}
+class ConformanceBackend(Protocol):
+    """What the runner needs from a backend: the local engine, or a class named by
+    STEPWELL_CONFORMANCE_BACKEND. Time is the backend's clock (a virtual one: skipping ahead is free)."""
 
-    def resolve_variables(self, variables: dict[str, Any] | None) -> None:
-        for name, value in (variables or {}).items():
-            match = _GEN_STR.match(value) if isinstance(value, str) else None
-            if match:
-                alphabet = string.ascii_lowercase + string.digits
-                self.bindings[name] = "".join(secrets.choice(alphabet) for _ in range(int(match.group(1))))
-            else:
-                self.bindings[name] = value if isinstance(value, str) else str(value)
+    def start(self, case: Case, module: ModuleType, event: Any) -> str: ...
 
-    def substitute(self, data: Any) -> Any:
-        if isinstance(data, str):
-            return _REFERENCE.sub(
-                lambda m: str(self.bindings[m.group(1)]) if m.group(1) in self.bindings else m.group(0), data
+    def history(self, execution_id: str) -> list[dict[str, Any]]: ...
+
+    def describe(self, execution_id: str) -> dict[str, Any]: ...
+
+    def send_callback(self, callback_id: str, operation: str, payload: Any) -> None:
+        """`payload` as the API call carries it: a success's Result text, a failure's Error mapping."""
+        ...
+
+    def stop(self, execution_id: str, error: dict[str, Any] | None) -> None: ...
+
+    def run_until_idle(self) -> None:
+        """Run everything due now, until nothing is."""
+        ...
+
+    def now(self) -> float: ...
+
+    def next_wake_up(self) -> float | None:
+        """When something is next due (a timer, a delayed message), None when nothing is."""
+        ...
+
+    def advance_to(self, when: float) -> None: ...
+
+
+class ExecutionStuck(RuntimeError):
+    pass
+
+
+def drive(backend: ConformanceBackend, driver: Driver, max_rounds: int = 100_000) -> list[dict[str, Any]]:
+    """Run the execution and its driver until the driver is done (polling ended, or a synchronous invoke
+    returned); the history as it then stands."""
+    execution_id = driver.execution_id
+    for _ in range(max_rounds):
+        backend.run_until_idle()
+        status = str(backend.describe(execution_id).get("Status"))
+        if driver.act(backend, backend.now(), idle=True, status=status):
+            continue
+        if driver.ended is not None:
+            history = backend.history(execution_id)
+            # What the end set going (a child's stop after its parent's) settles before children are read.
+            backend.run_until_idle()
+            return history
+        wake_up = backend.next_wake_up()
+        times = [when for when in (wake_up, driver.next_time(wake_up)) if when is not None]
+        if not times:
+            raise ExecutionStuck(
+                f"execution {execution_id!r} is {status} and nothing is scheduled: it waits for a callback "
+                "or an external event that nobody sends"
             )
-        if isinstance(data, dict):
-            return {key: self.substitute(value) for key, value in data.items()}
-        if isinstance(data, list):
-            return [self.substitute(value) for value in data]
-        return data
+        backend.advance_to(max(min(times), backend.now()))
+    raise ExecutionStuck(f"execution {execution_id!r} did not end within {max_rounds} rounds")
 
 
-def _json_ready(value: Any) -> Any:
-    """Actual events as the API's JSON would show them (datetimes as ISO strings)."""
-    if isinstance(value, dict):
-        return {key: _json_ready(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(item) for item in value]
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value
+# ---------------------------------------------------------------------------------------------- judge
 
 
-def match_history(
-    expected: list[dict[str, Any]], actual: list[dict[str, Any]], names: Placeholders
-) -> list[str]:
-    errors: list[str] = []
-    by_id = {event.get("EventId"): _json_ready(event) for event in actual}
-    for expected_event in expected:
-        event_id = expected_event.get("EventId")
-        if event_id is None:
-            errors.append(f"expected event without EventId: {expected_event}")
-            continue
-        if expected_event.get("EventType") == ABSENT:
-            if event_id in by_id:
-                errors.append(
-                    f"Event[{event_id}]: expected no such event, got {by_id[event_id].get('EventType')}"
-                )
-            continue
-        if event_id not in by_id:
-            errors.append(
-                f"no actual event with EventId={event_id} (expected {expected_event.get('EventType')})"
-            )
-            continue
-        _match(expected_event, by_id[event_id], f"Event[{event_id}]", names, errors)
-    return errors
-
-
-def check_history(
-    expected: list[dict[str, Any]],
-    history: list[dict[str, Any]],
-    names: Placeholders,
-    describe: Callable[[str], dict[str, Any]],
-) -> list[str]:
-    """The case's expected events, the API reference's shapes (botocore's model), and that the child
-    execution each `ChainedInvokeStarted` names resolves, as AWS's DurableExecutionArn does."""
-    errors = match_history(expected, history, names)
-    errors += [f"history vs the API model: {problem}" for problem in check_history_against_model(history)]
+def check_shapes(history: list[dict[str, Any]], describe: Callable[[str], dict[str, Any]]) -> list[str]:
+    """Ours, for every history: the API reference's shapes (botocore's model), and that the child execution
+    each `ChainedInvokeStarted` names resolves, as AWS's DurableExecutionArn does."""
+    errors = [f"history vs the API model: {problem}" for problem in check_history_against_model(history)]
     for event_id, child_id in child_executions(history):
         try:
             describe(child_id)
@@ -213,191 +206,31 @@ def check_history(
     return errors
 
 
-def child_executions(history: list[dict[str, Any]]) -> list[tuple[Any, str]]:
-    """(EventId, child execution id) of each `ChainedInvokeStarted` that names a durable child."""
-    found = []
-    for event in history:
-        child_id = event.get("ChainedInvokeStartedDetails", {}).get("DurableExecutionArn")
-        if child_id is not None:
-            found.append((event.get("EventId"), str(child_id)))
-    return found
-
-
-def check_children(
-    data: dict[str, Any],
-    names: Placeholders,
-    history: Callable[[str], list[dict[str, Any]]],
+def judge(
+    case: Case,
+    driver: Driver,
+    history: list[dict[str, Any]],
     describe: Callable[[str], dict[str, Any]],
+    history_of: Callable[[str], list[dict[str, Any]]],
+    log_lines: list[LogLine],
 ) -> list[str]:
-    """Ours: `ExpectedChildExecutions`, each a `DurableExecutionArn` bound by the parent's history with its
-    own `ExpectedResult` and `ExpectedExecutionHistory`, checked as the parent's are."""
-    errors: list[str] = []
-    for index, child in enumerate(data.get("ExpectedChildExecutions") or []):
-        child_id = str(names.substitute(child.get("DurableExecutionArn", "")))
-        where = f"ExpectedChildExecutions[{index}] ({child_id})"
-        if not child_id or _REFERENCE.search(child_id):
-            errors.append(f"{where}: the parent's history did not bind its DurableExecutionArn")
-            continue
-        try:
-            description = describe(child_id)
-        except Exception as error:
-            errors.append(f"{where}: does not resolve: {error}")
-            continue
-        child_errors = check_result(child.get("ExpectedResult"), description, names)
-        expected = list(child.get("ExpectedExecutionHistory") or [])
-        child_errors += check_history(expected, history(child_id), names, describe)
-        errors += [f"{where}: {error}" for error in child_errors]
+    """A case's verdict: AWS's checks in AWS's order (history, result, logs), then the extension's."""
+    data, names = case.data, driver.names
+    errors = list(driver.errors)
+    expected = list(data.get("ExpectedExecutionHistory") or [])
+    if not expected and not driver.polled:
+        errors.append("No ExpectedExecutionHistory found in description file")
+    errors += match_history(expected, history, names)
+    if driver.ended is not PollEnd.MATCHED:
+        errors += check_result(data.get("ExpectedResult"), describe(driver.execution_id), names)
+    errors += check_logs(
+        data.get("ExpectedLogs"), of_execution(log_lines, driver.execution_id), names.substitute
+    )
+    errors += check_shapes(history, describe)
+    block = extension(data)
+    errors += match_history(list(block.get("ExpectedExecutionHistory") or []), history, names, EXTENSION)
+    errors += check_children(block, names, history_of, describe, lambda child: check_shapes(child, describe))
     return errors
-
-
-def _match(expected: Any, actual: Any, path: str, names: Placeholders, errors: list[str]) -> None:
-    if (isinstance(expected, dict) and not expected) or expected == "*":
-        return
-    if isinstance(expected, str):
-        regex = _REGEX.match(expected)
-        if regex:
-            # Known variables are substituted in the pattern too (they are letters and digits).
-            pattern = names.substitute(regex.group(1))
-            if not re.search(pattern, str(actual)):
-                shown = (
-                    repr(actual)
-                    if len(str(actual)) <= 300
-                    else f"{str(actual)[:300]!r}... ({len(str(actual))} chars)"
-                )
-                errors.append(f"{path}: {shown} does not match /{pattern}/")
-            return
-        placeholder = _PLACEHOLDER.match(expected)
-        if placeholder and not _GEN_STR.match(expected):
-            name = placeholder.group(1)
-            if name in names.bindings:
-                if names.bindings[name] != actual:
-                    errors.append(f"{path}: ${{{name}}} is {names.bindings[name]!r}, got {actual!r}")
-            else:
-                names.bindings[name] = actual
-            return
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        for key, value in expected.items():
-            if value == ABSENT:
-                if key in actual:
-                    errors.append(f"{path}.{key}: expected no such key, got {actual[key]!r}")
-            elif key not in actual:
-                errors.append(f"{path}.{key}: missing in actual event")
-            else:
-                _match(value, actual[key], f"{path}.{key}", names, errors)
-        return
-    if isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            errors.append(f"{path}: expected {len(expected)} items, got {len(actual)}")
-            return
-        for index, (item, actual_item) in enumerate(zip(expected, actual, strict=True)):
-            _match(item, actual_item, f"{path}[{index}]", names, errors)
-        return
-    resolved = names.substitute(expected) if isinstance(expected, str) else expected
-    if resolved != actual:
-        errors.append(f"{path}: expected {resolved!r}, got {actual!r}")
-
-
-# ------------------------------------------------------------------------------------------- backends
-
-
-class ConformanceBackend(Protocol):
-    """What the runner needs from a backend: the local engine today, a deployed stack later."""
-
-    def start(self, case: Case, module: ModuleType, event: Any) -> str: ...
-
-    def history(self, execution_id: str) -> list[dict[str, Any]]: ...
-
-    def describe(self, execution_id: str) -> dict[str, Any]: ...
-
-    def send_callback(self, callback_id: str, operation: str, payload: Any) -> None: ...
-
-    def stop(self, execution_id: str, error: dict[str, Any] | None) -> None: ...
-
-    def run(self, execution_id: str, on_idle: Callable[[], bool]) -> None:
-        """Drive the execution to its end, calling on_idle whenever it waits (for callbacks)."""
-        ...
-
-    def advance(self, seconds: float) -> None:
-        """Let `seconds` pass (a CallbackAction's Delay)."""
-        ...
-
-
-# ------------------------------------------------------------------------------------------ callbacks
-
-
-@dataclass
-class CallbackDriver:
-    """What a case does from outside while its execution waits: its `CallbackActions`, and (ours) its
-    `StopExecution` (`AfterEventType`, optional `Error`): one stop once the history has that event."""
-
-    actions: list[dict[str, Any]]
-    names: Placeholders
-    backend: ConformanceBackend
-    stop: dict[str, Any] | None = None
-    stopped: bool = False
-    handled: set[str] = field(default_factory=set)
-    used: set[int] = field(default_factory=set)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def has_actions(self) -> bool:
-        return bool(self.actions) or (self.stop is not None and not self.stopped)
-
-    def __call__(self, execution_id: str) -> bool:
-        events = _json_ready(self.backend.history(execution_id))
-        if self.stop is not None and not self.stopped and self._stop_is_due(events):
-            self.stopped = True
-            self.backend.stop(execution_id, self.names.substitute(self.stop.get("Error")))
-            return True
-        _inherit_wait_for_callback_names(events)
-        acted = False
-        for event in events:
-            if event.get("EventType") != "CallbackStarted":
-                continue
-            callback_id = event.get("CallbackStartedDetails", {}).get("CallbackId")
-            if not callback_id or callback_id in self.handled:
-                continue
-            index, action = self._match(event.get("Name", ""))
-            if action is None:
-                if self.actions:
-                    self.errors.append(f"no CallbackAction for callback {event.get('Name')!r}")
-                self.handled.add(callback_id)
-                continue
-            self.used.add(index)
-            operation = action.get("Operation", "")
-            if operation != "heartbeat":
-                self.handled.add(callback_id)
-            delay = float(action.get("Delay", 0) or 0)
-            if delay > 0:
-                self.backend.advance(delay)
-            self.backend.send_callback(callback_id, operation, self.names.substitute(action.get("Payload")))
-            # One action per round: the execution reacts before the next one, as with a real sender.
-            return True
-        return acted
-
-    def _stop_is_due(self, events: list[dict[str, Any]]) -> bool:
-        wanted = (self.stop or {}).get("AfterEventType")
-        return any(event.get("EventType") == wanted for event in events)
-
-    def _match(self, event_name: str) -> tuple[int, dict[str, Any] | None]:
-        for index, action in enumerate(self.actions):
-            if index in self.used:
-                continue
-            wanted = str(self.names.substitute(action.get("CallbackName", "*")))
-            regex = _REGEX.match(wanted)
-            if wanted in ("*", event_name) or (regex and re.search(regex.group(1), event_name)):
-                return index, action
-        return -1, None
-
-
-def _inherit_wait_for_callback_names(events: list[dict[str, Any]]) -> None:
-    by_id = {event.get("Id"): event for event in events if event.get("Id") is not None}
-    for event in events:
-        if event.get("Name") or event.get("EventType") not in ("CallbackStarted",):
-            continue
-        parent = by_id.get(event.get("ParentId"))
-        if parent is not None and parent.get("SubType") == "WaitForCallback" and parent.get("Name"):
-            event["Name"] = parent["Name"]
 
 
 # ---------------------------------------------------------------------------------------------- logs
@@ -406,16 +239,12 @@ def _inherit_wait_for_callback_names(events: list[dict[str, Any]]) -> None:
 class _LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
-        self.messages: list[str] = []
+        self.lines: list[LogLine] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        # Only the durable logger's lines (they carry the execution's id) are the workflow's own output.
-        if not hasattr(record, "executionArn"):
-            return
-        try:
-            self.messages.append(record.getMessage())
-        except Exception:
-            self.messages.append(str(record.msg))
+        # Only records carrying an execution's ARN can pass AWS's filter; of_execution picks one's.
+        if hasattr(record, "executionArn"):
+            self.lines.append(LogLine.of(record))
 
 
 @dataclass
@@ -435,18 +264,6 @@ class CaptureLogs:
         root.setLevel(self._previous)
 
 
-def check_logs(expected: list[dict[str, Any]] | None, messages: list[str], names: Placeholders) -> list[str]:
-    errors = []
-    for rule in expected or []:
-        pattern = str(names.substitute(rule.get("match", {}).get("message", "")))
-        pattern = pattern[1:-1] if pattern.startswith("/") and pattern.endswith("/") else re.escape(pattern)
-        count = sum(1 for message in messages if re.search(pattern, message))
-        wanted = rule.get("count")
-        if wanted is not None and count != int(wanted):
-            errors.append(f"log /{pattern}/ appeared {count} times, expected {wanted}")
-    return errors
-
-
 # ---------------------------------------------------------------------------------------------- run
 
 
@@ -461,46 +278,23 @@ class CaseResult:
         return not self.errors
 
 
-def run_case(case: Case, backend: ConformanceBackend) -> CaseResult:
-    module = load_handler_module(case)
+def start_case(case: Case) -> tuple[Placeholders, Any]:
+    """The case's bindings (its Variables) and the event its handler receives."""
     names = Placeholders()
     names.resolve_variables(case.data.get("Variables"))
-    event = {"Input": names.substitute(case.data.get("Input"))}
-    driver = CallbackDriver(
-        list(case.data.get("CallbackActions") or []), names, backend, stop=case.data.get("StopExecution")
-    )
+    extension(case.data)  # a malformed block fails the case before anything runs
+    return names, {"Input": names.substitute(case.data.get("Input"))}
+
+
+def run_case(case: Case, backend: ConformanceBackend) -> CaseResult:
+    module = load_handler_module(case)
+    names, event = start_case(case)
     with CaptureLogs() as logs:
         execution_id = backend.start(case, module, event)
-        backend.run(execution_id, lambda: driver(execution_id))
-    history = backend.history(execution_id)
-    errors = list(driver.errors)
-    errors += check_history(
-        list(case.data.get("ExpectedExecutionHistory") or []), history, names, backend.describe
-    )
-    errors += check_result(case.data.get("ExpectedResult"), backend.describe(execution_id), names)
-    errors += check_children(case.data, names, backend.history, backend.describe)
-    errors += check_logs(case.data.get("ExpectedLogs"), logs.messages, names)
+        driver = Driver.for_case(case.data, names, execution_id, backend.now())
+        history = drive(backend, driver)
+    errors = judge(case, driver, history, backend.describe, backend.history, logs.lines)
     return CaseResult(case, errors, history)
-
-
-def check_result(
-    expected: dict[str, Any] | None, description: dict[str, Any], names: Placeholders
-) -> list[str]:
-    if not expected:
-        return []
-    status = description.get("Status")
-    wanted_status = expected.get("ExecutionStatus")
-    if wanted_status and status != wanted_status:
-        return [f"expected ExecutionStatus {wanted_status}, got {status} (error: {description.get('Error')})"]
-    if status != "SUCCEEDED" or "Result" not in expected:
-        return []
-    raw = description.get("Result")
-    try:
-        actual = json.loads(raw) if raw is not None else None
-    except (TypeError, ValueError):
-        actual = raw
-    wanted = names.substitute(expected.get("Result"))
-    return [] if actual == wanted else [f"expected Result {wanted!r}, got {actual!r}"]
 
 
 def iter_suites(cases: list[Case]) -> Iterator[str]:
