@@ -133,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
     redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
     redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
-    console = commands.add_parser("console", help="serve the web console here (the 'console' extra)")
+    console = commands.add_parser(
+        "console",
+        help="serve the web console here (the 'console' extra)",
+        description="Serve the web console. Every request needs its token: open the URL it prints "
+        "(.../?token=...). The token is random, or STEPWELL_CONSOLE_TOKEN's value (16+ URL-safe characters).",
+    )
     console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     console.add_argument("--port", type=_port, default=8080, help="port (default: %(default)s; 0: any free)")
     console.add_argument("--open", action="store_true", help="open it in the default web browser")

@@ -8,12 +8,13 @@ import json
 import pytest
 from stepwell.callback_urls import CallbackUrlHandler
 from stepwell.client import StepwellClient
-from stepwell.console.app import create_app
+from stepwell.console.app import create_app, token_cookie_name
 from stepwell.testing.local import LocalStepwell
 
 from .deployment import Deployment
 
 CSRF = "test-token-0123456789"
+ACCESS_TOKEN = "test-access-token-0123456789"
 
 
 @pytest.mark.parametrize(
@@ -36,8 +37,8 @@ def console_client(deployment: Deployment) -> StepwellClient:
 
 
 def test_the_console_answers_a_bad_execution_id_with_400(console_client: StepwellClient) -> None:
-    app = create_app(console_client, csrf_token=CSRF)
-    http = app.test_client()
+    http = create_app(console_client, access_token=ACCESS_TOKEN, csrf_token=CSRF).test_client()
+    http.set_cookie(token_cookie_name("80"), ACCESS_TOKEN)
 
     page = http.get("/execution?id=garbage")
     assert page.status_code == 400
@@ -53,8 +54,8 @@ def test_the_console_answers_a_bad_execution_id_with_400(console_client: Stepwel
 def test_the_console_answers_data_nested_too_deeply_with_400(
     console_client: StepwellClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = create_app(console_client, csrf_token=CSRF)
-    http = app.test_client()
+    http = create_app(console_client, access_token=ACCESS_TOKEN, csrf_token=CSRF).test_client()
+    http.set_cookie(token_cookie_name("80"), ACCESS_TOKEN)
     deep = base64.urlsafe_b64encode(b"[" * 100_000).decode()
     listing = http.get(f"/api/executions?domain=default&next_token={deep}")
     assert listing.status_code == 400 and "is not one this store returned" in listing.get_json()["error"]

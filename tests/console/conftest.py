@@ -18,11 +18,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.console.app import create_app
+from stepwell.console.app import create_app, token_cookie_name
 from stepwell.entry import EntryRuntime
 from stepwell.registry import Registry
 
 CSRF = "test-token-0123456789"
+ACCESS_TOKEN = "test-access-token-0123456789"
 RETRY_ONCE = StepConfig(
     retry_strategy=create_retry_strategy(
         RetryStrategyConfig(max_attempts=3, initial_delay=Duration.from_seconds(2), backoff_rate=2.0)
@@ -93,6 +94,13 @@ def console(deployment: Deployment) -> Iterator[Console]:  # noqa: F811 - the ad
     clock = VirtualClock()
     client = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
     runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry, clock=clock)
-    app = create_app(client, csrf_token=CSRF)
+    app = create_app(client, access_token=ACCESS_TOKEN, csrf_token=CSRF)
     app.testing = True
-    yield Console(client, QueueDriver(deployment, runtime, clock), deployment, app, app.test_client())
+    yield Console(client, QueueDriver(deployment, runtime, clock), deployment, app, signed_in(app))
+
+
+def signed_in(app: Flask) -> FlaskClient:
+    """A test client holding the console's token cookie, as a browser does after the start URL."""
+    http = app.test_client()
+    http.set_cookie(token_cookie_name("80"), ACCESS_TOKEN)  # the test client's requests go to port 80
+    return http

@@ -7,7 +7,7 @@ import re
 
 from stepwell.model import ExecutionStatus
 
-from .conftest import CSRF, Console
+from .conftest import ACCESS_TOKEN, CSRF, Console
 
 
 def _text(response: object) -> str:
@@ -195,6 +195,10 @@ def test_redrive_moves_the_dead_letters_back(console: Console) -> None:
 
 def test_a_request_for_another_host_name_is_refused(console: Console) -> None:
     """A page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) gets neither data nor the token."""
-    refused = console.http.get("/executions", headers={"Host": "attacker.example:8080"})
+    token = {"token": ACCESS_TOKEN}  # the test client sends its cookie only to its own host name
+    refused = console.http.get("/executions", headers={"Host": "attacker.example:8080"}, query_string=token)
     assert refused.status_code == 400 and CSRF not in _text(refused)
-    assert console.http.get("/executions", headers={"Host": "127.0.0.1:8080"}).status_code == 200
+    assert "Set-Cookie" not in refused.headers
+    assert _text(refused) == "the console does not answer to the host 'attacker.example:8080'\n"
+    allowed = console.http.get("/executions", headers={"Host": "127.0.0.1:8080"}, query_string=token)
+    assert allowed.status_code == 200

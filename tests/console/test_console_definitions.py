@@ -11,7 +11,7 @@ from definitions.harness import DOMAIN, Harness
 from stepwell.console.app import create_app
 from stepwell.definitions.service import DefinitionsService
 
-from .conftest import Console
+from .conftest import ACCESS_TOKEN, Console, signed_in
 
 ORDERS_DEFINITION = Path(__file__).resolve().parents[2] / "examples" / "definitions" / "orders.json"
 
@@ -28,7 +28,9 @@ def test_definitions_are_listed_drawn_and_coloured_by_a_subjects_context(console
     harness.put(json.loads(ORDERS_DEFINITION.read_text()))
     harness.send("order.paid", "o-1", {"amount": 50, "address": "<b>here</b>"})
     service = DefinitionsService(harness.local.engine, harness.runtime, harness.router)
-    http = create_app(console.client, csrf_token="t", definitions=lambda: service).test_client()
+    http = signed_in(
+        create_app(console.client, access_token=ACCESS_TOKEN, csrf_token="t", definitions=lambda: service)
+    )
 
     listing = http.get("/definitions", query_string={"domain": DOMAIN}).get_data(as_text=True)
     assert "order-fulfilment" in listing

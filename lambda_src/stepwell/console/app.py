@@ -4,13 +4,16 @@ Everything runs on the operator's machine with their own AWS credentials through
 docs/console.md for the access policies it needs). Every page is Jinja-autoescaped; the SVG pictures
 escape their own text (stepwell.console.timeline, stepwell.console.graph). A request that changes
 something is a POST carrying the per-process token the pages embed (CSRF), so another site open in the
-same browser cannot make the console stop an execution.
+same browser cannot make the console stop an execution. Every request needs the console's access token
+(in the start URL's ?token=, then an HttpOnly cookie), so another user of the machine cannot use it.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -18,7 +21,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
-from flask import Flask, Response, abort, flash, jsonify, redirect, render_template, request, url_for
+from flask import Flask, Response, abort, flash, g, jsonify, redirect, render_template, request, url_for
 from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -39,20 +42,94 @@ USER_ERRORS = (StepwellError, ConfigError, QueueError, ValueError, LookupError, 
 # The names a browser on this machine uses for it: a request naming another host is refused, so a web page
 # whose domain is re-pointed at 127.0.0.1 (DNS rebinding) cannot read the console or its token.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+# The access token: in the start URL's query once, then in an HttpOnly cookie the pages' links and forms
+# carry by themselves.
+TOKEN_PARAMETER = "token"
+TOKEN_COOKIE_PREFIX = "stepwell_console_"
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{16,256}")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def new_access_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def check_access_token(token: str) -> str:
+    """A token the operator chose (STEPWELL_CONSOLE_TOKEN): long enough to guess never, and URL-safe."""
+    if TOKEN_PATTERN.fullmatch(token) is None:
+        odd = sorted({char for char in token if not re.fullmatch(r"[A-Za-z0-9._~-]", char)})
+        detail = f"it holds {''.join(odd)!r}" if odd else f"it has {len(token)} characters"
+        raise ValueError(
+            f"the console token must be 16 to 256 characters of A-Z a-z 0-9 . _ ~ - ({detail}); "
+            "leave STEPWELL_CONSOLE_TOKEN unset for a random one"
+        )
+    return token
+
+
+def token_cookie_name(port: str) -> str:
+    """The cookie per port: a browser sends a host's cookies to all its ports, so two consoles on one
+    machine each keep their own."""
+    return f"{TOKEN_COOKIE_PREFIX}{port}"
+
+
+def _host_name(host: str) -> str | None:
+    """The name in a Host header (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercased, IP addresses in
+    their canonical form; None for a header that is none of these."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name, bracket, port = host[1:].partition("]")
+        if not bracket or (port and not (port[0] == ":" and _PORT.fullmatch(port[1:]))):
+            return None
+    else:
+        name, colon, port = host.partition(":")
+        if colon and not _PORT.fullmatch(port):
+            return None
+    if not name:
+        return None
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return name if ":" not in name else None
+
+
+def host_allowed(host: str, trusted_hosts: Sequence[str] | None) -> bool:
+    """Whether a request's Host header names one of `trusted_hosts` (any port; None: any name).
+
+    Our own check rather than Flask's TRUSTED_HOSTS: Werkzeug 3.1 compares only the text before the first
+    colon of each trusted name, so `[::1]` never matched and a console on ::1 answered 400 to everything.
+    """
+    name = _host_name(host)
+    if name is None:
+        return False
+    if trusted_hosts is None:
+        return True
+    return name in {_trusted_name(trusted) for trusted in trusted_hosts}
+
+
+def _trusted_name(trusted: str) -> str:
+    """A trusted name as _host_name gives it: `--host ::1` names an IPv6 address without brackets."""
+    name = trusted.strip().lower().removeprefix("[").removesuffix("]")
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return name
 
 
 def create_app(
     client: StepwellClient,
+    *,
+    access_token: str,
     csrf_token: str | None = None,
     definitions: Callable[[], DefinitionsService] | None = None,
     trusted_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
 ) -> Flask:
-    """The console for `client`'s deployment. `csrf_token` defaults to a fresh random one;
-    `trusted_hosts`: the Host names it answers (None: any, for a console served to other machines)."""
+    """The console for `client`'s deployment, answering only requests with `access_token` (in the query
+    or the cookie it then sets). `csrf_token` defaults to a fresh random one; `trusted_hosts`: the Host
+    names it answers (None: any, for a console served to other machines)."""
     app = Flask(__name__)
-    app.config["TRUSTED_HOSTS"] = list(trusted_hosts) if trusted_hosts is not None else None
     app.secret_key = secrets.token_bytes(32)  # signs the flash messages' session cookie
     token = csrf_token or secrets.token_urlsafe(32)
+    access = access_token.encode()
     definitions_service: list[DefinitionsService] = []
 
     def service() -> DefinitionsService:
@@ -73,12 +150,25 @@ def create_app(
         }
 
     @app.before_request
-    def check_host_and_csrf() -> None:
-        _ = request.host  # checked against TRUSTED_HOSTS: a SecurityError (400) for any other name
+    def check_host_token_and_csrf() -> Response | None:
+        host = request.environ.get("HTTP_HOST", "")
+        if not host_allowed(host, trusted_hosts):
+            # A page whose domain was re-pointed at this machine (DNS rebinding) gets nothing.
+            return _refusal(400, f"the console does not answer to the host {host!r}")
+        sent = request.args.get(TOKEN_PARAMETER)
+        if sent is not None:
+            if not hmac.compare_digest(sent.encode(), access):
+                return _refusal(403, "wrong console token: open the URL `stepwell console` printed at start")
+            g.set_token_cookie = True
+        elif not hmac.compare_digest(request.cookies.get(_cookie_name(), "").encode(), access):
+            return _refusal(
+                403, "this console needs its token: open the URL `stepwell console` printed (.../?token=...)"
+            )
         if request.method == "POST":
-            sent = request.form.get(CSRF_FIELD, "")
-            if not hmac.compare_digest(sent.encode(), token.encode()):
-                abort(403, description="missing or wrong console token: reload the page and try again")
+            form_token = request.form.get(CSRF_FIELD, "")
+            if not hmac.compare_digest(form_token.encode(), token.encode()):
+                abort(403, description="missing or wrong form token: reload the page and try again")
+        return None
 
     @app.after_request
     def security_headers(response: Response) -> Response:
@@ -89,6 +179,9 @@ def create_app(
         )
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
+        if g.get("set_token_cookie"):
+            # HttpOnly: the page's script never reads it; Strict: no other site's link or form sends it.
+            response.set_cookie(_cookie_name(), access_token, httponly=True, samesite="Strict", path="/")
         return response
 
     @app.errorhandler(ExecutionNotFound)
@@ -246,6 +339,15 @@ def create_app(
         )
 
     return app
+
+
+def _cookie_name() -> str:
+    return token_cookie_name(str(request.environ.get("SERVER_PORT", "")))
+
+
+def _refusal(status: int, message: str) -> Response:
+    """One line of plain text: no page, so nothing of the console (not even its CSRF token) is shown."""
+    return Response(message + "\n", status=status, mimetype="text/plain")
 
 
 def _act(action: Callable[[], str]) -> None:

@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import threading
 import webbrowser
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TextIO
+from urllib.parse import urlencode
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from stepwell.client import StepwellClient
-from stepwell.console.app import LOOPBACK_HOSTS, create_app
+from stepwell.console.app import (
+    LOOPBACK_HOSTS,
+    TOKEN_PARAMETER,
+    check_access_token,
+    create_app,
+    new_access_token,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+# A token chosen by a script that starts the console (never a command-line option: other users of the
+# machine can read a process's arguments).
+TOKEN_VARIABLE = "STEPWELL_CONSOLE_TOKEN"
 
 
 def is_loopback(host: str) -> bool:
@@ -36,17 +47,29 @@ def check_host(host: str, allow_remote: bool) -> None:
         )
 
 
+def access_token_from(environ: Mapping[str, str]) -> str:
+    """STEPWELL_CONSOLE_TOKEN when set (checked), else a fresh random token."""
+    chosen = environ.get(TOKEN_VARIABLE)
+    return new_access_token() if chosen is None else check_access_token(chosen)
+
+
 def build_server(
-    client: StepwellClient, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    client: StepwellClient, access_token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
 ) -> BaseWSGIServer:
     """A threaded WSGI server for the console on (host, port); port 0 picks a free one."""
     trusted = (*LOOPBACK_HOSTS, host) if host not in ("0.0.0.0", "::") else None
-    return make_server(host, port, create_app(client, trusted_hosts=trusted), threaded=True)
+    app = create_app(client, access_token=access_token, trusted_hosts=trusted)
+    return make_server(host, port, app, threaded=True)
 
 
 def url_of(server: BaseWSGIServer) -> str:
     host = server.host if ":" not in server.host else f"[{server.host}]"
     return f"http://{host}:{server.port}/"
+
+
+def start_url(server: BaseWSGIServer, access_token: str) -> str:
+    """The URL to open: the console's root with its token, which the first page turns into a cookie."""
+    return f"{url_of(server)}?{urlencode({TOKEN_PARAMETER: access_token})}"
 
 
 def serve(
@@ -59,8 +82,9 @@ def serve(
 ) -> None:
     """Serve until interrupted (Ctrl-C)."""
     check_host(host, allow_remote)
-    server = build_server(client, host, port)
-    url = url_of(server)
+    access_token = access_token_from(os.environ)
+    server = build_server(client, access_token, host, port)
+    url = start_url(server, access_token)
     if not is_loopback(host):
         out.write(f"warning: the console on {host} is reachable from other machines and acts as you\n")
     out.write(f"Stepwell console for {client.config.name!r} on {url} (Ctrl-C stops it)\n")
@@ -76,13 +100,17 @@ def serve(
 
 
 @contextmanager
-def running_console(client: StepwellClient, host: str = DEFAULT_HOST, port: int = 0) -> Iterator[str]:
-    """The console served from a background thread while the block runs; yields its URL."""
-    server = build_server(client, host, port)
+def running_console(
+    client: StepwellClient, host: str = DEFAULT_HOST, port: int = 0, access_token: str | None = None
+) -> Iterator[str]:
+    """The console served from a background thread while the block runs; yields its start URL (with the
+    token: `access_token`, or a fresh one)."""
+    access_token = access_token or new_access_token()
+    server = build_server(client, access_token, host, port)
     thread = threading.Thread(target=server.serve_forever, name="stepwell-console", daemon=True)
     thread.start()
     try:
-        yield url_of(server)
+        yield start_url(server, access_token)
     finally:
         server.shutdown()
         server.server_close()

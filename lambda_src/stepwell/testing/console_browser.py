@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -52,7 +52,9 @@ def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator[WebDriv
 
 
 def execution_url(console_url: str, execution_id: str) -> str:
-    return f"{console_url}execution?{urlencode({'id': execution_id})}"
+    """The execution's page under the console's start URL, with its token: a fresh browser has no cookie."""
+    base, _, query = console_url.partition("?")
+    return f"{base}execution?{urlencode({'id': execution_id, **dict(parse_qsl(query))})}"
 
 
 def save_timeline_screenshot(client: StepwellClient, execution_id: str, output: Path) -> Path:
