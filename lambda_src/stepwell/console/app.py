@@ -55,7 +55,7 @@ def new_access_token() -> str:
 
 
 def check_access_token(token: str) -> str:
-    """A token the operator chose (STEPWELL_CONSOLE_TOKEN): long enough to guess never, and URL-safe."""
+    """A token the operator chose (STEPWELL_CONSOLE_TOKEN): too long to guess, and URL-safe."""
     if TOKEN_PATTERN.fullmatch(token) is None:
         odd = sorted({char for char in token if not re.fullmatch(r"[A-Za-z0-9._~-]", char)})
         detail = f"it holds {''.join(odd)!r}" if odd else f"it has {len(token)} characters"
