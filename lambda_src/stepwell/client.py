@@ -135,6 +135,9 @@ class _NoPayloadBucket:
         self._name = name
 
     def put(self, execution_id: str, label: str, data: str) -> str:
+        return self.reference(execution_id, label, data)
+
+    def reference(self, execution_id: str, label: str, data: str) -> str:
         raise ValueError(
             f"{label} of {execution_id!r} is {len(data.encode('utf-8'))} bytes, too large to keep inline, "
             f"and deployment {self._name!r} has no payload bucket configured"

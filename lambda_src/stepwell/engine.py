@@ -240,12 +240,23 @@ class Engine:
     # ------------------------------------------------------------------ payloads
 
     def offload(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, bool]:
-        size = len(text.encode("utf-8")) if text is not None else 0
-        if text is None or size <= self.inline_limit:
+        stored, is_ref = self.offload_reference(execution_id, label, text)
+        if is_ref:
+            self.put_offloaded(execution_id, label, text)
+        return stored, is_ref
+
+    def offload_reference(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, bool]:
+        """What `offload` stores in an item for `text` (its reference when offloaded), writing nothing."""
+        if text is None or len(text.encode("utf-8")) <= self.inline_limit:
             return text, False
-        reference = self.payloads.put(execution_id, label, text)
+        return self.payloads.reference(execution_id, label, text), True
+
+    def put_offloaded(self, execution_id: str, label: str, text: str | None) -> None:
+        """Put the object `offload_reference` named (the same object again, when it exists)."""
+        assert text is not None
+        self.payloads.put(execution_id, label, text)
+        size = len(text.encode("utf-8"))
         self.metrics.add(Metric.PAYLOAD_BYTES_OFFLOADED, size, ExecutionId.parse(execution_id).workflow_id)
-        return reference, True
 
     def resolve(self, text: str | None, is_ref: bool) -> str | None:
         if text is None or not is_ref:
@@ -610,7 +621,12 @@ class Engine:
         now = self.clock.now()
         # Before anything is stored: a key the input cannot give refuses the start.
         flow = self.resolve_flow_limits(ids.workflow_id, ids.domain, input_payload)
-        stored_input, input_is_ref = self.offload(execution_id, "input", input_payload)
+        # A large input's object is put only once the record is this start's own (or repeats a running
+        # one): a refused start writes nothing, so it can never restart the retention of an ended
+        # execution's payloads (a put is a new object; before, a retire then copied every object again).
+        # The record names the object before it exists (its key is the content's digest); a start that
+        # dies in between left no message either, and its caller's retry puts it (below).
+        stored_input, input_is_ref = self.offload_reference(execution_id, "input", input_payload)
         record = ExecutionRecord(
             execution_id=execution_id,
             domain=ids.domain,
@@ -631,15 +647,14 @@ class Engine:
             callback_key=new_callback_key(),
         )
         if self.store.create_execution(record):
+            if input_is_ref:
+                self.put_offloaded(execution_id, "input", input_payload)
             if wake:
                 self.queue.enqueue(InvokeMessage(execution_id).to_body())
             return record, True
         existing = self.store.get_execution(execution_id)
         if existing is None:
             raise ExecutionNotFound(f"no execution with id {execution_id!r}")
-        if input_is_ref and existing.status.is_terminal:
-            # The offload above wrote an untagged object into an ended execution's folder: retire it too.
-            self.payloads.retire(execution_id)
         if self.retention_passed(existing.ended_at):
             # Its items wait for the table's TTL, and so does the name (the log's keys are the id's): its
             # record expires last, so that a new execution under the name meets none of the old one's items.
@@ -652,16 +667,30 @@ class Engine:
                 "execution name"
             )
         # As AWS: the same name and input is the same start; another input under that name is refused.
-        if self.resolve(existing.input_payload, existing.input_is_ref) != input_payload:
+        # The same reference names the same content (its digest): no read of the object, which a first
+        # start that died before its put never wrote.
+        same_reference = input_is_ref and existing.input_is_ref and existing.input_payload == stored_input
+        if (
+            not same_reference
+            and self.resolve(existing.input_payload, existing.input_is_ref) != input_payload
+        ):
             raise ExecutionAlreadyExists(
                 f"execution {ids.instance_id!r} of workflow {ids.workflow_id!r} (id {execution_id!r}) "
                 "already exists with a different input; start it with its original input or choose "
                 "another execution name"
             )
-        if wake and existing.status is ExecutionStatus.RUNNING and self._never_ran(execution_id):
-            # The first start may have died between its record and its message (its caller saw it fail and
-            # tries again): its message again. A repeated one finds the execution running or done.
-            self.queue.enqueue(InvokeMessage(execution_id).to_body())
+        if (
+            (wake or input_is_ref)
+            and existing.status is ExecutionStatus.RUNNING
+            and self._never_ran(execution_id)
+        ):
+            # The first start may have died between its record and its input's object or its message (its
+            # caller saw it fail and tries again): both again (the same object; one that ran has both, and an
+            # ended execution's objects are left alone). A repeated one finds it running or done.
+            if input_is_ref:
+                self.put_offloaded(execution_id, "input", input_payload)
+            if wake:
+                self.queue.enqueue(InvokeMessage(execution_id).to_body())
         return existing, False
 
     def _never_ran(self, execution_id: str) -> bool:

@@ -596,9 +596,12 @@ class MemoryPayloadStore:
         self.retired: set[str] = set()
         self._lock = threading.Lock()
 
-    def put(self, execution_id: str, label: str, data: str) -> str:
+    def reference(self, execution_id: str, label: str, data: str) -> str:
         digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
-        reference = f"{self._folder(execution_id)}{label}-{digest}"
+        return f"{self._folder(execution_id)}{label}-{digest}"
+
+    def put(self, execution_id: str, label: str, data: str) -> str:
+        reference = self.reference(execution_id, label, data)
         with self._lock:
             self._objects[reference] = data
             self.retired.discard(reference)  # a write makes a new object, as on S3: not retired

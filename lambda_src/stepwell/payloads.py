@@ -55,12 +55,16 @@ class S3PayloadStore:
         self._s3 = s3
         self.bucket = bucket
 
-    def put_bytes(self, execution_id: str, label: str, data: bytes) -> str:
-        """Store `data` and return its reference (`s3ref:<key>`)."""
+    @staticmethod
+    def _key(execution_id: str, label: str, data: bytes) -> str:
         if not label or not set(label) <= _LABEL_CHARACTERS:
             raise ValueError(f"payload label {label!r} must be non-empty and use only [A-Za-z0-9-_.]")
         digest = hashlib.sha256(data).hexdigest()[:32]
-        key = f"{execution_folder(execution_id)}{label}-{digest}"
+        return f"{execution_folder(execution_id)}{label}-{digest}"
+
+    def put_bytes(self, execution_id: str, label: str, data: bytes) -> str:
+        """Store `data` and return its reference (`s3ref:<key>`)."""
+        key = self._key(execution_id, label, data)
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=data)
         return REFERENCE_SCHEME + key
 
@@ -82,6 +86,10 @@ class S3PayloadStore:
 
     def get(self, reference: str) -> str:
         return self.get_bytes(reference).decode("utf-8")
+
+    def reference(self, execution_id: str, label: str, data: str) -> str:
+        """The reference `put` returns for this text, without writing anything (no request)."""
+        return REFERENCE_SCHEME + self._key(execution_id, label, data.encode("utf-8"))
 
     def _pages_of_keys(self, execution_id: str) -> Iterator[list[str]]:
         """The keys of one execution's objects, a listing page at a time (a prefix, never a bucket scan)."""

@@ -395,6 +395,12 @@ class PayloadStore(Protocol):
         """The data a reference names; PayloadMissing when its object is gone."""
         ...
 
+    def reference(self, execution_id: str, label: str, data: str) -> str:
+        """The reference `put` returns for `data`, writing nothing (the name is the content's digest): a
+        start names its input's object in the record it creates, and puts it only once that record is its
+        own, so a refused start writes nothing."""
+        ...
+
     def retire(self, execution_id: str) -> int:
         """The execution has ended: start its payloads' retention (until now they never expire).
         Idempotent; returns how many payloads were retired."""

@@ -98,7 +98,7 @@ def test_a_start_under_an_expired_executions_name_is_refused_with_the_reason_and
     assert local.run_to_completion(other).status is ExecutionStatus.SUCCEEDED
 
 
-def test_a_large_input_refused_under_an_expired_name_leaves_its_object_to_the_lifecycle_rule(
+def test_a_large_input_refused_under_an_expired_name_writes_no_object(
     local: LocalStepwell,
 ) -> None:
     ended = local.start("echo", {"n": 1}, execution_name="big-reuse")
@@ -106,12 +106,11 @@ def test_a_large_input_refused_under_an_expired_name_leaves_its_object_to_the_li
     assert record.ended_at is not None and not local.payloads.references(ended)
     local.clock.advance_to(int(record.ended_at) + local.store.retention_seconds)
 
-    big = {"blob": "x" * (300 * 1024)}  # over the inline limit: offloaded before the start meets the name
+    big = {"blob": "x" * (300 * 1024)}  # over the inline limit: it would be offloaded
     with pytest.raises(ExecutionAlreadyExists, match="retention"):
         local.start("echo", big, execution_name="big-reuse")
-    # The object the refused start wrote is retired (the bucket's lifecycle rule deletes it), not left behind.
-    written = local.payloads.references(ended)
-    assert written and local.payloads.retired == set(written)
+    # A refused start writes nothing: no object to leave behind or to retire.
+    assert not local.payloads.references(ended) and not local.payloads.retired
 
 
 @pytest.mark.parametrize("left", ["log+coordination", "log", "coordination"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.errors import PayloadMissing
+from stepwell.errors import ExecutionAlreadyExists, PayloadMissing
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
 
@@ -121,10 +121,78 @@ def test_starting_an_ended_execution_again_leaves_its_payloads_retired(stepwell_
     execution_id = _start(stepwell_local)
     stepwell_local.run_to_completion(execution_id, on_idle=_send_callback_once(execution_id))
 
-    # The same start again (idempotent) writes its input object again, which S3 would keep untagged.
+    # The same start again (idempotent) returns the execution and writes nothing.
     assert _start(stepwell_local) == execution_id
 
     assert stepwell_local.payloads.retired == set(stepwell_local.payloads.references(execution_id))
+
+
+def _count_writes(local: LocalStepwell, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The payload store's puts and retires, by execution id."""
+    writes: list[str] = []
+    put, retire = local.payloads.put, local.payloads.retire
+
+    def counting_put(execution_id: str, label: str, data: str) -> str:
+        writes.append(f"put {label}")
+        return put(execution_id, label, data)
+
+    def counting_retire(execution_id: str) -> int:
+        writes.append("retire")
+        return retire(execution_id)
+
+    monkeypatch.setattr(local.payloads, "put", counting_put)
+    monkeypatch.setattr(local.payloads, "retire", counting_retire)
+    return writes
+
+
+def test_a_refused_start_under_an_ended_name_writes_no_payload(
+    stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A different large input under an ended execution's name: refused, and nothing is put or retired
+    (a put is a new object, whose retention would start again), however often it is retried."""
+    execution_id = _start(stepwell_local)
+    stepwell_local.run_to_completion(execution_id, on_idle=_send_callback_once(execution_id))
+    references = stepwell_local.payloads.references(execution_id)
+    assert references and stepwell_local.payloads.retired == set(references)
+    writes = _count_writes(stepwell_local, monkeypatch)
+
+    for _ in range(2):
+        with pytest.raises(ExecutionAlreadyExists, match=r"'long'.*already exists with a different input"):
+            stepwell_local.start("payloads.long_wait", {"blob": "j" * BIG}, execution_name="long")
+    assert writes == []
+    assert stepwell_local.payloads.references(execution_id) == references
+    assert stepwell_local.payloads.retired == set(references)
+
+
+def test_an_accepted_start_puts_its_input_once_and_a_start_that_died_before_the_put_is_repaired_by_its_retry(
+    stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record names its input's object before the object is put: a start that dies in between left no
+    message either, and its caller's retry (the same start) puts the object and sends the message."""
+    stepwell_local.register("payloads.long_wait", long_wait)
+    writes = _count_writes(stepwell_local, monkeypatch)
+    put = stepwell_local.payloads.put
+    failing = {"left": 1}
+
+    def dies_once(execution_id: str, label: str, data: str) -> str:
+        if failing["left"]:
+            failing["left"] -= 1
+            raise ConnectionError("the process died before the put")
+        return put(execution_id, label, data)
+
+    monkeypatch.setattr(stepwell_local.payloads, "put", dies_once)
+    with pytest.raises(ConnectionError):
+        stepwell_local.start("payloads.long_wait", {"blob": "i" * BIG}, execution_name="long")
+    (created,) = stepwell_local.engine.list_executions(workflow="payloads.long_wait").items
+    assert stepwell_local.payloads.references(created.execution_id) == []
+    monkeypatch.setattr(stepwell_local.payloads, "put", put)
+
+    execution_id = _start(stepwell_local)  # the caller's retry
+    assert execution_id == created.execution_id
+    assert len(stepwell_local.payloads.references(execution_id)) == 1
+    record = stepwell_local.run_to_completion(execution_id, on_idle=_send_callback_once(execution_id))
+    assert record.status is ExecutionStatus.SUCCEEDED
+    assert writes.count("put input") == 1  # the retry's one put (the attempt that died wrote nothing)
 
 
 @durable_execution
