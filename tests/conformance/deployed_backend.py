@@ -25,7 +25,6 @@ import json
 import re
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +35,6 @@ from matching import child_executions
 from polling import Driver
 from runner import Case, CaseResult, judge, start_case
 
-# Passes per suite on each deployed backend: {backend: (passed, total, seconds)}; tests/deploy reports it.
-SUMMARY: dict[str, tuple[Counter[str], Counter[str], float]] = {}
-
 PACKAGE_NAME = "stepwell_conformance"
 # How a case's module is registered (handler, WORKFLOWS, WORKFLOW_OPTIONS, FUNCTIONS): the local
 # backend's code, copied into the package.
@@ -46,6 +42,8 @@ CASE_REGISTRATION = Path(__file__).resolve().parent / "case_registration.py"
 # How a log record becomes the field map ExpectedLogs is judged on: the runner's code, copied too.
 LOG_RULES = Path(__file__).resolve().parent / "log_rules.py"
 LOG_PREFIX = "[conformance-log]"
+# The statuses an execution ends in (the deployed tests wait for these).
+FINISHED = ("SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED")
 IDLE_SLEEP_SECONDS = 0.2
 # Wake-ups this close together are delivered in one step of the virtual clock (the cases' own timers
 # and delays are whole seconds apart, so no case sees two of its events swap).
