@@ -5,6 +5,9 @@
   deselected for other backends.
 - In CI (``CI=true``) a skipped test fails: a suite skipped because a tool or backend is missing must
   not pass silently.
+- With pytest-xdist (``make test`` runs ``-n auto --dist loadgroup``) every test carries an
+  ``xdist_group``: the deployed tests of one backend share one apply (a session fixture), so they stay
+  in one worker; every other test stays with its module's (module fixtures are set up once).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "stepwell_backend" in fixture_names:
             item.add_marker(pytest.mark.deployed)
         backend = _backend_param(item)
+        group = f"deployed-{backend}" if backend is not None else item.nodeid.partition("::")[0]
+        item.add_marker(pytest.mark.xdist_group(name=group))
         only_localstack = item.get_closest_marker("localstack") and backend not in (None, "localstack")
         only_moto = item.get_closest_marker("moto") and backend not in (None, "moto")
         if only_localstack or only_moto:

@@ -30,15 +30,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("conformance_case", params)
 
 
+SUITE_PROPERTY = "stepwell_conformance_suite"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
     outcome = yield
     report = outcome.get_result()
     case = getattr(item, "callspec", None) and item.callspec.params.get("conformance_case")
     if report.when == "call" and case is not None:
-        _total[case.suite] += 1
+        # The suite travels on the report, so the process that prints the summary counts it (with
+        # pytest-xdist the tests run in workers and the reports reach the controller).
+        report.user_properties.append((SUITE_PROPERTY, case.suite))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    suite = dict(report.user_properties).get(SUITE_PROPERTY) if report.when == "call" else None
+    if suite is not None:
+        _total[suite] += 1
         if report.passed:
-            _passed[case.suite] += 1
+            _passed[suite] += 1
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ TEST_WORKFLOWS = Path(__file__).resolve().parent / "workflows" / "stepwell_test_
 if str(CONFORMANCE_DIR) not in sys.path:
     sys.path.insert(0, str(CONFORMANCE_DIR))
 
-from deployed_backend import SUMMARY, DeployedTarget, write_conformance_workflows  # noqa: E402
+from deployed_backend import DeployedTarget, write_conformance_workflows  # noqa: E402
 from runner import SUITES, discover_cases  # noqa: E402
 from stepwell.client import StepwellClient  # noqa: E402
 from stepwell.config import StepwellConfig  # noqa: E402
@@ -116,6 +117,24 @@ def deployed_target(
         fire_schedules=scheduler_firer.fire_due,
         log_lines=_log_reader(deployed_stack, lambda_runtime),
     )
+
+
+# Passes per suite on each deployed backend: {backend: (passed, total, seconds for all cases)}, counted
+# from the reports (with pytest-xdist the tests run in workers; the reports reach the controller).
+SUMMARY: dict[str, tuple[Counter[str], Counter[str], float]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    entry = (
+        dict(report.user_properties).get("stepwell_deployed_conformance") if report.when == "call" else None
+    )
+    if entry is None:
+        return
+    backend, suite, seconds = entry
+    passed, total, _ = SUMMARY.setdefault(backend, (Counter(), Counter(), 0.0))
+    total[suite] += 1
+    passed[suite] += int(report.passed)
+    SUMMARY[backend] = (passed, total, float(seconds))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
