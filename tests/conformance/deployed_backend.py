@@ -276,6 +276,11 @@ class _Running:
     def execution_id(self) -> str:
         return self.driver.execution_id
 
+    @property
+    def done(self) -> bool:
+        """Its driver is done and has nothing left to send (a poll's delayed actions still go)."""
+        return self.driver.ended is not None and not self.driver.sends
+
 
 def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float = 900.0) -> list[CaseResult]:
     """Run every case on the deployed stack at once, each driven and judged as the runner does."""
@@ -292,16 +297,16 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
     try:
         while True:
             target.process_queue()
-            running = [run for run in runs if run.driver.ended is None]
+            running = [run for run in runs if not run.done]
             acted = False
             for run in running:
                 status = str(target.client.describe_execution(run.execution_id).get("Status"))
                 acted = (
                     run.driver.act(run.backend, target.clock.now_epoch(), idle=True, status=status) or acted
                 )
-                if run.driver.ended is not None:
+                if run.done:
                     run.history = target.client.get_execution_history(run.execution_id)
-            running = [run for run in running if run.driver.ended is None]
+            running = [run for run in running if not run.done]
             if not running:
                 break
             if time.monotonic() > deadline:

@@ -253,7 +253,7 @@ class Driver:
             and expected
             and not match_history(expected, events, self.names)
         ):
-            self.ended = PollEnd.MATCHED
+            self.ended = PollEnd.MATCHED  # the sends this poll scheduled still go, as AWS's loop sends them
 
     def _match(self, event_name: str) -> tuple[int, CallbackAction | None]:
         for index, action in enumerate(self.actions):

@@ -175,7 +175,7 @@ def drive(backend: ConformanceBackend, driver: Driver, max_rounds: int = 100_000
         status = str(backend.describe(execution_id).get("Status"))
         if driver.act(backend, backend.now(), idle=True, status=status):
             continue
-        if driver.ended is not None:
+        if driver.ended is not None and not driver.sends:
             history = backend.history(execution_id)
             # What the end set going (a child's stop after its parent's) settles before children are read.
             backend.run_until_idle()
