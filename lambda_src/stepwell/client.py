@@ -125,6 +125,7 @@ def build_engine(
             else NoStatusEvents()
         ),
         metrics=metrics or NoMetrics(),
+        limits=config.payload_limits,
     )
 
 
@@ -346,6 +347,8 @@ class StepwellClient:
         detail: dict[str, Any] = {"callbackId": callback_id}
         if action == "success" and result is not None:
             detail["result"] = callback_result_text(result)
+            # Refused here, as the worker would refuse it: the sender learns it, not the DLQ.
+            self.engine.limits.callback_result.check("the callback result", detail["result"])
         if action == "fail" and error is not None:
             detail["error"] = check_error_object(error, "callback")
         response = self.clients.events.put_events(

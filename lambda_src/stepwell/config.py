@@ -15,6 +15,13 @@ from typing import Any
 
 from stepwell.errors import InvalidArgument
 from stepwell.invoke_targets import parse_function_arn, parse_target
+from stepwell.limits import (
+    DEFAULT_MAX_CALLBACK_RESULT_BYTES,
+    DEFAULT_MAX_EXECUTION_INPUT_BYTES,
+    DEFAULT_MAX_EXECUTION_RESULT_BYTES,
+    DEFAULT_MAX_OPERATION_PAYLOAD_BYTES,
+    PayloadLimits,
+)
 
 
 class ConfigError(ValueError):
@@ -50,8 +57,17 @@ _JSON_OBJECT_ENV: dict[str, str] = {
 INVOKE_FUNCTIONS_ENV = "STEPWELL_INVOKE_FUNCTIONS"
 VISIBILITY_ENV = "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS"
 
+# Payload limits (stepwell.limits): client_config key -> environment variable of the worker Lambda (the
+# callbacks function has the callback result's).
+PAYLOAD_LIMIT_ENV: dict[str, str] = {
+    "max_execution_input_bytes": "STEPWELL_MAX_EXECUTION_INPUT_BYTES",
+    "max_execution_result_bytes": "STEPWELL_MAX_EXECUTION_RESULT_BYTES",
+    "max_operation_payload_bytes": "STEPWELL_MAX_OPERATION_PAYLOAD_BYTES",
+    "max_callback_result_bytes": "STEPWELL_MAX_CALLBACK_RESULT_BYTES",
+}
+
 # Settings that are whole numbers (client_config may give them as numbers or strings).
-_INT_SETTINGS = ("retention_days", "keep_versions", "work_queue_visibility_seconds")
+_INT_SETTINGS = ("retention_days", "keep_versions", "work_queue_visibility_seconds", *PAYLOAD_LIMIT_ENV)
 
 # Settings that are true or false (client_config may give them as booleans or strings).
 _BOOL_SETTINGS = ("status_events", "direct_wake_ups")
@@ -118,6 +134,12 @@ class StepwellConfig:
     status_events: bool = True
     # Lambda functions context.invoke may call (unqualified function ARNs; the module's invoke_function_arns).
     invoke_functions: tuple[str, ...] = ()
+    # Payload limits in bytes (stepwell.limits; the module's max_*_bytes): the client and CLI refuse what
+    # the deployment would, before sending it.
+    max_execution_input_bytes: int = DEFAULT_MAX_EXECUTION_INPUT_BYTES
+    max_execution_result_bytes: int = DEFAULT_MAX_EXECUTION_RESULT_BYTES
+    max_operation_payload_bytes: int = DEFAULT_MAX_OPERATION_PAYLOAD_BYTES
+    max_callback_result_bytes: int = DEFAULT_MAX_CALLBACK_RESULT_BYTES
 
     def __post_init__(self) -> None:
         for key in _REQUIRED:
@@ -150,6 +172,20 @@ class StepwellConfig:
                 parse_function_arn(arn)
             except InvalidArgument as error:
                 raise ConfigError(f"invoke_functions ({INVOKE_FUNCTIONS_ENV}): {error}") from None
+        try:
+            _ = self.payload_limits  # checks the four values
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+    @property
+    def payload_limits(self) -> PayloadLimits:
+        """The deployment's payload limits (stepwell.limits)."""
+        return PayloadLimits(
+            execution_input_bytes=self.max_execution_input_bytes,
+            execution_result_bytes=self.max_execution_result_bytes,
+            operation_payload_bytes=self.max_operation_payload_bytes,
+            callback_result_bytes=self.max_callback_result_bytes,
+        )
 
     @classmethod
     def from_client_config(cls, data: Mapping[str, Any]) -> StepwellConfig:
@@ -230,6 +266,9 @@ class StepwellConfig:
             values["keep_versions"] = _parse_int("STEPWELL_KEEP_VERSIONS", env["STEPWELL_KEEP_VERSIONS"])
         if env.get(VISIBILITY_ENV):
             values["work_queue_visibility_seconds"] = _parse_int(VISIBILITY_ENV, env[VISIBILITY_ENV])
+        for key, variable in PAYLOAD_LIMIT_ENV.items():
+            if env.get(variable):
+                values[key] = _parse_int(variable, env[variable])
         if env.get("STEPWELL_WORKFLOW_MODULES"):
             values["workflow_modules"] = _parse_modules(env["STEPWELL_WORKFLOW_MODULES"])
         for key, variable in _JSON_OBJECT_ENV.items():
@@ -263,6 +302,8 @@ class StepwellConfig:
         env["STEPWELL_KEEP_VERSIONS"] = str(self.keep_versions)
         if self.work_queue_visibility_seconds:
             env[VISIBILITY_ENV] = str(self.work_queue_visibility_seconds)
+        for key, variable in PAYLOAD_LIMIT_ENV.items():
+            env[variable] = str(getattr(self, key))
         env["STEPWELL_WORKFLOW_MODULES"] = ",".join(self.workflow_modules)
         for key, variable in _JSON_OBJECT_ENV.items():
             env[variable] = json.dumps(dict(getattr(self, key)))

@@ -24,6 +24,7 @@ from stepwell.errors import (
     InvalidArgument,
     InvalidWorkflowName,
     LogIncomplete,
+    PayloadTooLarge,
     StepwellError,
     VersionNotFound,
     WorkflowNotFound,
@@ -43,6 +44,7 @@ from stepwell.journal import (
     restore_execution_input,
 )
 from stepwell.journal_cache import FoldedLog, JournalCache, copy_journal
+from stepwell.limits import PayloadLimits
 from stepwell.log_expiry import LOG_DECISION_SLACK_SECONDS, NAME_HOLD_SECONDS
 from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
@@ -110,6 +112,10 @@ SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
 # The starters' and the workers' clocks differ by far less than this, and a name is free again only days
 # after its execution ended (its retention period and NAME_HOLD_SECONDS).
 CLOCK_SKEW_SECONDS = 3600.0
+# Workflows whose input the execution input limit leaves alone: the definitions' interpreter
+# (stepwell.definitions.interpreter.INTERPRETER_NAME), whose input is a stored definition (at most 409,600
+# bytes, its validation) and one bus event (EventBridge's 256 KB, its nesting bounded by the router).
+INPUT_BOUNDED_ELSEWHERE = frozenset({"stepwell.definition"})
 
 
 def predates(record: ExecutionRecord, written_at: float) -> bool:
@@ -183,7 +189,7 @@ def check_error_object(error: object, what: str) -> dict[str, Any] | None:
         raise InvalidArgument(f"{what} error field StackTrace must be a list of strings, got {trace!r}")
     size = len(json.dumps(dict(error)).encode("utf-8"))
     if size > MAX_ERROR_BYTES:
-        raise InvalidArgument(f"{what} error is {size} bytes as JSON; the limit is {MAX_ERROR_BYTES}")
+        raise PayloadTooLarge(f"{what} error is {size} bytes as JSON; the limit is {MAX_ERROR_BYTES}")
     return dict(error)
 
 
@@ -231,6 +237,8 @@ class Engine:
     # Folded journals of the executions this process ran (stepwell.journal_cache): a warm worker reads
     # only the log items written since.
     journals: JournalCache = field(default_factory=JournalCache, repr=False)
+    # How large inputs, results and payloads may be (stepwell.limits; the deployment's max_*_bytes).
+    limits: PayloadLimits = field(default_factory=PayloadLimits)
     # Per-key concurrency and rate limits (stepwell.flow_control), on this engine's ports.
     flow: FlowControl = field(init=False, repr=False)
 
@@ -589,6 +597,9 @@ class Engine:
         if subject_id is not None:
             _check_key_part("subject id", subject_id)
         checked_tags = check_tags(tags)
+        if name not in INPUT_BOUNDED_ELSEWHERE:
+            # Before anything is read or written: a refused start leaves no trace.
+            self.limits.execution_input.check(f"the input of workflow {name!r}", input_payload)
         instance_id = execution_name or uuid.uuid4().hex
         return self._create_execution(
             ExecutionId(domain, name, subject_id or instance_id, instance_id),
@@ -880,6 +891,7 @@ class Engine:
                 f"callback result must be JSON text (str or UTF-8 bytes) or None, got {type(result).__name__}"
                 " (serialize it first, e.g. json.dumps)"
             )
+        self.limits.callback_result.check("the callback result", text)
         return self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text, wake=wake)
 
     def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:

@@ -23,6 +23,11 @@ class InvalidArgument(StepwellError, ValueError):
     pass
 
 
+class PayloadTooLarge(InvalidArgument):
+    """A payload over one of the deployment's limits (stepwell.limits): the message names the limit, the
+    size and the setting that changes it."""
+
+
 class ExecutionNotFound(StepwellError, LookupError):
     pass
 

@@ -12,6 +12,7 @@ took the seq, the token is revoked (no token in the answer) and the SDK ends the
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
 
 from stepwell.errors import SequenceConflict, StaleCheckpointToken
 from stepwell.journal import Journal
+from stepwell.limits import PayloadLimits, PayloadOverLimit
 
 if TYPE_CHECKING:
     from stepwell.engine import Engine
@@ -78,6 +80,12 @@ class StoreServiceClient:
                 raise StaleCheckpointToken(
                     f"checkpoint token {checkpoint_token!r} is not the current one {self.token!r}"
                 )
+            # Before any update is applied: a refused checkpoint stores nothing, and the SDK fails the
+            # execution with the error (not retryable, as AWS's refusal of a payload over its limit).
+            for update in updates:
+                problem = _over_limit(update, self._engine.limits)
+                if problem is not None:
+                    raise PayloadOverLimit(problem)
             now = self._engine.clock.now()
             journal = self._journal
             # Timers due by now complete here too: a refresh inside parallel branches sees its wait end.
@@ -131,6 +139,23 @@ class StoreServiceClient:
     def _check_arn(self, arn: str) -> None:
         if arn != self._record.execution_id:
             raise ValueError(f"this client serves execution {self._record.execution_id!r}, not {arn!r}")
+
+
+def _over_limit(update: OperationUpdate, limits: PayloadLimits) -> str | None:
+    """Why `update` may not be stored, if its payload (with its error object) is over a limit: the
+    execution's end is bounded by the execution result's limit, any other operation by the operation
+    payload's. A chained invoke's input has AWS's own 1 MiB check and error (stepwell.journal)."""
+    if update.operation_type is OperationType.CHAINED_INVOKE:
+        return None
+    text = update.payload or ""
+    if update.error is not None:
+        text += json.dumps(update.error.to_dict())
+    if update.operation_type is OperationType.EXECUTION:
+        return limits.execution_result.problem("the execution's result", text)
+    label = repr(update.name) if update.name else f"operation {update.operation_id}"
+    return limits.operation_payload.problem(
+        f"the payload of {update.operation_type.value.lower()} {label} ({update.action.value})", text
+    )
 
 
 def _replayable(updates: list[OperationUpdate], journal: Journal) -> bool:

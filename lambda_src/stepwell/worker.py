@@ -41,6 +41,7 @@ from stepwell.invoke_targets import (
     MAX_CHAINED_INVOKE_PAYLOAD_BYTES,
 )
 from stepwell.journal import Journal, decode_body
+from stepwell.limits import PAYLOAD_OVER_LIMIT_TYPE
 from stepwell.logs import log_context, workflow_of
 from stepwell.metrics import ENDED, Metric
 from stepwell.model import (
@@ -478,7 +479,7 @@ class Worker:
             result = output.get("Result")
             if not result and journal.execution_result is not None:
                 result = journal.execution_result
-            too_large = self._child_result_too_large(record, result)
+            too_large = self._child_result_too_large(record, result) or self._result_over_limit(result)
             if too_large is not None:
                 return self._end(
                     record, journal, started_at, end, request_id, ExecutionStatus.FAILED, None, too_large
@@ -567,6 +568,14 @@ class Worker:
         return {
             "ErrorMessage": CHILD_EXECUTION_OUTPUT_TOO_LARGE if durable else CHAINED_INVOKE_OUTPUT_TOO_LARGE
         }
+
+    def _result_over_limit(self, result: str | None) -> dict[str, Any] | None:
+        """The error an execution fails with whose result is over the deployment's limit (never stored),
+        as a checkpoint over a limit fails it (stepwell.limits)."""
+        problem = self.engine.limits.execution_result.problem("the execution's result", result)
+        if problem is None:
+            return None
+        return {"ErrorType": PAYLOAD_OVER_LIMIT_TYPE, "ErrorMessage": problem}
 
     def _time_out(
         self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float

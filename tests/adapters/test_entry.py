@@ -217,7 +217,7 @@ def test_large_input_and_result_travel_through_s3(
     stack: tuple[StepwellClient, QueueDriver], deployment: Deployment
 ) -> None:
     client, driver = stack
-    big = "x" * (400 * 1024)  # bigger than a DynamoDB item
+    big = "x" * (240 * 1024)  # over the inline limit (200 KiB), within the input limit (256 KiB)
     execution_id = client.start_execution("echo", big, execution_name="big")
     driver.run_until_quiet()
     description = client.describe_execution(execution_id)

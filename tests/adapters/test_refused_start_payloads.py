@@ -18,7 +18,7 @@ from stepwell.registry import Registry
 from .deployment import Deployment
 from .driver import QueueDriver
 
-BIG = 300 * 1024  # over the engine's inline limit: offloaded
+BIG = 240 * 1024  # over the engine's inline limit (offloaded), within the input limit (256 KiB)
 
 
 @durable_execution

@@ -106,7 +106,7 @@ def test_a_large_input_refused_under_an_expired_name_writes_no_object(
     assert record.ended_at is not None and not local.payloads.references(ended)
     local.clock.advance_to(int(record.ended_at) + local.store.retention_seconds)
 
-    big = {"blob": "x" * (300 * 1024)}  # over the inline limit: it would be offloaded
+    big = {"blob": "x" * (240 * 1024)}  # over the inline limit (offloaded), within the input limit
     with pytest.raises(ExecutionAlreadyExists, match="retention"):
         local.start("echo", big, execution_name="big-reuse")
     # A refused start writes nothing: no object to leave behind or to retire.

@@ -37,6 +37,7 @@ from stepwell.config import DEFAULT_WORKER_ALIAS
 from stepwell.engine import Engine
 from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
 from stepwell.invoke_targets import MemoryLambdaInvoker
+from stepwell.limits import PayloadLimits
 from stepwell.logs import workflow_of
 from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
@@ -214,7 +215,12 @@ class LocalFunctionVersions:
 class LocalStepwell:
     """An in-process Stepwell: register workflows, start executions, send callbacks, read history."""
 
-    def __init__(self, registry: Registry | None = None, inline_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        inline_limit: int | None = None,
+        limits: PayloadLimits | None = None,
+    ) -> None:
         self.clock = VirtualClock()
         self.store = MemoryExecutionStore()
         self.payloads = MemoryPayloadStore()
@@ -224,6 +230,8 @@ class LocalStepwell:
         # Every version's worker adds its metrics here, one EMF record per message (and workflow).
         self.metrics = MemoryMetrics()
         self.inline_limit = inline_limit
+        # Every version's engine's payload limits (stepwell.limits; the defaults when None).
+        self.limits = limits
         self.functions = LocalFunctionVersions(self)
         self.versions: dict[str, CodeVersion] = {}
         self.live_version: str | None = None
@@ -247,6 +255,8 @@ class LocalStepwell:
         )
         if self.inline_limit is not None:
             engine.inline_limit = self.inline_limit
+        if self.limits is not None:
+            engine.limits = self.limits
         return CodeVersion(version, registry, engine, Worker(engine), self.clock.now())
 
     # --- code versions ---
