@@ -16,7 +16,8 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no '#'), instanceId
   "<createdAt ms:015>#<execution id>", ttl once it ended.
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
-  (the last execution the schedule started); no attribute an index keys on, so no index holds it.
+  (the last execution the schedule started), ttl (SCHEDULE_POINTER_HOLD_SECONDS past the last occurrence
+  that claimed or kept it); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bd the body deflated with a preset
   dictionary when it is over DEFLATE_MIN_BYTES, bz without one as engines before v18 wrote it; bR
   is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.log_expiry) or "in#<input id>"
@@ -78,7 +79,7 @@ from stepwell.model import (
     Page,
 )
 from stepwell.payloads import S3PayloadStore
-from stepwell.ports import DUE_SHARDS, check_schedule_pointer
+from stepwell.ports import DUE_SHARDS, SCHEDULE_POINTER_HOLD_SECONDS, check_schedule_pointer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -639,12 +640,14 @@ class DynamoDbExecutionStore:
         return None if item is None else _str(item, "eid")
 
     def claim_schedule_pointer(
-        self, domain: str, schedule: str, expected: str | None, execution_id: str
+        self, domain: str, schedule: str, expected: str | None, execution_id: str, now: float | None = None
     ) -> bool:
         check_schedule_pointer(domain, schedule, execution_id)
+        # A deleted schedule's pointer goes on its own (the claim's write carries its ttl at no cost).
+        ttl = int(time.time() if now is None else now) + SCHEDULE_POINTER_HOLD_SECONDS
         put: Item = {
             "TableName": self.executions_table,
-            "Item": {**schedule_pointer_key(domain, schedule), "eid": _s(execution_id)},
+            "Item": {**schedule_pointer_key(domain, schedule), "eid": _s(execution_id), "ttl": _n(ttl)},
             "ConditionExpression": "attribute_not_exists(contextKey)",
         }
         if expected is not None:
@@ -655,6 +658,23 @@ class DynamoDbExecutionStore:
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def keep_schedule_pointer(self, domain: str, schedule: str, execution_id: str, now: float) -> None:
+        check_schedule_pointer(domain, schedule, execution_id)
+        # One write per skipped occurrence: conditional, so a pointer moved meanwhile is left as it is.
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self.executions_table,
+                Key=schedule_pointer_key(domain, schedule),
+                UpdateExpression="SET #ttl = :ttl",
+                ConditionExpression="eid = :eid",
+                ExpressionAttributeNames={"#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":ttl": _n(int(now) + SCHEDULE_POINTER_HOLD_SECONDS),
+                    ":eid": _s(execution_id),
+                },
+                ReturnConsumedCapacity=_CAPACITY,
+            )
 
     @staticmethod
     def _key_of(item: Item) -> Item:

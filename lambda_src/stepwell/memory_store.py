@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from stepwell.model import (
     Page,
     kept_on_callback,
 )
-from stepwell.ports import DUE_SHARDS, check_schedule_pointer
+from stepwell.ports import DUE_SHARDS, SCHEDULE_POINTER_HOLD_SECONDS, check_schedule_pointer
 
 T = TypeVar("T")
 
@@ -58,6 +59,8 @@ class MemoryExecutionStore:
         # The version an upgrade moved each execution to (Lease.moved_to).
         self._moved_to: dict[str, str] = {}
         self._schedule_pointers: dict[tuple[str, str], str] = {}
+        # When each pointer would expire on DynamoDB (its ttl; for tests).
+        self.schedule_pointer_expiries: dict[tuple[str, str], float] = {}
         # Flow control: concurrency keys, their tickets (an execution id, or None once skipped), the
         # keys' sweep times, rate keys and the executions' reserved starts.
         self._flow_slots: dict[str, FlowSlots] = {}
@@ -196,7 +199,7 @@ class MemoryExecutionStore:
             return self._schedule_pointers.get((domain, schedule))
 
     def claim_schedule_pointer(
-        self, domain: str, schedule: str, expected: str | None, execution_id: str
+        self, domain: str, schedule: str, expected: str | None, execution_id: str, now: float | None = None
     ) -> bool:
         check_schedule_pointer(domain, schedule, execution_id)
         with self._lock:
@@ -204,7 +207,20 @@ class MemoryExecutionStore:
             if self._schedule_pointers.get((domain, schedule)) != expected:
                 return False
             self._schedule_pointers[(domain, schedule)] = execution_id
+            # Kept as a number, as batches' expiries are: nothing expires in memory by itself.
+            self.schedule_pointer_expiries[(domain, schedule)] = float(
+                int(time.time() if now is None else now) + SCHEDULE_POINTER_HOLD_SECONDS
+            )
             return True
+
+    def keep_schedule_pointer(self, domain: str, schedule: str, execution_id: str, now: float) -> None:
+        check_schedule_pointer(domain, schedule, execution_id)
+        with self._lock:
+            self._count("keep_schedule_pointer")
+            if self._schedule_pointers.get((domain, schedule)) == execution_id:
+                self.schedule_pointer_expiries[(domain, schedule)] = float(
+                    int(now) + SCHEDULE_POINTER_HOLD_SECONDS
+                )
 
     # --- the operation log ---
     def append_batch(self, execution_id: str, batch: Batch) -> None:

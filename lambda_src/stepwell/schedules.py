@@ -19,7 +19,10 @@ RUNNING, it starts nothing ("skipped"); otherwise (none, ended, expired) it move
 execution with a conditional write from the value read and starts it. Of occurrences racing, only the one
 whose write succeeds starts (the others are "skipped"). The cost does not grow with the schedule's
 history: one GetItem of the pointer, at most one GetItem of the last execution and one conditional write
-(then the start). ALLOW never reads or writes the pointer.
+(then the start). ALLOW never reads or writes the pointer. The pointer has a `ttl`
+(ports.SCHEDULE_POINTER_HOLD_SECONDS past the occurrence that claimed it), so a deleted schedule leaves
+nothing behind; an occurrence skipped for a running execution keeps it that long again (one conditional
+write), so it never expires under a running execution.
 
 A message that cannot start anything (an unknown workflow, a bad time) is logged and dropped: a retry would
 fail the same way.
@@ -226,12 +229,16 @@ def _claim_or_running(engine: Engine, message: ScheduledStart) -> str | None:
     a crash between the claim and the start) starts it, as the start is idempotent by name."""
     own = _execution_id(message)
     store = engine.store
+    now = engine.clock.now()
     pointer = store.get_schedule_pointer(DEFAULT_DOMAIN, message.schedule)
     if pointer == own:
         return None
     if pointer is not None and _runs(engine, pointer, message.workflow):
+        # The pointer expires (its ttl) a hold past the occurrence that last used it: kept while the
+        # execution it names runs, however long, so no later occurrence starts beside it.
+        store.keep_schedule_pointer(DEFAULT_DOMAIN, message.schedule, pointer, now)
         return pointer
-    if store.claim_schedule_pointer(DEFAULT_DOMAIN, message.schedule, pointer, own):
+    if store.claim_schedule_pointer(DEFAULT_DOMAIN, message.schedule, pointer, own, now):
         return None
     # Another delivery moved the pointer since it was read (pointers are never removed): another
     # occurrence's execution, which has just started, or this one's (a duplicate delivery racing this one).

@@ -14,6 +14,7 @@ import workflows
 from stepwell.entry import EntryRuntime
 from stepwell.errors import InvalidArgument
 from stepwell.model import ExecutionStatus
+from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS
 from stepwell.schedules import (
     check_schedule_expression,
     check_schedule_name,
@@ -416,3 +417,32 @@ def test_the_harness_firer_puts_the_scheduled_time_in_as_scheduler_does() -> Non
     assert delivered["firedAt"] == "2026-11-23T07:00:00Z"
     assert delivered["input"] == {"arn": arn}
     assert parse_scheduled_start(delivered).execution_name == "nightly-20261123T070000Z"
+
+
+def test_the_pointer_expires_a_hold_past_its_last_occurrence_and_a_skip_keeps_it(
+    stepwell_local: LocalStepwell,
+) -> None:
+    """Nothing left behind (issue 37): a deleted schedule's pointer has an expiry (DynamoDB's `ttl`), and
+    an occurrence skipped for a running execution keeps the pointer that long again (one write), so it never
+    expires under a running execution whatever the schedule's period."""
+    stepwell_local.register("slow", workflows.three_day_wait)
+    store, clock = stepwell_local.store, stepwell_local.engine.clock
+    claimed_at = clock.now()
+    action, first, _ = deliver(stepwell_local, fired("daily", "slow", "2026-11-23T06:00:00Z", "SKIP"))
+    assert action == "started"
+    assert (
+        store.schedule_pointer_expiries[("default", "daily")]
+        == int(claimed_at) + SCHEDULE_POINTER_HOLD_SECONDS
+    )
+
+    clock.advance_to(claimed_at + 86400)
+    skipped_at = clock.now()
+    assert deliver(stepwell_local, fired("daily", "slow", "2026-11-24T06:00:00Z", "SKIP"))[:2] == (
+        "skipped",
+        first,
+    )
+    assert (
+        store.schedule_pointer_expiries[("default", "daily")]
+        == int(skipped_at) + SCHEDULE_POINTER_HOLD_SECONDS
+    )
+    assert store.counters["keep_schedule_pointer"] == 2  # one per delivery (`deliver` makes two)
