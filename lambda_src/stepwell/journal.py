@@ -191,9 +191,10 @@ class Journal:
     # (key "ir"), so the input is stored once, in its own object (see strip_execution_input).
     input_ref: str | None = None
     # Whether any batch of this execution was written to the PayloadStore (set by the engine as it loads
-    # and writes batches). A callback payload or a result large enough to offload also makes the batch
-    # that records it large enough, so with the input's and result's own flags this tells whether the
-    # execution has payload objects to retire at its end, without listing its folder.
+    # and writes batches), or an input absorbed had its payload in an object (a batch's "po"). With the
+    # input's and result's own flags this tells whether the execution has payload objects to retire at
+    # its end, without listing its folder (a batch recording a large callback result may itself be small:
+    # deflated, or carried on the lease).
     offloaded_batches: bool = False
     # When the log's batches expire (set by the engine as it loads and writes them).
     log_expiry: LogExpiry = field(default_factory=LogExpiry)
@@ -258,6 +259,8 @@ class Journal:
             self.execution_error = ErrorObject.from_dict(body["x"])
         if "ir" in body:
             self.input_ref = body["ir"]
+        if body.get("po"):
+            self.offloaded_batches = True
         if "v" in body:
             self.code_version = body["v"]
         if "to" in body:
@@ -611,6 +614,12 @@ class Journal:
         for item in inputs:
             if item.input_id in self.absorbed_input_ids:
                 continue
+            if item.offloaded and not self.offloaded_batches:
+                # Its payload's object stays in the execution's folder, and the batch recording it may be
+                # small (deflated, or carried on the lease): the log remembers ("po") that there are
+                # objects to retire at the end.
+                self.offloaded_batches = True
+                self._flags["po"] = 1
             if not item.on_callback_record:  # an `in#` item: remembered in the log, then deleted
                 self.absorbed_input_ids.add(item.input_id)
                 self._absorbed_now.append(item.input_id)

@@ -6,6 +6,7 @@ queue)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from datetime import UTC, datetime
@@ -112,7 +113,10 @@ class QueueDriver:
             self._sqs.send_message(
                 QueueUrl=self.deployment.config.work_queue_url, MessageBody=target["Input"]
             )
-        scheduler.delete_schedule(Name=earliest["Name"], GroupName=group)  # ActionAfterCompletion DELETE
+        # ActionAfterCompletion DELETE; the run it started may have deleted it already (an execution that
+        # ended there cancels its pending schedules).
+        with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
+            scheduler.delete_schedule(Name=earliest["Name"], GroupName=group)
         self.schedules_created += 1
         return True
 
