@@ -47,7 +47,13 @@ from stepwell.client import build_engine
 from stepwell.clock import SystemClock
 from stepwell.config import StepwellConfig
 from stepwell.engine import Engine, check_error_object
-from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, InvalidArgument, StepwellError
+from stepwell.errors import (
+    CallbackNotFound,
+    ExecutionAlreadyEnded,
+    InvalidArgument,
+    PayloadTooLarge,
+    StepwellError,
+)
 from stepwell.logs import install_json_logging
 from stepwell.ports import Clock
 from stepwell.registry import Registry
@@ -351,6 +357,8 @@ class CallbackUrlHandler:
             )
         try:
             return check_error_object(error, "callback") or {}
+        except PayloadTooLarge as problem:
+            raise Refusal(413, str(problem)) from None
         except InvalidArgument as problem:
             # check_error_object quotes a bad value: name the field only.
             raise Refusal(400, _without_values(str(problem))) from None
@@ -377,6 +385,9 @@ class CallbackUrlHandler:
                 id_fingerprint(callback_id),
             )
             raise Refusal(409, "the callback has already completed or timed out") from None
+        except PayloadTooLarge as problem:
+            # Its message names sizes and the setting, never the payload.
+            raise Refusal(413, str(problem)) from None
         except InvalidArgument as problem:
             raise Refusal(400, _without_values(str(problem))) from None
 

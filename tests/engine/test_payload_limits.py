@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
+from stepwell.callback_urls import CallbackUrlHandler
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.definitions.interpreter import INTERPRETER_NAME
 from stepwell.engine import INPUT_BOUNDED_ELSEWHERE
@@ -25,6 +26,8 @@ from stepwell.limits import (
 )
 from stepwell.model import ExecutionQuery, ExecutionStatus
 from stepwell.testing.local import LocalStepwell
+
+from tests.engine.test_callback_urls import url_event
 
 KIB = 1024
 
@@ -288,3 +291,37 @@ def test_a_bad_limit_is_named_with_what_is_allowed(variable: str, value: str, me
     with pytest.raises(ConfigError) as refused:
         StepwellConfig.from_env(env)
     assert message in str(refused.value)
+
+
+def test_the_callback_url_answers_413_naming_the_limit_and_changes_nothing() -> None:
+    local = LocalStepwell(limits=PayloadLimits(callback_result_bytes=2 * KIB))
+    local.register("approval", approval)
+    execution_id, callback_id = _waiting(local)
+    sent = local.queue.sent
+    handler = CallbackUrlHandler(local.engine)
+    path = f"/callbacks/{callback_id}/success"
+
+    refused = handler.handle(url_event(path, text_of(2 * KIB + 1)))
+    assert refused["statusCode"] == 413
+    assert json.loads(refused["body"]) == {
+        "error": "the callback result is 2,049 bytes; the limit on a callback's result is 2,048 bytes "
+        "(module variable max_callback_result_bytes, STEPWELL_MAX_CALLBACK_RESULT_BYTES)"
+    }
+    ref = local.store.get_callback(callback_id)
+    assert ref is not None and not ref.completed and local.queue.sent == sent
+    assert local.store.list_external_inputs(execution_id) == []
+
+    assert handler.handle(url_event(path, text_of(2 * KIB)))["statusCode"] == 202
+    assert local.run_to_completion(execution_id).status is ExecutionStatus.SUCCEEDED
+
+
+def test_the_callback_url_answers_413_for_a_failure_error_over_its_limit(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("approval", approval)
+    _, callback_id = _waiting(stepwell_local)
+    handler = CallbackUrlHandler(stepwell_local.engine, max_body_bytes=100 * KIB)
+    body = json.dumps({"ErrorData": "x" * 65_536})
+    refused = handler.handle(url_event(f"/callbacks/{callback_id}/failure", body))
+    assert refused["statusCode"] == 413
+    assert json.loads(refused["body"])["error"] == "callback error is 65553 bytes as JSON; the limit is 65536"
