@@ -3,7 +3,8 @@
 An SQS batch (the work queue's event source mapping) is handled message by message and answered with
 {"batchItemFailures": [...]}: a message that is not an engine message, or whose handling failed, is
 reported alone, so SQS retries it (and in the end moves it to the DLQ) while the rest of the batch
-succeeds. Message bodies (docs/architecture.md):
+succeeds. With a Lambda context the batch answers before its invocation's deadline, the messages it has
+not finished then among the failures (handle_sqs_batch). Message bodies (docs/architecture.md):
 
 - {"kind": "invoke", "executionId": ..., "dueAt"?: ..., "busyRetries"?: n}: run or resume an execution.
   One arriving before its `dueAt` is re-scheduled, not run; one finding the execution busy (leased by
@@ -37,6 +38,7 @@ through the alias.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import threading
@@ -44,7 +46,8 @@ import traceback
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from stepwell.aws import AwsClients
 from stepwell.client import (
@@ -83,6 +86,7 @@ from stepwell.work_queue import MAX_DELAY_SECONDS
 from stepwell.worker import Worker, parse_invoke_message
 
 logger = logging.getLogger("stepwell.entry")
+_T = TypeVar("_T")
 
 _ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
 # A message that finds its execution leased by another worker comes back after this delay, doubling
@@ -90,6 +94,12 @@ _ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
 BUSY_RETRY_SECONDS = 5
 # Marks an SQS event one worker version forwarded to another (its value: the forwarding version).
 FORWARDED_FROM = "stepwellForwardedFrom"
+# What a batch keeps back from its invocation's deadline: with less left, it answers, handing back what it
+# has not finished, before Lambda times the invocation out (which redelivers the whole batch, finished
+# messages of other tenants included). Answering takes milliseconds: this is slack for a loaded container.
+BATCH_RESERVE_SECONDS = 2.0
+# ...but at most this share of the time the batch began with, so a short timeout still runs its messages.
+BATCH_RESERVE_FRACTION = 0.1
 
 
 @dataclass
@@ -159,6 +169,27 @@ def is_bus_envelope(body: Mapping[str, Any]) -> bool:
     return all(key in body for key in _ENVELOPE_KEYS)
 
 
+class _Deadline:
+    """When a batch must answer: its invocation's remaining time less the reserve."""
+
+    def __init__(self, time_left: Callable[[], float]) -> None:
+        self._time_left = time_left
+        self.reserve = min(BATCH_RESERVE_SECONDS, BATCH_RESERVE_FRACTION * max(0.0, time_left()))
+
+    def seconds_left(self) -> float:
+        return self._time_left() - self.reserve
+
+
+def _deadline_of(context: Any) -> _Deadline | None:
+    """The batch's deadline from its Lambda context (None outside Lambda: nothing bounds it)."""
+    time_left = _time_left(context)
+    return _Deadline(time_left) if time_left is not None else None
+
+
+def _handed_back(records: list[Any]) -> list[dict[str, str]]:
+    return [{"itemIdentifier": _message_id(record)} for record in records]
+
+
 class EntryRuntime:
     """The worker, reconciler and engine of one Lambda container."""
 
@@ -182,6 +213,8 @@ class EntryRuntime:
         )
         # Domain events (bus events that are not stepwell.* commands) go to the definitions router.
         self.event_router = event_router
+        # A run a batch handed back at its deadline that was still going (see handle_sqs_batch).
+        self._overrun: threading.Thread | None = None
 
     @classmethod
     def from_config(
@@ -217,6 +250,9 @@ class EntryRuntime:
         if isinstance(event, Mapping):
             forwarded_from = event.get(FORWARDED_FROM)
             body = {key: value for key, value in event.items() if key != FORWARDED_FROM}
+            # One run at a time here too (see handle_sqs_batch); past the wait it runs anyway: a direct
+            # invocation has no batch to hand back, and the engine's lease keeps the two runs apart.
+            self._overrun_ended(_deadline_of(context))
             try:
                 result = self.handle_body(body, context)
             finally:
@@ -229,82 +265,183 @@ class EntryRuntime:
     def handle_sqs_batch(
         self, records: list[Any], context: Any = None, forwarded_from: str | None = None
     ) -> dict[str, Any]:
-        """`forwarded_from`: the version that forwarded these records (they are never forwarded again)."""
+        """`forwarded_from`: the version that forwarded these records (they are never forwarded again).
+
+        With a Lambda context the batch answers before its invocation's deadline (less the reserve): the
+        messages it has not finished by then, the one running included, are batch item failures, so SQS
+        delivers those alone again and the finished ones are never retried. A run cannot be interrupted:
+        each runs in a thread of its own, which is left running when its time is up (the engine's lease
+        keeps a run of it elsewhere out until it ends or its lease expires, and its writes are fenced)."""
+        deadline = _deadline_of(context)
+        if not self._overrun_ended(deadline):
+            logger.warning(
+                "a run handed back by an earlier invocation is still going: handing back all %d message(s)",
+                len(records),
+            )
+            return {"batchItemFailures": _handed_back(records)}
         with self.event_router.batch() if self.event_router is not None else nullcontext():
-            failures, pinned_elsewhere = self._handle_records(records, context, forwarded_from)
+            failures, pinned_elsewhere, finished = self._handle_records(
+                records, context, forwarded_from, deadline
+            )
         # After this version's own records: one synchronous invoke per pinned version (a batch spans at
         # most the versions of one transition, so running them one after another costs little).
         for version, group in pinned_elsewhere.items():
-            failures.extend({"itemIdentifier": message_id} for message_id in self._forward(version, group))
+            if not finished or (deadline is not None and deadline.seconds_left() <= 0):
+                # Out of time: not forwarded, SQS delivers them again.
+                failures.extend(_handed_back(group))
+                finished = False
+                continue
+            done, failed_ids = self._bounded(partial(self._forward, version, group), deadline)
+            if not done:
+                logger.warning(
+                    "forwarding to version %s did not answer before the deadline: handing back %d message(s)",
+                    version,
+                    len(group),
+                )
+                failed_ids, finished = [_message_id(record) for record in group], False
+            failures.extend({"itemIdentifier": message_id} for message_id in failed_ids or [])
         return {"batchItemFailures": failures}
 
+    def _overrun_ended(self, deadline: _Deadline | None) -> bool:
+        """Wait (within `deadline`) for a run an earlier invocation left going: True once it has ended. One
+        run at a time in a container, as Lambda's own model is; the earlier one resumed when this
+        invocation thawed the container."""
+        overrun = self._overrun
+        if overrun is None:
+            return True
+        overrun.join(None if deadline is None else max(0.0, deadline.seconds_left()))
+        if overrun.is_alive():
+            return False
+        self._overrun = None
+        return True
+
+    def _bounded(self, work: Callable[[], _T], deadline: _Deadline | None) -> tuple[bool, _T | None]:
+        """(True, what `work` returned), or (False, None) when the deadline came first: `work` then goes on
+        in its thread (a Python thread cannot be stopped safely) and the next invocation waits for it."""
+        if deadline is None:
+            return True, work()
+        box: list[_T] = []
+        raised: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                box.append(work())
+            except BaseException as error:  # handed to the handler's thread, which raises it
+                raised.append(error)
+
+        # The invocation's log context goes with the run into its thread.
+        thread = threading.Thread(
+            target=contextvars.copy_context().run, args=(run,), name="stepwell-message", daemon=True
+        )
+        thread.start()
+        thread.join(max(0.0, deadline.seconds_left()))
+        if thread.is_alive():
+            self._overrun = thread
+            return False, None
+        if raised:
+            raise raised[0]
+        return True, box[0]
+
     def _handle_records(
-        self, records: list[Any], context: Any, forwarded_from: str | None
-    ) -> tuple[list[dict[str, str]], dict[str, list[Mapping[str, Any]]]]:
-        """Handle each record of the batch: the failures SQS must deliver again, and the records another
-        version must run, by version."""
+        self, records: list[Any], context: Any, forwarded_from: str | None, deadline: _Deadline | None = None
+    ) -> tuple[list[dict[str, str]], dict[str, list[Mapping[str, Any]]], bool]:
+        """Handle each record of the batch: the failures SQS must deliver again, the records another
+        version must run, by version, and whether the batch got through before its deadline (if not, the
+        record running then and those after it are among the failures)."""
         failures: list[dict[str, str]] = []
         pinned_elsewhere: dict[str, list[Mapping[str, Any]]] = {}
-        for record in records:
-            message_id = _message_id(record)
-            try:
-                if not isinstance(record, Mapping):
-                    raise InvalidMessage(f"SQS record must be an object, got {record!r}")
-                received = decode_body(record.get("body"))
-                body = unwrap_destination_record(received)
-                result = self.handle_body(body, context)
-                if result.action == "forward":
-                    if body is not received:
-                        # The pinned version gets the payload itself, whether or not it knows the wrapper.
-                        record = {**record, "body": json.dumps(body)}
-                    version = str(result.details.get("version"))
-                    if forwarded_from is None and self.engine.functions is not None:
-                        pinned_elsewhere.setdefault(version, []).append(record)
-                        self.engine.metrics.add(
-                            Metric.FORWARDED_MESSAGES, 1, workflow_of(result.execution_id or "")
-                        )
-                        continue
-                    logger.error(
-                        "message %s: %s is pinned to version %s and this one (%s, forwarded from %s) does "
-                        "not forward; SQS will deliver it again",
-                        message_id,
-                        result.execution_id,
-                        version,
-                        self.engine.code_version,
-                        forwarded_from,
-                    )
-                    failures.append({"itemIdentifier": message_id})
-                    continue
-                with log_context(result.execution_id):
-                    logger.info(
-                        "message %s: %s %s %s",
-                        message_id,
-                        result.kind,
-                        result.action,
-                        result.execution_id or "",
-                    )
-            except (InvalidMessage, InvalidArgument) as error:
-                # Not the error's text: it may quote the message's payload (the DLQ keeps the message).
-                logger.error(
-                    "message %s is not an engine message, leaving it to the DLQ (%s)",
-                    message_id,
-                    type(error).__name__,
+        for index, record in enumerate(records):
+            if deadline is not None and deadline.seconds_left() <= 0:
+                logger.warning(
+                    "the invocation's deadline is near: handing back %d message(s) not started: %s",
+                    len(records) - index,
+                    " ".join(_message_id(left) for left in records[index:]),
                 )
-                failures.append({"itemIdentifier": message_id})
-            except Exception as error:
-                # A transient failure (throttling beyond the retries, a timeout): SQS delivers it again.
-                # The error's kind and where it was raised, not its text: that may quote a payload.
-                logger.error(
-                    "message %s failed (%s); SQS will deliver it again\n%s",
-                    message_id,
-                    error_kind(error),
-                    "".join(traceback.format_tb(error.__traceback__)),
+                failures.extend(_handed_back(records[index:]))
+                return failures, pinned_elsewhere, False
+            done, outcome = self._bounded(
+                partial(self._handle_record, record, context, forwarded_from), deadline
+            )
+            if not done:
+                logger.warning(
+                    "message %s is still running near the invocation's deadline: handing it back, and %d "
+                    "message(s) not started",
+                    _message_id(record),
+                    len(records) - index - 1,
                 )
-                failures.append({"itemIdentifier": message_id})
-            finally:
-                # One EMF record per message (and workflow), whatever became of it.
-                self.engine.metrics.flush()
-        return failures, pinned_elsewhere
+                failures.extend(_handed_back(records[index:]))
+                return failures, pinned_elsewhere, False
+            if outcome is None:
+                continue
+            if isinstance(outcome, str):
+                failures.append({"itemIdentifier": outcome})
+            else:
+                version, pinned = outcome
+                pinned_elsewhere.setdefault(version, []).append(pinned)
+        return failures, pinned_elsewhere, True
+
+    def _handle_record(
+        self, record: Any, context: Any, forwarded_from: str | None
+    ) -> str | tuple[str, Mapping[str, Any]] | None:
+        """Handle one record: None when done, its message id when SQS must deliver it again, or (version,
+        record) when another version must run it."""
+        message_id = _message_id(record)
+        try:
+            if not isinstance(record, Mapping):
+                raise InvalidMessage(f"SQS record must be an object, got {record!r}")
+            received = decode_body(record.get("body"))
+            body = unwrap_destination_record(received)
+            result = self.handle_body(body, context)
+            if result.action == "forward":
+                if body is not received:
+                    # The pinned version gets the payload itself, whether or not it knows the wrapper.
+                    record = {**record, "body": json.dumps(body)}
+                version = str(result.details.get("version"))
+                if forwarded_from is None and self.engine.functions is not None:
+                    self.engine.metrics.add(
+                        Metric.FORWARDED_MESSAGES, 1, workflow_of(result.execution_id or "")
+                    )
+                    return version, record
+                logger.error(
+                    "message %s: %s is pinned to version %s and this one (%s, forwarded from %s) does "
+                    "not forward; SQS will deliver it again",
+                    message_id,
+                    result.execution_id,
+                    version,
+                    self.engine.code_version,
+                    forwarded_from,
+                )
+                return message_id
+            with log_context(result.execution_id):
+                logger.info(
+                    "message %s: %s %s %s",
+                    message_id,
+                    result.kind,
+                    result.action,
+                    result.execution_id or "",
+                )
+        except (InvalidMessage, InvalidArgument) as error:
+            # Not the error's text: it may quote the message's payload (the DLQ keeps the message).
+            logger.error(
+                "message %s is not an engine message, leaving it to the DLQ (%s)",
+                message_id,
+                type(error).__name__,
+            )
+            return message_id
+        except Exception as error:
+            # A transient failure (throttling beyond the retries, a timeout): SQS delivers it again.
+            # The error's kind and where it was raised, not its text: that may quote a payload.
+            logger.error(
+                "message %s failed (%s); SQS will deliver it again\n%s",
+                message_id,
+                error_kind(error),
+                "".join(traceback.format_tb(error.__traceback__)),
+            )
+            return message_id
+        finally:
+            # One EMF record per message (and workflow), whatever became of it.
+            self.engine.metrics.flush()
+        return None
 
     def _forward(self, version: str, records: list[Mapping[str, Any]]) -> list[str]:
         """Have `version` run `records`; returns the ids of those that failed there (or all, if the invoke
