@@ -54,6 +54,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 time.sleep(0.2)
             return
+        if url.path == "/head":  # `continues` 100 Continue heads, then `count` headers of `size` bytes
+            self.wfile.write(_head(query))
+            return
         if url.path == "/loop":
             query.update(status="302", to=self.path)
         if url.path == "/slow":
@@ -87,6 +90,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+
+def _head(query: dict[str, str]) -> bytes:
+    """An answer's head and a body of {}: `continues` 100 Continue heads of one `size`-byte header each,
+    then a 200 with Content-Length and `count` headers of `size` bytes, and with `total` a header filling
+    the 200's head (status line, header lines and the blank line) to exactly `total` bytes."""
+    count, size = int(query.get("count", "0")), int(query.get("size", "1"))
+    interim = b"HTTP/1.1 100 Continue\r\nX-Interim: " + b"i" * size + b"\r\n\r\n"
+    lines = [b"HTTP/1.1 200 OK\r\n", b"Content-Length: 2\r\n"]
+    lines += [b"X-H%d: %s\r\n" % (i, b"h" * size) for i in range(count)]
+    if "total" in query:
+        fill = int(query["total"]) - sum(map(len, lines)) - len(b"X-Fill: \r\n\r\n")
+        lines.append(b"X-Fill: " + b"f" * fill + b"\r\n")
+    return interim * int(query.get("continues", "0")) + b"".join(lines) + b"\r\n{}"
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -563,6 +580,36 @@ def test_the_response_size_is_bounded(monkeypatch: pytest.MonkeyPatch, server: S
         "larger than 100000 bytes (maxResponseBytes): it sent more",
     )
     refused({"url": f"{server.url}/ok", "maxResponseBytes": 20 * 1024 * 1024}, "maxResponseBytes must be")
+
+
+def test_the_response_head_is_bounded_whatever_max_response_bytes_says(
+    monkeypatch: pytest.MonkeyPatch, server: Server
+) -> None:
+    """The probe's server sent 95 headers of 65,000 bytes to a call with maxResponseBytes 100 and the
+    result held 6,175,545 bytes of headers. The head is refused as it is read, past 64 KiB or 99 fields."""
+    allow(monkeypatch, [f"127.0.0.1:{server.port}"], ["127.0.0.0/8"])
+    limit = outbound.MAX_HEADER_BYTES
+    assert (limit, outbound.MAX_HEADER_FIELDS) == (65536, 99)
+
+    at_limit = call({"url": f"{server.url}/head?total={limit}", "maxResponseBytes": 100})
+    assert at_limit["status"] == 200 and at_limit["body"] == {}
+    assert sum(len(name) + len(value) for name, value in at_limit["headers"].items()) < limit
+    refused(
+        {"url": f"{server.url}/head?total={limit + 1}"},
+        f"the response's status line and headers are larger than {limit} bytes",
+        f"{limit + 1} bytes read before their end",
+    )
+    refused(
+        {"url": f"{server.url}/head?count=95&size=65000", "maxResponseBytes": 100},
+        f"larger than {limit} bytes (the limit on an answer's head, whatever maxResponseBytes says)",
+    )
+    # Content-Length and 98 more fields are 99; a 100th is refused, with a name of its own (http.client
+    # would fail the 100th with a bare "got more than 100 headers", as a retryable network error).
+    assert call({"url": f"{server.url}/head?count=98"})["status"] == 200
+    refused({"url": f"{server.url}/head?count=99"}, "more than 99 header lines", "line 100 arrived after")
+    # The heads of 100 Continue answers, which http.client reads and drops, count as well.
+    assert call({"url": f"{server.url}/head?continues=3&size=1000"})["status"] == 200
+    refused({"url": f"{server.url}/head?continues=20&size=4000"}, f"larger than {limit} bytes")
 
 
 def test_the_whole_exchange_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch, server: Server) -> None:

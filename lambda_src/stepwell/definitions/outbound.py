@@ -22,7 +22,8 @@ services are one URL away. So a request goes out only when:
 5. the definition sets no header that frames the message or steers the connection (FRAMING_HEADERS, Host,
    Proxy-*) and none with CR, LF or NUL: http.client frames the body, so it cannot hold a second request;
 6. the whole exchange, every lookup and redirect included, ends within the deadline and the body stays
-   within the size limit.
+   within the size limit; the answer's head (status line and headers, of 100 Continue answers too) stays
+   within MAX_HEADER_BYTES and MAX_HEADER_FIELDS whatever the body's limit, counted as it is read.
 
 `RequestRefused` (a rule said no: retrying cannot help) and `RequestFailed` (the network or the server
 did not answer in time: a retry may) name the URL and the reason. Proxies are not used.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.client
+import io
 import ipaddress
 import json
 import os
@@ -43,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 ALLOWLIST_ENV = "STEPWELL_HTTP_ALLOWLIST"
@@ -66,6 +69,14 @@ HEADER_RULE = (
 )
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+\-.^_`|~]+")
 _READ_CHUNK = 65536
+# The bound on an answer's head, which maxResponseBytes (the body's) does not cover: http.client alone
+# reads 100 lines of 64 KiB each, 6.5 MB of headers handed back in the result. Mature clients cap the
+# whole head (Node.js's maxHeaderSize: 16 KiB, curl: 300 KiB); 64 KiB holds any API's headers, cookies
+# included. The field count is http.client's own (100 lines, the blank one that ends them included),
+# checked first so the error names it. Every status line, header line and line end counts, 100 Continue
+# heads included.
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_FIELDS = 99
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")  # fullmatch: "$" would let a trailing newline in
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -473,6 +484,57 @@ def send(
         redirected_from, target = target.url, next_target
 
 
+class _HeadTooLarge(Exception):
+    """An answer's head passed MAX_HEADER_BYTES or MAX_HEADER_FIELDS (the message names which)."""
+
+
+class _HeadBudget:
+    """The reader an answer's head is read from: http.client's begin() reads it line by line, and each
+    line is refused as it arrives once the head passes its limits (never buffered whole first)."""
+
+    def __init__(self, reader: io.BufferedReader) -> None:
+        self._reader = reader
+        self._size = 0
+        self._fields = 0
+        self._status_next = True  # the first line, and the one after a 100 Continue head, is a status line
+
+    def readline(self, limit: int = -1) -> bytes:
+        left = MAX_HEADER_BYTES - self._size
+        line = self._reader.readline(left + 1 if limit < 0 else min(limit, left + 1))
+        self._size += len(line)
+        if self._size > MAX_HEADER_BYTES:
+            raise _HeadTooLarge(
+                f"the response's status line and headers are larger than {MAX_HEADER_BYTES} bytes (the "
+                "limit on an answer's head, whatever maxResponseBytes says): "
+                f"{self._size} bytes read before their end"
+            )
+        if self._status_next:
+            self._status_next = False
+        elif line in (b"\r\n", b"\n", b""):
+            self._status_next = True
+        else:
+            self._fields += 1
+            if self._fields > MAX_HEADER_FIELDS:
+                raise _HeadTooLarge(
+                    f"the response has more than {MAX_HEADER_FIELDS} header lines (the limit on an answer's "
+                    f"head): line {self._fields} arrived after {self._size - len(line)} bytes"
+                )
+        return line
+
+
+class _BoundedResponse(http.client.HTTPResponse):
+    """An HTTPResponse whose head is read within MAX_HEADER_BYTES and MAX_HEADER_FIELDS."""
+
+    def begin(self) -> None:
+        reader = self.fp
+        # begin() reads the head with readline() alone; the body is read from the reader itself.
+        self.fp = cast(io.BufferedReader, _HeadBudget(reader))
+        try:
+            super().begin()
+        finally:
+            self.fp = reader
+
+
 class _Watchdog:
     """Shuts the connection's socket when the deadline passes, whatever the socket is blocked in."""
 
@@ -517,12 +579,16 @@ def _exchange(
             connection = http.client.HTTPSConnection(target.host, target.port, context=context)
         else:
             connection = http.client.HTTPConnection(target.host, target.port)
+        connection.response_class = _BoundedResponse
         connection.sock = sock  # already connected to the checked address: no lookup of its own
         try:
             connection.request(method, target.request_target, body=body, headers=dict(headers))
         except ValueError as error:  # http.client refuses a header name or value (line breaks, non-Latin-1)
             raise RequestRefused(f"{target.url!r}: bad request header: {error}") from None
-        answer = connection.getresponse()
+        try:
+            answer = connection.getresponse()
+        except _HeadTooLarge as error:
+            raise RequestRefused(f"{target.url!r}: {error}") from None
         declared = answer.getheader("Content-Length", "")
         if declared.isdigit() and int(declared) > max_bytes:
             raise RequestRefused(_too_large(target, max_bytes, f"announces {declared} bytes"))
