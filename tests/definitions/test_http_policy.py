@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from hypothesis import given, settings
@@ -56,6 +56,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if url.path == "/head":  # `continues` 100 Continue heads, then `count` headers of `size` bytes
             self.wfile.write(_head(query))
+            return
+        if url.path == "/raw":  # a 200 whose body is `body` as given
+            raw = query["body"].encode()
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+            self.wfile.write(b"Content-Length: %d\r\n\r\n%s" % (len(raw), raw))
             return
         if url.path == "/loop":
             query.update(status="302", to=self.path)
@@ -671,6 +676,29 @@ def test_name_resolution_is_inside_the_deadline() -> None:
         )
 
 
+def test_an_answer_with_numbers_json_has_not_fails_naming_the_number(
+    monkeypatch: pytest.MonkeyPatch, server: Server
+) -> None:
+    """Python's json reads NaN, Infinity and -Infinity, and 1e999 as inf; JSON has no such numbers and the
+    probe found them in context data and step results."""
+    allow(monkeypatch, [f"127.0.0.1:{server.port}"], ["127.0.0.0/8"])
+
+    def answering(body: str) -> dict[str, Any]:
+        return {"url": f"{server.url}/raw?{urlencode({'body': body})}"}
+
+    assert call(answering("[1.7e308, -1e-400, 1e2, 12]"))["body"] == [1.7e308, -0.0, 100.0, 12]
+    assert call(answering("nan"))["body"] == "nan"  # not JSON at all: the text, as before
+    for answer, named in [
+        ('{"big":1e999,"nan":NaN}', "1e999"),
+        ('{"nan":NaN}', "NaN"),
+        ("[Infinity]", "Infinity"),
+        ('{"a":{"b":[1,-Infinity]}}', "-Infinity"),
+        ("-1e400", "-1e400"),
+        ("[0.5, 1E+309]", "1E+309"),
+    ]:
+        refused(answering(answer), f"the answer's JSON holds {named}, and JSON numbers must be finite")
+
+
 def test_request_inputs_are_checked(monkeypatch: pytest.MonkeyPatch, server: Server) -> None:
     allow(monkeypatch, [f"127.0.0.1:{server.port}"], ["127.0.0.0/8"])
     refused({"url": f"{server.url}/ok", "headers": {"Host": "internal"}}, "header 'Host' is not allowed")
@@ -847,3 +875,43 @@ def test_a_definition_gets_the_answer_or_fails_at_once_naming_the_rule(
     )
     assert attempts == [f"{server.url}/ok", metadata]  # the refusal is not retried
     assert [path for _, path, _ in server.requests] == ["/ok"]
+
+
+def test_a_hostile_answer_fails_its_context_and_nothing_of_it_is_stored(
+    monkeypatch: pytest.MonkeyPatch, server: Server, harness: Harness
+) -> None:
+    """The probe found 6 MB of headers, and 1e999 and NaN, in context data and step results. 95 headers of
+    1,000 bytes pass the head's 64 KiB; before the bound they were stored, as the numbers were."""
+    allow(monkeypatch, [f"127.0.0.1:{server.port}"], ["127.0.0.0/8"])
+    harness.actions.register(HTTP, http_request)
+    harness.put(
+        graph(
+            [
+                {"id": "t", "type": "trigger", "event": "go"},
+                {
+                    "id": "call",
+                    "type": "action",
+                    "action": HTTP,
+                    "input": {"url": "data.url", "maxResponseBytes": 100},
+                    "output": "answer",
+                    "retry": {"maxAttempts": 3, "initialDelay": "1s"},
+                },
+                {"id": "e", "type": "end"},
+            ],
+            [("t", "call"), ("call", "e")],
+        )
+    )
+    nan = urlencode({"body": '{"big":1e999,"nan":NaN}'})
+    harness.send("go", "headers", {"url": f"{server.url}/head?count=95&size=1000"})
+    harness.send("go", "nan", {"url": f"{server.url}/raw?{nan}"})
+    harness.run_all()
+
+    for subject, named in (("headers", "larger than 65536 bytes"), ("nan", "holds 1e999")):
+        failed = harness.context("wf", subject)
+        assert failed.status == "FAILED" and harness.status(failed) == "FAILED"
+        assert named in json.dumps(failed.error)
+        assert "answer" not in failed.data
+        history = harness.local.history(failed.execution_id)
+        stored = json.dumps([failed.data, failed.error, history], allow_nan=False, default=str)
+        assert len(stored) < 20_000 and "h" * 1000 not in stored
+    assert len(server.requests) == 2  # a refused answer is not asked for again

@@ -19,7 +19,10 @@ An action is `fn(inputs: dict, context: ActionContext) -> JSON value`. Register 
   1 MiB (at most 10 MiB), followRedirects = true). `outbound` holds the rules (allowlist, no loopback,
   link-local or private address unless allowed); a refused request or a larger body raises a permanent
   error, a network failure or a missed deadline a retryable one, a 5xx or 429 answer a retryable one, any
-  other 4xx a permanent one; the result is {status, headers, body} (body parsed as JSON when it is JSON).
+  other 4xx a permanent one; the result is {status, headers, body} (body parsed as JSON when it is JSON;
+  an answer whose JSON holds NaN, Infinity or a number past a float's range, such as 1e999, raises a
+  permanent error: JSON numbers must be finite). The answer's status line and headers are bounded too
+  (`outbound.MAX_HEADER_BYTES`, `outbound.MAX_HEADER_FIELDS`).
 - `stepwell.invoke_lambda`: invoke a Lambda function (inputs: functionName, payload,
   invocationType = RequestResponse); a function error raises a retryable error.
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import threading
@@ -333,10 +337,39 @@ def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
             raise ActionError(failure)
         raise PermanentActionError(failure)
     try:
-        parsed: Any = json.loads(text) if text else None
+        parsed: Any = _finite_json(text) if text else None
+    except _NotFinite as error:
+        raise PermanentActionError(
+            f"action {HTTP!r}: {method} {response.url}: the answer's JSON holds {error}, and JSON numbers "
+            "must be finite (NaN, Infinity and numbers past a float's range, such as 1e999, are refused)"
+        ) from None
     except json.JSONDecodeError:
         parsed = text
     return {"status": status, "headers": response.headers, "body": parsed}
+
+
+class _NotFinite(ValueError):
+    """A JSON text holds a number that is not finite (the message is the number as written)."""
+
+
+def _finite_json(text: str) -> Any:
+    """json.loads, refusing what Python's json reads but JSON has no number for: NaN, Infinity,
+    -Infinity, and numbers that overflow a float (1e999 reads as inf). They would be stored in context
+    data and step results, which the engine's JSON (allow_nan=False) and DynamoDB refuse later, far from
+    the cause. (stepwell.client.reject_json_constant cannot be imported here: client imports the
+    interpreter, which imports this module; nor does it check overflowing numbers.)"""
+    return json.loads(text, parse_constant=_refuse_not_finite, parse_float=_finite_float)
+
+
+def _refuse_not_finite(token: str) -> Any:
+    raise _NotFinite(token)
+
+
+def _finite_float(token: str) -> float:
+    number = float(token)
+    if not math.isfinite(number):
+        raise _NotFinite(token if len(token) <= 40 else token[:40] + "...")
+    return number
 
 
 def _bounded_number(inputs: Mapping[str, Any], key: str, default: float, limit: float) -> float:
