@@ -10,8 +10,6 @@ import json
 from typing import Any
 
 import pytest
-from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from aws_durable_execution_sdk_python.config import Duration
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.entry import EntryRuntime
@@ -21,60 +19,15 @@ from stepwell.model import ExecutionId
 from stepwell.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY
 from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS
 from stepwell.registry import Registry
-from stepwell.schedules import SCHEDULE_NAME_PREFIX, SCHEDULED_TIME_KEYWORD
 
 from .deployment import Deployment
 from .driver import QueueDriver, callback_id_of
+from .leftovers import all_items, asks, asks_small, fails_open, fire_occurrence, waits_long
 
 RETENTION = 30 * 86400
 # Over the engine's inline limit: offloaded to the payload bucket. Repetitive text deflates to little, so
 # the batches recording it stay small (deflated, or carried on the lease): only the value has an object.
 BIG = 210 * 1024
-
-
-@durable_execution
-def waits_long(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
-    context.wait(Duration.from_seconds(2 * 3600), name="long-pause")  # over 900 s: a Scheduler wake-up
-    return {"n": event.get("n"), "echo": "y" * int(event.get("big", 0))}
-
-
-@durable_execution
-def asks(event: dict[str, Any], context: DurableContext) -> Any:
-    return context.wait_for_callback(lambda _id, _: None, name="approval")
-
-
-@durable_execution
-def asks_small(event: dict[str, Any], context: DurableContext) -> int:
-    # A large callback result read, a small result returned: the result's object is the only one.
-    return len(str(context.wait_for_callback(lambda _id, _: None, name="approval")))
-
-
-@durable_execution
-def fails_open(event: dict[str, Any], context: DurableContext) -> None:
-    context.create_callback(name="never")  # still open when the execution fails
-    context.step(lambda _: 1, name="one")
-    raise ValueError("boom")
-
-
-def _all_items(deployment: Deployment, table: str) -> list[dict[str, Any]]:
-    """Every item of a table (a Scan: tests only; the engine never scans)."""
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = deployment.clients.dynamodb.scan(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-def _fire_occurrence(deployment: Deployment, name: str, fired_at: str) -> None:
-    """Deliver one occurrence of a user schedule as Scheduler does (its time in place of the keyword)."""
-    schedule = deployment.clients.scheduler.get_schedule(
-        Name=SCHEDULE_NAME_PREFIX + name, GroupName=deployment.config.schedule_group_name
-    )
-    body = schedule["Target"]["Input"].replace(SCHEDULED_TIME_KEYWORD, fired_at)
-    deployment.clients.sqs.send_message(QueueUrl=deployment.config.work_queue_url, MessageBody=body)
 
 
 @pytest.fixture
@@ -105,11 +58,11 @@ def mix(deployment: Deployment) -> tuple[StepwellClient, QueueDriver, dict[str, 
     # A SKIP schedule: its first occurrence starts an execution that waits, its second is skipped.
     occurrences: dict[str, float] = {}
     client.create_schedule("nightly", "asks", "cron(0 0 * * ? *)", overlap="SKIP")
-    _fire_occurrence(deployment, "nightly", "2030-01-01T00:00:00Z")
+    fire_occurrence(deployment, "nightly", "2030-01-01T00:00:00Z")
     occurrences["claimed"] = clock.now()
     driver.run_until_quiet(fire_schedules=False)
     clock.advance_to(clock.now() + 86400)
-    _fire_occurrence(deployment, "nightly", "2030-01-02T00:00:00Z")
+    fire_occurrence(deployment, "nightly", "2030-01-02T00:00:00Z")
     occurrences["kept"] = clock.now()
     driver.run_until_quiet(fire_schedules=False)
     client.delete_schedule("nightly")
@@ -135,7 +88,7 @@ def test_every_item_of_every_table_has_its_ttl_once_the_mix_has_ended(
     client, _, occurrences = mix
     config = deployment.config
     ends: dict[str, float] = {}
-    for item in _all_items(deployment, config.executions_table):
+    for item in all_items(deployment, config.executions_table):
         key = item["contextKey"]["S"]
         if "#~schedule#" in key:
             continue
@@ -152,7 +105,7 @@ def test_every_item_of_every_table_has_its_ttl_once_the_mix_has_ended(
         kinds[kind] = kinds.get(kind, 0) + 1
         return int(item["ttl"]["N"])
 
-    for item in _all_items(deployment, config.executions_table):
+    for item in all_items(deployment, config.executions_table):
         key, sort_key = item["contextKey"]["S"], item["instanceId"]["S"]
         ttl = seen("schedule pointer" if "#~schedule#" in key else "execution", item)
         if "#~schedule#" in key:
@@ -160,12 +113,12 @@ def test_every_item_of_every_table_has_its_ttl_once_the_mix_has_ended(
             assert ttl == int(occurrences["kept"]) + SCHEDULE_POINTER_HOLD_SECONDS
         else:
             assert ttl == int(ends[f"{key}/{sort_key}"]) + RETENTION + NAME_HOLD_SECONDS
-    for item in _all_items(deployment, config.operations_table):
+    for item in all_items(deployment, config.operations_table):
         ended_at = ends[item["executionId"]["S"]]
         ttl = seen(item["sk"]["S"][:2], item)
         assert ended_at + RETENTION - 1 <= ttl <= ended_at + RETENTION + LOG_HORIZON_SECONDS
     now = client.engine.clock.now()
-    for item in _all_items(deployment, config.coordination_table):
+    for item in all_items(deployment, config.coordination_table):
         key = item["key"]["S"]
         kind = key.split("#")[0] if not key.startswith("fc#") else key[:4]
         ttl = seen(kind, item)
