@@ -525,8 +525,11 @@ class Engine:
         self._count_recorded(record, flushed)
         if flushed.absorbed_input_ids:
             self.store.delete_external_inputs(record.execution_id, flushed.absorbed_input_ids)
+        # Callbacks the end closes are done at the end, so a stop settled days late (a redrive) leaves no
+        # record that outlives the execution's own item (their ttl counts from this time).
+        closed_at = record.ended_at if terminal and record.ended_at is not None else self.clock.now()
         for callback_id in flushed.timed_out_callbacks:
-            self.store.complete_callback(callback_id, self.clock.now())
+            self.store.complete_callback(callback_id, closed_at)
         for child in flushed.child_starts:
             self.start_child(record, child)
         return flushed

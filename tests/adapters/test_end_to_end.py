@@ -342,6 +342,14 @@ def test_an_end_settled_days_late_leaves_no_item_that_outlives_the_executions_ow
         ConsistentRead=True,
     )["Item"]
     assert int(coordination["ttl"]["N"]) == int(record.ended_at) + 30 * 86400
+    # The callback the stop left open closes at the stop, not at the late run.
+    callbacks = [
+        item
+        for item in deployment.clients.dynamodb.scan(TableName=deployment.config.coordination_table)["Items"]
+        if item["key"]["S"].startswith("cb#") and item.get("eid", {}).get("S") == execution_id
+    ]
+    assert len(callbacks) == 1
+    assert int(callbacks[0]["ttl"]["N"]) == int(record.ended_at) + 30 * 86400
     assert max(others) <= int(record.ended_at) + 30 * 86400 + LOG_HORIZON_SECONDS
     assert own_ttl - max(others) >= 5 * 86400
 
