@@ -143,6 +143,13 @@ module "engine" {
   package_build_dir               = var.package_build_dir
   python_executable               = var.python_executable
   callback_url                    = var.callback_urls ? module.callback_urls[0].function_url : null
+
+  payload_limits = {
+    execution_input_bytes   = var.max_execution_input_bytes
+    execution_result_bytes  = var.max_execution_result_bytes
+    operation_payload_bytes = var.max_operation_payload_bytes
+    callback_result_bytes   = var.max_callback_result_bytes
+  }
 }
 
 # Callback URLs (callback_urls): the callbacks function and its public function URL; it runs from the
@@ -177,6 +184,7 @@ module "callback_urls" {
   secret_arn               = var.callback_url_secret_arn
 
   reserved_concurrent_executions = var.callback_url_reserved_concurrency
+  max_callback_result_bytes      = var.max_callback_result_bytes
 }
 
 module "monitoring" {

@@ -24,6 +24,11 @@ output "client_config" {
     # A cap on the queue's mapping must hold for starts too: then they go through the queue.
     direct_wake_ups = var.maximum_concurrency == null
     callback_url    = var.callback_urls ? module.callback_urls[0].function_url : null
+    # Payload limits: the client and CLI refuse what the deployment would, before sending it.
+    max_execution_input_bytes   = var.max_execution_input_bytes
+    max_execution_result_bytes  = var.max_execution_result_bytes
+    max_operation_payload_bytes = var.max_operation_payload_bytes
+    max_callback_result_bytes   = var.max_callback_result_bytes
   }, null)
 }
 

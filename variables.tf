@@ -428,6 +428,54 @@ variable "keep_versions" {
   }
 }
 
+variable "max_execution_input_bytes" {
+  description = "Largest execution input (bytes of its JSON) a start accepts, from the client, the CLI or a schedule; larger ones are refused with PayloadTooLarge naming the limit and the size (STEPWELL_MAX_EXECUTION_INPUT_BYTES). The default is AWS durable functions' 256 KB for an asynchronous invoke; at most 6291456 (6 MiB, a synchronous invoke's). A definition's context is bounded by its definition and bus event limits instead."
+  type        = number
+  default     = 262144
+  nullable    = false
+
+  validation {
+    condition     = var.max_execution_input_bytes >= 1024 && var.max_execution_input_bytes <= 6291456 && floor(var.max_execution_input_bytes) == var.max_execution_input_bytes
+    error_message = "max_execution_input_bytes must be a whole number of bytes from 1024 to 6291456 (6 MiB, AWS's limit); got ${var.max_execution_input_bytes}."
+  }
+}
+
+variable "max_execution_result_bytes" {
+  description = "Largest execution result (bytes of its JSON): an execution returning more fails with stepwell.limits.PayloadOverLimit naming the limit and the size, and the result is not stored (STEPWELL_MAX_EXECUTION_RESULT_BYTES). The default 1 MiB is what a chained invoke's child may return on AWS; at most 6291456 (6 MiB, AWS's GetDurableExecution Result)."
+  type        = number
+  default     = 1048576
+  nullable    = false
+
+  validation {
+    condition     = var.max_execution_result_bytes >= 1024 && var.max_execution_result_bytes <= 6291456 && floor(var.max_execution_result_bytes) == var.max_execution_result_bytes
+    error_message = "max_execution_result_bytes must be a whole number of bytes from 1024 to 6291456 (6 MiB, AWS's limit); got ${var.max_execution_result_bytes}."
+  }
+}
+
+variable "max_operation_payload_bytes" {
+  description = "Largest payload (result, with its error object) of one operation in a checkpoint: a step's or child context's result, a wait or callback update. A checkpoint over it fails the execution with stepwell.limits.PayloadOverLimit naming the operation, the limit and the size, and nothing of it is stored (STEPWELL_MAX_OPERATION_PAYLOAD_BYTES). The default is the SDK's 256 KB per operation (larger child context results are summarized by the SDK); at most 6291456 (botocore's OperationPayload)."
+  type        = number
+  default     = 262144
+  nullable    = false
+
+  validation {
+    condition     = var.max_operation_payload_bytes >= 1024 && var.max_operation_payload_bytes <= 6291456 && floor(var.max_operation_payload_bytes) == var.max_operation_payload_bytes
+    error_message = "max_operation_payload_bytes must be a whole number of bytes from 1024 to 6291456 (6 MiB, AWS's limit); got ${var.max_operation_payload_bytes}."
+  }
+}
+
+variable "max_callback_result_bytes" {
+  description = "Largest callback result (bytes as sent) the client, the CLI, the bus and callback URLs accept; larger ones are refused with PayloadTooLarge (413 at a callback URL) naming the limit and the size, and the callback stays open (STEPWELL_MAX_CALLBACK_RESULT_BYTES). Default 256 KiB; at most 1048576 (1 MiB, AWS's SendDurableExecutionCallbackSuccess Result)."
+  type        = number
+  default     = 262144
+  nullable    = false
+
+  validation {
+    condition     = var.max_callback_result_bytes >= 1024 && var.max_callback_result_bytes <= 1048576 && floor(var.max_callback_result_bytes) == var.max_callback_result_bytes
+    error_message = "max_callback_result_bytes must be a whole number of bytes from 1024 to 1048576 (1 MiB, AWS's limit); got ${var.max_callback_result_bytes}."
+  }
+}
+
 variable "status_change_events" {
   description = "Put every status change of an execution (RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT) on the bus as an event (source stepwell.executions, detail-type \"Stepwell Execution Status Change\"; docs/architecture.md), for your own rules to react to."
   type        = bool

@@ -19,6 +19,8 @@ locals {
       STEPWELL_RETENTION_DAYS          = tostring(var.retention_days)
       STEPWELL_LOG_LEVEL               = var.log_level
       STEPWELL_CALLBACK_MAX_BODY_BYTES = tostring(var.max_body_bytes)
+      # The worker's limit on a callback result (stepwell.limits): a URL refuses what a client would.
+      STEPWELL_MAX_CALLBACK_RESULT_BYTES = tostring(var.max_callback_result_bytes)
     },
     var.secret_arn == null ? {} : { STEPWELL_CALLBACK_SECRET_ARN = var.secret_arn },
   )

@@ -130,6 +130,18 @@ variable "max_body_bytes" {
   }
 }
 
+variable "max_callback_result_bytes" {
+  description = "Largest callback result (bytes) the callbacks function completes a callback with; larger ones are answered 413 naming the limit (STEPWELL_MAX_CALLBACK_RESULT_BYTES, as the worker's)."
+  type        = number
+  default     = 262144
+  nullable    = false
+
+  validation {
+    condition     = var.max_callback_result_bytes >= 1024 && var.max_callback_result_bytes <= 1048576 && floor(var.max_callback_result_bytes) == var.max_callback_result_bytes
+    error_message = "max_callback_result_bytes must be a whole number of bytes from 1024 to 1048576 (1 MiB, AWS's limit)."
+  }
+}
+
 variable "reserved_concurrent_executions" {
   description = "Concurrent executions reserved for (and capping) the callbacks function; null: unreserved."
   type        = number

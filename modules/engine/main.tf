@@ -48,6 +48,11 @@ locals {
     STEPWELL_KEEP_VERSIONS     = tostring(var.keep_versions)
     # A killed first run's message comes back after this: the reconciler's pruning outwaits it.
     STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS = tostring(var.work_queue.visibility_timeout_seconds)
+    # Payload limits (stepwell.limits): what a start, a checkpoint, a result and a callback may carry.
+    STEPWELL_MAX_EXECUTION_INPUT_BYTES   = tostring(var.payload_limits.execution_input_bytes)
+    STEPWELL_MAX_EXECUTION_RESULT_BYTES  = tostring(var.payload_limits.execution_result_bytes)
+    STEPWELL_MAX_OPERATION_PAYLOAD_BYTES = tostring(var.payload_limits.operation_payload_bytes)
+    STEPWELL_MAX_CALLBACK_RESULT_BYTES   = tostring(var.payload_limits.callback_result_bytes)
     # "true": every execution status change goes on the bus (stepwell.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }

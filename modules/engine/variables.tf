@@ -281,6 +281,27 @@ variable "keep_versions" {
   }
 }
 
+variable "payload_limits" {
+  description = "Payload limits in bytes (stepwell.limits): an execution's input and result, one operation's payload, a callback's result (STEPWELL_MAX_*_BYTES). The root module's max_*_bytes variables say what each bounds."
+  type = object({
+    execution_input_bytes   = optional(number, 262144)
+    execution_result_bytes  = optional(number, 1048576)
+    operation_payload_bytes = optional(number, 262144)
+    callback_result_bytes   = optional(number, 262144)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition = alltrue([
+      for value in values(var.payload_limits) : value >= 1024 && floor(value) == value
+      ]) && var.payload_limits.execution_input_bytes <= 6291456 && var.payload_limits.execution_result_bytes <= 6291456 && (
+      var.payload_limits.operation_payload_bytes <= 6291456 && var.payload_limits.callback_result_bytes <= 1048576
+    )
+    error_message = "payload_limits are whole numbers of bytes from 1024 up to AWS's limits: 6291456 for execution_input_bytes, execution_result_bytes and operation_payload_bytes, 1048576 for callback_result_bytes."
+  }
+}
+
 variable "status_change_events" {
   description = "Whether the worker puts each execution status change on the bus (source stepwell.executions, STEPWELL_STATUS_EVENTS)."
   type        = bool

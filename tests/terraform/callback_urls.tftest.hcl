@@ -61,6 +61,8 @@ run "function_url_role_and_worker_environment" {
       STEPWELL_RETENTION_DAYS          = "30"
       STEPWELL_LOG_LEVEL               = "INFO"
       STEPWELL_CALLBACK_MAX_BODY_BYTES = "65536"
+      # The worker's limit on a callback result.
+      STEPWELL_MAX_CALLBACK_RESULT_BYTES = "262144"
     }
     error_message = "The callbacks function gets the tables, the work queue and the body limit; no secret without callback_url_secret_arn."
   }

@@ -95,7 +95,12 @@ run "function_environment_mapping_and_role" {
       STEPWELL_KEEP_VERSIONS        = "3"
       # The reconciler outwaits it before pruning a version a killed first run may pin to.
       STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS = "360"
-      STEPWELL_STATUS_EVENTS                 = "true"
+      # Payload limits (stepwell.limits), AWS durable functions' or stricter.
+      STEPWELL_MAX_EXECUTION_INPUT_BYTES   = "262144"
+      STEPWELL_MAX_EXECUTION_RESULT_BYTES  = "1048576"
+      STEPWELL_MAX_OPERATION_PAYLOAD_BYTES = "262144"
+      STEPWELL_MAX_CALLBACK_RESULT_BYTES   = "262144"
+      STEPWELL_STATUS_EVENTS               = "true"
     })
     error_message = "The worker environment must be exactly the variables of docs/architecture.md."
   }
