@@ -82,8 +82,11 @@ docs-check: venv
 
 lint: fmt-check validate ruff mypy checkov docs-check
 
+# Two workers on this 2-CPU machine (tests/conftest.py keeps each deployed backend's tests, which share one
+# apply, in one worker, and every other module's tests together); PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
 pytest: venv tfrc localstack browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test: lint tf-test pytest
 
