@@ -13,13 +13,14 @@ export PATH := $(BIN):$(PATH)
 
 TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
 
-.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo screenshot bench chaos clean
+.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo screenshot bench chaos soak clean
 
 help:
 	@echo "make demo   run the main story on the embedded (moto) backend"
 	@echo "make test   run every check and test suite (both backends)"
 	@echo "make bench  write BENCHMARKS.md"
 	@echo "make chaos  run 1,000 executions under injected faults on moto, then on LocalStack; write their sections of BENCHMARKS.md"
+	@echo "make soak   run a mix of executions through their retention on moto; write its section of BENCHMARKS.md (fails if anything is left)"
 	@echo "make screenshot  write docs/console-timeline.png (the console's timeline of the demo's order)"
 
 setup: venv tfrc
@@ -106,6 +107,9 @@ CHAOS_LOCALSTACK_EXECUTIONS ?= 1000
 chaos: venv localstack
 	$(BIN)/python tools/chaos.py --write BENCHMARKS.md
 	$(BIN)/python tools/chaos.py --backend localstack --executions $(CHAOS_LOCALSTACK_EXECUTIONS) --write BENCHMARKS.md
+
+soak: venv
+	$(BIN)/python tools/soak.py --write BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) $(CACHE) .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,7 @@
 afterwards every table, the bucket, the queues and Scheduler must hold nothing but what running executions
 need. `make soak` runs the long version and writes its section of BENCHMARKS.md.
 
-    .venv/bin/python tools/soak.py                        # 10 executions of each kind, prints the section
+    .venv/bin/python tools/soak.py                        # 25 executions of each kind, prints the section
     .venv/bin/python tools/soak.py --write BENCHMARKS.md  # ... and writes its section (make soak)
     .venv/bin/python tools/soak.py --per-kind 2           # the short run (tests/adapters/test_soak_short.py)
 
@@ -65,7 +65,7 @@ from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS  # noqa: E402
 from stepwell.registry import Registry  # noqa: E402
 from versioned_stack import Functions  # noqa: E402
 
-DEFAULT_PER_KIND = 10
+DEFAULT_PER_KIND = 25
 # The driver's rounds (a batch received or a schedule fired) before it gives up on the queue going quiet.
 ROUNDS = 20_000
 # Past every hold by a day more: DynamoDB deletes expired items within days, S3 expires at a midnight.
