@@ -18,6 +18,7 @@ from stepwell.errors import (
     InvalidWorkflowName,
     WorkflowNotFound,
 )
+from stepwell.limits import PayloadLimits
 from stepwell.memory_store import MemoryExecutionStore
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import ExecutionStuck, LocalStepwell
@@ -814,6 +815,8 @@ def returns_text_plain(event: Any, lambda_context: Any) -> str:
 def test_an_invoke_input_over_1_mib_fails_the_invoke_as_aws_refuses_it(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("parent", invokes_catching)
     stepwell_local.register("child", returns_text)
+    # The parent's own input may carry it (its limit raised for that): the invoke's 1 MiB cap refuses it.
+    stepwell_local.engine.limits = PayloadLimits(execution_input_bytes=2 * MIB)
     parent_id = stepwell_local.start("parent", {"target": "child", "payload": {"size": 1, "pad": "x" * MIB}})
 
     record = stepwell_local.run_to_completion(parent_id)
