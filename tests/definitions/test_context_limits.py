@@ -198,7 +198,12 @@ def test_the_memory_store_keeps_the_context_data_limit() -> None:
     assert ended is not None and ended.status == "FAILED" and ended.data == record.data  # data kept
 
 
-def big_action(harness: Harness, size: int = MAX_CONTEXT_DATA_BYTES) -> None:
+# An action's output at the operation payload limit (its step result, the string's JSON, is 262,144 bytes:
+# stepwell.limits), which the context data, holding it under a key with the event's data, then exceeds.
+BIG_OUTPUT = MAX_CONTEXT_DATA_BYTES - 2
+
+
+def big_action(harness: Harness, size: int = BIG_OUTPUT) -> None:
     harness.actions.register("big", lambda inputs, context: "b" * size)
 
 
@@ -251,7 +256,7 @@ def test_an_event_whose_data_is_over_the_limit_fails_its_context_at_the_start(ha
 @pytest.fixture
 def big_default_action(monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's actions (the process-wide registry) know "big" for this test only."""
-    monkeypatch.setitem(default_actions._actions, "big", lambda inputs, context: "b" * MAX_CONTEXT_DATA_BYTES)
+    monkeypatch.setitem(default_actions._actions, "big", lambda inputs, context: "b" * BIG_OUTPUT)
 
 
 def test_on_dynamodb_deep_events_are_refused_and_too_large_data_ends_the_context_with_its_ttl(
