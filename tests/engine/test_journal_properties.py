@@ -26,6 +26,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     ErrorObject,
     Operation,
     OperationAction,
+    OperationStatus,
     OperationType,
     OperationUpdate,
     StepOptions,
@@ -327,12 +328,17 @@ class JournalMachine(RuleBasedStateMachine):
             assert _json(op) == _json(invocation.journal.operations[op.operation_id])
         if left:
             assert not wrote and invocation.journal.has_unflushed
-            # A cancel of an operation the journal does not hold yet (sent before the wait's start)
-            # cancels nothing: the rest decides.
-            assert effective and all(
-                u.operation_type is CONTEXT or (u.operation_type is WAIT and u.action is START)
-                for u in effective
-            )
+            # Judged by what the updates left, as the service judges: a cancel of an operation the
+            # journal does not hold yet (sent before the wait's start) cancels nothing, and neither does
+            # one of a wait that already ended (its timer fired first); what is left to the next batch
+            # is a context's change or a wait started or ended, which a replay records again.
+            assert effective
+            for change in effective:
+                op = invocation.journal.operations[change.operation_id]
+                assert op.operation_type is CONTEXT or (
+                    op.operation_type is WAIT
+                    and op.status in (OperationStatus.STARTED, OperationStatus.SUCCEEDED)
+                ), (change, op.status)
             assert not invocation.journal.has_unflushed_side_effects
         assert changed == [] or wrote or left
         event(f"checkpoint: {'wrote' if wrote else 'left to the next batch' if left else 'no-op'}")
