@@ -10,7 +10,7 @@ from adapters.deployment import Deployment
 from adapters.driver import QueueDriver
 from stepwell.client import StepwellClient
 from stepwell.definitions import router as router_module
-from stepwell.definitions.expressions import Expression
+from stepwell.definitions.expressions import Expression, Meter
 from stepwell.definitions.service import DefinitionsService
 from stepwell.definitions.validation import parse_definition
 from stepwell.entry import EntryRuntime
@@ -49,10 +49,10 @@ def break_expression(monkeypatch: pytest.MonkeyPatch, text: str, error: Exceptio
     """Evaluating the expression `text` raises `error` (a fault the language itself never raises)."""
     evaluate = Expression.evaluate
 
-    def faulty(self: Expression, env: Any) -> Any:
+    def faulty(self: Expression, env: Any, meter: Meter | None = None) -> Any:
         if self.text == text:
             raise error
-        return evaluate(self, env)
+        return evaluate(self, env, meter)
 
     monkeypatch.setattr(Expression, "evaluate", faulty)
 

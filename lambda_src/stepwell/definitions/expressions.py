@@ -27,7 +27,13 @@ Limits, so that no expression can exhaust the stack, the memory or the time of t
   literals, as operands of arithmetic and as results; a float result must be finite;
 - `+` on strings or lists gives at most MAX_CONCAT_LENGTH characters or items;
 - a value is at most MAX_VALUE_BYTES as JSON (a list literal repeating a large path would otherwise make
-  many megabytes of one event's data, which the engine then serializes).
+  many megabytes of one event's data, which the engine then serializes);
+- an evaluation takes at most its CPU budget (a `Meter`; DEFAULT_EVALUATION_CPU_SECONDS when none is given):
+  the evaluator counts its steps (tree nodes, list items compared, values measured) and reads the thread's
+  CPU clock every CHECK_EVERY of them. One operation of C code (comparing two large values) runs to its end
+  before the next check, so an evaluation may overrun its budget by that much.
+
+`estimate_cost` bounds an expression's work before it runs (validation refuses definitions by it).
 
 Every failure, parsing or evaluating, is an `ExpressionError` naming the position and text of the node
 at fault, the reason and the whole expression.
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +54,13 @@ MAX_INTEGER_BITS = 128
 MAX_CONCAT_LENGTH = 400_000
 MAX_VALUE_BYTES = 1024 * 1024
 DEFAULT_ROOTS = ("data", "event", "subject", "domain")
+# The CPU one evaluation may take when its caller gives no Meter (a trigger's filter in the router, a flow
+# key): far above what a legitimate expression needs over a 256 KB event (a few milliseconds), far below a
+# worker's timeout.
+DEFAULT_EVALUATION_CPU_SECONDS = 0.25
+# Steps between two reads of the CPU clock: a read costs about as much as a few steps, and 64 steps of the
+# evaluator take well under a millisecond.
+CHECK_EVERY = 64
 
 
 class ExpressionError(ValueError):
@@ -67,6 +81,36 @@ class ExpressionError(ValueError):
         self.position = position
         self.fragment = fragment
         self.expression = expression
+
+
+class BudgetExceeded(ExpressionError):
+    """An evaluation stopped by its Meter: the message names the budget it exceeded."""
+
+
+class Meter:
+    """The CPU budget of one evaluation, on the thread that runs it. CPU time is the thread's
+    (time.thread_time): the SDK runs handlers and parallel branches on threads of a process that runs other
+    executions at the same time, and the process's clock would charge this evaluation with their work."""
+
+    __slots__ = ("_clock", "_left", "deadline", "reason")
+
+    def __init__(self, seconds: float, reason: str, clock: Callable[[], float] = time.thread_time) -> None:
+        self._clock = clock
+        self.deadline = clock() + seconds
+        self.reason = reason
+        self._left = CHECK_EVERY
+
+    def tick(self, steps: int = 1) -> None:
+        self._left -= steps
+        if self._left <= 0:
+            self._left = CHECK_EVERY
+            if self._clock() > self.deadline:
+                raise BudgetExceeded(self.reason)
+
+
+def evaluation_meter(seconds: float = DEFAULT_EVALUATION_CPU_SECONDS) -> Meter:
+    """A Meter for one evaluation under the per-evaluation budget."""
+    return Meter(seconds, f"the evaluation took more than its CPU budget of {seconds:g} s per expression")
 
 
 _TOKEN = re.compile(
@@ -400,15 +444,23 @@ class Expression:
     text: str
     tree: Node
 
-    def evaluate(self, env: Mapping[str, Any]) -> Any:
+    def evaluate(self, env: Mapping[str, Any], meter: Meter | None = None) -> Any:
+        """The value over `env`, within `meter`'s CPU budget (default: evaluation_meter())."""
+        metered = meter if meter is not None else evaluation_meter()
         try:
-            value = _eval(self.tree, env)
-            if isinstance(value, (list, dict)) and not _fits_as_json(value, MAX_VALUE_BYTES):
+            value = _eval(self.tree, env, metered)
+            if isinstance(value, (list, dict)) and not _fits_as_json(value, MAX_VALUE_BYTES, metered):
                 raise _Failure(
                     self.tree,
                     f"the value is over {MAX_VALUE_BYTES:,} bytes as JSON, the most a value may take",
                 )
             return value
+        except BudgetExceeded as exceeded:
+            raise BudgetExceeded(
+                f"{exceeded.reason} in expression {_excerpt(self.text, 200)!r}",
+                reason=exceeded.reason,
+                expression=self.text,
+            ) from None
         except _Failure as failure:
             start, end = failure.node.span
             fragment = self.text[start:end]
@@ -441,13 +493,18 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     return compile_expression(text, env.keys()).evaluate(env)
 
 
-def _fits_as_json(value: Any, limit: int) -> bool:
+def _fits_as_json(value: Any, limit: int, meter: Meter | None = None) -> bool:
     """Whether `value` takes at most about `limit` bytes as JSON (strings counted in characters): a walk
     that stops as soon as it is over, so a huge value costs no more than `limit` to refuse. Iterative: data
     may be nested deeper than Python's stack."""
     left = limit
     pending = [value]
+    steps = 0
     while pending:
+        steps += 1
+        if steps == CHECK_EVERY and meter is not None:
+            meter.tick(steps)
+            steps = 0
         item = pending.pop()
         if isinstance(item, str):
             left -= len(item) + 3  # quotes and a separator
@@ -539,25 +596,26 @@ def _resolve(path: Path, env: Mapping[str, Any]) -> Any:
     return value
 
 
-def _eval(node: Node, env: Mapping[str, Any]) -> Any:
+def _eval(node: Node, env: Mapping[str, Any], meter: Meter) -> Any:
+    meter.tick()
     if isinstance(node, Literal):
         return node.value
     if isinstance(node, Path):
         return _resolve(node, env)
     if isinstance(node, ListExpr):
-        return [_eval(item, env) for item in node.items]
+        return [_eval(item, env, meter) for item in node.items]
     if isinstance(node, Unary):
-        operand = _eval(node.operand, env)
+        operand = _eval(node.operand, env, meter)
         return _at(node, _negate if node.op == "-" else _not, operand)
     if node.op == "and":
-        left = _eval(node.left, env)
-        return _eval(node.right, env) if truthy(left) else left
+        left = _eval(node.left, env, meter)
+        return _eval(node.right, env, meter) if truthy(left) else left
     if node.op == "or":
-        left = _eval(node.left, env)
-        return left if truthy(left) else _eval(node.right, env)
-    left = _eval(node.left, env)
-    right = _eval(node.right, env)
-    return _at(node, lambda a, b: _binary(node.op, a, b), left, right)
+        left = _eval(node.left, env, meter)
+        return left if truthy(left) else _eval(node.right, env, meter)
+    left = _eval(node.left, env, meter)
+    right = _eval(node.right, env, meter)
+    return _at(node, lambda a, b: _binary(node.op, a, b, meter), left, right)
 
 
 def _at(node: Node, operation: Callable[..., Any], *operands: Any) -> Any:
@@ -565,6 +623,8 @@ def _at(node: Node, operation: Callable[..., Any], *operands: Any) -> Any:
     comparing very deeply nested data) becomes a failure naming the node."""
     try:
         return operation(*operands)
+    except BudgetExceeded:
+        raise
     except ExpressionError as error:
         raise _Failure(node, error.reason) from None
     except Exception as error:
@@ -581,13 +641,13 @@ def _negate(operand: Any) -> Any:
     return -_bounded(operand, "the operand")
 
 
-def _binary(op: str, left: Any, right: Any) -> Any:
+def _binary(op: str, left: Any, right: Any, meter: Meter) -> Any:
     if op == "==":
         return _equal(left, right)
     if op == "!=":
         return not _equal(left, right)
     if op in ("in", "not in"):
-        return _contains(left, right) == (op == "in")
+        return _contains(left, right, meter) == (op == "in")
     if op in ("<", "<=", ">", ">="):
         if not (
             (_is_number(left) and _is_number(right)) or (isinstance(left, str) and isinstance(right, str))
@@ -640,13 +700,18 @@ def _arithmetic(op: str, left: int | float, right: int | float) -> int | float:
     return int(result) if result.is_integer() and abs(result) <= 2**53 else result
 
 
-def _contains(left: Any, right: Any) -> bool:
+def _contains(left: Any, right: Any, meter: Meter) -> bool:
     if isinstance(right, str):
         if not isinstance(left, str):
             raise ExpressionError(f"'in' a string needs a string on the left, got {_type_name(left)}")
         return left in right
     if isinstance(right, list):
-        return any(_equal(left, item) for item in right)
+        # A list of a 256 KB event holds up to ~100,000 items, compared one by one: metered by chunks.
+        for start in range(0, len(right), CHECK_EVERY):
+            meter.tick(CHECK_EVERY)
+            if any(_equal(left, item) for item in right[start : start + CHECK_EVERY]):
+                return True
+        return False
     if isinstance(right, dict):
         return isinstance(left, str) and left in right
     if right is None:
@@ -658,3 +723,57 @@ def _equal(left: Any, right: Any) -> bool:
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
     return bool(left == right)
+
+
+# --- cost estimate ----------------------------------------------------------------------------------
+
+
+def estimate_cost(expression: Expression, root_bytes: Mapping[str, int]) -> int:
+    """An upper bound of one evaluation's work, in bytes read, before it runs (as CEL estimates cost): each
+    tree node and path part counts 1, and each operation whose time grows with its operands counts their
+    size as JSON, a path's being the most its root can hold (`root_bytes`; a root not given: the largest
+    given). Comparisons count the smaller side (Python compares lengths and types first), `in` its right
+    side (a list is walked item by item), `+` both sides (a copy), and a result that may be a list or an
+    object the walk that measures it (at most MAX_VALUE_BYTES)."""
+    default = max(root_bytes.values(), default=MAX_VALUE_BYTES)
+    cost, size = _estimate(expression.tree, root_bytes, default)
+    if _may_be_container(expression.tree):
+        cost += min(size, MAX_VALUE_BYTES)
+    return cost
+
+
+_SCALAR_BYTES = 8
+
+
+def _estimate(node: Node, root_bytes: Mapping[str, int], default: int) -> tuple[int, int]:
+    """(cost, largest size as JSON) of `node` (the tree is at most MAX_DEPTH deep: recursion is safe)."""
+    if isinstance(node, Literal):
+        return 1, len(node.value) + 2 if isinstance(node.value, str) else _SCALAR_BYTES
+    if isinstance(node, Path):
+        return 1 + len(node.parts), root_bytes.get(node.root, default)
+    if isinstance(node, ListExpr):
+        items = [_estimate(item, root_bytes, default) for item in node.items]
+        return 1 + sum(cost for cost, _ in items), 2 + sum(size + 1 for _, size in items)
+    if isinstance(node, Unary):
+        return 1 + _estimate(node.operand, root_bytes, default)[0], _SCALAR_BYTES
+    left_cost, left_size = _estimate(node.left, root_bytes, default)
+    right_cost, right_size = _estimate(node.right, root_bytes, default)
+    cost = 1 + left_cost + right_cost
+    if node.op in ("and", "or"):
+        return cost, max(left_size, right_size)
+    if node.op in ("in", "not in"):
+        return cost + right_size, _SCALAR_BYTES
+    if _BINARY_PRECEDENCE[node.op] == _COMPARE_PRECEDENCE:
+        return cost + min(left_size, right_size), _SCALAR_BYTES
+    if node.op == "+":  # strings or lists are copied; numbers cost nothing more
+        return cost + left_size + right_size, left_size + right_size
+    return cost, _SCALAR_BYTES
+
+
+def _may_be_container(node: Node) -> bool:
+    """Whether `node`'s value may be a list or an object (then measured as JSON: see Expression.evaluate)."""
+    if isinstance(node, (Path, ListExpr)):
+        return True
+    if isinstance(node, Binary) and node.op in ("and", "or", "+"):
+        return _may_be_container(node.left) or _may_be_container(node.right)
+    return False

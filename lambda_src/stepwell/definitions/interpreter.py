@@ -16,11 +16,20 @@ Node by node (each is an SDK operation, so durability, retries and history come 
   Query; the router completes the callback with the event. Branch "event" or "timeout". A step then
   clears the wait on the item, unless the branch leads straight to the context's end, whose write clears
   every wait anyway.
-- condition: the expression's truth picks branch "true" or "false".
+- condition: the expression's truth picks branch "true" or "false", decided in a step (`{name}:if`) whose
+  result the log keeps, so a replay reads the branch instead of evaluating again (a condition cheaper
+  than a step, at most RECORD_COST bytes read, is evaluated in place on every run); likewise a wait's
+  `until` (`{name}:until`: the seconds to wait). A log written before these steps existed has none: a
+  replay finding the context replaying past such a node without its step evaluates it in place, as then
+  (`Walker.decide`), so executions started before keep replaying.
 - parallel/join: `context.parallel` with one branch per outgoing edge, each walking to the join; the
   join's mode (all, any, n of m) is the completion config; data written by succeeded branches is merged
   in branch order.
 - end: the context succeeds; its item gets status SUCCEEDED (FAILED with the error when a node fails).
+
+Each run (one invocation) has a CPU budget, and each evaluation its own (`stepwell.definitions.budgets`,
+`DefinitionsRuntime.run_cpu_seconds` and `expression_cpu_seconds`): checked between nodes and inside the
+evaluator, a run past either fails its context with an error naming the budget.
 
 A definition's `flowControl` becomes the execution's flow limits when the engine creates it
 (`definition_flow`, the registration's flow resolver), counted per (domain, definition id, key value).
@@ -48,9 +57,11 @@ from aws_durable_execution_sdk_python.exceptions import (
     CallbackTimeoutError,
     InvocationError,
 )
+from aws_durable_execution_sdk_python.retries import RetryDecision
 
 from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
-from stepwell.definitions.expressions import Expression, ExpressionError
+from stepwell.definitions.budgets import ROOT_BYTES, RunBudget
+from stepwell.definitions.expressions import Expression, ExpressionError, estimate_cost
 from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node, parse_instant
 from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
 from stepwell.definitions.store import (
@@ -67,12 +78,20 @@ from stepwell.model import ExecutionRecord, FlowLimit
 from stepwell.registry import EndObserver, Handler, Registry
 
 INTERPRETER_NAME = "stepwell.definition"
+# A condition whose estimated cost (stepwell.definitions.expressions.estimate_cost, in bytes read) is at
+# most this is evaluated again on replays rather than kept in a step: replaying a step takes tens of
+# microseconds (and its first run a checkpoint), evaluating `data.status == "paid"` about one.
+RECORD_COST = 4096
 MAX_NODE_VISITS = 10_000
 MAX_ACTIONS_AT_ONCE = 4
 
 
 class DefinitionRuntimeError(DefinitionError):
     """A definition failed while running (an expression error, a join short of branches, ...)."""
+
+
+# A decision's step never fails (an evaluation error is its result, raised after it): nothing to retry.
+DECISION_STEP = StepConfig(retry_strategy=lambda _error, _attempts: RetryDecision.no_retry())
 
 
 @dataclass
@@ -85,6 +104,9 @@ class RunState:
     depth: int = 0
     # The outside event the context's chain began with (its trigger's), stamped on the events it emits.
     chain: str = ""
+    # Where the walk is among parallel branches ("" outside any): it makes the names of decision steps
+    # unique in the whole log, which Walker.decide looks them up in.
+    branch: str = ""
 
     def received(self, event: dict[str, Any]) -> None:
         self.event = event
@@ -97,7 +119,12 @@ class RunState:
         # Each branch counts its own visits: branches run on threads, and operation names must not
         # depend on their interleaving (a replay has to name every operation the same way).
         return RunState(
-            copy.deepcopy(self.data), copy.deepcopy(self.event), dict(self.visits), self.depth, self.chain
+            copy.deepcopy(self.data),
+            copy.deepcopy(self.event),
+            dict(self.visits),
+            self.depth,
+            self.chain,
+            self.branch,
         )
 
 
@@ -181,10 +208,20 @@ def _execution_id(context: DurableContext) -> str:
 
 
 class Walker:
-    def __init__(self, runtime: DefinitionsRuntime, definition: Definition, start: StartInput) -> None:
+    def __init__(
+        self,
+        runtime: DefinitionsRuntime,
+        definition: Definition,
+        start: StartInput,
+        budget: RunBudget | None = None,
+        recorded: frozenset[str] = frozenset(),
+    ) -> None:
         self.runtime = runtime
         self.definition = definition
         self.start = start
+        self.budget = budget or RunBudget(runtime.run_cpu_seconds, runtime.expression_cpu_seconds)
+        # The names of the operations in the log when the run began (decide looks up its steps there).
+        self.recorded = recorded
         # Parallel branches run at once, but only this many of their actions (each may hold an HTTP
         # response of up to 10 MiB): one definition must not take the worker's memory from the others.
         self.actions_at_once = threading.BoundedSemaphore(MAX_ACTIONS_AT_ONCE)
@@ -201,7 +238,7 @@ class Walker:
 
     def evaluate(self, expression: Expression, state: RunState, node: Node) -> Any:
         try:
-            return expression.evaluate(state.env(self.start))
+            return expression.evaluate(state.env(self.start), self.budget.meter())
         except Exception as error:  # the language raises only ExpressionError; anything else, named too
             detail = str(error) if isinstance(error, ExpressionError) else f"{type(error).__name__}: {error}"
             raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {detail}") from None
@@ -217,6 +254,7 @@ class Walker:
             if count > MAX_NODE_VISITS:
                 raise DefinitionRuntimeError(f"node {node_id!r} visited more than {MAX_NODE_VISITS} times")
             name = node_id if count == 1 else f"{node_id}#{count}"
+            self.check_budget(node)
             if node.type == "end":
                 return
             if node.type == "trigger":
@@ -230,8 +268,7 @@ class Walker:
             elif node.type == "trigger_or_timeout":
                 node_id = self.trigger_or_timeout(context, state, node, name, stop_at)
             elif node.type == "condition":
-                assert node.expression is not None
-                branch = "true" if self.evaluate(node.expression, state, node) else "false"
+                branch = "true" if self.condition(context, state, node, name) else "false"
                 node_id = self.definition.next_node(node_id, branch)
             elif node.type == "parallel":
                 join_id = self.parallel(context, state, node, name)
@@ -240,6 +277,63 @@ class Walker:
                 raise DefinitionRuntimeError(f"node {node_id!r} (join) reached outside its parallel branches")
             else:  # validation rules this out
                 raise DefinitionRuntimeError(f"node {node_id!r}: unknown type {node.type!r}")
+
+    def check_budget(self, node: Node) -> None:
+        reason = self.budget.exceeded()
+        if reason is not None:
+            raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {reason}")
+
+    def decide(
+        self,
+        context: DurableContext,
+        state: RunState,
+        step_name: str,
+        compute: Callable[[], Any],
+        unrecorded: Callable[[], Any] | None = None,
+        record: bool = True,
+    ) -> Any:
+        """`compute()`'s value, computed once and kept by the log in a step named `step_name`, so a replay
+        reads it instead of computing it again (a context's cost per wake-up is its new work, not its
+        history). A DefinitionRuntimeError is the step's result too, raised after it.
+
+        A log written before decisions were steps has no such step: the context is replaying (the log holds
+        the next operation) and `step_name` is not in it. Then the value is computed in place, as when the log
+        was written (`unrecorded`, default `compute`), and no step is made (one would not match the log's
+        next operation). New work with `record` False is computed in place too, with no step: a decision
+        cheaper to compute again than a step is to replay."""
+        if state.branch:
+            step_name = f"{step_name}@{state.branch}"
+        if (context.is_replaying() and step_name not in self.recorded) or (
+            not record and not context.is_replaying()
+        ):
+            return (unrecorded or compute)()
+
+        def decided(_: StepContext) -> dict[str, Any]:
+            try:
+                return {"value": compute()}
+            except DefinitionRuntimeError as error:
+                return {"error": str(error)}
+
+        outcome = context.step(decided, name=step_name, config=DECISION_STEP)
+        if "error" in outcome:
+            raise DefinitionRuntimeError(str(outcome["error"]))
+        return outcome.get("value")
+
+    def condition(self, context: DurableContext, state: RunState, node: Node, name: str) -> bool:
+        expression = node.expression
+        assert expression is not None
+        # Whether the branch is worth a step is a property of the definition, so every run agrees; and a
+        # replay follows the log whatever it says (decide), so changing RECORD_COST breaks no execution.
+        record = estimate_cost(expression, ROOT_BYTES) > RECORD_COST
+        return bool(
+            self.decide(
+                context,
+                state,
+                f"{name}:if",
+                lambda: bool(self.evaluate(expression, state, node)),
+                record=record,
+            )
+        )
 
     def action(self, context: DurableContext, state: RunState, node: Node, name: str) -> None:
         assert node.action is not None
@@ -287,9 +381,19 @@ class Walker:
         if node.duration is not None:
             seconds = node.duration
         else:
-            assert node.until is not None
-            value = self.evaluate(node.until, state, node)
-            seconds = _seconds_ahead(_instant(value, node), self.now(context, name), value, node)
+            until = node.until
+            assert until is not None
+            clock = self.runtime.clock
+
+            def ahead() -> float:
+                value = self.evaluate(until, state, node)
+                return _seconds_ahead(_instant(value, node), clock.now(), value, node)
+
+            def unrecorded() -> float:  # as a log from before `until` was a decision has it: time in a step
+                value = self.evaluate(until, state, node)
+                return _seconds_ahead(_instant(value, node), self.now(context, name), value, node)
+
+            seconds = float(self.decide(context, state, f"{name}:until", ahead, unrecorded))
         if seconds > 0:  # a time already past does not wait; the engine's waits are whole seconds (>= 1)
             context.wait(Duration.from_seconds(max(1, math.ceil(seconds))), name=name)
 
@@ -331,11 +435,16 @@ class Walker:
         join = self.definition.nodes[join_id]
         targets = [edge.target for edge in self.definition.outgoing[node.id]]
 
-        def branch(target: str) -> Callable[[DurableContext], dict[str, Any]]:
+        def branch(index: int, target: str) -> Callable[[DurableContext], dict[str, Any]]:
             def run(child: DurableContext) -> dict[str, Any]:
-                forked = state.fork()
-                self.run_path(child, forked, target, stop_at=join_id)
-                return {"data": forked.data, "event": forked.event, "depth": forked.depth}
+                self.budget.enter()  # a branch runs on a thread of its own: its CPU counts from here
+                try:
+                    forked = state.fork()
+                    forked.branch = f"{state.branch}{name}.{index}/"
+                    self.run_path(child, forked, target, stop_at=join_id)
+                    return {"data": forked.data, "event": forked.event, "depth": forked.depth}
+                finally:
+                    self.budget.leave()
 
             return run
 
@@ -346,10 +455,11 @@ class Walker:
             required = 1 if join.mode == "any" else int(join.n or 1)
             completion = CompletionConfig(min_successful=required)
         result = context.parallel(
-            [branch(target) for target in targets],
+            [branch(index, target) for index, target in enumerate(targets)],
             name=name,
             config=ParallelConfig(completion_config=completion),
         )
+        self.check_budget(node)  # a branch stopped by the budget: that is the error, not the join's count
         succeeded = sorted(result.succeeded(), key=lambda item: item.index)
         if len(succeeded) < required:
             errors = [str(error) for error in result.get_errors() if error is not None]
@@ -382,6 +492,14 @@ class Walker:
         """The trigger_or_timeout nodes between a parallel node and its join."""
         between = self.definition.between(parallel_id, join_id)
         return sorted(n for n in between if self.definition.nodes[n].type == "trigger_or_timeout")
+
+
+def _recorded_names(context: DurableContext) -> frozenset[str]:
+    """The names of the operations the execution's log holds (at any depth)."""
+    operations = getattr(getattr(context, "state", None), "operations", None)
+    if not isinstance(operations, Mapping):
+        return frozenset()
+    return frozenset(name for op in operations.values() if isinstance(name := getattr(op, "name", None), str))
 
 
 def _time_left(context: DurableContext) -> Callable[[], float] | None:
@@ -453,6 +571,8 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
     @durable_execution
     def interpret(event: Any, context: DurableContext) -> Any:
         chosen = current()
+        budget = RunBudget(chosen.run_cpu_seconds, chosen.expression_cpu_seconds)
+        budget.enter()
         start = StartInput.parse(event, _execution_id(context))  # not a context's start: no context to end
         record, contexts = start.record(), chosen.contexts
         state: RunState | None = None
@@ -472,7 +592,8 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
                 raise DefinitionRuntimeError(
                     f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
                 )
-            Walker(chosen, definition, start).run_path(context, state, start.trigger, stop_at=None)
+            walker = Walker(chosen, definition, start, budget, _recorded_names(context))
+            walker.run_path(context, state, start.trigger, stop_at=None)
         except InvocationError as error:
             if error.is_retryable():  # the invocation is retried; the run that ends it ends the context
                 raise

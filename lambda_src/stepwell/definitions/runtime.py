@@ -20,6 +20,7 @@ from stepwell.definitions.actions import (
     default_actions,
     default_client_factory,
 )
+from stepwell.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS, DEFAULT_RUN_CPU_SECONDS
 from stepwell.definitions.store import (
     ContextStore,
     DefinitionStore,
@@ -50,6 +51,10 @@ class DefinitionsRuntime:
     event_bus_name: str | None = None
     # The deployment's own functions, which actions may not invoke (ActionContext.own_functions).
     own_functions: frozenset[str] = frozenset()
+    # CPU budgets (stepwell.definitions.budgets): a run (one invocation of a context) and each expression
+    # it evaluates; past either, the context fails naming the budget.
+    run_cpu_seconds: float = DEFAULT_RUN_CPU_SECONDS
+    expression_cpu_seconds: float = DEFAULT_EXPRESSION_CPU_SECONDS
 
     @classmethod
     def in_memory(

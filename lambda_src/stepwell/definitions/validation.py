@@ -7,7 +7,9 @@ dangling edges, outgoing edges per type (missing or unknown branches), triggers 
 unreachable nodes and cycles with no wait in them, parallel/join pairing, the `flowControl` block (limits,
 period, key expressions: `parse_flow_control`). `parse_storable_definition`
 (the store's check before a put, and `validate_definition`'s) adds what storage would refuse: a definition
-too large for its DynamoDB item, NaN or Infinity. `unregistered_actions` lists, as warnings,
+too large for its DynamoDB item, NaN or Infinity, and a definition whose expressions may cost more than the
+budgets allow (`_cost_errors`: a worst-case estimate per expression, and over the expressions a run
+evaluates; stepwell.definitions.budgets). `unregistered_actions` lists, as warnings,
 action nodes naming an action a process has not registered (the deployed worker may register more).
 """
 
@@ -19,7 +21,19 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from stepwell.definitions.actions import HTTP, PUT_EVENT, detail_type_problem
-from stepwell.definitions.expressions import Expression, ExpressionError, brief_repr, compile_expression
+from stepwell.definitions.budgets import (
+    DEFINITION_COST_LIMIT,
+    EXPRESSION_COST_LIMIT,
+    MAX_EVENT_BYTES,
+    ROOT_BYTES,
+)
+from stepwell.definitions.expressions import (
+    Expression,
+    ExpressionError,
+    brief_repr,
+    compile_expression,
+    estimate_cost,
+)
 from stepwell.definitions.model import (
     CONCURRENCY_POLICIES,
     DEFINITION_ITEM_OVERHEAD,
@@ -221,6 +235,7 @@ def parse_storable_definition(
     except DefinitionInvalid as invalid:
         raise DefinitionInvalid(errors + invalid.errors) from None
     errors += _far_constant_untils(definition, time.time() if now is None else now)
+    errors += _cost_errors(definition)
     if errors:
         raise DefinitionInvalid(errors)
     return definition
@@ -238,6 +253,52 @@ def _far_constant_untils(definition: Definition, now: float) -> list[str]:
                 f"node {node.id!r} (wait): 'until' {until.text!r} is more than 366 days ahead; a wait "
                 "lasts at most 366 days"
             )
+    return errors
+
+
+_COST_BASIS = (
+    f"estimated in bytes read over events of at most {MAX_EVENT_BYTES:,} bytes and data of at most "
+    f"{ROOT_BYTES['data']:,}"
+)
+
+
+def _expressions(node: Node) -> list[tuple[str, Expression]]:
+    """The node's expressions, with where each is in the node."""
+    found: list[tuple[str, Expression]] = []
+    for key, expression in (("filter", node.filter), ("expression", node.expression), ("until", node.until)):
+        if expression is not None:
+            found.append((key, expression))
+    found += [(f"input.{key}", value) for key, value in node.inputs.items() if isinstance(value, Expression)]
+    return found
+
+
+def _cost_errors(definition: Definition) -> list[str]:
+    """The budgets' check (only before storing: a stored definition's running contexts must keep parsing it
+    whatever the limits become; the run's CPU budget bounds them). Each expression's worst-case cost must be
+    at most EXPRESSION_COST_LIMIT, and the expressions a run may evaluate (all but the triggers' filters,
+    which the router evaluates, one per event) at most DEFINITION_COST_LIMIT together: a run evaluates each
+    node at most once between two waits, and a replay evaluates none again."""
+    errors: list[str] = []
+    costs: list[tuple[int, str]] = []
+    for node in definition.nodes.values():
+        for key, expression in _expressions(node):
+            cost = estimate_cost(expression, ROOT_BYTES)
+            where = f"node {node.id!r} ({node.type}): {key!r}"
+            if cost > EXPRESSION_COST_LIMIT:
+                errors.append(
+                    f"{where} may cost {cost:,} per evaluation ({_COST_BASIS}); at most "
+                    f"{EXPRESSION_COST_LIMIT:,} allowed per expression (each comparison, 'in' or '+' of "
+                    "whole event or data values reads them)"
+                )
+            if key != "filter":
+                costs.append((cost, where))
+    total = sum(cost for cost, _ in costs)
+    if total > DEFINITION_COST_LIMIT:
+        costliest = ", ".join(f"{where} {cost:,}" for cost, where in sorted(costs, reverse=True)[:3])
+        errors.append(
+            f"the expressions a run may evaluate cost {total:,} together ({_COST_BASIS}); at most "
+            f"{DEFINITION_COST_LIMIT:,} allowed per definition (the costliest: {costliest})"
+        )
     return errors
 
 
