@@ -155,6 +155,113 @@ def test_routing_cannot_tell_for_definitions_an_older_engine_stored_until_one_is
     assert store.list_for_routing("acme")[1] == frozenset({"paid", "refunded", "approved"})
 
 
+RETENTION_SECONDS = 30 * 86400  # the stores' default retention_days
+
+
+def apply_ttl(stores: Stores) -> None:
+    """DynamoDB's TTL at the clock's time: every definitions item whose `ttl` has passed goes (the memory
+    store drops a deleted definition's versions by itself once their time has come)."""
+    if stores.dynamodb is None:
+        return
+    for item in stores.dynamodb.scan(TableName="sw-definitions")["Items"]:
+        if "ttl" in item and float(item["ttl"]["N"]) <= stores.clock.now():
+            key = {"domain": item["domain"], "workflowId": item["workflowId"]}
+            stores.dynamodb.delete_item(TableName="sw-definitions", Key=key)
+
+
+def ttls(stores: Stores, domain: str) -> dict[str, int | None]:
+    """Sort key -> `ttl` of the domain's items and its versions (DynamoDB only)."""
+    found: dict[str, int | None] = {}
+    for item in stores.dynamodb.scan(TableName="sw-definitions")["Items"]:
+        if item["domain"]["S"] in (domain, domain + "#versions"):
+            found[item["workflowId"]["S"]] = int(item["ttl"]["N"]) if "ttl" in item else None
+    return found
+
+
+def test_a_deleted_definitions_versions_and_last_waits_record_expire_after_the_retention(
+    stores: Stores,
+) -> None:
+    store = stores.definitions
+    store.set_workflow("acme", waiting("a", "paid"))
+    store.set_workflow("acme", waiting("a", "shipped"))
+    store.set_workflow("acme", waiting("b", "approved"))
+    deleted_at = int(stores.clock.now())
+    assert store.delete_workflow("acme", "a")
+    if stores.dynamodb is not None:
+        # Its versions expire with the contexts that finished before the delete; the waits record
+        # stays while "b" is left (it only grows: "a"'s contexts still running are routed).
+        assert ttls(stores, "acme") == {
+            "a#000001": deleted_at + RETENTION_SECONDS,
+            "a#000002": deleted_at + RETENTION_SECONDS,
+            "b#000001": None,
+            "b": None,
+            "~waits": None,
+        }
+    stores.clock.t += RETENTION_SECONDS - 1
+    apply_ttl(stores)
+    assert [v.version for v in store.list_versions("acme", "a")] == [1, 2]
+    stores.clock.t += 1
+    apply_ttl(stores)
+    assert store.list_versions("acme", "a") == [] and store.get_workflow("acme", "a", 1) is None
+    assert [v.version for v in store.list_versions("acme", "b")] == [1]
+    assert store.list_for_routing("acme")[1] == frozenset({"paid", "shipped", "approved"})
+
+    deleted_at = int(stores.clock.now())
+    assert store.delete_workflow("acme", "b")
+    if stores.dynamodb is not None:  # the domain's last definition: its waits record goes too
+        expires = deleted_at + RETENTION_SECONDS
+        assert ttls(stores, "acme") == {"b#000001": expires, "~waits": expires}
+    stores.clock.t += RETENTION_SECONDS
+    apply_ttl(stores)
+    assert store.list_versions("acme", "b") == []
+    if stores.dynamodb is not None:
+        assert ttls(stores, "acme") == {}
+        # No record: every event reads the subject's contexts (a context of "a" or "b" may run on).
+        assert store.list_for_routing("acme") == ([], None)
+
+
+def test_setting_a_deleted_definition_again_continues_its_numbering_and_keeps_its_versions(
+    stores: Stores,
+) -> None:
+    store = stores.definitions
+    store.set_workflow("acme", waiting("a", "paid"))
+    store.set_workflow("acme", waiting("a", "shipped"))
+    assert store.delete_workflow("acme", "a")  # the domain's last: the waits record would expire too
+    stores.clock.t += 3600
+    assert store.set_workflow("acme", waiting("a", "returned")).version == 3
+    if stores.dynamodb is not None:
+        assert set(ttls(stores, "acme").values()) == {None}
+    stores.clock.t += 2 * RETENTION_SECONDS
+    apply_ttl(stores)
+    assert [v.version for v in store.list_versions("acme", "a")] == [1, 2, 3]
+    assert store.list_for_routing("acme")[1] == frozenset({"paid", "shipped", "returned"})
+    assert store.set_workflow("acme", waiting("a", "paid")).version == 4
+
+
+@pytest.mark.parametrize("stores", ["dynamodb"], indirect=True)
+def test_a_waits_record_written_afresh_is_complete_only_if_every_running_contexts_version_is_stored(
+    stores: Stores,
+) -> None:
+    db = stores.dynamodb
+    store = DynamoDbDefinitionStore(
+        db, "sw-definitions", now_ms=stores.clock.now_ms, contexts_table="sw-executions"
+    )
+    store.set_workflow("acme", waiting("a", "paid"))
+    context = ContextRecord("acme", "a", "u1", "i1", version=1, execution_id="x1")
+    assert stores.contexts.create_context(context)  # RUNNING on version 1; nothing bounds its life
+    assert store.delete_workflow("acme", "a")
+    stores.clock.t += RETENTION_SECONDS
+    apply_ttl(stores)  # "a"'s versions and the waits record go; the context runs on
+    assert ttls(stores, "acme") == {} and store.list_for_routing("acme") == ([], None)
+    # Written afresh, the record cannot name what the running context waits for ("paid"): it stays
+    # incomplete, so routing reads the subject's contexts for every event.
+    store.set_workflow("acme", waiting("b", "approved"))
+    assert store.list_for_routing("acme")[1] is None
+    assert stores.contexts.finish(context, "SUCCEEDED", None)
+    store.set_workflow("acme", waiting("b", "approved"))
+    assert store.list_for_routing("acme")[1] == frozenset({"approved"})
+
+
 def test_set_get_list_delete_with_timestamps(stores: Stores) -> None:
     store = stores.definitions
     first = store.set_workflow("acme", definition())
@@ -177,7 +284,7 @@ def test_set_get_list_delete_with_timestamps(stores: Stores) -> None:
     assert store.delete_workflow("acme", "onboarding") is True
     assert store.delete_workflow("acme", "onboarding") is False
     assert store.get_workflow("acme", "onboarding") is None
-    # Versions stay for contexts still running on them, and the numbering goes on.
+    # Versions stay (until the retention period has passed), and the numbering goes on.
     assert store.get_workflow("acme", "onboarding", version=2) is not None
     again = store.set_workflow("acme", definition())
     assert again.version == 3 and again.created_at == stores.clock.now_ms()

@@ -56,7 +56,14 @@ def runtime_from_config(
     chosen: Clock = clock or SystemClock()
     return DefinitionsRuntime(
         definitions=DynamoDbDefinitionStore(
-            db, config.definitions_table, now_ms=lambda: int(chosen.now() * 1000)
+            db,
+            config.definitions_table,
+            now_ms=lambda: int(chosen.now() * 1000),
+            # A deleted definition's versions stay as long as its finished contexts; a waits record
+            # written afresh reads the domain's running contexts (stepwell.definitions.store).
+            retention_days=config.retention_days,
+            contexts_table=config.executions_table,
+            subject_index=config.subject_index_name,
         ),
         contexts=DynamoDbContextStore(
             db,
@@ -148,6 +155,8 @@ class DefinitionsService:
         return self.runtime.definitions.list_versions(domain, workflow_id)
 
     def delete_definition(self, domain: str, workflow_id: str) -> bool:
+        """Delete the definition: its contexts still running run on; its versions (and the domain's waits
+        record, once no definition is left) expire after the retention period (DefinitionStore)."""
         return self.runtime.definitions.delete_workflow(domain, workflow_id)
 
     def graph(self, document: Mapping[str, Any]) -> str:

@@ -4,9 +4,22 @@ implementation of each (the DynamoDB ones take a boto3 client; Queries, Gets, co
 Definitions (the definitions table, PK `domain`, SK `workflowId`), the semantics of omega-flow's store:
 - the latest version of a definition is the item (domain, workflowId): `definition` (JSON text),
   `version` (N), `createdAt` (N, epoch ms, first write) and `updatedAt` (N, epoch ms, every write);
-- every version is also kept as (domain + "#versions", workflowId + "#" + zero-padded version): a running
-  context reads the version it started with. `delete_workflow` removes the latest item only, so contexts
-  still running on a deleted definition keep working; setting the id again continues the numbering.
+- every version is also kept as (domain + "#versions", workflowId + "#" + zero-padded version), for the
+  operator (get a version, list them: the version a context names), the numbering and the waits record;
+- the domain's waits record (domain, "~waits"): every event name a version of its definitions waits for.
+
+Deleting a definition (`delete_workflow`) removes its latest item at once and gives its version items a
+`ttl` of the retention period ahead (and the waits record too, when no definition of the domain is left),
+so nothing it wrote stays for ever. A context of a deleted definition runs on regardless: nothing bounds
+its life (a cycle through a wait is allowed, and the interpreter has no execution timeout), so nothing it
+needs may depend on a horizon. It needs no version item (its definition travels in its execution's input)
+and, for its events to resume it, only that a waits record that says it is complete names its events:
+the record only grows while it stands, a missing one means "every event reads the subject's contexts",
+and one written afresh is complete only if every RUNNING context of the domain has its version item
+(else it is written incomplete, and every later write checks again). Each finished context that names a
+version expired at most the retention period after the delete, as its version item does. Setting the id
+again continues the numbering from the versions still stored and removes their `ttl` (and the waits
+record's) again.
 
 Contexts (the executions table, PK `contextKey` = domain#workflowId#subjectId, SK `instanceId`), the
 semantics of omega-flow's workflow memory. A context item carries recordType = "context", domain,
@@ -25,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import json
 import re
@@ -35,6 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from stepwell.config import DEFAULT_RETENTION_DAYS, DEFAULT_SUBJECT_INDEX
 from stepwell.definitions.model import encode_definition
 from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, Page
 
@@ -51,6 +66,7 @@ RECORD_PREFIX = "~"
 # `complete` once it holds those of every version stored before it.
 WAITS_KEY = RECORD_PREFIX + "waits"
 CONTEXT_RECORD = "context"
+TTL_ATTRIBUTE = "ttl"
 REJECTED_SHARD = "rejected"
 DEDUP_TTL_SECONDS = 7 * 86400
 REJECTED_TTL_SECONDS = 14 * 86400
@@ -226,14 +242,30 @@ def _prepare(
 
 class MemoryDefinitionStore:
     def __init__(
-        self, validator: Validator = _default_validator, now_ms: Callable[[], int] = _now_ms
+        self,
+        validator: Validator = _default_validator,
+        now_ms: Callable[[], int] = _now_ms,
+        retention_days: int = DEFAULT_RETENTION_DAYS,
     ) -> None:
         self._latest: dict[tuple[str, str], StoredWorkflow] = {}
         self._versions: dict[tuple[str, str], dict[int, StoredWorkflow]] = {}
-        self._waited: dict[str, set[str]] = {}  # domain -> event names any version waits for
+        # A deleted definition's versions go at this time (epoch ms), as the DynamoDB store's `ttl` does.
+        self._expires: dict[tuple[str, str], int] = {}
+        # domain -> event names any version waits for. Kept for good: it is no item left behind, and
+        # keeping it is what stays right for a context of a deleted definition that never ends.
+        self._waited: dict[str, set[str]] = {}
         self._lock = threading.Lock()
         self._validator = validator
         self._now_ms = now_ms
+        self.retention_seconds = retention_days * 86400
+
+    def _stored_versions(self, key: tuple[str, str]) -> dict[int, StoredWorkflow]:
+        """The versions of a definition still stored (under the lock): a deleted one's go at their time."""
+        expires = self._expires.get(key)
+        if expires is not None and self._now_ms() >= expires:
+            del self._expires[key]
+            self._versions.pop(key, None)
+        return self._versions.get(key, {})
 
     def _put(self, domain: str, workflow: Mapping[str, Any], create: bool) -> StoredWorkflow:
         workflow_id, document = _prepare(domain, workflow, self._validator, generate=create)
@@ -243,6 +275,8 @@ class MemoryDefinitionStore:
                 raise WorkflowAlreadyExistsError(
                     f"workflow {workflow_id!r} already exists in domain {domain!r}"
                 )
+            self._stored_versions((domain, workflow_id))  # drops a deleted one's versions once due
+            self._expires.pop((domain, workflow_id), None)  # set again: its versions are kept again
             versions = self._versions.setdefault((domain, workflow_id), {})
             now = self._now_ms()
             stored = StoredWorkflow(
@@ -273,7 +307,7 @@ class MemoryDefinitionStore:
             if version is None:
                 found = self._latest.get((domain, workflow_id))
             else:
-                found = self._versions.get((domain, workflow_id), {}).get(version)
+                found = self._stored_versions((domain, workflow_id)).get(version)
             return copy.deepcopy(found)
 
     def list_workflows(self, domain: str) -> list[StoredWorkflow]:
@@ -290,14 +324,18 @@ class MemoryDefinitionStore:
         check_id("domain", domain)
         check_id("workflow id", workflow_id)
         with self._lock:
-            versions = self._versions.get((domain, workflow_id), {})
+            versions = self._stored_versions((domain, workflow_id))
             return [copy.deepcopy(versions[v]) for v in sorted(versions)]
 
     def delete_workflow(self, domain: str, workflow_id: str) -> bool:
         check_id("domain", domain)
         check_id("workflow id", workflow_id)
         with self._lock:
-            return self._latest.pop((domain, workflow_id), None) is not None
+            if self._latest.pop((domain, workflow_id), None) is None:
+                return False
+            if (domain, workflow_id) in self._versions:
+                self._expires[(domain, workflow_id)] = self._now_ms() + self.retention_seconds * 1000
+            return True
 
 
 def _version_key(workflow_id: str, version: int) -> str:
@@ -311,11 +349,21 @@ class DynamoDbDefinitionStore:
         table: str,
         validator: Validator = _default_validator,
         now_ms: Callable[[], int] = _now_ms,
+        retention_days: int = DEFAULT_RETENTION_DAYS,
+        contexts_table: str | None = None,
+        subject_index: str = DEFAULT_SUBJECT_INDEX,
     ) -> None:
+        """`retention_days`: how long a deleted definition's versions stay (its contexts' retention).
+        `contexts_table` (the executions table) and its `subject_index`: where a waits record written
+        afresh finds the domain's RUNNING contexts (see the module's docstring); without it, a store
+        takes the versions stored for all there is (as before the record could expire)."""
         self._db = dynamodb
         self.table = table
         self._validator = validator
         self._now_ms = now_ms
+        self.retention_seconds = retention_days * 86400
+        self.contexts_table = contexts_table
+        self.subject_index = subject_index
 
     def _item(self, pk: str, sk: str, stored: StoredWorkflow) -> Item:
         return {
@@ -404,6 +452,8 @@ class DynamoDbDefinitionStore:
                         f"workflow {workflow_id!r} already exists in domain {domain!r}"
                     ) from None
                 continue  # someone else wrote a version meanwhile: read again
+            if current is None and previous:
+                self._keep_versions(domain, workflow_id)
             return stored
         raise ConcurrentUpdate(f"workflow {workflow_id!r} in domain {domain!r} kept changing; try again")
 
@@ -415,8 +465,10 @@ class DynamoDbDefinitionStore:
 
     def _waits_update(self, domain: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The write (in the new version's transaction) that adds its event names to the domain's waits
-        record (WAITS_KEY; none when they are in it already). The first one an engine writes is made
-        complete from every version stored before (deleted definitions' too)."""
+        record (WAITS_KEY; none when they are in it already) and removes the `ttl` a delete gave it. One
+        written afresh (or still incomplete) is made complete from every version stored (deleted
+        definitions' too), unless a RUNNING context's version is no longer stored: its events are then
+        unknown, so the record stays incomplete (routing reads the subject's contexts for every event)."""
         response = self._db.get_item(
             TableName=self.table,
             Key={"domain": {"S": domain}, "workflowId": {"S": WAITS_KEY}},
@@ -426,35 +478,113 @@ class DynamoDbDefinitionStore:
         known = set(record.get("ev", {}).get("SS", []))
         names = set(waited_events(document))
         complete = bool(record.get("complete", {}).get("BOOL"))
+        expiring = TTL_ATTRIBUTE in record
         if not complete:
-            names |= self._events_of_every_version(domain)
-        elif names <= known:
+            stored_names, stored_versions = self._every_version(domain)
+            names |= stored_names
+            complete = self._running_versions(domain) <= stored_versions
+        elif names <= known and not expiring:
             return []
         update: dict[str, Any] = {
             "TableName": self.table,
             "Key": {"domain": {"S": domain}, "workflowId": {"S": WAITS_KEY}},
             "UpdateExpression": "SET complete = :yes",
-            "ExpressionAttributeValues": {":yes": {"BOOL": True}},
+            "ExpressionAttributeValues": {":yes": {"BOOL": complete}},
+            # The record as read: one its `ttl` removed meanwhile must not come back holding only these
+            # names and called complete (the transaction fails, and the write is made again).
+            "ConditionExpression": "attribute_exists(workflowId)"
+            if record
+            else "attribute_not_exists(workflowId)",
         }
+        if expiring:
+            update["UpdateExpression"] += " REMOVE #t"
+            update["ExpressionAttributeNames"] = {"#t": TTL_ATTRIBUTE}
         if names:
             update["UpdateExpression"] += " ADD ev :names"
             update["ExpressionAttributeValues"][":names"] = {"SS": sorted(names)}
         return [{"Update": update}]
 
-    def _events_of_every_version(self, domain: str) -> set[str]:
+    def _every_version(self, domain: str) -> tuple[set[str], set[tuple[str, int]]]:
+        """The event names every stored version of the domain's definitions waits for, and those versions."""
         names: set[str] = set()
+        versions: set[tuple[str, int]] = set()
         for item in self._query_all(
             KeyConditionExpression="#d = :d",
-            ExpressionAttributeNames={"#d": "domain", "#def": "definition"},
+            ExpressionAttributeNames={"#d": "domain", "#def": "definition", "#w": "workflowId"},
             ExpressionAttributeValues={":d": {"S": domain + VERSIONS_SUFFIX}},
-            ProjectionExpression="#def",
+            ProjectionExpression="#w, #def",
             ConsistentRead=True,
         ):
+            workflow_id, _, version = item["workflowId"]["S"].rpartition("#")
+            if version.isdigit():
+                versions.add((workflow_id, int(version)))
             try:
                 names |= waited_events(json.loads(item["definition"]["S"]))
             except (KeyError, ValueError):
                 continue  # not a definition this engine can read: it names no event it could wait for
-        return names
+        return names, versions
+
+    def _running_versions(self, domain: str) -> set[tuple[str, int]]:
+        """(definition id, version) of every RUNNING context of the domain (one Query on the subject index
+        of the executions table, paged; none when the store was not told the table). Only a waits record
+        written afresh reads them: the first definition of a domain, or one set after its last was deleted
+        and the record expired."""
+        if self.contexts_table is None:
+            return set()
+        kwargs: dict[str, Any] = {
+            "TableName": self.contexts_table,
+            "IndexName": self.subject_index,
+            "KeyConditionExpression": "#d = :d",
+            "FilterExpression": "recordType = :r AND #s = :running",
+            "ExpressionAttributeNames": {"#d": "domain", "#s": "status", "#w": "workflowId", "#v": "ver"},
+            "ExpressionAttributeValues": {
+                ":d": {"S": domain},
+                ":r": {"S": CONTEXT_RECORD},
+                ":running": {"S": "RUNNING"},
+            },
+            "ProjectionExpression": "#w, #v",
+        }
+        running: set[tuple[str, int]] = set()
+        while True:
+            response = self._db.query(**kwargs)
+            running.update((i["workflowId"]["S"], int(i["ver"]["N"])) for i in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return running
+            kwargs["ExclusiveStartKey"] = last
+
+    def _version_keys(self, domain: str, workflow_id: str, expiring_only: bool = False) -> list[Item]:
+        """The keys of a definition's version items (those with a `ttl` only, if `expiring_only`)."""
+        query: dict[str, Any] = {
+            "KeyConditionExpression": "#d = :d AND begins_with(#w, :p)",
+            "ExpressionAttributeNames": {"#d": "domain", "#w": "workflowId"},
+            "ExpressionAttributeValues": {
+                ":d": {"S": domain + VERSIONS_SUFFIX},
+                ":p": {"S": workflow_id + "#"},
+            },
+            "ProjectionExpression": "#d, #w",
+            "ConsistentRead": True,
+        }
+        if expiring_only:
+            query["FilterExpression"] = "attribute_exists(#t)"
+            query["ExpressionAttributeNames"]["#t"] = TTL_ATTRIBUTE
+        return [{"domain": i["domain"], "workflowId": i["workflowId"]} for i in self._query_all(**query)]
+
+    def _keep_versions(self, domain: str, workflow_id: str) -> None:
+        """A definition set again after a delete: its versions' `ttl` goes. Read after the new version's
+        write, so a delete's `ttl` written before it (its condition: no latest item) is seen here, and one
+        after it fails on that condition."""
+        for key in self._version_keys(domain, workflow_id, expiring_only=True):
+            try:
+                self._db.update_item(
+                    TableName=self.table,
+                    Key=key,
+                    UpdateExpression="REMOVE #t",
+                    ConditionExpression="attribute_exists(workflowId)",  # expired meanwhile: gone, not remade
+                    ExpressionAttributeNames={"#t": TTL_ATTRIBUTE},
+                )
+            except self._db.exceptions.ConditionalCheckFailedException:
+                continue
 
     def _get_item(self, domain: str, workflow_id: str) -> StoredWorkflow | None:
         response = self._db.get_item(
@@ -527,6 +657,10 @@ class DynamoDbDefinitionStore:
         return [self._stored(domain, item) for item in items]
 
     def delete_workflow(self, domain: str, workflow_id: str) -> bool:
+        """Delete the latest item; its version items, and the domain's waits record once no definition is
+        left, get a `ttl` of the retention period ahead (see the module's docstring). The requests this
+        adds are on the delete only: a Query of the versions, a transaction per 99 of them, a Query of one
+        item of the domain and an UpdateItem."""
         check_id("domain", domain)
         check_id("workflow id", workflow_id)
         response = self._db.delete_item(
@@ -534,7 +668,80 @@ class DynamoDbDefinitionStore:
             Key={"domain": {"S": domain}, "workflowId": {"S": workflow_id}},
             ReturnValues="ALL_OLD",
         )
-        return bool(response.get("Attributes"))
+        if not response.get("Attributes"):
+            return False
+        expires = {"N": str(self._now_ms() // 1000 + self.retention_seconds)}
+        self._expire_versions(domain, workflow_id, expires)
+        self._expire_waits_if_last(domain, expires)
+        return True
+
+    def _expire_versions(self, domain: str, workflow_id: str, expires: dict[str, str]) -> None:
+        # Each transaction checks that no latest item is back: a definition set again meanwhile keeps its
+        # versions (and its write's _keep_versions removes any `ttl` written before it).
+        absent = {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": {"domain": {"S": domain}, "workflowId": {"S": workflow_id}},
+                "ConditionExpression": "attribute_not_exists(workflowId)",
+            }
+        }
+        keys = self._version_keys(domain, workflow_id)
+        while keys:
+            chunk, keys = keys[:99], keys[99:]
+            for _ in range(3):
+                updates = [
+                    {
+                        "Update": {
+                            "TableName": self.table,
+                            "Key": key,
+                            "UpdateExpression": "SET #t = :t",
+                            "ConditionExpression": "attribute_exists(workflowId)",
+                            "ExpressionAttributeNames": {"#t": TTL_ATTRIBUTE},
+                            "ExpressionAttributeValues": {":t": expires},
+                        }
+                    }
+                    for key in chunk
+                ]
+                try:
+                    self._db.transact_write_items(TransactItems=[absent, *updates])  # type: ignore[list-item]
+                    break
+                except self._db.exceptions.TransactionCanceledException as error:
+                    reasons = error.response.get("CancellationReasons", [])
+                    failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
+                    if not failed or failed[0]:
+                        return  # set again meanwhile (or not known why): its versions stay
+                    # Version items that expired meanwhile (an earlier delete's `ttl`): the others again.
+                    chunk = [key for key, gone in zip(chunk, failed[1:], strict=False) if not gone]
+                    if not chunk:
+                        break
+
+    def _expire_waits_if_last(self, domain: str, expires: dict[str, str]) -> None:
+        # Definitions' ids sort before "~" (they start with a letter or digit): the first item of the
+        # domain is a definition if any is left. A definition set between this read and the write below
+        # finds the `ttl` and removes it; one whose write found no waits update to make leaves a record
+        # that may expire under it: routing then reads the subject's contexts for every event (right,
+        # only slower) until a definition of the domain is set again and writes it afresh.
+        first = self._db.query(
+            TableName=self.table,
+            KeyConditionExpression="#d = :d",
+            ExpressionAttributeNames={"#d": "domain", "#w": "workflowId"},
+            ExpressionAttributeValues={":d": {"S": domain}},
+            ProjectionExpression="#w",
+            Limit=1,
+            ConsistentRead=True,
+        ).get("Items", [])
+        if first and not first[0]["workflowId"]["S"].startswith(RECORD_PREFIX):
+            return
+        # No record (an older engine's domain): nothing to expire.
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self.table,
+                Key={"domain": {"S": domain}, "workflowId": {"S": WAITS_KEY}},
+                UpdateExpression="SET #t = :t",
+                ConditionExpression="attribute_exists(workflowId)",
+                ExpressionAttributeNames={"#t": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":t": expires},
+            )
 
 
 # ================================================================== contexts
