@@ -77,7 +77,7 @@ import time
 import traceback
 import uuid
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -237,6 +237,7 @@ class FunctionSpec:
     environment: dict[str, str]
     code_sha256: str
     last_modified: str
+    role: str = ""  # the function's execution role ARN
 
 
 class _Worker:
@@ -723,8 +724,13 @@ class LambdaRuntime:
         python_executable: str = sys.executable,
         clock_offset: Callable[[], float] | None = None,
         backend_endpoint_url: str | None = None,
+        function_credentials: Callable[[FunctionSpec], Mapping[str, str]] | None = None,
     ) -> None:
         self._client_factory = client_factory
+        # Where a handler's credentials come from instead of aws_environment's: on an IAM-enforcing
+        # backend, its role's STS session (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
+        # as Lambda gives a function; asked once per warm worker.
+        self.function_credentials = function_credentials
         # Called with "name" for $LATEST and "name:version" for a published version.
         self._code_fetcher = code_fetcher
         self._aws_environment = dict(aws_environment)
@@ -776,6 +782,7 @@ class LambdaRuntime:
             },
             code_sha256=configuration.get("CodeSha256", ""),
             last_modified=configuration.get("LastModified", ""),
+            role=str(configuration.get("Role", "")),
         )
 
     def _code_dir(self, spec: FunctionSpec) -> Path:
@@ -819,6 +826,7 @@ class LambdaRuntime:
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
             "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[{spec.version}]{uuid.uuid4().hex}",
+            **(self.function_credentials(spec) if self.function_credentials is not None else {}),
         }
 
     def log_path(self, function_name: str) -> Path:

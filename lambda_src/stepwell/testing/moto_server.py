@@ -370,8 +370,10 @@ def _exit_when_parent_dies(parent_pid: int) -> None:
         time.sleep(1.0)
 
 
-def serve(host: str, port: int) -> None:
-    """Serve moto (plus the lambda-code route) forever; print the bound port once listening."""
+def serve(host: str, port: int, enforce_iam: bool = False) -> None:
+    """Serve moto (plus the lambda-code route) forever; print the bound port once listening.
+    ``enforce_iam``: authorize requests past moto's free ones (``INITIAL_NO_AUTH_ACTION_COUNT``) by the
+    caller's IAM policies (``stepwell.testing.moto_iam``)."""
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
         MotoRequestHandler,
@@ -386,6 +388,10 @@ def serve(host: str, port: int) -> None:
     _skip_statements_whose_condition_fails()
     _version_functions_like_lambda()
     _deliver_events_to_sns_targets()
+    if enforce_iam:
+        from stepwell.testing import moto_iam
+
+        moto_iam.install()
     app = _with_lambda_code_route(DomainDispatcherApplication(create_backend_app))
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=_exit_when_parent_dies, args=(os.getppid(),), daemon=True).start()
@@ -458,15 +464,28 @@ def _read_ready_port(stdout: IO[str], process: subprocess.Popen[str]) -> int:
     return found[0]
 
 
-def start_moto_server(host: str = "127.0.0.1", log_path: str | None = None) -> MotoServer:
-    """Start moto's server on a free port of ``host``; the caller stops it (or use ``moto_server()``)."""
+def start_moto_server(
+    host: str = "127.0.0.1",
+    log_path: str | None = None,
+    enforce_iam: bool = False,
+    free_requests: int = 0,
+) -> MotoServer:
+    """Start moto's server on a free port of ``host``; the caller stops it (or use ``moto_server()``).
+    ``enforce_iam``: every request after the first ``free_requests`` (moto's INITIAL_NO_AUTH_ACTION_COUNT,
+    read by the server process at import) must be signed with a known key and allowed by IAM."""
     # The log file outlives this call: the server closes it when it stops.
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115
+    command = [sys.executable, "-m", "stepwell.testing.moto_server", "--host", host, "--port", "0"]
+    environment = None
+    if enforce_iam:
+        command.append("--enforce-iam")
+        environment = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(free_requests)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "stepwell.testing.moto_server", "--host", host, "--port", "0"],
+        command,
         stdout=subprocess.PIPE,
         stderr=log if log is not None else subprocess.DEVNULL,
         text=True,
+        env=environment,
     )
     assert process.stdout is not None
     port = _read_ready_port(process.stdout, process)
@@ -489,9 +508,11 @@ def _wait_until_answering(server: MotoServer) -> None:
 
 
 @contextmanager
-def moto_server(host: str = "127.0.0.1", log_path: str | None = None) -> Iterator[MotoServer]:
-    """Context manager: a moto server for the duration of the block."""
-    server = start_moto_server(host, log_path)
+def moto_server(
+    host: str = "127.0.0.1", log_path: str | None = None, enforce_iam: bool = False, free_requests: int = 0
+) -> Iterator[MotoServer]:
+    """Context manager: a moto server for the duration of the block (``start_moto_server``'s options)."""
+    server = start_moto_server(host, log_path, enforce_iam, free_requests)
     try:
         yield server
     finally:
@@ -502,8 +523,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="moto's server plus Stepwell's lambda-code route")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--enforce-iam", action="store_true", help="authorize requests by IAM (moto_iam)")
     args = parser.parse_args(argv)
-    serve(args.host, args.port)
+    serve(args.host, args.port, enforce_iam=args.enforce_iam)
 
 
 if __name__ == "__main__":
