@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from stepwell.definitions.expressions import DEFAULT_EVALUATION_CPU_SECONDS
 from stepwell.errors import InvalidArgument
 from stepwell.invoke_targets import parse_function_arn, parse_target
 from stepwell.limits import (
@@ -66,8 +67,18 @@ PAYLOAD_LIMIT_ENV: dict[str, str] = {
     "max_callback_result_bytes": "STEPWELL_MAX_CALLBACK_RESULT_BYTES",
 }
 
+# Definitions' CPU budgets in seconds (stepwell.definitions.budgets): client_config key -> environment
+# variable of the worker Lambda.
+CPU_BUDGET_ENV: dict[str, str] = {
+    "definitions_run_cpu_seconds": "STEPWELL_DEFINITIONS_RUN_CPU_SECONDS",
+    "definitions_expression_cpu_seconds": "STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS",
+}
+
 # Settings that are whole numbers (client_config may give them as numbers or strings).
 _INT_SETTINGS = ("retention_days", "keep_versions", "work_queue_visibility_seconds", *PAYLOAD_LIMIT_ENV)
+
+# Settings that are numbers (client_config may give them as numbers or strings).
+_FLOAT_SETTINGS = tuple(CPU_BUDGET_ENV)
 
 # Settings that are true or false (client_config may give them as booleans or strings).
 _BOOL_SETTINGS = ("status_events", "direct_wake_ups")
@@ -83,6 +94,13 @@ MAX_KEEP_VERSIONS = 100
 # SQS's longest visibility timeout (12 hours).
 MAX_VISIBILITY_SECONDS = 43_200
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Definitions' CPU budgets (stepwell.definitions.budgets takes its defaults from here: it imports this module
+# through the store, so this one cannot import it). A run over its budget must fail its context before Lambda
+# kills the invocation: the module keeps the run's below the worker's `timeout`; here, where the timeout is
+# not known, below Lambda's longest.
+DEFAULT_RUN_CPU_SECONDS = 10.0
+DEFAULT_EXPRESSION_CPU_SECONDS = DEFAULT_EVALUATION_CPU_SECONDS
+MAX_LAMBDA_TIMEOUT_SECONDS = 900
 
 
 @dataclass(frozen=True)
@@ -140,6 +158,10 @@ class StepwellConfig:
     max_execution_result_bytes: int = DEFAULT_MAX_EXECUTION_RESULT_BYTES
     max_operation_payload_bytes: int = DEFAULT_MAX_OPERATION_PAYLOAD_BYTES
     max_callback_result_bytes: int = DEFAULT_MAX_CALLBACK_RESULT_BYTES
+    # CPU seconds a run of a definition's context (one invocation) may take, and each expression it
+    # evaluates, the router's trigger filters included (stepwell.definitions.budgets).
+    definitions_run_cpu_seconds: float = DEFAULT_RUN_CPU_SECONDS
+    definitions_expression_cpu_seconds: float = DEFAULT_EXPRESSION_CPU_SECONDS
 
     def __post_init__(self) -> None:
         for key in _REQUIRED:
@@ -176,6 +198,7 @@ class StepwellConfig:
             _ = self.payload_limits  # checks the four values
         except ValueError as error:
             raise ConfigError(str(error)) from None
+        check_cpu_budgets(self.definitions_run_cpu_seconds, self.definitions_expression_cpu_seconds)
 
     @property
     def payload_limits(self) -> PayloadLimits:
@@ -214,12 +237,16 @@ class StepwellConfig:
         for key in _INT_SETTINGS:
             if key in values:
                 values[key] = _parse_int(key, values[key])
+        for key in _FLOAT_SETTINGS:
+            if key in values:
+                values[key] = _parse_float(key, values[key])
         for key, value in values.items():
             structured = key in (
                 "workflow_modules",
                 "invoke_functions",
                 *_BOOL_SETTINGS,
                 *_INT_SETTINGS,
+                *_FLOAT_SETTINGS,
                 *_JSON_OBJECT_ENV,
             )
             if not structured and not isinstance(value, str):
@@ -269,6 +296,9 @@ class StepwellConfig:
         for key, variable in PAYLOAD_LIMIT_ENV.items():
             if env.get(variable):
                 values[key] = _parse_int(variable, env[variable])
+        for key, variable in CPU_BUDGET_ENV.items():
+            if env.get(variable):
+                values[key] = _parse_float(variable, env[variable])
         if env.get("STEPWELL_WORKFLOW_MODULES"):
             values["workflow_modules"] = _parse_modules(env["STEPWELL_WORKFLOW_MODULES"])
         for key, variable in _JSON_OBJECT_ENV.items():
@@ -304,6 +334,8 @@ class StepwellConfig:
             env[VISIBILITY_ENV] = str(self.work_queue_visibility_seconds)
         for key, variable in PAYLOAD_LIMIT_ENV.items():
             env[variable] = str(getattr(self, key))
+        for key, variable in CPU_BUDGET_ENV.items():
+            env[variable] = repr(float(getattr(self, key)))  # repr: the float exactly, read back equal
         env["STEPWELL_WORKFLOW_MODULES"] = ",".join(self.workflow_modules)
         for key, variable in _JSON_OBJECT_ENV.items():
             env[variable] = json.dumps(dict(getattr(self, key)))
@@ -314,6 +346,35 @@ class StepwellConfig:
         if self.region:
             env["AWS_REGION"] = self.region
         return {key: value for key, value in env.items() if value}
+
+
+def cpu_budgets_from_env(environ: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """Definitions' CPU budgets (run, expression) from the worker's environment, checked; the defaults for
+    a variable not set."""
+    env = os.environ if environ is None else environ
+    values = [DEFAULT_RUN_CPU_SECONDS, DEFAULT_EXPRESSION_CPU_SECONDS]
+    for index, variable in enumerate(CPU_BUDGET_ENV.values()):
+        if env.get(variable):
+            values[index] = _parse_float(variable, env[variable])
+    run, expression = values
+    check_cpu_budgets(run, expression)
+    return run, expression
+
+
+def check_cpu_budgets(run: float, expression: float) -> None:
+    """A run's budget is more than 0 and below Lambda's longest timeout (the module holds it below the
+    worker's); an expression's is more than 0 and at most the run's. NaN fails every comparison."""
+    run_name, expression_name = (f"{key} ({variable})" for key, variable in CPU_BUDGET_ENV.items())
+    if not 0 < run < MAX_LAMBDA_TIMEOUT_SECONDS:
+        raise ConfigError(
+            f"{run_name} must be more than 0 and less than {MAX_LAMBDA_TIMEOUT_SECONDS} seconds (the CPU one "
+            f"run of a definition's context may take, below the worker's timeout), got {run:g}"
+        )
+    if not 0 < expression <= run:
+        raise ConfigError(
+            f"{expression_name} must be more than 0 and at most the run's budget ({run:g} s): the CPU one "
+            f"expression evaluation may take, got {expression:g}"
+        )
 
 
 def _check_wake_function(arn: str) -> None:
@@ -335,6 +396,14 @@ def _parse_int(name: str, value: object) -> int:
         return int(str(value))
     except ValueError as error:
         raise ConfigError(f"{name} must be a whole number, got {value!r}") from error
+
+
+def _parse_float(name: str, value: object) -> float:
+    # str() first, as _parse_int: a JSON true is not the number 1.
+    try:
+        return float(str(value))
+    except ValueError as error:
+        raise ConfigError(f"{name} must be a number of seconds, got {value!r}") from error
 
 
 def _parse_bool(name: str, value: object) -> bool:

@@ -9,6 +9,7 @@ import pytest
 from botocore.stub import Stubber
 from stepwell.aws import AwsClients, RequestCounter
 from stepwell.config import ConfigError, StepwellConfig
+from stepwell.definitions.runtime import DefinitionsRuntime
 from stepwell.entry import EntryRuntime
 from stepwell.versions import PRUNE_GRACE_SECONDS
 
@@ -67,6 +68,34 @@ def test_environment_round_trip() -> None:
     assert again == config
 
 
+def test_definitions_cpu_budgets_round_trip_and_default_to_the_runtimes() -> None:
+    """STEPWELL_DEFINITIONS_RUN_CPU_SECONDS and STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS (the module's
+    definitions_*_cpu_seconds) give the budgets of stepwell.definitions.budgets; unset, its defaults."""
+    default = StepwellConfig.from_client_config(CLIENT_CONFIG)
+    runtime = DefinitionsRuntime.in_memory()
+    assert (default.definitions_run_cpu_seconds, default.definitions_expression_cpu_seconds) == (10.0, 0.25)
+    assert (runtime.run_cpu_seconds, runtime.expression_cpu_seconds) == (10.0, 0.25)
+    config = StepwellConfig.from_client_config(
+        {**CLIENT_CONFIG, "definitions_run_cpu_seconds": "2.5", "definitions_expression_cpu_seconds": 0.05}
+    )
+    env = config.to_env()
+    assert env["STEPWELL_DEFINITIONS_RUN_CPU_SECONDS"] == "2.5"
+    assert env["STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS"] == "0.05"
+    again = StepwellConfig.from_env({**env, "STEPWELL_WORKER_FUNCTION_NAME": "orders-worker"})
+    assert again == config
+    assert StepwellConfig.from_client_config(config.to_client_config()) == config
+    # The module's tostring() of whole numbers.
+    whole = StepwellConfig.from_env({**env, "STEPWELL_DEFINITIONS_RUN_CPU_SECONDS": "20"})
+    assert whole.definitions_run_cpu_seconds == 20.0
+    with pytest.raises(
+        ConfigError,
+        match="STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS must be a number of seconds, got '250ms'",
+    ):
+        StepwellConfig.from_env({**env, "STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS": "250ms"})
+    with pytest.raises(ConfigError, match=r"at most the run's budget \(2.5 s\).*got 3$"):
+        StepwellConfig.from_env({**env, "STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS": "3"})
+
+
 def test_the_work_queues_visibility_timeout_sets_the_reconcilers_grace_before_pruning() -> None:
     """The module gives the worker the work queue's visibility timeout: a killed first run's retry comes
     that long after, and the reconciler keeps the version it may pin to until then."""
@@ -106,6 +135,31 @@ def test_missing_required_setting_names_it() -> None:
             "wake_function_arn \\(STEPWELL_WAKE_FUNCTION_ARN\\) must be a Lambda function ARN with an alias",
         ),
         ({"wake_function_arn": "orders-worker:live"}, "got 'orders-worker:live'"),
+        # Definitions' CPU budgets: a run's within (0, 900) (Lambda's longest timeout), an expression's
+        # within (0, the run's].
+        (
+            {"definitions_run_cpu_seconds": "ten"},
+            "definitions_run_cpu_seconds must be a number of seconds, got 'ten'",
+        ),
+        ({"definitions_run_cpu_seconds": True}, "must be a number of seconds, got True"),
+        (
+            {"definitions_run_cpu_seconds": 0},
+            "^definitions_run_cpu_seconds \\(STEPWELL_DEFINITIONS_RUN_CPU_SECONDS\\) must be more than 0 and "
+            "less than 900 seconds \\(the CPU one run of a definition's context may take, below the worker's "
+            "timeout\\), got 0$",
+        ),
+        ({"definitions_run_cpu_seconds": 900}, "less than 900 seconds .*got 900$"),
+        ({"definitions_run_cpu_seconds": "nan"}, "less than 900 seconds .*got nan$"),
+        (
+            {"definitions_expression_cpu_seconds": -0.5},
+            "^definitions_expression_cpu_seconds \\(STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS\\) must be "
+            "more than 0 and at most the run's budget \\(10 s\\): the CPU one expression evaluation may "
+            "take, got -0.5$",
+        ),
+        (
+            {"definitions_run_cpu_seconds": 1, "definitions_expression_cpu_seconds": 2},
+            "at most the run's budget \\(1 s\\).*got 2$",
+        ),
     ],
 )
 def test_bad_values_are_named(override: dict[str, object], message: str) -> None:

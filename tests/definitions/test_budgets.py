@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from stepwell.config import ConfigError, StepwellConfig
 from stepwell.definitions import interpreter as interpreter_module
 from stepwell.definitions.budgets import DEFINITION_COST_LIMIT, EXPRESSION_COST_LIMIT
 from stepwell.definitions.expressions import BudgetExceeded, Expression, Meter, compile_expression
 from stepwell.definitions.model import DefinitionInvalid
+from stepwell.definitions.runtime import runtime_from_env
 from stepwell.definitions.validation import parse_definition, validate_definition
 
 from .harness import Harness
@@ -197,3 +199,47 @@ def test_the_meter_stops_an_evaluation_on_its_clock() -> None:
         expression.evaluate({"data": {"items": list(range(64 * 200))}}, meter)
     # A default meter lets a small evaluation through.
     assert expression.evaluate({"data": {"items": ["x"]}}) is True
+
+
+BUDGET_ENV = {
+    "STEPWELL_DEFINITIONS_TABLE": "d",
+    "STEPWELL_EXECUTIONS_TABLE": "e",
+    "STEPWELL_COORDINATION_TABLE": "c",
+    "STEPWELL_DEFINITIONS_RUN_CPU_SECONDS": "4",
+    "STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS": "0.1",
+}
+
+
+def test_the_runtime_built_from_the_environment_takes_its_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in BUDGET_ENV.items():
+        monkeypatch.setenv(name, value)
+    runtime = runtime_from_env(dynamodb=object())
+    assert (runtime.run_cpu_seconds, runtime.expression_cpu_seconds) == (4.0, 0.1)
+    monkeypatch.setenv("STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS", "5")
+    with pytest.raises(ConfigError, match=r"at most the run's budget \(4 s\).*got 5$"):
+        runtime_from_env(dynamodb=object())
+    for name in ("STEPWELL_DEFINITIONS_RUN_CPU_SECONDS", "STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS"):
+        monkeypatch.delenv(name)
+    runtime = runtime_from_env(dynamodb=object())
+    assert (runtime.run_cpu_seconds, runtime.expression_cpu_seconds) == (10.0, 0.25)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="stepwell.definitions.service.runtime_from_config (the worker's and the client's runtime) "
+    "does not pass the config's definitions_*_cpu_seconds to DefinitionsRuntime yet",
+)
+def test_the_runtime_built_from_the_config_takes_its_budgets() -> None:
+    from stepwell.aws import AwsClients
+    from stepwell.definitions.service import runtime_from_config
+
+    config = StepwellConfig.from_env(
+        {
+            **BUDGET_ENV,
+            "STEPWELL_NAME": "sw",
+            "STEPWELL_OPERATIONS_TABLE": "o",
+            "STEPWELL_WORK_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/sw-work",
+        }
+    )
+    runtime = runtime_from_config(config, AwsClients(region="eu-west-1"))
+    assert (runtime.run_cpu_seconds, runtime.expression_cpu_seconds) == (4.0, 0.1)

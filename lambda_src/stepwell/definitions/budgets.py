@@ -23,12 +23,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from stepwell.definitions.expressions import DEFAULT_EVALUATION_CPU_SECONDS, Meter
+# The defaults, re-exported (10 s and 0.25 s; set by the worker's STEPWELL_DEFINITIONS_*_CPU_SECONDS, the
+# module's definitions_*_cpu_seconds), are well inside the worker's 60 s default timeout (terraform
+# `timeout`): several runs of a batch fit. stepwell.config holds them, as it cannot import this module.
+from stepwell.config import DEFAULT_EXPRESSION_CPU_SECONDS as DEFAULT_EXPRESSION_CPU_SECONDS
+from stepwell.config import DEFAULT_RUN_CPU_SECONDS as DEFAULT_RUN_CPU_SECONDS
+from stepwell.definitions.expressions import Meter
 from stepwell.definitions.store import MAX_CONTEXT_DATA_BYTES, MAX_ID_LENGTH
-
-# Defaults, well inside the worker's 60 s default timeout (terraform `timeout`): several runs of a batch fit.
-DEFAULT_RUN_CPU_SECONDS = 10.0
-DEFAULT_EXPRESSION_CPU_SECONDS = DEFAULT_EVALUATION_CPU_SECONDS
 
 # The largest event a context can receive (EventBridge's entry limit, 256 KiB), and its data's limit.
 MAX_EVENT_BYTES = 256 * 1024

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepwell.config import cpu_budgets_from_env
 from stepwell.definitions.actions import (
     ActionRegistry,
     ClientFactory,
@@ -79,7 +80,9 @@ def _env(name: str) -> str:
 
 def runtime_from_env(dynamodb: Any = None, clients: ClientFactory | None = None) -> DefinitionsRuntime:
     """DynamoDB stores on STEPWELL_DEFINITIONS_TABLE, STEPWELL_EXECUTIONS_TABLE (+ STEPWELL_SUBJECT_INDEX)
-    and STEPWELL_COORDINATION_TABLE."""
+    and STEPWELL_COORDINATION_TABLE; the CPU budgets of STEPWELL_DEFINITIONS_RUN_CPU_SECONDS and
+    STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS (stepwell.config.ConfigError naming a bad one)."""
+    run_cpu_seconds, expression_cpu_seconds = cpu_budgets_from_env()
     factory = clients or default_client_factory
     db = dynamodb if dynamodb is not None else factory("dynamodb")
     return DefinitionsRuntime(
@@ -93,6 +96,8 @@ def runtime_from_env(dynamodb: Any = None, clients: ClientFactory | None = None)
         clients=factory,
         event_bus_name=os.environ.get("STEPWELL_EVENT_BUS_NAME") or None,
         own_functions=frozenset(filter(None, [os.environ.get("STEPWELL_WORKER_FUNCTION_NAME")])),
+        run_cpu_seconds=run_cpu_seconds,
+        expression_cpu_seconds=expression_cpu_seconds,
     )
 
 
