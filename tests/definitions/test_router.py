@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from stepwell.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS
 from stepwell.definitions.router import (
     EXTRACTOR_ENV,
     ORPHAN_AFTER_SECONDS,
@@ -296,3 +297,41 @@ def test_a_deleted_definition_s_running_context_is_still_resumed(h: Harness) -> 
     assert h.runtime.definitions.delete_workflow("acme", "pings")
     assert len(h.send("ping", "u1").resumed) == 1
     assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
+
+
+def filtered(workflow_id: str = "screened") -> dict[str, Any]:
+    """Started by signed_up when the event's tags hold no "stop": a walk of the whole list."""
+    return {
+        "schemaVersion": 1,
+        "id": workflow_id,
+        "nodes": [
+            {"id": "t", "type": "trigger", "event": "signed_up", "filter": '"stop" not in data.tags'},
+            {"id": "w", "type": "wait", "duration": "1h"},
+            {"id": "e", "type": "end"},
+        ],
+        "edges": [{"from": "t", "to": "w"}, {"from": "w", "to": "e"}],
+    }
+
+
+def test_a_filter_over_the_configured_expression_budget_is_refused_at_the_router(h: Harness) -> None:
+    """The router meters a trigger's filter with the runtime's expression_cpu_seconds (the deployment's
+    STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS), as runs are: not with the default 0.25 s."""
+    h.put(filtered())
+    tags = {"tags": [str(n) for n in range(1000)]}
+    h.runtime.expression_cpu_seconds = 1e-9  # metered every 64 steps: the list walk is over it
+    refused = h.send("signed_up", "u1", tags)
+    assert refused.status == "processed" and refused.started == []
+    assert len(refused.skipped) == 1
+    [context] = h.contexts("u1")
+    assert context.status == "FAILED" and context.error is not None
+    assert context.error["ErrorType"] == "BudgetExceeded"
+    assert context.error["ErrorMessage"] == (
+        "node 't' (trigger): filter failed: the evaluation took more than its CPU budget of 1e-09 s per "
+        "expression in expression '\"stop\" not in data.tags'"
+    )
+    assert context.error["ErrorMessage"] in refused.skipped[0]
+    assert h.local.engine.list_executions(domain="acme", subject_id="u1").items == []
+    # Within the budget (the default) the same filter holds and the context starts.
+    h.runtime.expression_cpu_seconds = DEFAULT_EXPRESSION_CPU_SECONDS
+    assert len(h.send("signed_up", "u2", tags).started) == 1
+    assert h.context("screened", "u2").status == "RUNNING"

@@ -24,9 +24,10 @@ For each event (`Router.process_event`):
    holds. The context's instance id derives from (definition, event id), so a start is at most once per
    event id: the context item and the engine execution are both conditional creates. Policy "single"
    skips the start while the subject has a running context of that definition. A filter that fails
-   (any exception) fails that context (item FAILED with the error, no execution), as does a start the
-   engine refuses (InvalidArgument: e.g. a `flowControl` key with no usable value); a stored definition
-   that no longer parses is skipped. Neither stops the event's other starts and resumes.
+   (any exception; also one over the runtime's `expression_cpu_seconds` of CPU) fails that context (item
+   FAILED with the error, no execution), as does a start the engine refuses (InvalidArgument: e.g. a
+   `flowControl` key with no usable value); a stored definition that no longer parses is skipped. Neither
+   stops the event's other starts and resumes.
 3. resumes (unless no version of the domain's definitions waits for the event name, which the
    definitions Query tells: DefinitionStore.list_for_routing): the subject's contexts (one Query on the
    domain/subject index) that wait for the event name
@@ -61,6 +62,7 @@ from stepwell.definitions.actions import (
     EVENT_DEPTH_KEY,
     MAX_EVENT_DEPTH,
 )
+from stepwell.definitions.expressions import evaluation_meter
 from stepwell.definitions.interpreter import INTERPRETER_NAME
 from stepwell.definitions.model import Definition, DefinitionError
 from stepwell.definitions.runtime import DefinitionsRuntime
@@ -617,7 +619,9 @@ class Router:
                     continue
                 if trigger.filter is not None:
                     try:
-                        holds = trigger.filter.evaluate(env)
+                        # The deployment's per-expression budget, as in runs: over it, this context fails.
+                        meter = evaluation_meter(self.runtime.expression_cpu_seconds)
+                        holds = trigger.filter.evaluate(env, meter)
                     except Exception as error:  # the definition's fault: its context fails, no other
                         reason = f"node {trigger.id!r} (trigger): filter failed: {error}"
                         self._fail_start(stored, event, reason, error, outcome)
