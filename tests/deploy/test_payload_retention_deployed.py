@@ -26,7 +26,7 @@ from stepwell.testing.scheduler import VirtualClock
 
 pytestmark = pytest.mark.deployed
 
-BIG = 240 * 1024  # over the engine's inline limit (offloaded to the bucket), within the 256 KiB payload limits
+BIG = 240 * 1024  # over the engine's inline limit (offloaded), within the 256 KiB payload limits
 WAIT_SECONDS = 240.0
 
 
