@@ -150,6 +150,10 @@ module "engine" {
     operation_payload_bytes = var.max_operation_payload_bytes
     callback_result_bytes   = var.max_callback_result_bytes
   }
+
+  # Definitions' CPU budgets (stepwell.definitions.budgets): a run's, each expression's.
+  definitions_run_cpu_seconds        = var.definitions_run_cpu_seconds
+  definitions_expression_cpu_seconds = var.definitions_expression_cpu_seconds
 }
 
 # Callback URLs (callback_urls): the callbacks function and its public function URL; it runs from the

@@ -352,6 +352,36 @@ variable "http_allowed_networks" {
   }
 }
 
+variable "definitions_run_cpu_seconds" {
+  description = "CPU seconds one run of a definition's context (its start or a wake-up, one worker invocation) may take; past it the context fails with one DefinitionRuntimeError naming the node and the budget (STEPWELL_DEFINITIONS_RUN_CPU_SECONDS; stepwell.definitions.budgets). More than 0 and less than timeout, so the context fails before Lambda kills the invocation."
+  type        = number
+  default     = 10
+  nullable    = false
+
+  validation {
+    condition     = var.definitions_run_cpu_seconds > 0
+    error_message = "definitions_run_cpu_seconds must be more than 0 seconds; got ${var.definitions_run_cpu_seconds}."
+  }
+
+  validation {
+    # CPU time does not outrun the wall clock: a budget at or past the timeout would never stop a run.
+    condition     = var.definitions_run_cpu_seconds < var.timeout
+    error_message = "definitions_run_cpu_seconds (${var.definitions_run_cpu_seconds} s) must be less than timeout (${var.timeout} s), the worker's timeout, so a run over its budget fails its context before Lambda kills the invocation."
+  }
+}
+
+variable "definitions_expression_cpu_seconds" {
+  description = "CPU seconds one evaluation of a definition's expression (a condition, an input, a wait's until, a trigger's filter in the router) may take; past it the context fails naming the budget and the expression (STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS; stepwell.definitions.budgets). More than 0 and at most definitions_run_cpu_seconds."
+  type        = number
+  default     = 0.25
+  nullable    = false
+
+  validation {
+    condition     = var.definitions_expression_cpu_seconds > 0 && var.definitions_expression_cpu_seconds <= var.definitions_run_cpu_seconds
+    error_message = "definitions_expression_cpu_seconds must be more than 0 and at most definitions_run_cpu_seconds (${var.definitions_run_cpu_seconds} s); got ${var.definitions_expression_cpu_seconds}."
+  }
+}
+
 # --- Worker Lambda ---
 
 variable "runtime" {

@@ -37,6 +37,9 @@ locals {
     # Where the stepwell.http action may connect (stepwell.definitions.outbound); "[]": nowhere.
     STEPWELL_HTTP_ALLOWLIST        = jsonencode(var.http_allowlist)
     STEPWELL_HTTP_ALLOWED_NETWORKS = jsonencode(var.http_allowed_networks)
+    # CPU budgets of definitions' runs and expressions (stepwell.definitions.budgets).
+    STEPWELL_DEFINITIONS_RUN_CPU_SECONDS        = tostring(var.definitions_run_cpu_seconds)
+    STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS = tostring(var.definitions_expression_cpu_seconds)
     # Lambda functions context.invoke may call (stepwell.registry.Registry.allow_lambda_targets); "[]": none.
     STEPWELL_INVOKE_FUNCTIONS = jsonencode(var.invoke_function_arns)
     # The worker's own name and alias: it forwards a message for an execution pinned to another

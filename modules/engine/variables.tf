@@ -172,6 +172,30 @@ variable "http_allowed_networks" {
   }
 }
 
+variable "definitions_run_cpu_seconds" {
+  description = "CPU seconds one run of a definition's context may take (STEPWELL_DEFINITIONS_RUN_CPU_SECONDS): more than 0 and less than timeout. The root module's variable says more."
+  type        = number
+  default     = 10
+  nullable    = false
+
+  validation {
+    condition     = var.definitions_run_cpu_seconds > 0 && var.definitions_run_cpu_seconds < var.timeout
+    error_message = "definitions_run_cpu_seconds must be more than 0 and less than timeout (${var.timeout} s), so a run over its budget fails its context before Lambda kills the invocation; got ${var.definitions_run_cpu_seconds}."
+  }
+}
+
+variable "definitions_expression_cpu_seconds" {
+  description = "CPU seconds one evaluation of a definition's expression may take (STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS): more than 0 and at most definitions_run_cpu_seconds."
+  type        = number
+  default     = 0.25
+  nullable    = false
+
+  validation {
+    condition     = var.definitions_expression_cpu_seconds > 0 && var.definitions_expression_cpu_seconds <= var.definitions_run_cpu_seconds
+    error_message = "definitions_expression_cpu_seconds must be more than 0 and at most definitions_run_cpu_seconds (${var.definitions_run_cpu_seconds} s); got ${var.definitions_expression_cpu_seconds}."
+  }
+}
+
 # --- The function ---
 
 variable "runtime" {

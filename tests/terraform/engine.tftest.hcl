@@ -87,6 +87,9 @@ run "function_environment_mapping_and_role" {
       # The stepwell.http action is disabled until the operator allows hosts.
       STEPWELL_HTTP_ALLOWLIST        = "[]"
       STEPWELL_HTTP_ALLOWED_NETWORKS = "[]"
+      # Definitions' CPU budgets (stepwell.definitions.budgets): a run's, each expression's.
+      STEPWELL_DEFINITIONS_RUN_CPU_SECONDS        = "10"
+      STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS = "0.25"
       # context.invoke reaches no Lambda function until the operator lists some.
       STEPWELL_INVOKE_FUNCTIONS     = "[]"
       STEPWELL_WORKER_FUNCTION_NAME = "unit-worker"
