@@ -32,6 +32,8 @@ def _backend_param(item: pytest.Item) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "moto: runs only on the moto backend (the harness's own runtime)")
+    # pytest-xdist registers it when loaded; declared here too for a run without it (-p no:xdist).
+    config.addinivalue_line("markers", "xdist_group(name): tests that run in one pytest-xdist worker")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
