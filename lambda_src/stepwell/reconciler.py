@@ -13,8 +13,10 @@ busy), takes it over and counts `StalledExecutions`. A wake-up travels as an SQS
 died between suspending an execution and arming its wake-up is caught by that same redelivery (the
 message finds nothing armed and arms it). A wake-up later than it should be counts `OverdueWakeUps`.
 
-With the worker function's versions configured, each run also deletes the old versions no running
-execution needs (stepwell.versions.prune_versions); a failure there is logged and the run goes on.
+With the worker function's versions configured, each run also pins the executions that started before
+code versions existed to version 1 (stepwell.versions.adopt_unversioned), then deletes the old versions
+no running execution needs (stepwell.versions.prune_versions); a failure there is logged and the run goes
+on, without pruning when the adoption failed.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from stepwell.config import DEFAULT_KEEP_VERSIONS
 from stepwell.flow_control import FlowControl
 from stepwell.ports import Clock, ExecutionStore, FunctionVersions, WorkQueue
-from stepwell.versions import PRUNE_GRACE_SECONDS, prune_versions
+from stepwell.versions import PRUNE_GRACE_SECONDS, adopt_unversioned, prune_versions
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ DEFAULT_LIMIT_PER_SHARD = 100
 @dataclass
 class ReconcileReport:
     deleted_versions: list[str] = field(default_factory=list)
+    adopted_executions: list[str] = field(default_factory=list)
     swept_flow_keys: list[str] = field(default_factory=list)
 
 
@@ -72,6 +75,16 @@ class Reconciler:
                 "sweeping flow control keys failed (%s); retried on the next run", type(error).__name__
             )
         if self._versions is not None:
+            try:
+                report.adopted_executions = adopt_unversioned(self._store, self._versions)
+            except Exception as error:
+                # Version 1 must not go while an execution from before versions may still need it.
+                logger.error(
+                    "pinning executions from before code versions failed (%s); pruning skipped, retried on "
+                    "the next run",
+                    type(error).__name__,
+                )
+                return report
             try:
                 report.deleted_versions = prune_versions(
                     self._store,

@@ -1,13 +1,15 @@
 """Code versions: the engine's policy on the worker function's published versions.
 
 Executions are pinned to the version they started on (stepwell.worker pins, stepwell.entry forwards);
-here: which old versions may be deleted, and how a replay that disagrees with its log is explained.
+here: which old versions may be deleted, which version takes on the executions that started before
+versions existed, and how a replay that disagrees with its log is explained.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import json
 import logging
 import re
 from collections.abc import Mapping
@@ -17,7 +19,7 @@ from typing import Any
 from aws_durable_execution_sdk_python.lambda_service import Operation
 
 from stepwell.errors import InvalidArgument
-from stepwell.model import FunctionVersion
+from stepwell.model import Batch, ExecutionQuery, ExecutionStatus, FunctionVersion
 from stepwell.ports import ExecutionStore, FunctionVersions
 
 logger = logging.getLogger(__name__)
@@ -91,6 +93,72 @@ def prune_versions(
         logger.info("deleted worker version %s: no running execution is pinned to it", version)
         deleted.append(version)
     return deleted
+
+
+# Releases before code versions never published the worker, so the first apply of a release with them
+# publishes version 1, and an upgrade done as docs/engine.md says (that apply with the workflow code
+# unchanged) leaves in it the code the executions from before started on.
+FIRST_VERSION = "1"
+
+
+def adopt_unversioned(store: ExecutionStore, functions: FunctionVersions, page_size: int = 100) -> list[str]:
+    """Pin to version 1 every RUNNING execution whose log was written by a worker without versions (no
+    pin, a log whose first batch names no version: it started before versions); returns their ids.
+
+    Without this a waiting one stays unpinned, and the first worker to run it after the next deploy pins
+    it to that deploy's code, which its log may not match (NonDeterministicExecutionError). Done before
+    the pruning of each reconcile run, so version 1 (kept while an execution is pinned to it) cannot go
+    while one is left; nothing is done once version 1 is gone. An unpinned execution whose log is empty
+    (not run yet) or names a version (its first run died before its pin) is left to the worker, which
+    runs the first or pins the second to the version that wrote its log.
+    """
+    if FIRST_VERSION not in {entry.version for entry in functions.list_versions()}:
+        return []
+    adopted: list[str] = []
+    token: str | None = None
+    while True:
+        page = store.list_executions(
+            ExecutionQuery(status=ExecutionStatus.RUNNING), limit=page_size, next_token=token
+        )
+        for record in page.items:
+            if record.status is not ExecutionStatus.RUNNING or record.code_version is not None:
+                continue
+            if not _logged_without_versions(store, record.execution_id):
+                continue
+            # Conditional on no pin: a first run or an upgrade that pinned it meanwhile decides.
+            if store.pin_version(record.execution_id, FIRST_VERSION, expected=None):
+                # A worker that read the record before this pin learns it from the lease it takes.
+                store.note_moved_version(record.execution_id, FIRST_VERSION)
+                logger.warning(
+                    "execution %s started before code versions: pinned to worker version %s, which holds "
+                    "the code it started on if the upgrade's first apply left the workflow code unchanged",
+                    record.execution_id,
+                    FIRST_VERSION,
+                )
+                adopted.append(record.execution_id)
+        token = page.next_token
+        if not token:
+            return adopted
+
+
+def _logged_without_versions(store: ExecutionStore, execution_id: str) -> bool:
+    """Whether the execution's log is not empty and its first batch names no version: a versioned
+    worker's first run names its version in the first batch it writes (Journal.run_on's `v`)."""
+    batches, _ = store.load_batches(execution_id, limit=1)
+    first: Batch | None = batches[0] if batches else store.get_carried_batch(execution_id)
+    if first is None:
+        return False
+    if first.body_is_ref:
+        # Too big for an item (the reconciler has no payload store to read it): leave it to the worker.
+        logger.error(
+            "execution %s: its log's first batch is stored apart; not checked for a version", execution_id
+        )
+        return False
+    try:
+        body = json.loads(first.body)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "v" not in body
 
 
 def prune_grace_seconds(visibility_timeout: float) -> float:

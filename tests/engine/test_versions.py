@@ -415,10 +415,13 @@ def test_the_reconciler_prunes_and_a_pruning_failure_does_not_stop_it(
     report = stack.live.reconciler.run()
     assert report.deleted_versions == ["1", "2", "3"]
 
-    def broken() -> None:
+    def broken(*args: Any) -> None:
         raise RuntimeError("throttled")
 
-    stack.functions.list_versions = broken  # type: ignore[assignment,method-assign]
+    # Version 4 may go (its successor was published a grace ago) but its deletion fails.
+    stack.publish(_registry(*V2), keep_versions=1)
+    stack.clock.advance(PRUNE_GRACE_SECONDS + 60)
+    stack.functions.delete_version = broken  # type: ignore[method-assign]
     caplog.set_level(logging.ERROR, logger="stepwell.reconciler")
     report = stack.live.reconciler.run()
     assert report.deleted_versions == [] and "pruning worker versions failed (RuntimeError)" in caplog.text
