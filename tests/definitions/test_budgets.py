@@ -224,11 +224,6 @@ def test_the_runtime_built_from_the_environment_takes_its_budgets(monkeypatch: p
     assert (runtime.run_cpu_seconds, runtime.expression_cpu_seconds) == (10.0, 0.25)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stepwell.definitions.service.runtime_from_config (the worker's and the client's runtime) "
-    "does not pass the config's definitions_*_cpu_seconds to DefinitionsRuntime yet",
-)
 def test_the_runtime_built_from_the_config_takes_its_budgets() -> None:
     from stepwell.aws import AwsClients
     from stepwell.definitions.service import runtime_from_config

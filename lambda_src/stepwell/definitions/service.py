@@ -79,6 +79,8 @@ def runtime_from_config(
         clients=clients._client,
         event_bus_name=config.event_bus_name or None,
         own_functions=frozenset(filter(None, [config.worker_function_name])),
+        run_cpu_seconds=config.definitions_run_cpu_seconds,
+        expression_cpu_seconds=config.definitions_expression_cpu_seconds,
     )
 
 
