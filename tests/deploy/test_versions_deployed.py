@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 from deployed_backend import FINISHED, DeployedTarget
 from stepwell.client import StepwellClient
 from stepwell.lambda_versions import LambdaFunctionVersions
@@ -65,6 +66,99 @@ def _result(description: dict[str, Any]) -> Any:
 
 def _events(client: StepwellClient, execution_id: str, event_type: str) -> list[dict[str, Any]]:
     return [event for event in client.get_execution_history(execution_id) if event["EventType"] == event_type]
+
+
+def _run_unversioned(stack: DeployedStack, target: DeployedTarget, runtime: Any) -> None:
+    """Hand the work queue's messages to the worker's $LATEST, as a release before code versions did (its
+    mapping invoked the unqualified function): that worker neither pins nor names a version in the log."""
+    queue_url = stack.client_config["work_queue_url"]
+    function_name = stack.client_config["worker_function_name"]
+    for _ in range(20):
+        messages = target.sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=0
+        ).get("Messages", [])
+        if not messages:
+            return
+        records = [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": message.get("Attributes", {}),
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+            }
+            for message in messages
+        ]
+        answer = runtime.invoke(function_name, {"Records": records}, qualifier="$LATEST")
+        assert answer.succeeded and answer.executed_version == "$LATEST", answer
+        failed = {item["itemIdentifier"] for item in (answer.payload or {}).get("batchItemFailures", [])}
+        assert not failed, answer.payload
+        for message in messages:
+            target.sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    raise AssertionError("the work queue never emptied")
+
+
+def test_executions_from_before_code_versions_finish_on_their_code_after_a_two_step_upgrade(
+    deployed_stack: DeployedStack, deployed_target: DeployedTarget, deployed_client: StepwellClient
+) -> None:
+    """docs/engine.md, Upgrading from a release before code versions. The session's stack is the first
+    apply of the release with versions (version 1 holds `stepwell_versioned` v1); executions that ran on
+    the unversioned worker ($LATEST, the same code) are what a release before versions leaves waiting. The
+    reconciler pins them to version 1; the second apply deploys v2; they finish on v1, new ones on v2.
+    Without the reconciler's pin version 2 replays them and fails them (NonDeterministicExecutionError).
+    It applies v1 again at the end, so the session's stack is as the next test expects."""
+    if not deployed_target.harness_polls:
+        pytest.skip("the backend's own mapping polls the queue: messages cannot be handed to $LATEST")
+    client = deployed_client
+    run = uuid.uuid4().hex[:10]
+    config = deployed_stack.client_config
+    workflows = deployed_stack.terraform.working_dir / "workflows"
+    functions = LambdaFunctionVersions(
+        deployed_stack.backend.client("lambda"), config["worker_function_name"]
+    )
+    if (workflows / VERSIONED_MODULE).read_bytes() != VERSIONED_SOURCES["v1"].read_bytes():
+        pytest.skip("the stack's $LATEST does not hold stepwell_versioned v1")
+    if "1" not in {entry.version for entry in functions.list_versions()}:
+        pytest.skip("the stack's version 1 is gone: it is what holds the code from before versions")
+
+    old_orders = [
+        client.start_execution("versioned.order", {"quantity": quantity}, f"pre-{run}-{quantity}")
+        for quantity in (1, 2)
+    ]
+    old_stable = client.start_execution("versioned.stable", {"name": "cy"}, f"pre-stable-{run}")
+    started_before = [*old_orders, old_stable]
+    _run_unversioned(deployed_stack, deployed_target, deployed_target.runtime)
+    for execution_id in started_before:
+        description = client.describe_execution(execution_id)
+        assert description["Status"] == "RUNNING", json.dumps(description, default=str)
+        assert description.get("Version") is None, description
+
+    # The reconcile schedule's message, as the live version gets it.
+    reconciled = deployed_target.runtime.invoke(
+        config["worker_function_name"], {"kind": "reconcile"}, qualifier=config.get("worker_alias", "live")
+    )
+    assert reconciled.succeeded, reconciled
+    assert [client.describe_execution(each).get("Version") for each in started_before] == ["1"] * 3
+
+    try:
+        shutil.copyfile(VERSIONED_SOURCES["v2"], workflows / VERSIONED_MODULE)
+        deployed_stack.outputs = deployed_stack.terraform.apply()
+        v2 = _live_version(deployed_stack)
+        assert int(v2) > 1, v2
+        new_order = client.start_execution("versioned.order", {"quantity": 2}, f"post-{run}")
+        ended = _run_to_end(deployed_target, [*started_before, new_order])
+
+        for execution_id, quantity in zip(old_orders, (1, 2), strict=True):
+            assert _result(ended[execution_id]) == {"code": "v1", "total": quantity * 100}
+            assert ended[execution_id]["Version"] == "1"
+        assert _result(ended[old_stable]) == {"code": "v1", "greeting": "hello cy"}
+        assert _result(ended[new_order]) == {"code": "v2", "total": 240}
+        assert ended[new_order]["Version"] == v2
+        assert not any(_events(client, each, "ExecutionUpgraded") for each in started_before)
+    finally:
+        shutil.copyfile(VERSIONED_SOURCES["v1"], workflows / VERSIONED_MODULE)
+        deployed_stack.outputs = deployed_stack.terraform.apply()
 
 
 def test_a_deploy_keeps_waiting_executions_on_the_code_they_started_on(
