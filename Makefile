@@ -87,7 +87,7 @@ lint: fmt-check validate ruff mypy checkov docs-check
 # apply, in one worker, and every other module's tests together); PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= auto
 pytest: venv tfrc localstack browser
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 test: lint tf-test pytest
 

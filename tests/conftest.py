@@ -5,15 +5,16 @@
   deselected for other backends.
 - In CI (``CI=true``) a skipped test fails: a suite skipped because a tool or backend is missing must
   not pass silently.
-- With pytest-xdist (``make test`` runs ``-n auto --dist loadgroup``) every test carries an
-  ``xdist_group``: the deployed tests of one backend share one apply (a session fixture), so they stay
-  in one worker; every other test stays with its module's (module fixtures are set up once).
+- With pytest-xdist (``make test`` runs ``-n auto``) tests are handed to workers in units
+  (``_xdist_unit``): the deployed tests of one backend share one apply (a session fixture), so they are
+  one unit; every other test goes with its module's (module fixtures are set up once).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -32,8 +33,6 @@ def _backend_param(item: pytest.Item) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "moto: runs only on the moto backend (the harness's own runtime)")
-    # pytest-xdist registers it when loaded; declared here too for a run without it (-p no:xdist).
-    config.addinivalue_line("markers", "xdist_group(name): tests that run in one pytest-xdist worker")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -44,8 +43,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "stepwell_backend" in fixture_names:
             item.add_marker(pytest.mark.deployed)
         backend = _backend_param(item)
-        group = f"deployed-{backend}" if backend is not None else item.nodeid.partition("::")[0]
-        item.add_marker(pytest.mark.xdist_group(name=group))
         only_localstack = item.get_closest_marker("localstack") and backend not in (None, "localstack")
         only_moto = item.get_closest_marker("moto") and backend not in (None, "moto")
         if only_localstack or only_moto:
@@ -72,3 +69,30 @@ def pytest_runtest_makereport(
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where every suite must run: {reason}"
     return report
+
+
+DEPLOYED_BACKENDS = ("moto", "localstack")
+
+
+def _xdist_unit(nodeid: str) -> str:
+    """The unit a test goes to a pytest-xdist worker with: a deployed backend's tests together (their
+    parameter id names the backend: `test_x[moto]`, `test_case[step/1-1-localstack]`), else its module.
+    Read from the node id because the controller, which schedules, has no items (and pytest-xdist 3.8's
+    xdist_group marks do not reach the node ids of pytest 9.2)."""
+    module, _, rest = nodeid.partition("::")
+    parameters = rest.rpartition("[")[2].rstrip("]") if rest.endswith("]") else ""
+    backend = next((name for name in DEPLOYED_BACKENDS if name in parameters.split("-")), None)
+    return f"deployed-{backend}" if backend is not None else module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class DeployedTogether(LoadScopeScheduling):
+        """pytest-xdist's scope scheduling (units sent whole, the largest first) on `_xdist_unit`."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _xdist_unit(nodeid)
+
+    return DeployedTogether(config, log)

@@ -91,10 +91,11 @@ def test_a_slow_message_alone_is_handed_back_and_its_retry_ends_the_execution_on
     records = _records(stepwell_local)
     runtime = EntryRuntime(stepwell_local.engine)
 
-    # A one-second invocation: the fast message ends at once, the slow one's step still waits.
+    # A five-second invocation (room for the fast message on a loaded machine): the fast message ends,
+    # the slow one's step still waits at the deadline.
     started = time.monotonic()
-    answer = runtime.handle_event({"Records": [records[fast_id], records[slow_id]]}, RealTimeContext(1.0))
-    assert time.monotonic() - started < 1.0  # answered before the invocation's end
+    answer = runtime.handle_event({"Records": [records[fast_id], records[slow_id]]}, RealTimeContext(5.0))
+    assert time.monotonic() - started < 5.0  # answered before the invocation's end
     assert answer == {"batchItemFailures": [{"itemIdentifier": records[slow_id]["messageId"]}]}
     assert stepwell_local.describe(fast_id)["Status"] == "SUCCEEDED"
     assert _ended_events(stepwell_local, fast_id) == ["ExecutionSucceeded"]
@@ -120,13 +121,13 @@ def test_a_batch_arriving_while_a_handed_back_run_still_goes_is_handed_back_unst
     slow_id = stepwell_local.start("slow", None)
     records = _records(stepwell_local)
     runtime = EntryRuntime(stepwell_local.engine)
-    answer = runtime.handle_event({"Records": [records[slow_id]]}, RealTimeContext(0.5))
+    answer = runtime.handle_event({"Records": [records[slow_id]]}, RealTimeContext(2.0))
     assert answer == {"batchItemFailures": [{"itemIdentifier": records[slow_id]["messageId"]}]}
 
     # The next invocation of this container: one run at a time, so its message waits for its own turn.
     fast_id = stepwell_local.start("greet", {"name": "next"})
     fast_record = _records(stepwell_local)[fast_id]
-    answer = runtime.handle_event({"Records": [fast_record]}, RealTimeContext(0.5))
+    answer = runtime.handle_event({"Records": [fast_record]}, RealTimeContext(2.0))
     assert answer == {"batchItemFailures": [{"itemIdentifier": fast_record["messageId"]}]}
     assert stepwell_local.describe(fast_id)["Status"] == "RUNNING"
     assert stepwell_local.history(fast_id) == []  # never run: its first run writes its log
@@ -164,20 +165,22 @@ def test_messages_left_when_the_deadline_nears_are_handed_back_unstarted(
 def test_a_short_timeout_keeps_a_tenth_of_its_time_and_still_runs_its_messages(
     stepwell_local: LocalStepwell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 1 s function (the module allows it) would hand back every message with a 2 s reserve."""
+    """A short function (the module allows 1 s) would hand back every message with a 2 s reserve: it keeps
+    a tenth of its time instead. A 10 s one here, so the last message's thread has a whole second of real
+    time to answer in (the join waits in real time) even on a loaded machine."""
     runtime = EntryRuntime(stepwell_local.engine)
-    context = FakeClockContext(1.0)
+    context = FakeClockContext(10.0)
     started: list[str] = []
 
     def handle_body(body: Mapping[str, Any], _: Any = None) -> MessageResult:
         started.append(body["name"])
-        context.remaining -= 0.4
+        context.remaining -= 4.0
         return MessageResult("reconcile", "ran")
 
     monkeypatch.setattr(runtime, "handle_body", handle_body)
     records = [{"messageId": name, "body": json.dumps({"kind": "reconcile", "name": name})} for name in "abc"]
     answer = runtime.handle_event({"Records": records}, context)
-    # 1.0 - 0.4 - 0.4 = 0.2 s left, over the 0.1 s reserve: "c" starts too.
+    # 10 - 4 - 4 = 2 s left, over the 1 s reserve (a tenth; with the 2 s one nothing is left): "c" starts.
     assert answer == {"batchItemFailures": []} and started == ["a", "b", "c"]
 
 
