@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections import Counter
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +99,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return _xdist_unit(nodeid)
 
     return DeployedTogether(config, log)
+
+
+# The conformance summaries: each case's call report carries its suite (tests/conformance/conftest.py) or,
+# on a deployed stack, (backend, suite, seconds for all cases) (tests/deploy/test_conformance_deployed.py).
+# They are counted here, where the summary is printed: a pytest-xdist controller loads only this conftest.
+CONFORMANCE_SUITE = "stepwell_conformance_suite"
+DEPLOYED_CONFORMANCE = "stepwell_deployed_conformance"
+_conformance: dict[str, tuple[Counter[str], Counter[str], float | None]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    properties = dict(report.user_properties) if report.when == "call" else {}
+    if CONFORMANCE_SUITE in properties:
+        backend = os.environ.get("STEPWELL_CONFORMANCE_BACKEND", "local") or "local"
+        title, suite, seconds = f"conformance ({backend} backend)", properties[CONFORMANCE_SUITE], None
+    elif DEPLOYED_CONFORMANCE in properties:
+        backend, suite, seconds = properties[DEPLOYED_CONFORMANCE]
+        title = f"conformance (deployed stack on {backend})"
+    else:
+        return
+    passed, total, _ = _conformance.setdefault(title, (Counter(), Counter(), None))
+    total[suite] += 1
+    passed[suite] += int(report.passed)
+    _conformance[title] = (passed, total, None if seconds is None else float(seconds))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _conformance:
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
+    from runner import SUITES
+
+    for title, (passed, total, seconds) in _conformance.items():
+        terminalreporter.section(title)
+        for suite in [suite for suite in SUITES if suite in total] + sorted(set(total) - set(SUITES)):
+            terminalreporter.write_line(f"{suite:<20} {passed[suite]:>3}/{total[suite]}")
+        timing = "" if seconds is None else f"  ({seconds:.0f} s for all cases)"
+        terminalreporter.write_line(f"{'total':<20} {sum(passed.values()):>3}/{sum(total.values())}{timing}")

@@ -1,10 +1,10 @@
-"""Conformance cases as pytest tests, with a per-suite pass summary at the end of the run."""
+"""Conformance cases as pytest tests; each call report carries its suite for the end-of-run summary
+(tests/conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runner import SHARED_CONFORMANCE_DIR, SUITES, discover_cases
-
-_passed: Counter[str] = Counter()
-_total: Counter[str] = Counter()
+from runner import SHARED_CONFORMANCE_DIR, discover_cases
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -30,6 +27,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("conformance_case", params)
 
 
+# Read by tests/conftest.py, which prints the summary (the controller of a pytest-xdist run loads only that
+# conftest: this one is loaded where the tests are collected).
 SUITE_PROPERTY = "stepwell_conformance_suite"
 
 
@@ -42,21 +41,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         # The suite travels on the report, so the process that prints the summary counts it (with
         # pytest-xdist the tests run in workers and the reports reach the controller).
         report.user_properties.append((SUITE_PROPERTY, case.suite))
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    suite = dict(report.user_properties).get(SUITE_PROPERTY) if report.when == "call" else None
-    if suite is not None:
-        _total[suite] += 1
-        if report.passed:
-            _passed[suite] += 1
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not _total:
-        return
-    backend = os.environ.get("STEPWELL_CONFORMANCE_BACKEND", "local") or "local"
-    terminalreporter.section(f"conformance ({backend} backend)")
-    for suite in [suite for suite in SUITES if suite in _total] + sorted(set(_total) - set(SUITES)):
-        terminalreporter.write_line(f"{suite:<20} {_passed[suite]:>3}/{_total[suite]}")
-    terminalreporter.write_line(f"{'total':<20} {sum(_passed.values()):>3}/{sum(_total.values())}")

@@ -1,5 +1,5 @@
-"""Deployed tests: what goes into the deployed package besides examples/complete's workflows, and the
-per-backend conformance summary at the end of the run.
+"""Deployed tests: what goes into the deployed package besides examples/complete's workflows (the
+per-backend conformance summary is tests/conftest.py's).
 
 The stack (one apply per backend, shared by every deployed test) carries:
 - the conformance handlers (`stepwell_conformance`, written by tests/conformance/deployed_backend.py):
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,7 +23,7 @@ if str(CONFORMANCE_DIR) not in sys.path:
     sys.path.insert(0, str(CONFORMANCE_DIR))
 
 from deployed_backend import DeployedTarget, write_conformance_workflows  # noqa: E402
-from runner import SUITES, discover_cases  # noqa: E402
+from runner import discover_cases  # noqa: E402
 from stepwell.client import StepwellClient  # noqa: E402
 from stepwell.config import StepwellConfig  # noqa: E402
 from stepwell.testing.deployed_fixtures import DeployedStack  # noqa: E402
@@ -117,32 +115,3 @@ def deployed_target(
         fire_schedules=scheduler_firer.fire_due,
         log_lines=_log_reader(deployed_stack, lambda_runtime),
     )
-
-
-# Passes per suite on each deployed backend: {backend: (passed, total, seconds for all cases)}, counted
-# from the reports (with pytest-xdist the tests run in workers; the reports reach the controller).
-SUMMARY: dict[str, tuple[Counter[str], Counter[str], float]] = {}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    entry = (
-        dict(report.user_properties).get("stepwell_deployed_conformance") if report.when == "call" else None
-    )
-    if entry is None:
-        return
-    backend, suite, seconds = entry
-    passed, total, _ = SUMMARY.setdefault(backend, (Counter(), Counter(), 0.0))
-    total[suite] += 1
-    passed[suite] += int(report.passed)
-    SUMMARY[backend] = (passed, total, float(seconds))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for backend, (passed, total, seconds) in SUMMARY.items():
-        terminalreporter.section(f"conformance (deployed stack on {backend})")
-        suites = [suite for suite in SUITES if suite in total] + sorted(set(total) - set(SUITES))
-        for suite in suites:
-            terminalreporter.write_line(f"{suite:<20} {passed[suite]:>3}/{total[suite]}")
-        terminalreporter.write_line(
-            f"{'total':<20} {sum(passed.values()):>3}/{sum(total.values())}  ({seconds:.0f} s for all cases)"
-        )
