@@ -10,7 +10,7 @@ registry, engine and worker over the same store, queue and clock, and makes it t
 queue's messages reach). An execution is pinned to the version that first runs it; a message for one
 pinned to an older version gets a "forward" outcome from the live worker and is handed to that version's
 worker, as the deployed worker forwards it with a Lambda invoke (`forwarded` counts them). `functions` is
-the in-memory `FunctionVersions`, so `engine.upgrade_execution` and `stepwell.versions.prune_versions`
+the in-memory `FunctionVersions`, so `engine.upgrade_execution` and `stepwell.core.versions.prune_versions`
 work here too:
 
     local = LocalStepwell()
@@ -32,20 +32,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Unpack
 
+from stepwell.aws.work_queue import MAX_DELAY_SECONDS
 from stepwell.clock import VirtualClock
 from stepwell.config import DEFAULT_WORKER_ALIAS
-from stepwell.engine import Engine
+from stepwell.core.engine import Engine
+from stepwell.core.invoke_targets import MemoryLambdaInvoker
+from stepwell.core.logs import workflow_of
+from stepwell.core.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
+from stepwell.core.registry import Handler, PlainFunction, Registry, WorkflowSettings
+from stepwell.core.status_events import MemoryStatusEvents
+from stepwell.core.worker import Worker, parse_invoke_message
 from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
-from stepwell.invoke_targets import MemoryLambdaInvoker
 from stepwell.limits import PayloadLimits
-from stepwell.logs import workflow_of
-from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
-from stepwell.metrics import NAMESPACE, UNITS, EmfMetrics, Metric
+from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
-from stepwell.registry import Handler, PlainFunction, Registry, WorkflowSettings
-from stepwell.status_events import MemoryStatusEvents
-from stepwell.work_queue import MAX_DELAY_SECONDS
-from stepwell.worker import Worker, parse_invoke_message
 
 # A message whose execution is busy (leased) is retried this much later, as SQS would after a visibility
 # timeout.
@@ -155,12 +155,6 @@ class LocalQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
-
-
-@dataclass
-class RunReport:
-    invocations: int
-    outcomes: list[WorkOutcome]
 
 
 @dataclass
@@ -304,12 +298,12 @@ class LocalStepwell:
 
     # --- the engine's API, forwarded ---
     def register(self, name: str, handler: Handler, **settings: Unpack[WorkflowSettings]) -> Handler:
-        """Register a durable workflow with the settings of stepwell.registry.Registry.register
+        """Register a durable workflow with the settings of stepwell.core.registry.Registry.register
         (execution_timeout, concurrency, rate, flow_resolver)."""
         return self.registry.register(name, handler, **settings)
 
     def register_function(self, name: str, fn: PlainFunction) -> PlainFunction:
-        """Register a plain function that `context.invoke(name, ...)` calls (stepwell.registry)."""
+        """Register a plain function that `context.invoke(name, ...)` calls (stepwell.core.registry)."""
         return self.registry.register_function(name, fn)
 
     def allow_lambda_functions(self, functions: Mapping[str, PlainFunction]) -> MemoryLambdaInvoker:
