@@ -22,7 +22,9 @@ from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackCon
 SHORT_WAIT_SECONDS = 2  # under SQS's 900 s delay: an SQS message with DelaySeconds
 LONG_WAIT_SECONDS = 2 * 3600  # beyond 900 s: a one-time EventBridge Scheduler schedule
 PARALLEL_BRANCHES = 3
-LARGE_RESULT_BYTES = 300 * 1024  # over the engine's 200 KiB inline limit: the batch goes to S3
+# Over the engine's 200 KiB inline limit (the batch goes to S3), under the 256 KiB limit on an operation's
+# payload (max_operation_payload_bytes' default), which fails the execution.
+LARGE_RESULT_BYTES = 240 * 1024
 LONG_LIVED_WAIT_SECONDS = 3600  # each cycle's wait: an EventBridge Scheduler wake-up
 CALLBACK_TIMEOUT_SECONDS = 86400  # an approval's deadline: an EventBridge Scheduler wake-up, usually unneeded
 
