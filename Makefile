@@ -75,11 +75,12 @@ mypy: venv
 checkov: checkov-venv
 	$(CACHE)/checkov/bin/checkov --quiet --compact --skip-download -d . --framework terraform --skip-path examples --skip-path .cache
 
+# Without file names: README.md and every modules/*/README.md (a submodule without one fails the check).
 docs: venv
-	$(BIN)/python tools/terraform_docs.py --write README.md
+	$(BIN)/python tools/terraform_docs.py --write
 
 docs-check: venv
-	$(BIN)/python tools/terraform_docs.py --check README.md
+	$(BIN)/python tools/terraform_docs.py --check
 
 lint: fmt-check validate ruff mypy checkov docs-check
 

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Generate the root module's inputs and outputs tables (Markdown) from its .tf files.
+"""Generate the inputs and outputs (Markdown) of the root module and its submodules from their .tf files.
 
-    python tools/terraform_docs.py --write README.md   # replace the text between the markers
-    python tools/terraform_docs.py --check README.md   # exit 1 when that text is stale
+    python tools/terraform_docs.py --write   # README.md and modules/*/README.md, between the markers
+    python tools/terraform_docs.py --check   # exit 1 when any of them is stale
+    python tools/terraform_docs.py --check modules/state/README.md   # only this one (its directory)
+    python tools/terraform_docs.py --module-dir modules/state          # print one module's text
 
-A small HCL reader, enough for `variable` and `output` blocks: it skips comments, strings (with
+Each input is a short list entry (name, type, default or "required", then its description wrapped), long
+types and defaults in a fenced block, so no line is over MAX_LINE characters (a longer one is an error).
+A submodule's README must also call it in a ```hcl example outside the markers (source
+`...//modules/<name>`) that passes every required input and nothing the submodule does not take.
+
+A small HCL reader, enough for `variable`, `output` and `module` blocks: it skips comments, strings (with
 ${...} interpolation) and heredocs while matching braces, and reads each block's top-level
 attributes (`type`, `description`, `default`, `sensitive`) as source text. Standard library only.
 """
@@ -12,16 +19,30 @@ attributes (`type`, `description`, `default`, `sensitive`) as source text. Stand
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 BEGIN_MARKER = "<!-- BEGIN_TF_DOCS -->"
 END_MARKER = "<!-- END_TF_DOCS -->"
-DEFAULT_MODULE_DIR = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent
+README = "README.md"
+MAX_LINE = 120  # the docs' line limit
+INLINE_LIMIT = 50  # longer types and defaults get a fenced block of their own
+INDENT = "  "  # continuation lines of a list entry
+# A word that would start a list, heading or quote if a wrapped line began with it.
+BLOCK_STARTER = re.compile(r"^(?:[-+*]|#{1,6}|\d{1,9}[.)])$|^>")
+CODE_SPAN = re.compile(r"(`[^`]*`)")
+# Outside code spans these would turn into HTML tags (`<id>`) or emphasis (`max_*_bytes`), or escape the next.
+MARKDOWN_SPECIAL = re.compile(r"([\\<*])")
+META_ARGUMENTS = frozenset({"source", "version", "providers", "count", "for_each", "depends_on"})
+HCL_FENCE = re.compile(r"^```hcl[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+MODULE_PATH = re.compile(r"//(modules/[A-Za-z0-9_-]+)(?:[?/]|$)")
 
-BLOCK_START = re.compile(r'^(variable|output)\s+"([^"]+)"\s*\{', re.MULTILINE)
+BLOCK_START = re.compile(r'^(variable|output|module)\s+"([^"]+)"\s*\{', re.MULTILINE)
 ATTRIBUTE_START = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*=(?!=)")
 HEREDOC_START = re.compile(r"<<(-?)([A-Za-z_][A-Za-z0-9_]*)\n")
 CLOSERS = {"{": "}", "[": "]", "(": ")"}
@@ -208,36 +229,143 @@ def read_module(module_dir: Path) -> tuple[list[Variable], list[Output]]:
                 variables.append(
                     Variable(name, attributes.get("type", "any"), description, attributes.get("default"))
                 )
-            else:
+            elif kind == "output":
                 outputs.append(Output(name, description))
     return sorted(variables, key=lambda v: v.name), sorted(outputs, key=lambda o: o.name)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "<br>").strip()
+def _markdown(text: str) -> str:
+    """The description as Markdown that renders as written: specials escaped outside its code spans."""
+    parts = CODE_SPAN.split(text)  # odd indexes are the code spans
+    escaped = (part if index % 2 else MARKDOWN_SPECIAL.sub(r"\\\1", part) for index, part in enumerate(parts))
+    return "".join(escaped)
 
 
-def _code(expression: str) -> str:
-    compact = " ".join(expression.split()).replace("|", "\\|")
-    return f"`{compact}`"
+def _wrap(text: str, first_prefix: str, prefix: str) -> list[str]:
+    """Greedy word wrap at MAX_LINE that keeps the description's own line breaks and never begins a line
+    with a word Markdown would read as the start of a list, heading or quote."""
+    lines: list[str] = []
+    for source_line in text.strip().split("\n"):
+        words = source_line.split()
+        if not words:
+            lines.append("")
+            continue
+        current: list[str] = []
+        for word in words:
+            lead = prefix if lines else first_prefix
+            candidate = lead + " ".join([*current, word])
+            if current and len(candidate) > MAX_LINE:
+                carried = [current.pop()] if BLOCK_STARTER.match(word) and len(current) > 1 else []
+                lines.append(lead + " ".join(current))
+                current = [*carried, word]
+            else:
+                current.append(word)
+        lines.append((first_prefix if not lines else prefix) + " ".join(current))
+    return [line.rstrip() for line in lines]
+
+
+def _inline(expression: str) -> str | None:
+    """`expression` as a code span when it is short and on one line; else None (it gets a block)."""
+    if "\n" in expression or "`" in expression or len(expression) > INLINE_LIMIT:
+        return None
+    return f"`{expression}`"
+
+
+def _fenced(label: str, expression: str) -> list[str]:
+    """A labelled ```hcl block of the expression as written in the .tf file (its block indent removed)."""
+    first, *rest = expression.split("\n")
+    margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
+    code = [first, *(line[margin:] for line in rest)]
+    return [
+        "",
+        f"{INDENT}{label}:",
+        "",
+        f"{INDENT}```hcl",
+        *(INDENT + line if line else "" for line in code),
+        f"{INDENT}```",
+    ]
+
+
+def _variable_entry(variable: Variable) -> list[str]:
+    type_span = _inline(variable.type)
+    default_span = None if variable.default is None else _inline(variable.default)
+    facts = [type_span or "type below"]
+    if variable.default is None:
+        facts.append("required")
+    else:
+        facts.append(f"default {default_span}" if default_span else "default below")
+    lines = [f"- `{variable.name}`: {', '.join(facts)}."]
+    if variable.description.strip():
+        lines += _wrap(_markdown(variable.description), INDENT, INDENT)
+    if type_span is None:
+        lines += _fenced("Type", variable.type)
+    if variable.default is not None and default_span is None:
+        lines += _fenced("Default", variable.default)
+    return lines
+
+
+def _output_entry(output: Output) -> list[str]:
+    head = f"- `{output.name}`"
+    if not output.description.strip():
+        return [head]
+    return _wrap(_markdown(output.description), f"{head}: ", INDENT)
+
+
+def _entries(entries: list[list[str]]) -> list[str]:
+    if not entries:
+        return ["None."]
+    lines: list[str] = []
+    for entry in entries:
+        lines += [*([""] if lines else []), *entry]
+    return lines
 
 
 def render(variables: list[Variable], outputs: list[Output]) -> str:
-    lines = [
-        "### Inputs",
-        "",
-        "| Name | Description | Type | Default | Required |",
-        "|------|-------------|------|---------|:--------:|",
-    ]
-    for variable in variables:
-        default = "n/a" if variable.default is None else _code(variable.default)
-        lines.append(
-            f"| `{variable.name}` | {_cell(variable.description)} | {_code(variable.type)} | {default} | "
-            f"{'yes' if variable.required else 'no'} |"
-        )
-    lines += ["", "### Outputs", "", "| Name | Description |", "|------|-------------|"]
-    lines += [f"| `{output.name}` | {_cell(output.description)} |" for output in outputs]
+    lines = ["### Inputs", "", *_entries([_variable_entry(v) for v in variables])]
+    lines += ["", "### Outputs", "", *_entries([_output_entry(o) for o in outputs])]
+    too_long = [line for line in lines if len(line) > MAX_LINE]
+    if too_long:
+        raise HclError(f"a generated line is over {MAX_LINE} characters: {too_long[0]!r}")
     return "\n".join(lines) + "\n"
+
+
+def _outside_markers(document: str) -> str:
+    begin = document.find(BEGIN_MARKER)
+    end = document.find(END_MARKER)
+    if begin < 0 or end < begin:
+        return document
+    return document[:begin] + document[end + len(END_MARKER) :]
+
+
+def _module_calls(document: str) -> Iterator[dict[str, str]]:
+    """The attributes of every `module` block in the document's ```hcl blocks outside the markers."""
+    for fence in HCL_FENCE.finditer(_outside_markers(document)):
+        for kind, _name, attributes in parse_blocks(fence.group(1)):
+            if kind == "module":
+                yield attributes
+
+
+def usage_problems(document: str, module_path: str, variables: list[Variable]) -> list[str]:
+    """What is wrong with the README's examples calling the submodule at module_path (modules/<name>):
+    none at all, a required input left out, an argument the submodule does not take."""
+    names = {variable.name for variable in variables}
+    required = {variable.name for variable in variables if variable.required}
+    calls = []
+    for attributes in _module_calls(document):
+        found = MODULE_PATH.search(string_value(attributes.get("source", '""')))
+        if found is not None and found.group(1) == module_path:
+            calls.append(attributes)
+    if not calls:
+        return [f"no ```hcl example calls the submodule (a module block with source ...//{module_path})"]
+    problems: list[str] = []
+    for attributes in calls:
+        missing = sorted(required - set(attributes))
+        unknown = sorted(set(attributes) - names - META_ARGUMENTS)
+        if missing:
+            problems.append(f"the example leaves out required inputs: {', '.join(missing)}")
+        if unknown:
+            problems.append(f"the example passes arguments {module_path} does not take: {', '.join(unknown)}")
+    return problems
 
 
 def replace_between_markers(document: str, generated: str, path: Path) -> str:
@@ -248,32 +376,58 @@ def replace_between_markers(document: str, generated: str, path: Path) -> str:
     return document[: begin + len(BEGIN_MARKER)] + "\n" + generated + document[end:]
 
 
+def default_targets(repo_root: Path) -> list[Path]:
+    """The root README and the README of every submodule (a directory of .tf files under modules/)."""
+    submodules = sorted(d for d in (repo_root / "modules").glob("*") if d.is_dir() and any(d.glob("*.tf")))
+    return [repo_root / README, *(d / README for d in submodules)]
+
+
+def updated_document(target: Path, repo_root: Path) -> tuple[str, str]:
+    """(current text, text with fresh docs) of a README documenting the module in its directory."""
+    module_dir = target.resolve().parent
+    variables, outputs = read_module(module_dir)
+    if not target.exists():
+        raise HclError(f"{target} is missing: write one (what the module does, an example) with the markers")
+    current = target.read_text(encoding="utf-8")
+    updated = replace_between_markers(current, render(variables, outputs), target)
+    if module_dir.parent == (repo_root / "modules").resolve():  # a submodule: its README shows a call
+        problems = usage_problems(current, f"modules/{module_dir.name}", variables)
+        if problems:
+            raise HclError(f"{target}: " + "; ".join(problems))
+    return current, updated
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Inputs and outputs tables of the root Terraform module.")
+    parser = argparse.ArgumentParser(description="Inputs and outputs of the root module and its submodules.")
     action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", metavar="FILE", type=Path, help="update FILE between the TF_DOCS markers")
-    action.add_argument("--check", metavar="FILE", type=Path, help="exit 1 when FILE's tables are stale")
-    parser.add_argument("--module-dir", type=Path, default=DEFAULT_MODULE_DIR, help="the module to document")
+    action.add_argument(
+        "--write", metavar="FILE", type=Path, nargs="*", help="update each FILE between the TF_DOCS markers"
+    )
+    action.add_argument("--check", metavar="FILE", type=Path, nargs="*", help="exit 1 when any FILE is stale")
+    parser.add_argument("--module-dir", type=Path, default=REPO_ROOT, help="the module to print")
+    parser.add_argument("--repo-root", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    targets: list[Path] | None = args.write if args.write is not None else args.check
+    stale: list[Path] = []
     try:
-        generated = render(*read_module(args.module_dir))
-        target: Path | None = args.write or args.check
-        if target is None:
-            sys.stdout.write(generated)
+        if targets is None:
+            sys.stdout.write(render(*read_module(args.module_dir)))
             return 0
-        current = target.read_text(encoding="utf-8")
-        updated = replace_between_markers(current, generated, target)
+        for target in targets or default_targets(args.repo_root):
+            current, updated = updated_document(target, args.repo_root)
+            if updated == current:
+                continue
+            if args.check is not None:
+                stale.append(target)
+            else:
+                target.write_text(updated, encoding="utf-8")
     except (HclError, OSError) as error:
         print(f"terraform_docs: {error}", file=sys.stderr)
         return 2
-    if args.check:
-        if updated != current:
-            print(f"terraform_docs: {target} is stale; run: python tools/terraform_docs.py --write {target}")
-            return 1
-        return 0
-    if updated != current:
-        target.write_text(updated, encoding="utf-8")
-    return 0
+    for target in stale:
+        shown = os.path.relpath(target)
+        print(f"terraform_docs: {shown} is stale; run: python tools/terraform_docs.py --write {shown}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
