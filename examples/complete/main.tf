@@ -1,16 +1,5 @@
 # Every knob the module has, with workflow code packaged from ./workflows.
 
-terraform {
-  required_version = ">= 1.7"
-
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.80, < 7"
-    }
-  }
-}
-
 provider "aws" {
   region = var.region
 }

@@ -1,17 +1,6 @@
 # Two teams, two engines, one shared event bus owned by the platform (infra) repo.
 # Each engine's rule takes only its team's events; both put events on the same bus.
 
-terraform {
-  required_version = ">= 1.7"
-
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.80, < 7"
-    }
-  }
-}
-
 provider "aws" {
   region = var.region
 }

@@ -1,16 +1,5 @@
 # The least you need: a name. Everything else takes the module's defaults.
 
-terraform {
-  required_version = ">= 1.7"
-
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.80, < 7"
-    }
-  }
-}
-
 provider "aws" {
   region = var.region
 }

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.7"
+  # The root module's, as in every module and example (tests/terraform/test_required_version.py).
+  required_version = ">= 1.9"
 
   required_providers {
     aws = {
