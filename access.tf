@@ -98,7 +98,7 @@ locals {
       },
       {
         # Waking an execution now (a start, a callback result, a stop) by an asynchronous invoke of the
-        # worker's alias (stepwell.direct_wake), which the worker treats as the same message on the queue.
+        # worker's alias (stepwell.aws.direct_wake), which the worker treats as the same message on the queue.
         Sid      = "WakeExecutions"
         Effect   = "Allow"
         Action   = "lambda:InvokeFunction"

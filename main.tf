@@ -10,7 +10,7 @@ locals {
   # engine, so their source speaks for every domain; on the module's own bus only the worker may put
   # that source (the bus policy), on an existing bus the operator must ensure it and list it here.
   engine_event_source = "stepwell.definitions"
-  # The worker's status-change events (stepwell.status_events): for users' rules, never taken back by the
+  # The worker's status-change events (stepwell.core.status_events): for users' rules, never taken back by the
   # module's own rule, and on the module's bus put by the worker only.
   status_event_source = "stepwell.executions"
   event_sources       = merge(var.create_event_bus ? { (local.engine_event_source) = ["*"] } : {}, var.event_sources)
@@ -151,7 +151,7 @@ module "engine" {
     callback_result_bytes   = var.max_callback_result_bytes
   }
 
-  # Definitions' CPU budgets (stepwell.definitions.budgets): a run's, each expression's.
+  # Definitions' CPU budgets (stepwell.features.definitions.budgets): a run's, each expression's.
   definitions_run_cpu_seconds        = var.definitions_run_cpu_seconds
   definitions_expression_cpu_seconds = var.definitions_expression_cpu_seconds
 }

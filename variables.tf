@@ -353,7 +353,7 @@ variable "http_allowed_networks" {
 }
 
 variable "definitions_run_cpu_seconds" {
-  description = "CPU seconds one run of a definition's context (its start or a wake-up, one worker invocation) may take; past it the context fails with one DefinitionRuntimeError naming the node and the budget (STEPWELL_DEFINITIONS_RUN_CPU_SECONDS; stepwell.definitions.budgets). More than 0 and less than timeout, so the context fails before Lambda kills the invocation."
+  description = "CPU seconds one run of a definition's context (its start or a wake-up, one worker invocation) may take; past it the context fails with one DefinitionRuntimeError naming the node and the budget (STEPWELL_DEFINITIONS_RUN_CPU_SECONDS; stepwell.features.definitions.budgets). More than 0 and less than timeout, so the context fails before Lambda kills the invocation."
   type        = number
   default     = 10
   nullable    = false
@@ -371,7 +371,7 @@ variable "definitions_run_cpu_seconds" {
 }
 
 variable "definitions_expression_cpu_seconds" {
-  description = "CPU seconds one evaluation of a definition's expression (a condition, an input, a wait's until, a trigger's filter in the router) may take; past it the context fails naming the budget and the expression (STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS; stepwell.definitions.budgets). More than 0 and at most definitions_run_cpu_seconds."
+  description = "CPU seconds one evaluation of a definition's expression (a condition, an input, a wait's until, a trigger's filter in the router) may take; past it the context fails naming the budget and the expression (STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS; stepwell.features.definitions.budgets). More than 0 and at most definitions_run_cpu_seconds."
   type        = number
   default     = 0.25
   nullable    = false

@@ -29,14 +29,14 @@ NAME = "sw-bench"
 def run_bench(subjects: int) -> dict[str, Any]:
     """Run inside moto's mock (the caller sets fake credentials)."""
     from moto import mock_aws
-    from stepwell.aws import AwsClients
+    from stepwell.aws.clients import AwsClients
     from stepwell.clock import SystemClock
-    from stepwell.definitions.actions import default_actions
-    from stepwell.definitions.runtime import configure
-    from stepwell.definitions.service import install
-    from stepwell.entry import EntryRuntime
-    from stepwell.registry import Registry
+    from stepwell.core.registry import Registry
+    from stepwell.features.definitions.actions import default_actions
+    from stepwell.features.definitions.runtime import configure
+    from stepwell.features.definitions.service import install
     from stepwell.testing.mock_deployment import create_deployment
+    from stepwell.wiring.entry import EntryRuntime
 
     if "onboarding.send_email" not in default_actions:
         default_actions.register("onboarding.send_email", lambda inputs, context: None)
@@ -51,7 +51,7 @@ def run_bench(subjects: int) -> dict[str, Any]:
         base = EntryRuntime.from_config(config, clients, registry=registry, clock=SystemClock())
         router = install(base.engine, config, clients, registry=registry)
 
-        # As the deployed worker is wired (stepwell.entry.handler): bus events go to the router.
+        # As the deployed worker is wired (stepwell.wiring.entry.handler): bus events go to the router.
         runtime = EntryRuntime(base.engine, base.reconciler, event_router=router)
         router.runtime.definitions.set_workflow("acme", json.loads((HERE / "onboarding.json").read_text()))
         sqs = clients.sqs

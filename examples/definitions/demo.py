@@ -20,13 +20,13 @@ sys.path.insert(0, str(HERE))
 
 import onboarding_actions  # noqa: E402
 import orders_actions  # noqa: E402
-from stepwell.definitions.actions import ActionRegistry  # noqa: E402
-from stepwell.definitions.interpreter import register_interpreter  # noqa: E402
-from stepwell.definitions.mermaid import to_mermaid  # noqa: E402
-from stepwell.definitions.router import EventSources, PathExtractor, Router  # noqa: E402
-from stepwell.definitions.runtime import DefinitionsRuntime  # noqa: E402
-from stepwell.definitions.validation import parse_definition  # noqa: E402
-from stepwell.registry import Registry  # noqa: E402
+from stepwell.core.registry import Registry  # noqa: E402
+from stepwell.features.definitions.actions import ActionRegistry  # noqa: E402
+from stepwell.features.definitions.interpreter import register_interpreter  # noqa: E402
+from stepwell.features.definitions.mermaid import to_mermaid  # noqa: E402
+from stepwell.features.definitions.router import EventSources, PathExtractor, Router  # noqa: E402
+from stepwell.features.definitions.runtime import DefinitionsRuntime  # noqa: E402
+from stepwell.features.definitions.validation import parse_definition  # noqa: E402
 from stepwell.testing.local import LocalStepwell  # noqa: E402
 
 DOMAIN = "acme"

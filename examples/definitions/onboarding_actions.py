@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any
 
-from stepwell.definitions.actions import (
+from stepwell.features.definitions.actions import (
     ActionContext,
     ActionRegistry,
     PermanentActionError,

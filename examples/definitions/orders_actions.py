@@ -9,7 +9,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from stepwell.definitions.actions import ActionContext, ActionRegistry, PermanentActionError, default_actions
+from stepwell.features.definitions.actions import (
+    ActionContext,
+    ActionRegistry,
+    PermanentActionError,
+    default_actions,
+)
 
 LOG: list[tuple[str, dict[str, Any]]] = []
 

@@ -13,144 +13,24 @@ on the deployment's tables and queue, lists the worker's code versions, and redr
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stepwell.aws import AwsClients
-from stepwell.clock import SystemClock
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.work_queue import RedriveResult, redrive_dead_letters
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.definitions.interpreter import register_interpreter
-from stepwell.direct_wake import DirectWakeQueue
-from stepwell.dynamodb_store import DynamoDbExecutionStore
-from stepwell.engine import Engine, check_error_object
+from stepwell.core.engine import check_error_object
+from stepwell.core.registry import Registry, validate_workflow_name
 from stepwell.errors import InvalidArgument
-from stepwell.lambda_versions import LambdaFunctionVersions
-from stepwell.metrics import Metrics, NoMetrics
+from stepwell.features.schedules import ScheduleManager, ScheduleTarget
 from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
-from stepwell.payloads import S3PayloadStore
-from stepwell.ports import Clock, FunctionVersions, WorkQueue
-from stepwell.registry import Registry, validate_workflow_name
-from stepwell.schedules import ScheduleManager, ScheduleTarget
-from stepwell.status_events import EventBridgeStatusEvents, NoStatusEvents
-from stepwell.timers import WakeScheduler
-from stepwell.versions import running_version
-from stepwell.work_queue import RedriveResult, SqsWorkQueue, redrive_dead_letters
+from stepwell.ports import Clock, FunctionVersions
+from stepwell.wiring.build import AnyWorkflowRegistry, build_engine
+from stepwell.wiring.events import CALLBACK_DETAIL_TYPES, CALLBACK_EVENT_SOURCE, callback_result_text
 
 if TYPE_CHECKING:
-    from stepwell.definitions.service import DefinitionsService
-
-# Callback commands on the bus: the bus rule delivers them to the work queue (see stepwell.entry).
-CALLBACK_SUCCESS = "stepwell.callback.success"
-CALLBACK_FAILURE = "stepwell.callback.failure"
-CALLBACK_HEARTBEAT = "stepwell.callback.heartbeat"
-CALLBACK_DETAIL_TYPES = {
-    "success": CALLBACK_SUCCESS,
-    "fail": CALLBACK_FAILURE,
-    "heartbeat": CALLBACK_HEARTBEAT,
-}
-CALLBACK_EVENT_SOURCE = "stepwell.client"
-
-
-class AnyWorkflowRegistry(Registry):
-    """The client does not import the workflow code: every valid name may be started, and the worker
-    (which has the code) fails an execution whose workflow it does not know. The definitions' interpreter
-    is registered (its handler never runs here) so that a context this client starts (`process_event`)
-    gets its definition's flow limits when it is created, as one the worker starts does."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        register_interpreter(self)
-
-    def __contains__(self, name: object) -> bool:
-        try:
-            validate_workflow_name(name)
-        except ValueError:
-            return False
-        return True
-
-
-def build_engine(
-    config: StepwellConfig,
-    clients: AwsClients,
-    registry: Registry,
-    clock: Clock | None = None,
-    metrics: Metrics | None = None,
-) -> Engine:
-    """The engine on a deployment's AWS resources (`metrics`: the worker's; a client emits none)."""
-    payloads = S3PayloadStore(clients.s3, config.payload_bucket) if config.payload_bucket else None
-    store = DynamoDbExecutionStore(
-        clients.dynamodb,
-        config.executions_table,
-        config.operations_table,
-        config.coordination_table,
-        config.subject_index_name,
-        payloads=payloads,
-        retention_days=config.retention_days,
-    )
-    engine_clock = clock or SystemClock()
-    queue = SqsWorkQueue(clients.sqs, config.work_queue_url)
-    wake_queue: WorkQueue = queue
-    if config.direct_wake_ups:
-        wake_queue = DirectWakeQueue(queue, clients.lambda_wake, config.wake_function_arn)
-    timers = WakeScheduler(
-        queue,
-        clients.scheduler if config.schedule_group_name else None,
-        config.schedule_group_name,
-        config.scheduler_role_arn,
-        config.work_queue_arn,
-        clock=engine_clock.now,
-        kms_key_arn=config.kms_key_arn,
-        dead_letter_arn=config.dlq_arn,
-        wake_function_arn=config.wake_function_arn,
-    )
-    functions = (
-        LambdaFunctionVersions(clients.lambda_invoke, config.worker_function_name, config.worker_alias)
-        if config.worker_function_name
-        else None
-    )
-    return Engine(
-        store=store,
-        queue=wake_queue,
-        timers=timers,
-        payloads=payloads if payloads is not None else _NoPayloadBucket(config.name),
-        clock=engine_clock,
-        registry=registry,
-        code_version=running_version(os.environ),
-        functions=functions,
-        status_events=(
-            EventBridgeStatusEvents(clients.events, config.event_bus_name)
-            if config.status_events and config.event_bus_name
-            else NoStatusEvents()
-        ),
-        metrics=metrics or NoMetrics(),
-        limits=config.payload_limits,
-    )
-
-
-class _NoPayloadBucket:
-    """Stands in for S3 when the deployment has no payload bucket: large values are a clear error."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def put(self, execution_id: str, label: str, data: str) -> str:
-        return self.reference(execution_id, label, data)
-
-    def reference(self, execution_id: str, label: str, data: str) -> str:
-        raise ValueError(
-            f"{label} of {execution_id!r} is {len(data.encode('utf-8'))} bytes, too large to keep inline, "
-            f"and deployment {self._name!r} has no payload bucket configured"
-        )
-
-    def get(self, reference: str) -> str:
-        raise ValueError(
-            f"payload {reference!r} cannot be read: deployment {self._name!r} has no payload bucket"
-        )
-
-    def retire(self, execution_id: str) -> int:
-        return 0  # nothing was ever offloaded
+    from stepwell.features.definitions.service import DefinitionsService
 
 
 class StepwellClient:
@@ -300,7 +180,7 @@ class StepwellClient:
     def definitions(self) -> DefinitionsService:
         """Definitions and contexts of this deployment (put, get, list, delete, validate, graph)."""
         # Imported here: the definitions package builds on this module's engine wiring.
-        from stepwell.definitions.service import DefinitionsService
+        from stepwell.features.definitions.service import DefinitionsService
 
         return DefinitionsService.for_client(self)
 
@@ -370,7 +250,8 @@ class StepwellClient:
     # --- schedules ---
 
     def schedules(self) -> ScheduleManager:
-        """The deployment's workflow schedules (stepwell.schedules): create, list, pause, resume, delete."""
+        """The deployment's workflow schedules (stepwell.features.schedules): create, list, pause,
+        resume, delete."""
         missing = [
             key
             for key in ("schedule_group_name", "scheduler_role_arn", "work_queue_arn")
@@ -409,7 +290,8 @@ class StepwellClient:
     # --- dead-letter queue ---
 
     def redrive_dlq(self, max_messages: int | None = None) -> RedriveResult:
-        """Move the DLQ's messages back to the work queue (see stepwell.work_queue.redrive_dead_letters)."""
+        """Move the DLQ's messages back to the work queue (see
+        stepwell.aws.work_queue.redrive_dead_letters)."""
         if not self.config.dlq_url:
             raise ValueError(f"deployment {self.config.name!r} has no dead-letter queue configured (dlq_url)")
         return redrive_dead_letters(
@@ -419,26 +301,3 @@ class StepwellClient:
             self.config.work_queue_arn,
             max_messages,
         )
-
-
-def callback_result_text(result: Any) -> str | None:
-    """A callback result as the text the handler receives: str and bytes as they are, else JSON."""
-    if result is None or isinstance(result, str):
-        return result
-    if isinstance(result, bytes):
-        try:
-            return result.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidArgument(f"callback result must be UTF-8 text: {error}") from None
-    try:
-        return json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as error:
-        raise InvalidArgument(
-            f"callback result is not JSON-serializable (nor are NaN and Infinity, nor values nested too "
-            f"deeply): {error}"
-        ) from error
-
-
-def reject_json_constant(name: str) -> Any:
-    """json.loads's parse_constant: NaN and Infinity, which Python's json accepts, are not JSON."""
-    raise ValueError(f"{name} is not JSON (numbers must be finite)")

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from stepwell.definitions.expressions import DEFAULT_EVALUATION_CPU_SECONDS
+from stepwell.core.invoke_targets import parse_function_arn, parse_target
 from stepwell.errors import InvalidArgument
-from stepwell.invoke_targets import parse_function_arn, parse_target
 from stepwell.limits import (
     DEFAULT_MAX_CALLBACK_RESULT_BYTES,
     DEFAULT_MAX_EXECUTION_INPUT_BYTES,
@@ -67,7 +66,8 @@ PAYLOAD_LIMIT_ENV: dict[str, str] = {
     "max_callback_result_bytes": "STEPWELL_MAX_CALLBACK_RESULT_BYTES",
 }
 
-# Definitions' CPU budgets in seconds (stepwell.definitions.budgets): client_config key -> environment
+# Definitions' CPU budgets in seconds (stepwell.features.definitions.budgets): client_config key ->
+# environment
 # variable of the worker Lambda.
 CPU_BUDGET_ENV: dict[str, str] = {
     "definitions_run_cpu_seconds": "STEPWELL_DEFINITIONS_RUN_CPU_SECONDS",
@@ -94,12 +94,13 @@ MAX_KEEP_VERSIONS = 100
 # SQS's longest visibility timeout (12 hours).
 MAX_VISIBILITY_SECONDS = 43_200
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-# Definitions' CPU budgets (stepwell.definitions.budgets takes its defaults from here: it imports this module
-# through the store, so this one cannot import it). A run over its budget must fail its context before Lambda
-# kills the invocation: the module keeps the run's below the worker's `timeout`; here, where the timeout is
-# not known, below Lambda's longest.
+# Definitions' CPU budgets (stepwell.features.definitions takes its defaults from here: the settings sit below
+# the features). A run over its budget must fail its context before Lambda kills the invocation: the module
+# keeps the run's below the worker's `timeout`; here, where the timeout is not known, below Lambda's longest.
+# An expression's: far above what a legitimate expression needs over a 256 KB event (a few milliseconds), far
+# below a worker's timeout.
 DEFAULT_RUN_CPU_SECONDS = 10.0
-DEFAULT_EXPRESSION_CPU_SECONDS = DEFAULT_EVALUATION_CPU_SECONDS
+DEFAULT_EXPRESSION_CPU_SECONDS = 0.25
 MAX_LAMBDA_TIMEOUT_SECONDS = 900
 
 
@@ -128,7 +129,7 @@ class StepwellConfig:
     # they send to the work queue). Its asynchronous invoke config sends what fails there to the queue.
     wake_function_arn: str = ""
     # Whether a client wakes an execution now (a start, a callback result, a stop) by invoking that alias
-    # asynchronously instead of with an SQS message (stepwell.direct_wake). The module turns it off when
+    # asynchronously instead of with an SQS message (stepwell.aws.direct_wake). The module turns it off when
     # maximum_concurrency caps the queue's mapping, so that the cap holds for every start.
     direct_wake_ups: bool = False
     # The alias the work queue's mapping invokes (its version is the live code) and how many of the
@@ -137,7 +138,7 @@ class StepwellConfig:
     keep_versions: int = DEFAULT_KEEP_VERSIONS
     # The work queue's visibility timeout (seconds; 0 = not told): how long a killed run's message waits
     # before SQS delivers it again, which the reconciler's pruning of old versions must outwait
-    # (stepwell.versions.prune_grace_seconds).
+    # (stepwell.core.versions.prune_grace_seconds).
     work_queue_visibility_seconds: int = 0
     region: str = ""
     # Customer managed key the worker encrypts its one-time wake-up schedules with ("" = none).
@@ -145,10 +146,11 @@ class StepwellConfig:
     retention_days: int = DEFAULT_RETENTION_DAYS
     workflow_modules: tuple[str, ...] = ()
     event_extractor: Mapping[str, Any] = field(default_factory=dict)
-    # Event source -> the domains its bus events may speak for (stepwell.definitions.router.EventSources).
+    # Event source -> the domains its bus events may speak for
+    # (stepwell.features.definitions.router.EventSources).
     event_sources: Mapping[str, Any] = field(default_factory=dict)
     log_level: str = "INFO"
-    # Whether the worker puts executions' status-change events on the bus (stepwell.status_events).
+    # Whether the worker puts executions' status-change events on the bus (stepwell.core.status_events).
     status_events: bool = True
     # Lambda functions context.invoke may call (unqualified function ARNs; the module's invoke_function_arns).
     invoke_functions: tuple[str, ...] = ()
@@ -159,7 +161,7 @@ class StepwellConfig:
     max_operation_payload_bytes: int = DEFAULT_MAX_OPERATION_PAYLOAD_BYTES
     max_callback_result_bytes: int = DEFAULT_MAX_CALLBACK_RESULT_BYTES
     # CPU seconds a run of a definition's context (one invocation) may take, and each expression it
-    # evaluates, the router's trigger filters included (stepwell.definitions.budgets).
+    # evaluates, the router's trigger filters included (stepwell.features.definitions.budgets).
     definitions_run_cpu_seconds: float = DEFAULT_RUN_CPU_SECONDS
     definitions_expression_cpu_seconds: float = DEFAULT_EXPRESSION_CPU_SECONDS
 

@@ -11,7 +11,8 @@ STEPWELL_MAX_*_BYTES) up to AWS's figures.
 A size is the UTF-8 bytes of the JSON text as sent or returned. An API call over a limit raises
 PayloadTooLarge (an InvalidArgument: client, CLI, callback URL and bus events show its message); a run
 whose checkpoint or result is over one fails with PayloadOverLimit's ErrorType and the same message, and
-nothing over a limit is stored. The inline limit (stepwell.engine.DEFAULT_INLINE_LIMIT: larger payloads go
+nothing over a limit is stored. The inline limit (stepwell.core.engine.DEFAULT_INLINE_LIMIT: larger
+payloads go
 to S3) is how a payload is kept, not a limit.
 """
 

@@ -224,9 +224,9 @@ class ExecutionRecord:
     code_version: str | None = None
     # The caller's labels (key -> value, at most MAX_TAGS), listed by tag; fixed at the start.
     tags: dict[str, str] = field(default_factory=dict)
-    # Its flow control limits (stepwell.flow_limits), resolved at its creation and fixed from then on.
+    # Its flow control limits (stepwell.core.flow_limits), resolved at its creation and fixed from then on.
     flow: tuple[FlowLimit, ...] = ()
-    # The secret its callback ids are derived from (stepwell.journal.derived_callback_id), made at its
+    # The secret its callback ids are derived from (stepwell.core.journal.derived_callback_id), made at its
     # creation and never shown; None for an execution created before it (its callback ids are random).
     callback_key: str | None = None
 
@@ -245,7 +245,7 @@ class FunctionVersion:
 class Batch:
     """One append-only log entry of an execution: the operations it changed and the events it produced.
 
-    `body` is compact JSON, opaque to stores (see stepwell.journal): {"o": [operation states],
+    `body` is compact JSON, opaque to stores (see stepwell.core.journal): {"o": [operation states],
     "e": [history events, compact], "i": [absorbed external input ids], "d": {operation id: private
     state}, plus flags}. When the body is too big for an item, the engine stores it with the
     PayloadStore and `body` holds the reference (`body_is_ref`).
@@ -258,7 +258,7 @@ class Batch:
     # Set on the batch that ends the execution (for a store that wants to mark it).
     terminal: bool = False
     # When the store may remove it (epoch seconds; None: never before ExecutionStore.expire_log gives it
-    # an expiry). See stepwell.log_expiry.
+    # an expiry). See stepwell.core.log_expiry.
     expires_at: float | None = None
 
 
@@ -334,7 +334,7 @@ class Lease:
     taken_over: bool = False
     # The last batch of a run that suspended the execution, when that run left it on the coordination
     # record instead of the log (`release_lease(carried=)`): the log's next batch while its seq is still
-    # the log's next seq, which the next batch written takes (stepwell.journal.Journal.carry).
+    # the log's next seq, which the next batch written takes (stepwell.core.journal.Journal.carry).
     carried: Batch | None = None
     # The log's next seq as the last run that released the lease left the log (None: not recorded, as
     # after a run that did not know it for sure). Only lease holders write the log, and a run keeps its

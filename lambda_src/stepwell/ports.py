@@ -1,4 +1,4 @@
-"""The ports the engine runs on. The memory backend (stepwell.memory_store, stepwell.testing.local) and
+"""The ports the engine runs on. The memory backend (stepwell.memory.store, stepwell.testing.local) and
 the AWS adapters (DynamoDB, SQS/Scheduler, S3) implement them; the engine sees nothing else.
 
 Storage layout the methods imply (docs/architecture.md has the tables):
@@ -8,7 +8,7 @@ Storage layout the methods imply (docs/architecture.md has the tables):
   plus ExternalInput items (e.g. SK "in#<input_id>") written by senders and absorbed by the next worker.
 - coordination: per execution one record (its lease and the wake-up its last run armed), callback ids;
   flow control state
-  (stepwell.flow_control): per concurrency key its holders and ticket counters, its tickets, per rate key
+  (stepwell.core.flow_control): per concurrency key its holders and ticket counters, its tickets, per rate key
   its recent starts, per rate-limited execution its reserved start.
 
 Fencing: `append_batch` is a conditional put on (execution, seq). A worker holds the log's next seq in
@@ -123,7 +123,7 @@ class ExecutionStore(Protocol):
         """How many RUNNING executions are pinned to `version`."""
         ...
 
-    # --- schedule pointers (stepwell.schedules: the last execution a SKIP schedule started) ---
+    # --- schedule pointers (stepwell.features.schedules: the last execution a SKIP schedule started) ---
     def get_schedule_pointer(self, domain: str, schedule: str) -> str | None:
         """The execution id the schedule's pointer names (consistent read); None when it has none."""
         ...
@@ -180,7 +180,7 @@ class ExecutionStore(Protocol):
 
     def keep_log(self, execution_id: str, count: int) -> None:
         """Take the expiry off the log batches seq 0..count-1 (Batch.expires_at): they are kept until
-        expire_log, for an execution that waits past their expiry (stepwell.log_expiry). Idempotent."""
+        expire_log, for an execution that waits past their expiry (stepwell.core.log_expiry). Idempotent."""
         ...
 
     # --- coordination ---
@@ -221,7 +221,7 @@ class ExecutionStore(Protocol):
 
     def put_callback(self, ref: CallbackRef) -> bool:
         """Resolve the callback id to its execution and operation, unless its record exists already: a
-        replay makes a derived id again (stepwell.journal.derived_callback_id), and the record an earlier
+        replay makes a derived id again (stepwell.core.journal.derived_callback_id), and the record an earlier
         run wrote may hold a completion, which must stay (conditional). True if this call wrote it."""
         ...
 
@@ -255,7 +255,8 @@ class ExecutionStore(Protocol):
         none, unknown or timed out, is left out), as inputs of their operations, `on_callback_record`."""
         ...
 
-    # --- flow control (stepwell.flow_control; `scope` is FlowLimit.scope; labels are shown, never read) ---
+    # --- flow control (stepwell.core.flow_control; `scope` is FlowLimit.scope; labels are shown, never
+    # read) ---
     def get_flow_slots(self, scope: str) -> FlowSlots | None:
         """A concurrency key's state (consistent read); None when it has none yet."""
         ...
@@ -392,7 +393,8 @@ class FunctionVersions(Protocol):
 
 
 class StatusEvents(Protocol):
-    """Where executions' status-change events go (stepwell.status_events: the bus, memory, or nowhere)."""
+    """Where executions' status-change events go (stepwell.core.status_events: the bus, memory, or
+    nowhere)."""
 
     def publish(self, details: Sequence[Mapping[str, Any]]) -> None:
         """Put one event per detail, in one request; raises when any of them was not put."""

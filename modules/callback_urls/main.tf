@@ -1,5 +1,5 @@
 # Callback URLs: a small function behind a Lambda function URL (auth type NONE) that completes, fails or
-# heartbeats a callback for a third party without AWS credentials (lambda_src/stepwell/callback_urls.py).
+# heartbeats a callback for a third party without AWS credentials (lambda_src/stepwell/features/callback_urls.py).
 # A function URL rather than API Gateway: no extra service, resources or per-request cost, and both local
 # backends serve function URLs. The function is built from the worker's zip and never depends on the
 # worker, so the worker can be given its URL (STEPWELL_CALLBACK_URL) without a cycle.
@@ -7,7 +7,7 @@
 locals {
   function_name  = "${var.name}-callbacks"
   log_group_name = "/aws/lambda/${local.function_name}"
-  handler        = "stepwell.callback_urls.handler"
+  handler        = "stepwell.wiring.callback_function.handler"
 
   environment = merge(
     {

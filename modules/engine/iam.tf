@@ -75,7 +75,7 @@ locals {
         Condition = { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
       },
       {
-        # Any source: its definitions' events (stepwell.definitions) and its status-change events
+        # Any source: its definitions' events (stepwell.features.definitions) and its status-change events
         # (stepwell.executions), which the module's bus lets no one else put.
         Sid      = "PutEvents"
         Effect   = "Allow"
@@ -84,7 +84,7 @@ locals {
       },
       {
         # PutObjectTagging: an ended execution's objects are copied onto themselves with the tag the
-        # bucket's expiry rule filters on (stepwell.payloads.S3PayloadStore.retire).
+        # bucket's expiry rule filters on (stepwell.aws.payloads.S3PayloadStore.retire).
         Sid      = "Payloads"
         Effect   = "Allow"
         Action   = ["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"]

@@ -34,13 +34,13 @@ locals {
     STEPWELL_EVENT_EXTRACTOR  = jsonencode(var.event_extractor)
     STEPWELL_EVENT_SOURCES    = jsonencode(var.event_sources)
     STEPWELL_LOG_LEVEL        = var.log_level
-    # Where the stepwell.http action may connect (stepwell.definitions.outbound); "[]": nowhere.
+    # Where the stepwell.http action may connect (stepwell.features.definitions.outbound); "[]": nowhere.
     STEPWELL_HTTP_ALLOWLIST        = jsonencode(var.http_allowlist)
     STEPWELL_HTTP_ALLOWED_NETWORKS = jsonencode(var.http_allowed_networks)
-    # CPU budgets of definitions' runs and expressions (stepwell.definitions.budgets).
+    # CPU budgets of definitions' runs and expressions (stepwell.features.definitions.budgets).
     STEPWELL_DEFINITIONS_RUN_CPU_SECONDS        = tostring(var.definitions_run_cpu_seconds)
     STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS = tostring(var.definitions_expression_cpu_seconds)
-    # Lambda functions context.invoke may call (stepwell.registry.Registry.allow_lambda_targets); "[]": none.
+    # Lambda functions context.invoke may call (stepwell.core.registry.Registry.allow_lambda_targets); "[]": none.
     STEPWELL_INVOKE_FUNCTIONS = jsonencode(var.invoke_function_arns)
     # The worker's own name and alias: it forwards a message for an execution pinned to another
     # published version to that version, and the reconciler prunes idle versions beyond the newest N.
@@ -56,7 +56,7 @@ locals {
     STEPWELL_MAX_EXECUTION_RESULT_BYTES  = tostring(var.payload_limits.execution_result_bytes)
     STEPWELL_MAX_OPERATION_PAYLOAD_BYTES = tostring(var.payload_limits.operation_payload_bytes)
     STEPWELL_MAX_CALLBACK_RESULT_BYTES   = tostring(var.payload_limits.callback_result_bytes)
-    # "true": every execution status change goes on the bus (stepwell.status_events).
+    # "true": every execution status change goes on the bus (stepwell.core.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }
   # The base of stepwell.callback_url() (the callbacks function's URL), only when callback URLs are on.
@@ -82,7 +82,7 @@ resource "aws_lambda_function" "worker" {
   function_name                  = local.function_name
   description                    = "Stepwell worker: runs durable workflow executions from the work queue."
   role                           = aws_iam_role.worker.arn
-  handler                        = "stepwell.entry.handler"
+  handler                        = "stepwell.wiring.entry.handler"
   runtime                        = var.runtime
   architectures                  = [var.architecture]
   memory_size                    = var.memory_size
@@ -143,9 +143,9 @@ resource "aws_lambda_function_recursion_config" "worker" {
   recursive_loop = "Allow"
 }
 
-# Scheduler invokes the alias asynchronously for the engine's long wake-ups (stepwell.timers). A run that
+# Scheduler invokes the alias asynchronously for the engine's long wake-ups (stepwell.aws.timers). A run that
 # fails there is retried by Lambda twice, then its event goes to the work queue as an on-failure
-# destination record (unwrapped by stepwell.entry), where SQS's retries and the alarmed DLQ take over.
+# destination record (unwrapped by stepwell.wiring.entry), where SQS's retries and the alarmed DLQ take over.
 resource "aws_lambda_function_event_invoke_config" "live" {
   function_name                = aws_lambda_function.worker.function_name
   qualifier                    = aws_lambda_alias.live.name

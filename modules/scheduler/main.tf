@@ -112,7 +112,7 @@ resource "aws_scheduler_schedule" "reconcile" {
 
 # The user's workflow schedules. Named `start.<key>`: the engine's own schedules (`sw-...` wake-ups and
 # `<name>-reconcile`) never contain a dot, since var.name allows none, so the two never collide and a
-# listing tells them apart (stepwell.schedules.SCHEDULE_NAME_PREFIX).
+# listing tells them apart (stepwell.features.schedules.SCHEDULE_NAME_PREFIX).
 resource "aws_scheduler_schedule" "workflow" {
   #checkov:skip=CKV_AWS_297:kms_key_arn encrypts it when given; without one AWS owned keys do.
   for_each = var.schedules

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from moto import mock_aws
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
 
 from .deployment import REGION, Deployment, create_deployment
 

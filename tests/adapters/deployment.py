@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
 from stepwell.config import StepwellConfig
-from stepwell.dynamodb_store import DynamoDbExecutionStore
 from stepwell.testing.mock_deployment import NAME, REGION, SUBJECT_INDEX, create_deployment
 
 __all__ = ["NAME", "REGION", "SUBJECT_INDEX", "Deployment", "create_deployment"]

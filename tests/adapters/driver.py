@@ -14,8 +14,8 @@ from typing import Any
 
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
 from stepwell.testing.async_invoke import AsyncInvokeOutcome, attempt_in_process, invoke_asynchronously
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 

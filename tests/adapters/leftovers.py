@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.schedules import SCHEDULE_NAME_PREFIX, SCHEDULED_TIME_KEYWORD
+from stepwell.features.schedules import SCHEDULE_NAME_PREFIX, SCHEDULED_TIME_KEYWORD
 
 from .deployment import Deployment
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.registry import register
+from stepwell.core.registry import register
 
 
 @durable_execution

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
-from stepwell import callback_urls
-from stepwell.callback_urls import read_secret, signature
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
+from stepwell.core.registry import Registry
 from stepwell.errors import InvalidArgument
-from stepwell.registry import Registry
+from stepwell.features.callback_urls import read_secret, signature
+from stepwell.wiring import callback_function
+from stepwell.wiring.entry import EntryRuntime
 
 from tests.engine.test_callback_urls import url_event
 
@@ -61,7 +61,7 @@ def test_the_lambda_handler_completes_a_callback_on_dynamodb_and_sqs(
     }
     for variable, value in environment.items():
         monkeypatch.setenv(variable, value)
-    monkeypatch.setattr(callback_urls, "_handler", None)
+    monkeypatch.setattr(callback_function, "_handler", None)
 
     registry = Registry()
     registry.register("approval", approval)
@@ -77,16 +77,22 @@ def test_the_lambda_handler_completes_a_callback_on_dynamodb_and_sqs(
     callback_id = callback_id_of(client, execution_id)
     path = f"/callbacks/{callback_id}/success"
 
-    unsigned = callback_urls.handler(url_event(path, '"approved"'), None)
-    too_large = callback_urls.handler(
+    unsigned = callback_function.handler(url_event(path, '"approved"'), None)
+    too_large = callback_function.handler(
         url_event(path, json.dumps("x" * 1100), headers=_signed("", path)), None
     )
     unknown_path = "/callbacks/cbUnknown/success"
-    unknown = callback_urls.handler(url_event(unknown_path, "1", headers=_signed("1", unknown_path)), None)
+    unknown = callback_function.handler(
+        url_event(unknown_path, "1", headers=_signed("1", unknown_path)), None
+    )
     heartbeat_path = f"/callbacks/{callback_id}/heartbeat"
-    heartbeat = callback_urls.handler(url_event(heartbeat_path, headers=_signed("", heartbeat_path)), None)
-    accepted = callback_urls.handler(url_event(path, '"approved"', headers=_signed('"approved"', path)), None)
-    again = callback_urls.handler(url_event(path, '"again"', headers=_signed('"again"', path)), None)
+    heartbeat = callback_function.handler(
+        url_event(heartbeat_path, headers=_signed("", heartbeat_path)), None
+    )
+    accepted = callback_function.handler(
+        url_event(path, '"approved"', headers=_signed('"approved"', path)), None
+    )
+    again = callback_function.handler(url_event(path, '"again"', headers=_signed('"again"', path)), None)
 
     assert [r["statusCode"] for r in (unsigned, too_large, unknown, heartbeat, accepted, again)] == [
         401,

@@ -11,12 +11,12 @@ from typing import Any
 import boto3
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell import journal
 from stepwell.cli import build_parser, callback_ids_as_positionals, main
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
+from stepwell.core import journal
+from stepwell.core.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import REGION, Deployment
 from .driver import QueueDriver
@@ -322,7 +322,7 @@ def _publish_worker_version(deployment: Deployment, code: str) -> str:
             FunctionName=name,
             Runtime="python3.12",
             Role=role,
-            Handler="stepwell.entry.handler",
+            Handler="stepwell.wiring.entry.handler",
             Code={"ZipFile": _zipped(code)},
         )
     version: str = functions.publish_version(FunctionName=name, Description=code)["Version"]

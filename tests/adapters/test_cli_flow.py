@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
-from stepwell.flow_limits import Concurrency, Rate
-from stepwell.registry import Registry
+from stepwell.core.flow_limits import Concurrency, Rate
+from stepwell.core.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from botocore.stub import Stubber
-from stepwell.aws import AwsClients, RequestCounter
+from stepwell.aws.clients import AwsClients, RequestCounter
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.definitions.runtime import DefinitionsRuntime
-from stepwell.entry import EntryRuntime
-from stepwell.versions import PRUNE_GRACE_SECONDS
+from stepwell.core.versions import PRUNE_GRACE_SECONDS
+from stepwell.features.definitions.runtime import DefinitionsRuntime
+from stepwell.wiring.entry import EntryRuntime
 
 CLIENT_CONFIG = {
     "region": "eu-west-1",
@@ -70,7 +70,8 @@ def test_environment_round_trip() -> None:
 
 def test_definitions_cpu_budgets_round_trip_and_default_to_the_runtimes() -> None:
     """STEPWELL_DEFINITIONS_RUN_CPU_SECONDS and STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS (the module's
-    definitions_*_cpu_seconds) give the budgets of stepwell.definitions.budgets; unset, its defaults."""
+    definitions_*_cpu_seconds) give the budgets of stepwell.features.definitions.budgets; unset, its
+    defaults."""
     default = StepwellConfig.from_client_config(CLIENT_CONFIG)
     runtime = DefinitionsRuntime.in_memory()
     assert (default.definitions_run_cpu_seconds, default.definitions_expression_cpu_seconds) == (10.0, 0.25)

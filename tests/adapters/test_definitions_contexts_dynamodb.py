@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.definitions.service import install
-from stepwell.entry import EntryRuntime
+from stepwell.core.registry import Registry
 from stepwell.errors import ExecutionNotFound
+from stepwell.features.definitions.service import install
 from stepwell.model import ExecutionStatus, make_execution_id
-from stepwell.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver

@@ -1,4 +1,4 @@
-"""A client wakes executions by invoking the worker's alias asynchronously (stepwell.direct_wake): no SQS
+"""A client wakes executions by invoking the worker's alias asynchronously (stepwell.aws.direct_wake): no SQS
 message when Lambda takes the event, the work queue when it does not, and nothing lost either way."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from botocore.exceptions import ClientError, EndpointConnectionError
-from stepwell.client import StepwellClient, build_engine
+from stepwell.aws.direct_wake import PAUSE_SECONDS, DirectWakeQueue
+from stepwell.aws.work_queue import SqsWorkQueue
+from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.direct_wake import PAUSE_SECONDS, DirectWakeQueue
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
+from stepwell.core.registry import Registry
 from stepwell.testing.async_invoke import take_event_invokes
-from stepwell.work_queue import SqsWorkQueue
+from stepwell.wiring.build import build_engine
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver

@@ -10,11 +10,12 @@ import zlib
 from typing import Any
 
 import pytest
+from stepwell.aws.dynamodb_store import DEFAULT_INLINE_LIMIT, DynamoDbExecutionStore, due_shard
+from stepwell.aws.payloads import S3PayloadStore
 from stepwell.clock import VirtualClock
-from stepwell.dynamodb_store import DEFAULT_INLINE_LIMIT, DynamoDbExecutionStore, due_shard
+from stepwell.core.flow_control import FlowControl
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.flow_control import FlowControl
-from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import (
     Batch,
     CallbackRef,
@@ -26,7 +27,6 @@ from stepwell.model import (
     InputKind,
     make_execution_id,
 )
-from stepwell.payloads import S3PayloadStore
 from stepwell.testing.local import LocalQueue
 
 from .deployment import Deployment

@@ -12,12 +12,12 @@ from aws_durable_execution_sdk_python.config import Duration
 from botocore.awsrequest import AWSResponse
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
+from stepwell.core.log_expiry import LOG_HORIZON_SECONDS, NAME_HOLD_SECONDS
+from stepwell.core.registry import Registry
+from stepwell.core.worker import Known, Worker
 from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
-from stepwell.log_expiry import LOG_HORIZON_SECONDS, NAME_HOLD_SECONDS
 from stepwell.model import ExecutionId
-from stepwell.registry import Registry
-from stepwell.worker import Known, Worker
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver
@@ -252,7 +252,7 @@ def test_an_ended_executions_log_expires_with_it_and_a_running_ones_never(
     driver.run_until_quiet()
     waiting = _operations_items(deployment, execution_id)
     # Waiting for its callback, which has no timeout: the driver fires every schedule, so also the wake-up
-    # armed for the last moment its log was safe (stepwell.log_expiry), which kept it: no batch expires.
+    # armed for the last moment its log was safe (stepwell.core.log_expiry), which kept it: no batch expires.
     assert waiting and all("ttl" not in item for item in waiting)
 
     client.send_callback_success(CALLBACKS[0], json.dumps("ok"))

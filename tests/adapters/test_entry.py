@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
-from stepwell import entry
-from stepwell.client import CALLBACK_EVENT_SOURCE, CALLBACK_FAILURE, CALLBACK_HEARTBEAT, StepwellClient
+from stepwell.aws.timers import schedule_prefix
+from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.definitions.runtime import configure as configure_definitions
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
-from stepwell.timers import schedule_prefix
+from stepwell.core.registry import Registry
+from stepwell.features.definitions.runtime import configure as configure_definitions
+from stepwell.wiring import entry
+from stepwell.wiring.entry import EntryRuntime
+from stepwell.wiring.events import CALLBACK_EVENT_SOURCE, CALLBACK_FAILURE, CALLBACK_HEARTBEAT
 
 from .deployment import Deployment
 from .driver import QueueDriver, callback_id_of
@@ -122,7 +123,7 @@ def test_bus_events_callback_commands_and_rejected_domain_events(
 ) -> None:
     _, driver = stack
     runtime = driver.runtime
-    caplog.set_level(logging.WARNING, logger="stepwell.entry")
+    caplog.set_level(logging.WARNING, logger="stepwell.wiring.entry")
     envelope = {
         "version": "0",
         "id": "e-1",
@@ -174,7 +175,7 @@ def test_a_callback_command_from_another_source_is_refused_and_changes_nothing(
     driver.run_until_quiet(fire_schedules=False)
     callback_id = callback_id_of(client, execution_id)
     history = client.get_execution_history(execution_id)
-    caplog.set_level(logging.WARNING, logger="stepwell.entry")
+    caplog.set_level(logging.WARNING, logger="stepwell.wiring.entry")
     forged = {
         "version": "0",
         "id": "e-forged",

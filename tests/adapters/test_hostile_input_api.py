@@ -13,14 +13,15 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from stepwell.cli import main
-from stepwell.client import StepwellClient, callback_result_text
+from stepwell.cli.definitions import DefinitionsCliError, load_json_text
+from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.definitions.cli import DefinitionsCliError, load_json_text
-from stepwell.definitions.model import DefinitionInvalid
-from stepwell.definitions.store import StoreError
-from stepwell.entry import EntryRuntime
+from stepwell.core.registry import Registry
 from stepwell.errors import InvalidArgument
-from stepwell.registry import Registry
+from stepwell.features.definitions.model import DefinitionInvalid
+from stepwell.features.definitions.store import StoreError
+from stepwell.wiring.entry import EntryRuntime
+from stepwell.wiring.events import callback_result_text
 
 from .deployment import Deployment
 from .driver import QueueDriver, callback_id_of

@@ -6,9 +6,9 @@ import base64
 import json
 
 import pytest
-from stepwell.callback_urls import CallbackUrlHandler
 from stepwell.client import StepwellClient
 from stepwell.console.app import create_app, token_cookie_name
+from stepwell.features.callback_urls import CallbackUrlHandler
 from stepwell.testing.local import LocalStepwell
 
 from .deployment import Deployment

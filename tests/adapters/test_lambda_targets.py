@@ -13,13 +13,14 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.entry import EntryRuntime
-from stepwell.invoke_targets import BotoLambdaInvoker, LambdaInvokeRefused, LambdaResponse, function_error
-from stepwell.registry import Registry
+from stepwell.core.invoke_targets import LambdaInvokeRefused, LambdaResponse, function_error
+from stepwell.core.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import REGION, Deployment
 from .driver import QueueDriver

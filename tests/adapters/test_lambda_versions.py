@@ -15,12 +15,12 @@ import requests
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from moto import mock_aws
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.lambda_versions import LambdaFunctionVersions
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.entry import EntryRuntime
+from stepwell.core.registry import Registry
 from stepwell.errors import ForwardFailed, InvalidArgument
-from stepwell.lambda_versions import LambdaFunctionVersions
-from stepwell.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import REGION, create_deployment
 

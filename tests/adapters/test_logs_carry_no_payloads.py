@@ -10,9 +10,9 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from botocore.exceptions import ClientError
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
+from stepwell.core.registry import Registry
 from stepwell.testing.local import LocalStepwell
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 

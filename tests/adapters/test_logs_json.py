@@ -1,4 +1,4 @@
-"""The worker's structured logs (stepwell.logs): every line one JSON object carrying the execution, its
+"""The worker's structured logs (stepwell.core.logs): every line one JSON object carrying the execution, its
 workflow and the Lambda request id, never a payload; and the EMF record of the same message."""
 
 from __future__ import annotations
@@ -13,15 +13,21 @@ from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
-from stepwell import entry
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
-from stepwell.logs import CONTEXT_FIELDS, JsonFormatter, current_context, install_json_logging, log_context
-from stepwell.metrics import EmfMetrics
+from stepwell.core.logs import (
+    CONTEXT_FIELDS,
+    JsonFormatter,
+    current_context,
+    install_json_logging,
+    log_context,
+)
+from stepwell.core.metrics import EmfMetrics
+from stepwell.core.registry import Registry
 from stepwell.model import ExecutionRecord, ExecutionStatus, InvokeMessage, make_execution_id
-from stepwell.registry import Registry
 from stepwell.testing.local import metric_totals
+from stepwell.wiring import entry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 
@@ -92,7 +98,7 @@ def test_a_message_s_lines_carry_its_execution_workflow_and_request_id(
     assert answer == {"batchItemFailures": []}
     lines = json_lines(caplog.text)
     engine_lines = [line for line in lines if line["logger"].startswith("stepwell")]
-    assert {line["logger"] for line in engine_lines} >= {"stepwell.worker", "stepwell.entry"}
+    assert {line["logger"] for line in engine_lines} >= {"stepwell.core.worker", "stepwell.wiring.entry"}
     for line in engine_lines:
         assert set(line) >= LINE_FIELDS
         assert (line["executionId"], line["workflow"], line["invocationId"]) == (

@@ -10,15 +10,15 @@ import json
 from typing import Any
 
 import pytest
+from stepwell.aws.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
-from stepwell.flow_limits import Concurrency, Rate
-from stepwell.log_expiry import LOG_HORIZON_SECONDS, NAME_HOLD_SECONDS
+from stepwell.core.flow_limits import Concurrency, Rate
+from stepwell.core.log_expiry import LOG_HORIZON_SECONDS, NAME_HOLD_SECONDS
+from stepwell.core.registry import Registry
 from stepwell.model import ExecutionId
-from stepwell.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY
 from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS
-from stepwell.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver, callback_id_of

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from stepwell.client import build_engine
-from stepwell.config import StepwellConfig
-from stepwell.payloads import (
+from stepwell.aws.payloads import (
     RETENTION_TAG_ENDED,
     RETENTION_TAG_KEY,
     PayloadError,
@@ -19,10 +17,7 @@ from stepwell.payloads import (
     is_reference,
     reference_key,
 )
-from stepwell.registry import Registry
-from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
-from stepwell.testing.scheduler import VirtualClock
-from stepwell.timers import (
+from stepwell.aws.timers import (
     WakeScheduler,
     at_expression,
     invoke_message,
@@ -30,7 +25,12 @@ from stepwell.timers import (
     schedule_name,
     schedule_prefix,
 )
-from stepwell.work_queue import SqsWorkQueue
+from stepwell.aws.work_queue import SqsWorkQueue
+from stepwell.config import StepwellConfig
+from stepwell.core.registry import Registry
+from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
+from stepwell.testing.scheduler import VirtualClock
+from stepwell.wiring.build import build_engine
 
 from .deployment import Deployment
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stepwell.aws.work_queue import SqsWorkQueue
+from stepwell.features.reconciler import Reconciler
 from stepwell.model import make_execution_id
-from stepwell.reconciler import Reconciler
-from stepwell.work_queue import SqsWorkQueue
 
 from .deployment import Deployment
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from stepwell.aws.payloads import execution_folder
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
+from stepwell.core.registry import Registry
 from stepwell.errors import ExecutionAlreadyExists
-from stepwell.payloads import execution_folder
-from stepwell.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver

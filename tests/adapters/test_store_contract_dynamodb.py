@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from moto import mock_aws
 from moto.dynamodb.responses import DynamoHandler
-from stepwell.aws import AwsClients
-from stepwell.dynamodb_store import DynamoDbExecutionStore
-from stepwell.dynamodb_store import due_shard as dynamodb_due_shard
-from stepwell.memory_store import due_shard as memory_due_shard
-from stepwell.payloads import S3PayloadStore
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
+from stepwell.aws.dynamodb_store import due_shard as dynamodb_due_shard
+from stepwell.aws.payloads import S3PayloadStore
+from stepwell.memory.store import due_shard as memory_due_shard
 
 from .deployment import REGION, create_deployment
 

@@ -7,9 +7,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from stepwell.dynamodb_store import DynamoDbExecutionStore, tag_entry_partition
+from stepwell.aws.dynamodb_store import DynamoDbExecutionStore, tag_entry_partition
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import InvalidArgument
-from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus
 
 from .deployment import Deployment

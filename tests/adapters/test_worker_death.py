@@ -11,8 +11,8 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
+from stepwell.core.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
 from .driver import QueueDriver

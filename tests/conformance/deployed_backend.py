@@ -55,7 +55,7 @@ import importlib
 import logging
 import sys
 
-from stepwell.registry import register, register_function
+from stepwell.core.registry import register, register_function
 
 from .case_registration import register_case_module
 from .log_rules import LogLine

@@ -19,8 +19,8 @@ from flask.testing import FlaskClient
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.console.app import create_app, token_cookie_name
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
+from stepwell.core.registry import Registry
+from stepwell.wiring.entry import EntryRuntime
 
 CSRF = "test-token-0123456789"
 ACCESS_TOKEN = "test-access-token-0123456789"

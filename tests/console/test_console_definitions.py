@@ -9,7 +9,7 @@ from pathlib import Path
 
 from definitions.harness import DOMAIN, Harness
 from stepwell.console.app import create_app
-from stepwell.definitions.service import DefinitionsService
+from stepwell.features.definitions.service import DefinitionsService
 
 from .conftest import ACCESS_TOKEN, Console, signed_in
 

@@ -27,7 +27,7 @@ def test_the_zip_leaves_out_the_harness_and_the_console(tmp_path: Path) -> None:
     builder = _builder()
     assert frozenset({"console", "testing"}) == builder.ENGINE_EXCLUDED_TOP_LEVEL
     entries = builder.zip_entries(ENGINE_DIR, None, None)
-    assert "stepwell/engine.py" in entries and "stepwell/definitions/schema.json" in entries
+    assert "stepwell/core/engine.py" in entries and "stepwell/features/definitions/schema.json" in entries
     assert not [name for name in entries if name.startswith(("stepwell/console/", "stepwell/testing/"))]
     # Everything else of the package is in it.
     on_disk = {
@@ -46,4 +46,4 @@ def test_the_zip_leaves_out_the_harness_and_the_console(tmp_path: Path) -> None:
 
     with zipfile.ZipFile(output) as archive:
         names = archive.namelist()
-    assert "stepwell/console/app.py" not in names and "stepwell/cli.py" in names
+    assert "stepwell/console/app.py" not in names and "stepwell/cli/__init__.py" in names

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from stepwell.console import graph, timeline
-from stepwell.definitions.validation import parse_definition
+from stepwell.features.definitions.validation import parse_definition
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ORDERS_DEFINITION = Path(__file__).resolve().parents[2] / "examples" / "definitions" / "orders.json"

@@ -6,12 +6,12 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from stepwell.definitions.actions import ENGINE_EVENT_SOURCE, ActionContext, ActionRegistry
-from stepwell.definitions.interpreter import register_interpreter
-from stepwell.definitions.router import EventOutcome, EventSources, PathExtractor, Router
-from stepwell.definitions.runtime import DefinitionsRuntime
-from stepwell.definitions.store import ContextRecord
-from stepwell.registry import Registry
+from stepwell.core.registry import Registry
+from stepwell.features.definitions.actions import ENGINE_EVENT_SOURCE, ActionContext, ActionRegistry
+from stepwell.features.definitions.interpreter import register_interpreter
+from stepwell.features.definitions.router import EventOutcome, EventSources, PathExtractor, Router
+from stepwell.features.definitions.runtime import DefinitionsRuntime
+from stepwell.features.definitions.store import ContextRecord
 from stepwell.testing.local import LocalStepwell
 
 DOMAIN = "acme"

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from stepwell.definitions.actions import (
+from stepwell.features.definitions.actions import (
     HTTP,
     INVOKE_LAMBDA,
     PUT_EVENT,
@@ -24,7 +24,7 @@ from stepwell.definitions.actions import (
     put_event,
     retry_strategy,
 )
-from stepwell.definitions.model import RetryPolicy
+from stepwell.features.definitions.model import RetryPolicy
 
 
 def context(clients: Any = None, bus: str | None = None) -> ActionContext:
@@ -157,7 +157,7 @@ def test_put_event_refuses_the_engines_own_detail_types() -> None:
 
 
 def test_the_deployed_runtime_knows_its_worker_as_an_own_function(monkeypatch: pytest.MonkeyPatch) -> None:
-    from stepwell.definitions.runtime import runtime_from_env
+    from stepwell.features.definitions.runtime import runtime_from_env
 
     for name, value in {
         "STEPWELL_DEFINITIONS_TABLE": "d",

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.definitions import interpreter as interpreter_module
-from stepwell.definitions.budgets import DEFINITION_COST_LIMIT, EXPRESSION_COST_LIMIT
-from stepwell.definitions.expressions import BudgetExceeded, Expression, Meter, compile_expression
-from stepwell.definitions.model import DefinitionInvalid
-from stepwell.definitions.runtime import runtime_from_env
-from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.features.definitions import interpreter as interpreter_module
+from stepwell.features.definitions.budgets import DEFINITION_COST_LIMIT, EXPRESSION_COST_LIMIT
+from stepwell.features.definitions.expressions import BudgetExceeded, Expression, Meter, compile_expression
+from stepwell.features.definitions.model import DefinitionInvalid
+from stepwell.features.definitions.runtime import runtime_from_env
+from stepwell.features.definitions.validation import parse_definition, validate_definition
 
 from .harness import Harness
 
@@ -225,8 +225,8 @@ def test_the_runtime_built_from_the_environment_takes_its_budgets(monkeypatch: p
 
 
 def test_the_runtime_built_from_the_config_takes_its_budgets() -> None:
-    from stepwell.aws import AwsClients
-    from stepwell.definitions.service import runtime_from_config
+    from stepwell.aws.clients import AwsClients
+    from stepwell.features.definitions.service import runtime_from_config
 
     config = StepwellConfig.from_env(
         {

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepwell.definitions.cli import DefinitionsCliError, add_commands, run
-from stepwell.definitions.model import DefinitionNotFound
-from stepwell.definitions.router import EventOutcome
-from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.validation import DefinitionInvalid
+from stepwell.cli.definitions import DefinitionsCliError, add_commands, run
+from stepwell.features.definitions.model import DefinitionNotFound
+from stepwell.features.definitions.router import EventOutcome
+from stepwell.features.definitions.service import DefinitionsService
+from stepwell.features.definitions.validation import DefinitionInvalid
 
 from .harness import Harness
 from .test_examples import EXAMPLES

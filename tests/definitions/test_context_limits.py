@@ -10,17 +10,17 @@ from adapters.deployment import Deployment
 from adapters.driver import QueueDriver
 from aws_durable_execution_sdk_python.exceptions import ExecutionError
 from stepwell.client import StepwellClient
-from stepwell.definitions import interpreter as interpreter_module
-from stepwell.definitions.actions import default_actions
-from stepwell.definitions.router import MAX_EVENT_NESTING, nesting_depth
-from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.store import (
+from stepwell.features.definitions import interpreter as interpreter_module
+from stepwell.features.definitions.actions import default_actions
+from stepwell.features.definitions.router import MAX_EVENT_NESTING, nesting_depth
+from stepwell.features.definitions.service import DefinitionsService
+from stepwell.features.definitions.store import (
     MAX_CONTEXT_DATA_BYTES,
     ContextDataTooLarge,
     ContextRecord,
     MemoryContextStore,
 )
-from stepwell.entry import EntryRuntime
+from stepwell.wiring.entry import EntryRuntime
 
 from .harness import Harness, envelope
 from .test_nodes import graph

@@ -9,11 +9,11 @@ import pytest
 from adapters.deployment import Deployment
 from adapters.driver import QueueDriver
 from stepwell.client import StepwellClient
-from stepwell.definitions import router as router_module
-from stepwell.definitions.expressions import Expression, Meter
-from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.validation import parse_definition
-from stepwell.entry import EntryRuntime
+from stepwell.features.definitions import router as router_module
+from stepwell.features.definitions.expressions import Expression, Meter
+from stepwell.features.definitions.service import DefinitionsService
+from stepwell.features.definitions.validation import parse_definition
+from stepwell.wiring.entry import EntryRuntime
 
 from .harness import Harness
 from .test_nodes import graph

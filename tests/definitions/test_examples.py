@@ -14,9 +14,13 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from stepwell.definitions.actions import ActionContext
-from stepwell.definitions.store import DynamoDbContextStore, DynamoDbDefinitionStore, DynamoDbEventLog
-from stepwell.definitions.validation import parse_definition
+from stepwell.features.definitions.actions import ActionContext
+from stepwell.features.definitions.store import (
+    DynamoDbContextStore,
+    DynamoDbDefinitionStore,
+    DynamoDbEventLog,
+)
+from stepwell.features.definitions.validation import parse_definition
 
 from .harness import Harness, envelope
 from .test_store import REGION, SUBJECT_INDEX, create_tables
@@ -75,7 +79,7 @@ def onboarding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 def test_the_example_definitions_validate_with_their_actions() -> None:
     onboarding_actions = load_module("onboarding_actions")
     orders_actions = load_module("orders_actions")
-    from stepwell.definitions.actions import ActionRegistry
+    from stepwell.features.definitions.actions import ActionRegistry
 
     registry = ActionRegistry()
     onboarding_actions.register(registry)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from stepwell.definitions.expressions import ExpressionError, compile_expression
+from stepwell.features.definitions.expressions import ExpressionError, compile_expression
 
 ENV: dict[str, Any] = {
     "data": {"age": 30, "plan": "pro", "tags": ["a", "b"], "nested": {"x": [1, {"y": 5}]}, "flag": False},

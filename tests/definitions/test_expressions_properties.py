@@ -13,15 +13,15 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stepwell.definitions.expressions import (
+from stepwell.features.definitions.expressions import (
     MAX_DEPTH,
     MAX_EXPRESSION_LENGTH,
     MAX_INTEGER_BITS,
     ExpressionError,
     compile_expression,
 )
-from stepwell.definitions.model import DefinitionInvalid, parse_duration
-from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.features.definitions.model import DefinitionInvalid, parse_duration
+from stepwell.features.definitions.validation import parse_definition, validate_definition
 
 from .test_validation import base
 

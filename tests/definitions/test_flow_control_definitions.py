@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepwell.definitions import SCHEMA_PATH
-from stepwell.definitions.actions import ActionContext
-from stepwell.definitions.interpreter import definition_flow
-from stepwell.definitions.validation import parse_definition, validate_definition
+from stepwell.core.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS
 from stepwell.errors import InvalidArgument
-from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS
+from stepwell.features.definitions import SCHEMA_PATH
+from stepwell.features.definitions.actions import ActionContext
+from stepwell.features.definitions.interpreter import definition_flow
+from stepwell.features.definitions.validation import parse_definition, validate_definition
 from stepwell.model import FlowLimit
 
 from .harness import DOMAIN, Harness
@@ -289,9 +289,9 @@ def test_a_key_with_no_usable_value_fails_its_context_and_blocks_no_other_start(
 def test_a_client_resolves_a_contexts_limits_when_it_creates_it() -> None:
     """A client (no workflow code) starts contexts through `process_event`: the interpreter's resolver is
     registered there too, so the start is refused or limited at creation as in the worker."""
-    from stepwell.client import AnyWorkflowRegistry
-    from stepwell.definitions.interpreter import INTERPRETER_NAME
+    from stepwell.features.definitions.interpreter import INTERPRETER_NAME
     from stepwell.testing.local import LocalStepwell
+    from stepwell.wiring.build import AnyWorkflowRegistry
 
     local = LocalStepwell(registry=AnyWorkflowRegistry())
     definition = limited(concurrency={"limit": 3, "key": "event.data.tenant"})

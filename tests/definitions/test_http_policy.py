@@ -25,9 +25,15 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stepwell.definitions import outbound
-from stepwell.definitions.actions import HTTP, ActionContext, ActionError, PermanentActionError, http_request
-from stepwell.definitions.outbound import OutboundPolicy, RequestRefused, non_public_reason
+from stepwell.features.definitions import outbound
+from stepwell.features.definitions.actions import (
+    HTTP,
+    ActionContext,
+    ActionError,
+    PermanentActionError,
+    http_request,
+)
+from stepwell.features.definitions.outbound import OutboundPolicy, RequestRefused, non_public_reason
 
 from .harness import Harness
 from .test_actions import context

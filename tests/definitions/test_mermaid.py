@@ -4,8 +4,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from stepwell.definitions.mermaid import render_image, to_mermaid
-from stepwell.definitions.validation import parse_definition
+from stepwell.features.definitions.mermaid import render_image, to_mermaid
+from stepwell.features.definitions.validation import parse_definition
 
 from .test_validation import base
 

@@ -6,8 +6,8 @@ import threading
 import time
 from typing import Any
 
-from stepwell.definitions.actions import ActionContext, PermanentActionError
-from stepwell.definitions.interpreter import MAX_ACTIONS_AT_ONCE
+from stepwell.features.definitions.actions import ActionContext, PermanentActionError
+from stepwell.features.definitions.interpreter import MAX_ACTIONS_AT_ONCE
 
 from .harness import Harness
 
@@ -384,8 +384,8 @@ def test_loop_with_a_wait(harness: Harness) -> None:
 
 
 def test_an_invalid_definition_in_the_input_fails_its_context(harness: Harness) -> None:
-    from stepwell.definitions.interpreter import INTERPRETER_NAME
-    from stepwell.definitions.store import ContextRecord
+    from stepwell.features.definitions.interpreter import INTERPRETER_NAME
+    from stepwell.features.definitions.store import ContextRecord
 
     record = ContextRecord(
         domain="acme",

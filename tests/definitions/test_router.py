@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from stepwell.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS
-from stepwell.definitions.router import (
+from stepwell.features.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS
+from stepwell.features.definitions.router import (
     EXTRACTOR_ENV,
     ORPHAN_AFTER_SECONDS,
     ExtractedEvent,
@@ -18,7 +18,7 @@ from stepwell.definitions.router import (
     register_extractor,
     unregister_extractor,
 )
-from stepwell.definitions.store import ContextRecord
+from stepwell.features.definitions.store import ContextRecord
 
 from .harness import PINGS, Harness, envelope
 
@@ -145,7 +145,7 @@ def test_a_subject_that_is_not_a_string_is_rejected_without_its_data_in_the_log(
     h.put(journey())
     event = envelope("signed_up", "x", event_id="leaky")
     event["detail"]["subjectId"] = {"ssn": "123-45-6789"}
-    caplog.set_level(logging.WARNING, logger="stepwell.definitions.router")
+    caplog.set_level(logging.WARNING, logger="stepwell.features.definitions.router")
     outcome = h.router.process_event(event)
     assert outcome.status == "rejected"
     assert outcome.reason == "extractor failed: the event's subject must be a string, got dict"

@@ -10,12 +10,12 @@ import json
 from typing import Any
 
 import pytest
-from stepwell.definitions.actions import ActionContext
-from stepwell.definitions.router import Router, _digest
-from stepwell.definitions.store import ContextRecord, StoredWorkflow
-from stepwell.definitions.validation import parse_definition
-from stepwell.entry import EntryRuntime
+from stepwell.features.definitions.actions import ActionContext
+from stepwell.features.definitions.router import Router, _digest
+from stepwell.features.definitions.store import ContextRecord, StoredWorkflow
+from stepwell.features.definitions.validation import parse_definition
 from stepwell.model import ExecutionStatus
+from stepwell.wiring.entry import EntryRuntime
 
 from .harness import DOMAIN, PINGS, Harness, envelope
 from .test_examples import EXAMPLES
@@ -165,7 +165,7 @@ def test_with_little_time_left_the_invocation_leaves_its_contexts_to_messages(h:
 
 
 def test_the_entry_tells_the_router_the_lambda_invocation_s_time_left() -> None:
-    from stepwell.entry import _time_left
+    from stepwell.wiring.entry import _time_left
 
     class LambdaContext:
         def get_remaining_time_in_millis(self) -> int:

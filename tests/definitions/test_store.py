@@ -9,8 +9,8 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from stepwell.definitions.model import DefinitionInvalid
-from stepwell.definitions.store import (
+from stepwell.features.definitions.model import DefinitionInvalid
+from stepwell.features.definitions.store import (
     ContextRecord,
     ContextStore,
     DefinitionStore,
@@ -449,7 +449,7 @@ def test_context_ids_are_checked(stores: Stores) -> None:
 
 @pytest.mark.parametrize("stores", ["dynamodb"], indirect=True)
 def test_contexts_share_the_executions_table_with_engine_items(stores: Stores) -> None:
-    from stepwell.dynamodb_store import DynamoDbExecutionStore
+    from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
     from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus
 
     engine_store = DynamoDbExecutionStore(

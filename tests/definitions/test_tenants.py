@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from stepwell.definitions import actions
-from stepwell.definitions import router as router_module
-from stepwell.definitions.actions import (
+from stepwell.cli.definitions import run
+from stepwell.features.definitions import actions
+from stepwell.features.definitions import router as router_module
+from stepwell.features.definitions.actions import (
     ENGINE_EVENT_SOURCE,
     EVENT_CHAIN_KEY,
     EVENT_DEPTH_KEY,
@@ -22,9 +23,8 @@ from stepwell.definitions.actions import (
     PUT_EVENT,
     put_event,
 )
-from stepwell.definitions.cli import run
-from stepwell.definitions.router import EventSources, EventSourcesError, PathExtractor, Router
-from stepwell.definitions.service import DefinitionsService
+from stepwell.features.definitions.router import EventSources, EventSourcesError, PathExtractor, Router
+from stepwell.features.definitions.service import DefinitionsService
 
 from .harness import Harness
 from .test_cli import parser

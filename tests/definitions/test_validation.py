@@ -12,8 +12,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from stepwell.definitions import SCHEMA_PATH
-from stepwell.definitions.model import (
+from stepwell.features.definitions import SCHEMA_PATH
+from stepwell.features.definitions.model import (
     DEFINITION_ITEM_OVERHEAD,
     MAX_DEFINITION_BYTES,
     DefinitionInvalid,
@@ -21,8 +21,8 @@ from stepwell.definitions.model import (
     parse_duration,
     parse_instant,
 )
-from stepwell.definitions.store import MAX_ID_LENGTH, VERSIONS_SUFFIX, DynamoDbDefinitionStore
-from stepwell.definitions.validation import (
+from stepwell.features.definitions.store import MAX_ID_LENGTH, VERSIONS_SUFFIX, DynamoDbDefinitionStore
+from stepwell.features.definitions.validation import (
     parse_definition,
     parse_storable_definition,
     unregistered_actions,
@@ -277,7 +277,7 @@ def test_published_schema_matches_the_node_types() -> None:
     schema = json.loads(Path(SCHEMA_PATH).read_text())
     assert schema["properties"]["schemaVersion"] == {"const": 1}
     types = {variant["properties"]["type"]["const"] for variant in schema["$defs"]["node"]["oneOf"]}
-    from stepwell.definitions.model import NODE_TYPES
+    from stepwell.features.definitions.model import NODE_TYPES
 
     assert types == set(NODE_TYPES)
     # The repository's examples validate against the engine's rules.

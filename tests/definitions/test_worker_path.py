@@ -1,7 +1,7 @@
 """The worker path on the AWS adapters (moto): bus envelope -> work queue -> worker entry -> router ->
 interpreter executions on the DynamoDB store, timers through EventBridge Scheduler, on a virtual clock.
 
-The entry is wired as the deployed worker's (`stepwell.entry.load_runtime`): bus events that are not
+The entry is wired as the deployed worker's (`stepwell.wiring.entry.load_runtime`): bus events that are not
 callback commands go to the definitions Router built by `install`.
 """
 
@@ -16,14 +16,14 @@ import pytest
 from adapters.deployment import Deployment, create_deployment
 from adapters.driver import QueueDriver
 from moto import mock_aws
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
-from stepwell.definitions.actions import ActionContext, default_actions
-from stepwell.definitions.runtime import configure
-from stepwell.definitions.service import DefinitionsService, install
-from stepwell.entry import EntryRuntime
-from stepwell.registry import Registry
+from stepwell.core.registry import Registry
+from stepwell.features.definitions.actions import ActionContext, default_actions
+from stepwell.features.definitions.runtime import configure
+from stepwell.features.definitions.service import DefinitionsService, install
+from stepwell.wiring.entry import EntryRuntime
 
 from .test_examples import EXAMPLES, document
 

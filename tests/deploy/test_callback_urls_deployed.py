@@ -164,7 +164,7 @@ def test_the_signing_secret_is_read_from_secrets_manager_and_ssm_on_the_backend(
 ) -> None:
     """The callbacks function's secret reads (GetSecretValue, GetParameter with decryption) against the
     backend itself, as the function makes them at its cold start: boto3 pointed there by its environment."""
-    from stepwell.callback_urls import read_secret
+    from stepwell.features.callback_urls import read_secret
 
     backend = deployed_stack.backend
     for name, value in backend.environment().items():

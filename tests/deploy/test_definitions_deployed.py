@@ -17,8 +17,8 @@ from typing import Any
 
 from deployed_backend import DeployedTarget
 from stepwell.client import StepwellClient
-from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.store import ContextRecord
+from stepwell.features.definitions.service import DefinitionsService
+from stepwell.features.definitions.store import ContextRecord
 from stepwell.testing.deployed_fixtures import DeployedStack
 
 WAIT_SECONDS = 240.0
@@ -178,7 +178,7 @@ def test_resume_claims_and_the_waits_record_on_the_deployed_tables(deployed_stac
     """The router's resume claim (a conditional put answering with the standing record), a chain's budget
     of starts (a conditional counter) and the domain's waits record (an update in the definition's
     transaction, read with the definitions), on the backend's own DynamoDB."""
-    from stepwell.definitions.store import DynamoDbDefinitionStore, DynamoDbEventLog
+    from stepwell.features.definitions.store import DynamoDbDefinitionStore, DynamoDbEventLog
 
     config = deployed_stack.client_config
     dynamodb = deployed_stack.backend.client("dynamodb")

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from deployed_backend import DeployedTarget
 from history_model import check_history_against_model
+from stepwell.aws.payloads import execution_folder
 from stepwell.client import StepwellClient
-from stepwell.payloads import execution_folder
 from stepwell.testing.deployed_fixtures import DeployedStack
 
 from .test_failures_deployed import _drive

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from deployed_backend import FINISHED, DeployedTarget
+from stepwell.aws.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY, execution_folder
 from stepwell.client import StepwellClient
-from stepwell.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY, execution_folder
 from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lifecycle import BucketLifecycle
 from stepwell.testing.scheduler import VirtualClock

@@ -16,7 +16,7 @@ import pytest
 from deployed_backend import DeployedTarget
 from stepwell.client import StepwellClient
 from stepwell.errors import InvalidArgument
-from stepwell.schedules import (
+from stepwell.features.schedules import (
     SCHEDULE_NAME_PREFIX,
     ScheduleNotFound,
     execution_name,

@@ -216,7 +216,7 @@ def test_scheduler_role_trust_and_least_privilege(
 def test_worker_function_environment_and_role(deployed_stack: DeployedStack, config: dict[str, Any]) -> None:
     lam = deployed_stack.backend.client("lambda")
     function = lam.get_function_configuration(FunctionName=config["worker_function_name"])
-    assert function["Handler"] == "stepwell.entry.handler"
+    assert function["Handler"] == "stepwell.wiring.entry.handler"
     assert function["Runtime"] == EXPECTED["runtime"]
     assert function["Architectures"] == [EXPECTED["architecture"]]
     assert function["MemorySize"] == EXPECTED["memory_size"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from deployed_backend import DeployedTarget
 from stepwell.client import StepwellClient
-from stepwell.status_events import STATUS_EVENT_DETAIL_TYPE, STATUS_EVENT_SOURCE
+from stepwell.core.status_events import STATUS_EVENT_DETAIL_TYPE, STATUS_EVENT_SOURCE
 from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import DeployedStack
 

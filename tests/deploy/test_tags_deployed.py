@@ -11,9 +11,9 @@ import uuid
 from typing import Any
 
 from deployed_backend import DeployedTarget
+from stepwell.aws.dynamodb_store import tag_entry_partition
 from stepwell.client import StepwellClient
-from stepwell.dynamodb_store import tag_entry_partition
-from stepwell.log_expiry import NAME_HOLD_SECONDS
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import ExecutionRecord
 from stepwell.testing.deployed_fixtures import DeployedStack
 

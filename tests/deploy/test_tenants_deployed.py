@@ -12,9 +12,9 @@ from typing import Any
 
 from deployed_backend import DeployedTarget
 from stepwell.client import StepwellClient
-from stepwell.definitions.actions import ENGINE_EVENT_SOURCE, PUT_EVENT
-from stepwell.definitions.service import DefinitionsService
-from stepwell.status_events import STATUS_EVENT_SOURCE
+from stepwell.core.status_events import STATUS_EVENT_SOURCE
+from stepwell.features.definitions.actions import ENGINE_EVENT_SOURCE, PUT_EVENT
+from stepwell.features.definitions.service import DefinitionsService
 from stepwell.testing.deployed_fixtures import DeployedStack
 
 from .test_definitions_deployed import contexts, journey, put_events, settle_until, source_for

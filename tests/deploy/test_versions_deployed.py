@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 from deployed_backend import FINISHED, DeployedTarget
+from stepwell.aws.lambda_versions import LambdaFunctionVersions
 from stepwell.client import StepwellClient
-from stepwell.lambda_versions import LambdaFunctionVersions
+from stepwell.core.versions import prune_versions
 from stepwell.testing.deployed_fixtures import DeployedStack
-from stepwell.versions import prune_versions
 
 from deploy.versioned import VERSIONED_MODULE, VERSIONED_SOURCES
 

@@ -9,9 +9,9 @@ import time
 import uuid
 
 from deployed_backend import FINISHED, DeployedTarget
+from stepwell.aws.timers import schedule_name, schedule_prefix
 from stepwell.client import StepwellClient
 from stepwell.testing.deployed_fixtures import DeployedStack
-from stepwell.timers import schedule_name, schedule_prefix
 
 from .test_failures_deployed import _callback_id
 

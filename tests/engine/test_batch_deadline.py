@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.entry import BATCH_RESERVE_SECONDS, EntryRuntime, MessageResult
 from stepwell.testing.local import LocalStepwell
+from stepwell.wiring.entry import BATCH_RESERVE_SECONDS, EntryRuntime, MessageResult
 
 # The slow workflow's step waits for this (the test lets it go); its runs are counted.
 RELEASE = threading.Event()

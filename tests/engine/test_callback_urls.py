@@ -1,4 +1,4 @@
-"""Callback URLs (stepwell.callback_urls): the function URL handler in-process, on the local engine.
+"""Callback URLs (stepwell.features.callback_urls): the function URL handler in-process, on the local engine.
 
 Every refusal asserts that nothing changed: no external input, the callback still open, nothing queued.
 """
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import stepwell
-from stepwell.callback_urls import (
+from stepwell.errors import InvalidArgument
+from stepwell.features.callback_urls import (
     CALLBACK_URL_ENV,
     DEFAULT_MAX_BODY_BYTES,
     CallbackUrlHandler,
@@ -24,7 +25,6 @@ from stepwell.callback_urls import (
     id_fingerprint,
     signature,
 )
-from stepwell.errors import InvalidArgument
 from stepwell.model import ExecutionStatus, InputKind
 from stepwell.testing.local import LocalStepwell
 
@@ -86,7 +86,8 @@ def signed(
     now: float,
     method: str = "POST",
 ) -> dict[str, str]:
-    """The headers of a request to `path` signed as a sender does (stepwell.callback_urls.signature)."""
+    """The headers of a request to `path` signed as a sender does
+    (stepwell.features.callback_urls.signature)."""
     stamp = str(int(now) if timestamp is None else timestamp)
     return {
         "X-Stepwell-Timestamp": stamp,

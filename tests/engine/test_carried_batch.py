@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.journal import Journal, decode_body
+from stepwell.core.journal import Journal, decode_body
 from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell, metric_totals
 

@@ -1,5 +1,5 @@
 """A checkpoint that only starts or ends child contexts rides with the next batch instead of a write of its
-own (stepwell.service): fewer writes, the same history, and a crash before that batch loses nothing a
+own (stepwell.core.service): fewer writes, the same history, and a crash before that batch loses nothing a
 replay does not record again. A checkpoint that something outside the run waits on is written at once."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from aws_durable_execution_sdk_python.lambda_service import (
     OperationType,
     WaitOptions,
 )
-from stepwell.journal import decode_body, new_callback_key
+from stepwell.core.journal import decode_body, new_callback_key
+from stepwell.core.service import StoreServiceClient
 from stepwell.model import ExecutionRecord, ExecutionStatus
-from stepwell.service import StoreServiceClient
 from stepwell.testing.local import LocalStepwell
 from test_journal_and_service import CALLBACK, FAIL, START, STEP, SUCCEED, update
 

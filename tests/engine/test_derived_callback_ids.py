@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import ChildConfig
-from stepwell.journal import decode_body, derived_callback_id, new_callback_key
+from stepwell.core.journal import decode_body, derived_callback_id, new_callback_key
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
 

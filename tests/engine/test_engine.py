@@ -10,6 +10,7 @@ import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
+from stepwell.aws.work_queue import QueueError
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
@@ -19,10 +20,9 @@ from stepwell.errors import (
     WorkflowNotFound,
 )
 from stepwell.limits import PayloadLimits
-from stepwell.memory_store import MemoryExecutionStore
+from stepwell.memory.store import MemoryExecutionStore
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import ExecutionStuck, LocalStepwell
-from stepwell.work_queue import QueueError
 
 
 def event_types(local: LocalStepwell, execution_id: str) -> list[str]:
@@ -595,7 +595,7 @@ def test_an_invocation_that_keeps_crashing_fails_the_execution(stepwell_local: L
 def test_workflow_modules_from_the_environment_register_their_handlers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from stepwell.registry import default_registry, import_workflow_modules
+    from stepwell.core.registry import default_registry, import_workflow_modules
 
     monkeypatch.setenv("STEPWELL_WORKFLOW_MODULES", "workflow_module_for_import, ")
     try:

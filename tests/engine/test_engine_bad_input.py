@@ -13,9 +13,9 @@ import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
-from stepwell.engine import MAX_ERROR_BYTES
+from stepwell.core.engine import MAX_ERROR_BYTES
+from stepwell.core.journal import derived_callback_id, new_callback_id, new_callback_key
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyExists, InvalidArgument
-from stepwell.journal import derived_callback_id, new_callback_id, new_callback_key
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound, LogOfEarlierExecution
-from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 

@@ -1,4 +1,4 @@
-"""Flow control per key (stepwell.flow_control) on the local backend: concurrency limits queue executions
+"""Flow control per key (stepwell.core.flow_control) on the local backend: concurrency limits queue executions
 and start them in order as slots free, rate limits delay them to the times a sliding window allows, and
 neither loses or doubles a start (crashed holders, stops, timeouts, duplicate messages, children)."""
 
@@ -11,12 +11,12 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell import Concurrency, Rate
-from stepwell.engine import Engine
+from stepwell.core.engine import Engine
+from stepwell.core.flow_control import FLOW_LEASE_SECONDS
+from stepwell.core.registry import Registry
 from stepwell.errors import InvalidArgument
-from stepwell.flow_control import FLOW_LEASE_SECONDS
+from stepwell.features.reconciler import Reconciler
 from stepwell.model import ExecutionQuery, ExecutionStatus, FlowLimit, InvokeMessage
-from stepwell.reconciler import Reconciler
-from stepwell.registry import Registry
 from stepwell.testing.local import LocalStepwell, metric_totals
 
 HOLD_SECONDS = 10

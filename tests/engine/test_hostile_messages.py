@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import workflows
-from stepwell.client import CALLBACK_EVENT_SOURCE, CALLBACK_SUCCESS
-from stepwell.entry import EntryRuntime, decode_body
+from stepwell.core.worker import parse_invoke_message
 from stepwell.errors import InvalidMessage
 from stepwell.testing.local import LocalStepwell
-from stepwell.worker import parse_invoke_message
+from stepwell.wiring.entry import EntryRuntime, decode_body
+from stepwell.wiring.events import CALLBACK_EVENT_SOURCE, CALLBACK_SUCCESS
 
 from tests.definitions.harness import Harness
 

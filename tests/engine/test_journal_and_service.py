@@ -15,13 +15,13 @@ from aws_durable_execution_sdk_python.lambda_service import (
     OperationUpdate,
     WaitOptions,
 )
+from stepwell.core.journal import Journal, decode_body
+from stepwell.core.registry import Registry
+from stepwell.core.service import StoreServiceClient
+from stepwell.core.worker import parse_invoke_message
 from stepwell.errors import DuplicateWorkflow, InvalidMessage, InvalidWorkflowName, SequenceConflict
-from stepwell.journal import Journal, decode_body
 from stepwell.model import Batch, ExecutionRecord, ExecutionStatus, ExternalInput, InputKind
-from stepwell.registry import Registry
-from stepwell.service import StoreServiceClient
 from stepwell.testing.local import LocalStepwell
-from stepwell.worker import parse_invoke_message
 
 EXECUTION = "default#wf#subject/instance"
 NOW = 1_800_000_000.0

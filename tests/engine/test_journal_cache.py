@@ -11,13 +11,13 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from aws_durable_execution_sdk_python.lambda_service import OperationAction, OperationType, OperationUpdate
-from stepwell.engine import Engine
+from stepwell.core.engine import Engine
+from stepwell.core.journal import Journal, decode_body
+from stepwell.core.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
+from stepwell.core.worker import Worker
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.journal import Journal, decode_body
-from stepwell.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
 from stepwell.model import Batch, ExecutionStatus, ExternalInput, InvokeMessage
 from stepwell.testing.local import LocalStepwell
-from stepwell.worker import Worker
 
 CYCLES = 12
 
@@ -357,11 +357,11 @@ def test_nothing_is_kept_when_disabled_and_bad_options_are_refused() -> None:
 @pytest.fixture
 def moto_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from moto import mock_aws
-    from stepwell.aws import AwsClients
+    from stepwell.aws.clients import AwsClients
     from stepwell.clock import VirtualClock
-    from stepwell.entry import EntryRuntime
-    from stepwell.registry import Registry
+    from stepwell.core.registry import Registry
     from stepwell.testing.mock_deployment import REGION, create_deployment
+    from stepwell.wiring.entry import EntryRuntime
 
     for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(variable, raising=False)

@@ -36,13 +36,13 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from stepwell.clock import VirtualClock
-from stepwell.engine import Engine
+from stepwell.core.engine import Engine
+from stepwell.core.journal import TERMINAL_STATUSES, Journal, decode_body, encode_body
+from stepwell.core.registry import Registry
+from stepwell.core.service import StoreServiceClient
 from stepwell.errors import CallbackNotFound, SequenceConflict, StaleCheckpointToken
-from stepwell.journal import TERMINAL_STATUSES, Journal, decode_body, encode_body
-from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
+from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InputKind
-from stepwell.registry import Registry
-from stepwell.service import StoreServiceClient
 from stepwell.testing.local import LocalQueue
 from test_journal_and_service import CALLBACK, FAIL, START, STEP, SUCCEED, WAIT, update
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from stepwell.core.worker import Known, Worker
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
-from stepwell.worker import Known, Worker
 
 
 @durable_execution

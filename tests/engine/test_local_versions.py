@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from stepwell.core.versions import prune_versions
+from stepwell.core.worker import Known
 from stepwell.errors import ExecutionAlreadyEnded, ForwardFailed, InvalidArgument, VersionNotFound
 from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
-from stepwell.versions import prune_versions
-from stepwell.worker import Known
 
 
 @durable_execution
@@ -158,7 +158,7 @@ def test_a_message_pinned_to_a_deleted_version_is_a_clear_forward_failure() -> N
     with pytest.raises(ForwardFailed, match="no published version '1'") as failure:
         local.run_to_completion(execution_id)
     assert failure.value.version == "1" and failure.value.version_missing
-    # It waits for an operator's upgrade, however late: its log no longer expires (stepwell.log_expiry).
+    # It waits for an operator's upgrade, however late: its log no longer expires (stepwell.core.log_expiry).
     assert local.store.batch_expiries(execution_id) and not any(local.store.batch_expiries(execution_id))
     local.clock.advance_to(local.clock.now() + 400 * 86_400)
     assert local.store.remove_expired_batches(local.clock.now()) == 0

@@ -1,5 +1,6 @@
 """An execution's log expires a retention period after its end, at most a horizon later, and never while
-it runs (stepwell.log_expiry): the writes that cost, and the executions that wait long enough to pay them."""
+it runs (stepwell.core.log_expiry): the writes that cost, and the executions that wait long enough to pay
+them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from stepwell.core.log_expiry import LOG_HORIZON_SECONDS, MESSAGE_LIFETIME_SECONDS, LogExpiry
 from stepwell.errors import LogIncomplete
-from stepwell.log_expiry import LOG_HORIZON_SECONDS, MESSAGE_LIFETIME_SECONDS, LogExpiry
-from stepwell.memory_store import MemoryExecutionStore
+from stepwell.memory.store import MemoryExecutionStore
 from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
 
@@ -178,7 +179,7 @@ def test_an_end_settled_late_expires_from_the_end_not_from_the_late_run(
 ) -> None:
     """A stop's message that comes days late (a redrive from the DLQ, say) logs the end then: that batch
     expires a retention period after the stop, as the log before it does, so no item of the execution
-    outlives its own record (which holds the name: stepwell.log_expiry.NAME_HOLD_SECONDS)."""
+    outlives its own record (which holds the name: stepwell.core.log_expiry.NAME_HOLD_SECONDS)."""
     execution_id, store = _waiting_on_open_callback(stepwell_local)
     written = len(store.batch_expiries(execution_id))
     assert stepwell_local.engine.stop_execution(execution_id)

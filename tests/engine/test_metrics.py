@@ -1,4 +1,5 @@
-"""The worker's metrics (stepwell.metrics): one EMF record per message handled, with the contract's names,
+"""The worker's metrics (stepwell.core.metrics): one EMF record per message handled, with the contract's
+names,
 units and dimension sets, and each fact counted once where it is decided, however messages repeat."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from typing import Any
 import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
-from stepwell.journal import encode_body
-from stepwell.metrics import TIMINGS, UNITS, EmfMetrics, Metric
+from stepwell.core.journal import encode_body
+from stepwell.core.metrics import TIMINGS, UNITS, EmfMetrics, Metric
+from stepwell.core.registry import Registry
 from stepwell.model import Batch, InvokeMessage
-from stepwell.registry import Registry
 from stepwell.testing.local import LocalStepwell, MemoryMetrics, check_emf_record, metric_totals
 from versioned_stack import VersionedStack
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
-from stepwell.callback_urls import CallbackUrlHandler
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.definitions.interpreter import INTERPRETER_NAME
-from stepwell.engine import INPUT_BOUNDED_ELSEWHERE
+from stepwell.core.engine import INPUT_BOUNDED_ELSEWHERE
 from stepwell.errors import InvalidArgument, PayloadTooLarge
+from stepwell.features.callback_urls import CallbackUrlHandler
+from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.limits import (
     AWS_MAX_CALLBACK_RESULT_BYTES,
     DEFAULT_MAX_CALLBACK_RESULT_BYTES,

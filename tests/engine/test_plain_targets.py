@@ -12,7 +12,7 @@ from aws_durable_execution_sdk_python.config import InvokeConfig
 from aws_durable_execution_sdk_python.exceptions import InvokeError
 from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
 from history_model import check_history_against_model
-from stepwell.invoke_targets import TARGET_RULE, MemoryLambdaInvoker
+from stepwell.core.invoke_targets import TARGET_RULE, MemoryLambdaInvoker
 from stepwell.model import ExecutionStatus, child_execution_id
 from stepwell.testing.local import LocalStepwell
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 from stepwell import Concurrency, Rate
+from stepwell.core.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, resolve_flow
+from stepwell.core.invoke_targets import MemoryLambdaInvoker
+from stepwell.core.registry import MAX_EXECUTION_TIMEOUT_SECONDS, Registry, WorkflowOptions
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
-from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, resolve_flow
-from stepwell.invoke_targets import MemoryLambdaInvoker
 from stepwell.model import FlowLimit
-from stepwell.registry import MAX_EXECUTION_TIMEOUT_SECONDS, Registry, WorkflowOptions
 
 PRICING = "arn:aws:lambda:eu-west-1:123456789012:function:pricing"
 PRICING_ELSEWHERE = "arn:aws:lambda:us-east-1:210987654321:function:pricing"

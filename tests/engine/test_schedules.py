@@ -1,4 +1,4 @@
-"""Scheduled starts (stepwell.schedules): one execution per occurrence whatever the deliveries, the
+"""Scheduled starts (stepwell.features.schedules): one execution per occurrence whatever the deliveries, the
 overlap policies, and messages that cannot start anything dropped with a clear reason."""
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import workflows
-from stepwell.entry import EntryRuntime
 from stepwell.errors import InvalidArgument
-from stepwell.model import ExecutionStatus
-from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS
-from stepwell.schedules import (
+from stepwell.features.schedules import (
     check_schedule_expression,
     check_schedule_name,
     check_timezone,
     parse_scheduled_start,
     scheduled_start_message,
 )
+from stepwell.model import ExecutionStatus
+from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS
 from stepwell.testing.local import LocalStepwell
 from stepwell.testing.scheduler import SchedulerFirer
+from stepwell.wiring.entry import EntryRuntime
 
 
 def fired(schedule: str, workflow: str, at: str, overlap: str = "ALLOW", input: Any = None) -> dict[str, Any]:

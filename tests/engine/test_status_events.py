@@ -1,4 +1,4 @@
-"""Status-change events (stepwell.status_events): one event per change of an execution's status, with the
+"""Status-change events (stepwell.core.status_events): one event per change of an execution's status, with the
 documented detail, never a second one for duplicated messages, and never lost when the bus refuses one."""
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ import boto3
 import pytest
 import workflows
 from botocore.stub import Stubber
-from stepwell.aws import AwsClients
-from stepwell.client import build_engine
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.status_events import EventBridgeStatusEvents
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.entry import EntryRuntime
-from stepwell.model import ExecutionStatus, InvokeMessage
-from stepwell.registry import Registry
-from stepwell.status_events import (
+from stepwell.core.registry import Registry
+from stepwell.core.status_events import (
     STATUS_EVENT_DETAIL_TYPE,
     STATUS_EVENT_SOURCE,
-    EventBridgeStatusEvents,
     MemoryStatusEvents,
     NoStatusEvents,
     StatusEventNotPut,
 )
+from stepwell.model import ExecutionStatus, InvokeMessage
 from stepwell.testing.local import LocalStepwell
+from stepwell.wiring.build import build_engine
+from stepwell.wiring.entry import EntryRuntime
 
 
 class RefusesOnce(MemoryStatusEvents):

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.memory_store import MemoryExecutionStore, due_shard
+from stepwell.memory.store import MemoryExecutionStore, due_shard
 from stepwell.model import (
     Batch,
     CallbackRef,

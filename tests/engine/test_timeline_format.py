@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from stepwell.history import format_offset, format_timeline
+from stepwell.core.history import format_offset, format_timeline
 
 
 def test_offsets_read_well_at_every_scale() -> None:

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.entry import FORWARDED_FROM
+from stepwell.core.history import format_timeline
+from stepwell.core.registry import Registry
+from stepwell.core.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds, prune_versions, running_version
+from stepwell.core.worker import Worker
 from stepwell.errors import ExecutionAlreadyEnded, InvalidArgument, VersionNotFound
-from stepwell.history import format_timeline
 from stepwell.model import ExecutionStatus, InvokeMessage
-from stepwell.registry import Registry
-from stepwell.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds, prune_versions, running_version
-from stepwell.worker import Worker
+from stepwell.wiring.entry import FORWARDED_FROM
 from versioned_stack import VersionedStack
 
 DAY = 86400
@@ -289,7 +289,7 @@ def test_the_forwarded_answer_decides_each_record_and_a_missing_version_fails_it
     assert len(answer["batchItemFailures"]) == 2
 
     del stack.functions.runtimes["1"]
-    caplog.set_level(logging.ERROR, logger="stepwell.entry")
+    caplog.set_level(logging.ERROR, logger="stepwell.wiring.entry")
     answer = stack.live.handle_sqs_batch(records)
     assert {item["itemIdentifier"] for item in answer["batchItemFailures"]} == {
         r["messageId"] for r in records
@@ -300,7 +300,7 @@ def test_the_forwarded_answer_decides_each_record_and_a_missing_version_fails_it
 
 def test_a_wake_up_for_a_version_that_is_gone_keeps_its_executions_log(stack: VersionedStack) -> None:
     """The execution waits for an operator's upgrade, however late: its log must not expire meanwhile
-    (stepwell.log_expiry), though its wake-up came well within the log's safe window."""
+    (stepwell.core.log_expiry), though its wake-up came well within the log's safe window."""
     engine = stack.live.engine
     execution_id = engine.start_execution("stable", {"name": "a"}, execution_name="a")
     stack.drive()
@@ -422,7 +422,7 @@ def test_the_reconciler_prunes_and_a_pruning_failure_does_not_stop_it(
     stack.publish(_registry(*V2), keep_versions=1)
     stack.clock.advance(PRUNE_GRACE_SECONDS + 60)
     stack.functions.delete_version = broken  # type: ignore[method-assign]
-    caplog.set_level(logging.ERROR, logger="stepwell.reconciler")
+    caplog.set_level(logging.ERROR, logger="stepwell.features.reconciler")
     report = stack.live.reconciler.run()
     assert report.deleted_versions == [] and "pruning worker versions failed (RuntimeError)" in caplog.text
 

@@ -11,10 +11,10 @@ import logging
 from typing import Any
 
 import pytest
-from stepwell.entry import EntryRuntime
+from stepwell.core.registry import Registry
+from stepwell.core.versions import PRUNE_GRACE_SECONDS, adopt_unversioned
 from stepwell.model import ExecutionStatus
-from stepwell.registry import Registry
-from stepwell.versions import PRUNE_GRACE_SECONDS, adopt_unversioned
+from stepwell.wiring.entry import EntryRuntime
 from test_versions import V1, V2, _events, _registry
 from versioned_stack import REDELIVERY_SECONDS, VersionedStack
 
@@ -165,7 +165,7 @@ def test_a_failed_adoption_keeps_every_version_until_the_next_run(caplog: pytest
 
     listing = stack.store.list_executions
     stack.store.list_executions = throttled  # type: ignore[method-assign]
-    caplog.set_level(logging.ERROR, logger="stepwell.reconciler")
+    caplog.set_level(logging.ERROR, logger="stepwell.features.reconciler")
     report = stack.live.reconciler.run()
     assert (report.adopted_executions, report.deleted_versions) == ([], [])
     assert (

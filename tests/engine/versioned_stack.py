@@ -13,14 +13,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stepwell.clock import VirtualClock
-from stepwell.engine import Engine
-from stepwell.entry import EntryRuntime
+from stepwell.core.engine import Engine
+from stepwell.core.registry import Registry
+from stepwell.core.versions import PRUNE_GRACE_SECONDS
 from stepwell.errors import ForwardFailed
-from stepwell.memory_store import MemoryExecutionStore, MemoryPayloadStore
+from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
 from stepwell.model import ExecutionRecord, FunctionVersion
-from stepwell.registry import Registry
 from stepwell.testing.local import LocalQueue
-from stepwell.versions import PRUNE_GRACE_SECONDS
+from stepwell.wiring.entry import EntryRuntime
 
 ALIAS = "live"
 REDELIVERY_SECONDS = 30.0

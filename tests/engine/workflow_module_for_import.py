@@ -1,7 +1,7 @@
 """A user workflow module: registers on import, as the worker's STEPWELL_WORKFLOW_MODULES expects."""
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.registry import workflow
+from stepwell.core.registry import workflow
 
 
 @workflow("imported-greeting")

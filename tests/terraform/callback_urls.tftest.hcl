@@ -98,13 +98,13 @@ run "submodule_resources" {
   assert {
     condition = (
       aws_lambda_function.callbacks.function_name == "unit-callbacks" &&
-      aws_lambda_function.callbacks.handler == "stepwell.callback_urls.handler" &&
+      aws_lambda_function.callbacks.handler == "stepwell.wiring.callback_function.handler" &&
       aws_lambda_function.callbacks.filename == ".terraform/stepwell-build/unit-worker.zip" &&
       aws_lambda_function.callbacks.source_code_hash == "aGFzaA==" &&
       aws_lambda_function.callbacks.runtime == "python3.13" &&
       aws_lambda_function.callbacks.environment[0].variables.STEPWELL_CALLBACK_MAX_BODY_BYTES == "1000"
     )
-    error_message = "The callbacks function runs stepwell.callback_urls.handler from the worker's zip."
+    error_message = "The callbacks function runs stepwell.wiring.callback_function.handler from the worker's zip."
   }
 
   assert {

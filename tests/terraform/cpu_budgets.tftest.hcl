@@ -1,4 +1,4 @@
-# Definitions' CPU budgets (stepwell.definitions.budgets, docs/security.md Limits): the
+# Definitions' CPU budgets (stepwell.features.definitions.budgets, docs/security.md Limits): the
 # definitions_*_cpu_seconds variables, their defaults (the Python defaults), their validations (a run's
 # below the worker's timeout, an expression's at most the run's) and the worker's environment.
 
@@ -19,7 +19,7 @@ run "defaults_reach_the_worker" {
       module.engine.environment.STEPWELL_DEFINITIONS_RUN_CPU_SECONDS == "10" &&
       module.engine.environment.STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS == "0.25"
     )
-    error_message = "The worker's budgets default to 10 s a run and 0.25 s an expression, as stepwell.definitions.budgets."
+    error_message = "The worker's budgets default to 10 s a run and 0.25 s an expression, as stepwell.features.definitions.budgets."
   }
 
   assert {

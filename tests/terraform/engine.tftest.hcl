@@ -53,12 +53,12 @@ run "function_environment_mapping_and_role" {
   assert {
     condition = (
       aws_lambda_function.worker.function_name == "unit-worker" &&
-      aws_lambda_function.worker.handler == "stepwell.entry.handler" &&
+      aws_lambda_function.worker.handler == "stepwell.wiring.entry.handler" &&
       aws_lambda_function.worker.runtime == "python3.13" &&
       aws_lambda_function.worker.architectures == tolist(["arm64"]) &&
       aws_lambda_function.worker.timeout == 60 && aws_lambda_function.worker.memory_size == 512
     )
-    error_message = "Worker defaults: stepwell.entry.handler on python3.13/arm64, 60 s, 512 MB."
+    error_message = "Worker defaults: stepwell.wiring.entry.handler on python3.13/arm64, 60 s, 512 MB."
   }
 
   assert {
@@ -87,7 +87,7 @@ run "function_environment_mapping_and_role" {
       # The stepwell.http action is disabled until the operator allows hosts.
       STEPWELL_HTTP_ALLOWLIST        = "[]"
       STEPWELL_HTTP_ALLOWED_NETWORKS = "[]"
-      # Definitions' CPU budgets (stepwell.definitions.budgets): a run's, each expression's.
+      # Definitions' CPU budgets (stepwell.features.definitions.budgets): a run's, each expression's.
       STEPWELL_DEFINITIONS_RUN_CPU_SECONDS        = "10"
       STEPWELL_DEFINITIONS_EXPRESSION_CPU_SECONDS = "0.25"
       # context.invoke reaches no Lambda function until the operator lists some.

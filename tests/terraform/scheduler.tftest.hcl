@@ -197,7 +197,7 @@ run "workflow_schedules_send_scheduled_starts_to_the_work_queue" {
       overlap  = "SKIP"
       firedAt  = "<aws.scheduler.scheduled-time>"
     }
-    error_message = "The target input is the scheduled-start message (stepwell.schedules.scheduled_start_message)."
+    error_message = "The target input is the scheduled-start message (stepwell.features.schedules.scheduled_start_message)."
   }
 
   assert {

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.registry import workflow
+from stepwell.core.registry import workflow
 from workflows.order_steps import APPROVAL, COOLING_OFF, FLAKY_RETRY, charge, fulfil_in_parallel
 
 

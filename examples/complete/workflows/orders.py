@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.registry import workflow
+from stepwell.core.registry import workflow
 
 
 def _total_cents(lines: list[dict[str, Any]]) -> int:

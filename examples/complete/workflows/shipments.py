@@ -14,8 +14,8 @@ from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
-from stepwell.flow_limits import Concurrency, Rate
-from stepwell.registry import workflow
+from stepwell.core.flow_limits import Concurrency, Rate
+from stepwell.core.registry import workflow
 
 CONFIRMATION = WaitForCallbackConfig(timeout=Duration.from_days(2))
 

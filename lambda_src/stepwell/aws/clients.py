@@ -217,7 +217,7 @@ class AwsClients:
 
     @property
     def lambda_wake(self) -> LambdaClient:
-        """Lambda for the asynchronous invokes that wake executions (stepwell.direct_wake): one attempt,
+        """Lambda for the asynchronous invokes that wake executions (stepwell.aws.direct_wake): one attempt,
         since a refused wake-up goes to the work queue at once, which retries it."""
         client: LambdaClient = self._client("lambda", "wake")
         return client

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from stepwell.aws import error_code
+from stepwell.aws.clients import error_code
+from stepwell.aws.work_queue import encode_message
 from stepwell.ports import WorkQueue
-from stepwell.work_queue import encode_message
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient

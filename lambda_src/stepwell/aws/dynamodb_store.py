@@ -10,7 +10,7 @@ Item layout (bulk data under short attribute names to keep items small and cheap
 - executions: contextKey, instanceId, domain, workflowId, subjectId, status, createdAt, updatedAt (the
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
   (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl (last of the
-  execution's items: stepwell.log_expiry.NAME_HOLD_SECONDS), cv (the worker
+  execution's items: stepwell.core.log_expiry.NAME_HOLD_SECONDS), cv (the worker
   version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key),
   tg (tags, a map), ck (the secret its callback ids are derived from). Per tag an entry item: contextKey
   "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no '#'), instanceId
@@ -20,7 +20,7 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   that claimed or kept it); no attribute an index keys on, so no index holds it.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bd the body deflated with a preset
   dictionary when it is over DEFLATE_MIN_BYTES, bz without one as engines before v18 wrote it; bR
-  is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.log_expiry) or "in#<input id>"
+  is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.core.log_expiry) or "in#<input id>"
   for an external input (k kind, t created, op, p/pR payload, er error JSON).
 - coordination: key = "lease#<id>", one record per execution (o owner and exp expiry while leased, eid,
   w the wake-up its last run armed, n the log's next seq as that run left it, ln the log's length the
@@ -58,10 +58,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError, ParamValidationError
 
-from stepwell.aws import error_code
-from stepwell.batch_codec import deflate_body, inflate_body
+from stepwell.aws.clients import error_code
+from stepwell.aws.payloads import S3PayloadStore
+from stepwell.core.batch_codec import deflate_body, inflate_body
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.log_expiry import NAME_HOLD_SECONDS
 from stepwell.model import (
     Batch,
     CallbackRef,
@@ -78,7 +79,6 @@ from stepwell.model import (
     Lease,
     Page,
 )
-from stepwell.payloads import S3PayloadStore
 from stepwell.ports import DUE_SHARDS, SCHEDULE_POINTER_HOLD_SECONDS, check_schedule_pointer
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _carried_batch(item: Item) -> Batch | None:
 
 def _is_execution(item: Item) -> bool:
     """Whether an executions-table item is an execution: the definitions' context items share the table and
-    its indexes (recordType = "context", stepwell.definitions.store) but are never executions."""
+    its indexes (recordType = "context", stepwell.features.definitions.store) but are never executions."""
     return "recordType" not in item
 
 
@@ -363,7 +363,8 @@ class DynamoDbExecutionStore:
         return text
 
     def _execution_ttl(self, ended_at: float) -> int:
-        """An ended execution's own item expires last of its items (stepwell.log_expiry.NAME_HOLD_SECONDS):
+        """An ended execution's own item expires last of its items
+        (stepwell.core.log_expiry.NAME_HOLD_SECONDS):
         the API hides it from a retention period after its end (Engine.retention_passed)."""
         return int(ended_at) + self.retention_seconds + NAME_HOLD_SECONDS
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from stepwell.aws import error_code
+from stepwell.aws.clients import error_code
 from stepwell.errors import ForwardFailed, InvalidArgument
 from stepwell.model import FunctionVersion
 

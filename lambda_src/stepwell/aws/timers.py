@@ -4,7 +4,8 @@ Up to 900 s ahead, the message goes to SQS with DelaySeconds. Further ahead, a o
 Scheduler schedule `at(...)` in the module's group delivers it through the scheduler role and deletes
 itself afterwards. It invokes the worker's alias directly (`wake_function_arn`), so the wake-up costs no
 SQS request; a run that fails there is retried by Lambda's asynchronous invocation and then sent to the
-work queue as its on-failure destination (`stepwell.entry` unwraps that record). Without a wake function
+work queue as its on-failure destination (`stepwell.wiring.entry` unwraps that record). Without a wake
+function
 the schedule sends the message to the work queue. A wake-up Scheduler still cannot deliver after its
 (default) retries goes to the dead-letter queue `dead_letter_arn` (the module's DLQ: alarmed,
 redrivable) instead of being dropped. `at()` fires at minute granularity, so its time is rounded up to
@@ -29,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from stepwell.aws import error_code
-from stepwell.work_queue import MAX_DELAY_SECONDS, SqsWorkQueue, encode_message
+from stepwell.aws.clients import error_code
+from stepwell.aws.work_queue import MAX_DELAY_SECONDS, SqsWorkQueue, encode_message
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient

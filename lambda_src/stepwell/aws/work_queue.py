@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from stepwell.aws import error_code
+from stepwell.aws.clients import error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -20,7 +20,7 @@ The execution commands are also reachable under `stepwell executions` (`stepwell
 Every error is one line on stderr, `stepwell: error: ...`, naming the bad value, with exit status 1 (2 for
 a command line argparse cannot read); `--debug` shows the traceback of an unexpected one.
 
-Definitions, contexts and domain events have their own commands (stepwell.definitions.cli):
+Definitions, contexts and domain events have their own commands (stepwell.cli.definitions):
 `stepwell definitions ...`, `stepwell contexts ...`, `stepwell event ...`.
 """
 
@@ -37,15 +37,15 @@ from typing import Any, NoReturn, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.work_queue import QueueError
+from stepwell.cli import definitions as definitions_cli
 from stepwell.client import StepwellClient
 from stepwell.config import ConfigError, StepwellConfig
-from stepwell.definitions import cli as definitions_cli
-from stepwell.definitions.service import DefinitionsService
+from stepwell.core.history import format_timeline
 from stepwell.errors import StepwellError
-from stepwell.history import format_timeline
+from stepwell.features.definitions.service import DefinitionsService
 from stepwell.model import ExecutionStatus
-from stepwell.work_queue import QueueError
 
 CONFIG_ENV = "STEPWELL_CONFIG"
 USAGE_EXIT_STATUS = 2

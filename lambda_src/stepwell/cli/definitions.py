@@ -25,13 +25,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from stepwell.client import reject_json_constant
-from stepwell.definitions.actions import default_actions
-from stepwell.definitions.mermaid import render_image, to_mermaid
-from stepwell.definitions.model import DefinitionNotFound
-from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.store import StoredWorkflow
-from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
+from stepwell.features.definitions.actions import default_actions
+from stepwell.features.definitions.mermaid import render_image, to_mermaid
+from stepwell.features.definitions.model import DefinitionNotFound
+from stepwell.features.definitions.service import DefinitionsService
+from stepwell.features.definitions.store import StoredWorkflow
+from stepwell.features.definitions.validation import (
+    parse_definition,
+    unregistered_actions,
+    validate_definition,
+)
+from stepwell.wiring.events import reject_json_constant
 
 COMMANDS = ("definitions", "contexts", "event")
 

@@ -25,14 +25,14 @@ from flask import Flask, Response, abort, flash, g, jsonify, redirect, render_te
 from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
+from stepwell.aws.work_queue import QueueError
 from stepwell.client import StepwellClient
 from stepwell.config import ConfigError
 from stepwell.console import graph, timeline
-from stepwell.definitions.service import DefinitionsService
-from stepwell.definitions.validation import parse_definition
 from stepwell.errors import ExecutionNotFound, InvalidArgument, StepwellError
+from stepwell.features.definitions.service import DefinitionsService
+from stepwell.features.definitions.validation import parse_definition
 from stepwell.model import ExecutionRecord, ExecutionStatus
-from stepwell.work_queue import QueueError
 
 CSRF_FIELD = "csrf_token"
 PAGE_SIZE = 25

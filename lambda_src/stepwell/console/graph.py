@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
-from stepwell.definitions.mermaid import describe_node
-from stepwell.definitions.model import Definition
+from stepwell.features.definitions.mermaid import describe_node
+from stepwell.features.definitions.model import Definition
 
 NODE_WIDTH = 250
 NODE_HEIGHT = 40

@@ -3,7 +3,7 @@
 Rows: the execution, its invocations, then every operation in order of first appearance, each child
 context's and parallel branch's operations nested under it. A row's segments: a step's attempts (a
 failed one that retries is followed by its retry delay), a wait, an open or answered callback, a child
-context's span. Times here are datetimes as stepwell.history gives them.
+context's span. Times here are datetimes as stepwell.core.history gives them.
 
 The axis is compressed: between consecutive event times the width grows with the logarithm of the gap,
 so a three-day wait and a two-millisecond step both stay visible; tick labels give the real offsets.
@@ -19,7 +19,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from stepwell.history import format_offset
+from stepwell.core.history import format_offset
 
 # Segment states, their colours and legend text (the CSS classes are `seg-<state>`).
 LEGEND: dict[str, tuple[str, str]] = {

@@ -15,7 +15,31 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stepwell.batch_codec import packed_size
+from stepwell.core.batch_codec import packed_size
+from stepwell.core.flow_control import FlowControl
+from stepwell.core.flow_limits import MAX_FLOW_KEY_LENGTH, resolve_flow
+from stepwell.core.history import events_from_bodies, without_execution_data
+from stepwell.core.invoke_targets import aws_function_name
+from stepwell.core.journal import (
+    ChildStart,
+    FlushedBatch,
+    InvokeRefused,
+    Journal,
+    decode_body,
+    encode_body,
+    new_callback_key,
+    restore_execution_input,
+)
+from stepwell.core.journal_cache import FoldedLog, JournalCache, copy_journal
+from stepwell.core.log_expiry import LOG_DECISION_SLACK_SECONDS, NAME_HOLD_SECONDS
+from stepwell.core.metrics import Metric, Metrics, NoMetrics
+from stepwell.core.registry import (
+    QualifierRefused,
+    Registry,
+    default_registry,
+    validate_workflow_name,
+)
+from stepwell.core.status_events import NoStatusEvents, iso_timestamp, status_change_detail
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
@@ -29,24 +53,7 @@ from stepwell.errors import (
     VersionNotFound,
     WorkflowNotFound,
 )
-from stepwell.flow_control import FlowControl
-from stepwell.flow_limits import MAX_FLOW_KEY_LENGTH, resolve_flow
-from stepwell.history import events_from_bodies, without_execution_data
-from stepwell.invoke_targets import aws_function_name
-from stepwell.journal import (
-    ChildStart,
-    FlushedBatch,
-    InvokeRefused,
-    Journal,
-    decode_body,
-    encode_body,
-    new_callback_key,
-    restore_execution_input,
-)
-from stepwell.journal_cache import FoldedLog, JournalCache, copy_journal
 from stepwell.limits import PayloadLimits
-from stepwell.log_expiry import LOG_DECISION_SLACK_SECONDS, NAME_HOLD_SECONDS
-from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     KEY_PART_PATTERN,
     KEY_PART_RULE,
@@ -77,15 +84,8 @@ from stepwell.ports import (
     Timers,
     WorkQueue,
 )
-from stepwell.registry import (
-    QualifierRefused,
-    Registry,
-    default_registry,
-    validate_workflow_name,
-)
-from stepwell.status_events import NoStatusEvents, iso_timestamp, status_change_detail
 
-logger = logging.getLogger("stepwell.engine")
+logger = logging.getLogger(__name__)
 
 # What a parent's invoke reports for a child that timed out (the testing library's child_dispatcher.py:
 # "the service reports a fixed error type and the child's execution timeout").
@@ -100,7 +100,7 @@ DEFAULT_INLINE_LIMIT = 200 * 1024
 DEFAULT_LEASE_SECONDS = 900.0
 # A suspending run's last batch rides on the lease's release only while the coordination record stays
 # within one write unit (1 KB): the record holds the execution id twice (its key and eid) and up to this
-# many bytes of other attribute names and values besides the batch (packed: stepwell.batch_codec).
+# many bytes of other attribute names and values besides the batch (packed: stepwell.core.batch_codec).
 CARRIED_RECORD_OVERHEAD_BYTES = 128
 # An end rides on the release up to this size, packed (the record's own attributes take the rest of 3 KB): the
 # release then costs at most 3 write units, never more than writing the batch to the log and deleting the
@@ -113,7 +113,8 @@ SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
 # after its execution ended (its retention period and NAME_HOLD_SECONDS).
 CLOCK_SKEW_SECONDS = 3600.0
 # Workflows whose input the execution input limit leaves alone: the definitions' interpreter
-# (stepwell.definitions.interpreter.INTERPRETER_NAME), whose input is a stored definition (at most 409,600
+# (stepwell.features.definitions.interpreter.INTERPRETER_NAME), whose input is a stored definition (at
+# most 409,600
 # bytes, its validation) and one bus event (EventBridge's 256 KB, its nesting bounded by the router).
 INPUT_BOUNDED_ELSEWHERE = frozenset({"stepwell.definition"})
 
@@ -230,16 +231,16 @@ class Engine:
     # and the function's published versions (for forwarding, upgrades and pruning).
     code_version: str | None = None
     functions: FunctionVersions | None = None
-    # Where the worker announces executions' status changes (stepwell.status_events).
+    # Where the worker announces executions' status changes (stepwell.core.status_events).
     status_events: StatusEvents = field(default_factory=NoStatusEvents)
-    # Where the facts of each message handled go (stepwell.metrics; the entry and harness flush them).
+    # Where the facts of each message handled go (stepwell.core.metrics; the entry and harness flush them).
     metrics: Metrics = field(default_factory=NoMetrics)
-    # Folded journals of the executions this process ran (stepwell.journal_cache): a warm worker reads
+    # Folded journals of the executions this process ran (stepwell.core.journal_cache): a warm worker reads
     # only the log items written since.
     journals: JournalCache = field(default_factory=JournalCache, repr=False)
     # How large inputs, results and payloads may be (stepwell.limits; the deployment's max_*_bytes).
     limits: PayloadLimits = field(default_factory=PayloadLimits)
-    # Per-key concurrency and rate limits (stepwell.flow_control), on this engine's ports.
+    # Per-key concurrency and rate limits (stepwell.core.flow_control), on this engine's ports.
     flow: FlowControl = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -419,13 +420,13 @@ class Engine:
     def expire_log(self, journal: Journal, ended_at: float) -> None:
         """The execution ended at `ended_at`: its log expires a retention period after (before the end is
         logged, see Worker._end). No write when every batch already expires late enough
-        (stepwell.log_expiry)."""
+        (stepwell.core.log_expiry)."""
         if not journal.log_expiry.lasts_past(ended_at, self.store.retention_seconds):
             self.store.expire_log(journal.execution_id, journal.next_seq, ended_at)
 
     def keep_log_until(self, journal: Journal, now: float, wake_at: float | None) -> float | None:
         """The execution suspends until `wake_at` (None: until an input comes): the wake-up to arm, so that
-        its next run still finds the whole log with a retention period to spare (stepwell.log_expiry). A
+        its next run still finds the whole log with a retention period to spare (stepwell.core.log_expiry). A
         wake-up later than that keeps the log now, a write per batch. None at all gets one at the last
         safe moment, which keeps the log if the execution still waits then."""
         safe_until = journal.log_expiry.safe_until(self.store.retention_seconds)
@@ -501,7 +502,7 @@ class Engine:
         now = self.clock.now()
         retention = self.store.retention_seconds
         # The end's batch expires a retention period after the end (an ended record's own time when a late
-        # run settles it: never after the execution's item); the others as stepwell.log_expiry says.
+        # run settles it: never after the execution's item); the others as stepwell.core.log_expiry says.
         if terminal:
             expires_at: float | None = (now if record.ended_at is None else record.ended_at) + retention
         else:

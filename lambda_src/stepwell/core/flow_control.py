@@ -1,6 +1,6 @@
 """Flow control: per-key concurrency and rate limits enforced before an execution's first run.
 
-An execution's limits (stepwell.flow_limits, `FlowLimit`s) are checked by the worker before its first
+An execution's limits (stepwell.core.flow_limits, `FlowLimit`s) are checked by the worker before its first
 batch, rate first, then concurrency:
 - Rate: an exact sliding window. The key's item keeps its last `limit` start times; an arrival starts at
   now when fewer are kept, else at the earliest time the window allows (the `limit`-th last start plus the
@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from stepwell.core.metrics import Metric, Metrics, NoMetrics
 from stepwell.errors import StepwellError
-from stepwell.metrics import Metric, Metrics, NoMetrics
 from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,

@@ -6,7 +6,7 @@ rate=...)`); a definition declares them in its JSON (`flowControl`). A key is an
 execution's input: a path such as `$.customer.id` or, in code, a callable of the input; no key means one
 key for the whole workflow. When an execution is created its limits are resolved to `FlowLimit`s (the
 key's value, the limit and the period) and kept on its record, so a waiting execution keeps the limits
-it was started with whatever the code or the definition says later. `stepwell.flow_control` enforces
+it was started with whatever the code or the definition says later. `stepwell.core.flow_control` enforces
 them.
 """
 

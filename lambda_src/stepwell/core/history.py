@@ -1,6 +1,6 @@
 """Execution history in the vocabulary of Lambda's GetDurableExecutionHistory.
 
-Events are stored inside the log's batches (see stepwell.journal) with epoch-millisecond times; here they
+Events are stored inside the log's batches (see stepwell.core.journal) with epoch-millisecond times; here they
 are read back in EventId order with their timestamps as datetimes.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from stepwell.journal import operation_result
+from stepwell.core.journal import operation_result
 
 # The details' members that hold a payload: EventInput, EventResult, EventError.
 _PAYLOAD_HOLDERS = ("Input", "Result", "Error")

@@ -16,15 +16,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from aws_durable_execution_sdk_python.lambda_service import OperationType
-from botocore.exceptions import ClientError
 
 from stepwell.errors import InvalidArgument
-
-if TYPE_CHECKING:
-    from stepwell.aws import AwsClients
 
 Handler = Callable[[Any, Any], Any]
 # A Lambda-style handler: fn(event, lambda_context) -> a JSON-serializable value.
@@ -167,33 +163,6 @@ class LambdaInvoker(Protocol):
     def invoke(self, function: str, payload: bytes) -> LambdaResponse:
         """Invoke `function` (an ARN, maybe qualified) synchronously with `payload` (JSON)."""
         ...
-
-
-class BotoLambdaInvoker:
-    """LambdaInvoker over Lambda's Invoke API (RequestResponse), on the client that waits as long as a
-    function may run (AwsClients.lambda_invoke, made on the first invoke)."""
-
-    def __init__(self, clients: AwsClients) -> None:
-        self._clients = clients
-
-    def invoke(self, function: str, payload: bytes) -> LambdaResponse:
-        try:
-            response = self._clients.lambda_invoke.invoke(
-                FunctionName=function, InvocationType="RequestResponse", Payload=payload
-            )
-        except ClientError as error:
-            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
-            details = error.response.get("Error", {})
-            if 400 <= status < 500 and status != 429:
-                raise LambdaInvokeRefused(
-                    details.get("Code", "Lambda.InvokeError"), details.get("Message", str(error))
-                ) from error
-            raise
-        return LambdaResponse(
-            payload=response["Payload"].read(),
-            function_error=response.get("FunctionError"),
-            executed_version=response.get("ExecutedVersion"),
-        )
 
 
 def function_error(payload: bytes) -> dict[str, Any]:

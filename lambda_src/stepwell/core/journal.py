@@ -40,8 +40,8 @@ from aws_durable_execution_sdk_python.lambda_service import (
     WaitDetails,
 )
 
-from stepwell.invoke_targets import CHAINED_INVOKE_INPUT_TOO_LARGE, MAX_CHAINED_INVOKE_PAYLOAD_BYTES
-from stepwell.log_expiry import LogExpiry
+from stepwell.core.invoke_targets import CHAINED_INVOKE_INPUT_TOO_LARGE, MAX_CHAINED_INVOKE_PAYLOAD_BYTES
+from stepwell.core.log_expiry import LogExpiry
 from stepwell.model import ExternalInput, InputKind
 
 TERMINAL_STATUSES = frozenset(
@@ -199,7 +199,7 @@ class Journal:
     # When the log's batches expire (set by the engine as it loads and writes them).
     log_expiry: LogExpiry = field(default_factory=LogExpiry)
     # When the oldest batch of the log as loaded was written (set by the engine; None: none read): one
-    # written before the execution was created is an earlier execution's (stepwell.engine.predates).
+    # written before the execution was created is an earlier execution's (stepwell.core.engine.predates).
     oldest_batch_at: float | None = None
     # The time of the latest history event the journal holds, folded or its own (epoch ms; None: none): an
     # end recorded later is never stamped before it (Worker._settle_ended).
@@ -953,7 +953,7 @@ class Journal:
     ) -> dict[str, Any]:
         """An event as stored: {"t": type, "s": epoch ms, "o": index of its operation in this batch,
         "d": details, "r": 1 when Result.Payload is the operation's stored result}. The operation's Id,
-        Name, SubType and ParentId and a repeated result are not stored twice (stepwell.history
+        Name, SubType and ParentId and a repeated result are not stored twice (stepwell.core.history
         restores them), which keeps a step's batch under one DynamoDB write unit."""
         event_type, stamp, op_id, details = event
         stored: dict[str, Any] = {"t": event_type, "s": stamp}

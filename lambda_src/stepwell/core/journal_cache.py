@@ -21,8 +21,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from stepwell.core.journal import Journal
 from stepwell.errors import InvalidArgument
-from stepwell.journal import Journal
 from stepwell.model import Batch
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024

@@ -38,7 +38,7 @@ NAME_HOLD_SECONDS = LOG_HORIZON_SECONDS + 5 * 86_400
 # DLQ, outlives the margin its log keeps past the run the message is for.
 MESSAGE_LIFETIME_SECONDS = 14 * 86_400
 # A run this close to the last safe moment decides there (the wake-up armed for it may come a second
-# early: stepwell.timers.EARLY_TOLERANCE_SECONDS).
+# early: stepwell.aws.timers.EARLY_TOLERANCE_SECONDS).
 LOG_DECISION_SLACK_SECONDS = 60
 
 

@@ -1,6 +1,6 @@
 """Structured logs: every line the engine writes is one JSON object.
 
-    {"level": "INFO", "time": "2026-01-02T03:04:05.678Z", "logger": "stepwell.entry", "message": "...",
+    {"level": "INFO", "time": "2026-01-02T03:04:05.678Z", "logger": "stepwell.wiring.entry", "message": "...",
      "executionId": ..., "invocationId": ..., "workflow": ..., <fields passed with `extra=`>}
 
 The three context fields come from `log_context` (a contextvar, so concurrent handlers in one process

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Protocol
 
-from stepwell.logs import current_context
+from stepwell.core.logs import current_context
 
 NAMESPACE = "Stepwell"
 DEPLOYMENT_DIMENSION = "Deployment"
@@ -41,7 +41,7 @@ class Metric(StrEnum):
     EXECUTIONS_FAILED = "ExecutionsFailed"
     EXECUTIONS_STOPPED = "ExecutionsStopped"
     EXECUTIONS_TIMED_OUT = "ExecutionsTimedOut"
-    # Held back by a flow limit before their start (stepwell.flow_control): a rate limit's delay, a
+    # Held back by a flow limit before their start (stepwell.core.flow_control): a rate limit's delay, a
     # concurrency limit's queue.
     EXECUTIONS_DELAYED = "ExecutionsDelayed"
     EXECUTIONS_WAITING = "ExecutionsWaiting"

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict, Unpack, cast
 
-from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
-from stepwell.flow_limits import Concurrency, FlowResolver, Rate
-from stepwell.invoke_targets import (
+from stepwell.core.flow_limits import Concurrency, FlowResolver, Rate
+from stepwell.core.invoke_targets import (
     LATEST_PUBLISHED,
     LATEST_VERSION,
     Handler,
@@ -30,6 +29,7 @@ from stepwell.invoke_targets import (
     parse_target,
     plain_function_handler,
 )
+from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
 from stepwell.model import ExecutionRecord
 
 # Told of an execution's end when its code did not see it (a stop, a time-out, crashes, a stop racing its
@@ -117,7 +117,7 @@ def check_flow_options(name: str, concurrency: object, rate: object, flow_resolv
 class WorkflowOptions:
     """How a registered name runs. `execution_timeout`: seconds from the start until the execution ends
     TIMED_OUT (None: never). `plain`: a plain function (or Lambda function), not a durable workflow.
-    `concurrency`, `rate`: its flow control limits (stepwell.flow_limits); `flow_resolver`, when set,
+    `concurrency`, `rate`: its flow control limits (stepwell.core.flow_limits); `flow_resolver`, when set,
     decides an execution's limits from its domain and input instead (the definitions' interpreter).
     `on_ended`, when set, is told of an execution's end that its code did not see and of every failure
     (one may escape the code before it records anything), once the end is logged (the definitions'
@@ -194,7 +194,7 @@ class Registry:
 
     def register(self, name: str, handler: Handler, **settings: Unpack[WorkflowSettings]) -> Handler:
         """Register a durable workflow (a `@durable_execution` handler) with its `settings`: an
-        `execution_timeout`, per-key flow control limits (stepwell.flow_limits:
+        `execution_timeout`, per-key flow control limits (stepwell.core.flow_limits:
         `concurrency=Concurrency(...)`, `rate=Rate(...)`) or a `flow_resolver`."""
         validate_workflow_name(name)
         if not callable(handler):

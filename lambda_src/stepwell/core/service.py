@@ -26,12 +26,12 @@ from aws_durable_execution_sdk_python.lambda_service import (
     StateOutput,
 )
 
+from stepwell.core.journal import Journal
 from stepwell.errors import SequenceConflict, StaleCheckpointToken
-from stepwell.journal import Journal
 from stepwell.limits import PayloadLimits, PayloadOverLimit
 
 if TYPE_CHECKING:
-    from stepwell.engine import Engine
+    from stepwell.core.engine import Engine
     from stepwell.model import ExecutionRecord
 
 
@@ -144,7 +144,7 @@ class StoreServiceClient:
 def _over_limit(update: OperationUpdate, limits: PayloadLimits) -> str | None:
     """Why `update` may not be stored, if its payload (with its error object) is over a limit: the
     execution's end is bounded by the execution result's limit, any other operation by the operation
-    payload's. A chained invoke's input has AWS's own 1 MiB check and error (stepwell.journal)."""
+    payload's. A chained invoke's input has AWS's own 1 MiB check and error (stepwell.core.journal)."""
     if update.operation_type is OperationType.CHAINED_INVOKE:
         return None
     text = update.payload or ""

@@ -12,16 +12,12 @@ leaves it to the retry, which announces it again with the same `eventId` (at lea
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stepwell.errors import StepwellError
 from stepwell.model import ExecutionRecord, ExecutionStatus
-
-if TYPE_CHECKING:
-    from mypy_boto3_events import EventBridgeClient
 
 STATUS_EVENT_SOURCE = "stepwell.executions"
 STATUS_EVENT_DETAIL_TYPE = "Stepwell Execution Status Change"
@@ -61,33 +57,6 @@ def status_change_detail(record: ExecutionRecord, status: ExecutionStatus) -> di
         "version": record.code_version,
         "eventId": status_event_id(record.execution_id, status),
     }
-
-
-class EventBridgeStatusEvents:
-    """StatusEvents on an EventBridge bus: one PutEvents per announcement (at most two entries)."""
-
-    def __init__(self, events: EventBridgeClient, event_bus_name: str) -> None:
-        self._events = events
-        self._bus = event_bus_name
-
-    def publish(self, details: Sequence[Mapping[str, Any]]) -> None:
-        entries: list[Any] = [
-            {
-                "EventBusName": self._bus,
-                "Source": STATUS_EVENT_SOURCE,
-                "DetailType": STATUS_EVENT_DETAIL_TYPE,
-                "Detail": json.dumps(dict(detail)),
-            }
-            for detail in details
-        ]
-        response = self._events.put_events(Entries=entries)
-        if response.get("FailedEntryCount"):
-            refused = [
-                f"{detail['status']} of {detail['executionId']}: {entry.get('ErrorCode')}"
-                for detail, entry in zip(details, response["Entries"], strict=False)
-                if "EventId" not in entry
-            ]
-            raise StatusEventNotPut(f"bus {self._bus!r} refused status-change events: {'; '.join(refused)}")
 
 
 class NoStatusEvents:

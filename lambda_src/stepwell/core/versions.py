@@ -1,6 +1,7 @@
 """Code versions: the engine's policy on the worker function's published versions.
 
-Executions are pinned to the version they started on (stepwell.worker pins, stepwell.entry forwards);
+Executions are pinned to the version they started on (stepwell.core.worker pins, stepwell.wiring.entry
+forwards);
 here: which old versions may be deleted, which version takes on the executions that started before
 versions existed, and how a replay that disagrees with its log is explained.
 """

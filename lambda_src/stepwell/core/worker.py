@@ -25,7 +25,18 @@ from aws_durable_execution_sdk_python.execution import (
 )
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
-from stepwell.engine import Engine, predates
+from stepwell.core.engine import Engine, predates
+from stepwell.core.invoke_targets import (
+    CHAINED_INVOKE_OUTPUT_TOO_LARGE,
+    CHILD_EXECUTION_OUTPUT_TOO_LARGE,
+    MAX_CHAINED_INVOKE_PAYLOAD_BYTES,
+)
+from stepwell.core.journal import Journal, decode_body
+from stepwell.core.logs import log_context, workflow_of
+from stepwell.core.metrics import ENDED, Metric
+from stepwell.core.service import StoreServiceClient
+from stepwell.core.status_events import iso_timestamp
+from stepwell.core.versions import explain_replay_mismatch
 from stepwell.errors import (
     InvalidArgument,
     InvalidMessage,
@@ -35,15 +46,7 @@ from stepwell.errors import (
     SequenceConflict,
     WorkflowNotFound,
 )
-from stepwell.invoke_targets import (
-    CHAINED_INVOKE_OUTPUT_TOO_LARGE,
-    CHILD_EXECUTION_OUTPUT_TOO_LARGE,
-    MAX_CHAINED_INVOKE_PAYLOAD_BYTES,
-)
-from stepwell.journal import Journal, decode_body
 from stepwell.limits import PAYLOAD_OVER_LIMIT_TYPE
-from stepwell.logs import log_context, workflow_of
-from stepwell.metrics import ENDED, Metric
 from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
@@ -53,9 +56,6 @@ from stepwell.model import (
     Lease,
     WorkOutcome,
 )
-from stepwell.service import StoreServiceClient
-from stepwell.status_events import iso_timestamp
-from stepwell.versions import explain_replay_mismatch
 
 logger = logging.getLogger(__name__)
 
@@ -315,7 +315,7 @@ class Worker:
 
     def _keep_log_after_failure(self, journal: Journal) -> None:
         """A run that failed leaves its execution's next run to SQS's retries, the DLQ and a redrive or an
-        operator, however late: its log is kept until the execution ends (stepwell.log_expiry)."""
+        operator, however late: its log is kept until the execution ends (stepwell.core.log_expiry)."""
         try:
             self.engine.keep_log(journal)
         except Exception as error:  # the run's own error is the one to report
@@ -393,7 +393,7 @@ class Worker:
         journal.callback_key = record.callback_key
         flow_failure: InvalidArgument | None = None
         if journal.is_empty:
-            # Flow limits hold the execution back before it starts (stepwell.flow_control).
+            # Flow limits hold the execution back before it starts (stepwell.core.flow_control).
             try:
                 held_back = engine.flow.gate(
                     record, engine.flow_limits(record), self._start_deadline(record), now

@@ -1,6 +1,7 @@
 """Callback URLs: complete a callback with one HTTPS request, without AWS credentials.
 
-The module's `<name>-callbacks` Lambda (handler `stepwell.callback_urls.handler`) sits behind a Lambda
+The module's `<name>-callbacks` Lambda (handler `stepwell.features.callback_urls.handler`) sits behind a
+Lambda
 function URL (auth type NONE) and answers payload-format-2.0 events:
 
 - `POST /callbacks/{id}/success`: the body is the result as JSON text (or empty: no result);
@@ -42,11 +43,7 @@ from urllib.parse import quote
 
 import boto3
 
-from stepwell.aws import AwsClients
-from stepwell.client import build_engine
-from stepwell.clock import SystemClock
-from stepwell.config import StepwellConfig
-from stepwell.engine import Engine, check_error_object
+from stepwell.core.engine import Engine, check_error_object
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
@@ -54,11 +51,9 @@ from stepwell.errors import (
     PayloadTooLarge,
     StepwellError,
 )
-from stepwell.logs import install_json_logging
 from stepwell.ports import Clock
-from stepwell.registry import Registry
 
-logger = logging.getLogger("stepwell.callback_urls")
+logger = logging.getLogger(__name__)
 
 CALLBACK_URL_ENV = "STEPWELL_CALLBACK_URL"
 SECRET_ARN_ENV = "STEPWELL_CALLBACK_SECRET_ARN"
@@ -74,7 +69,7 @@ TIMESTAMP_HEADER = "x-stepwell-timestamp"
 SIGNATURE_HEADER = "x-stepwell-signature"
 SIGNATURE_PREFIX = "sha256="
 
-# Callback ids are "cb" + URL-safe base64 (stepwell.journal.derived_callback_id, new_callback_id before
+# Callback ids are "cb" + URL-safe base64 (stepwell.core.journal.derived_callback_id, new_callback_id before
 # callback keys); anything else is no route.
 # Patterns are used with fullmatch and [0-9], never `$` (it matches before a trailing newline) nor `\d`
 # (it matches any Unicode digit, which int() or .encode("ascii") then trips over).
@@ -83,7 +78,6 @@ _SECRETS_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:s
 _PARAMETER_ARN = re.compile(r"arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/[A-Za-z0-9/_.-]+")
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _METHOD = re.compile(r"[A-Z]{1,16}")
-_WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")
 
 
 class CallbackUrlsNotEnabled(StepwellError):
@@ -409,38 +403,3 @@ def error_kind(error: BaseException) -> str:
 def _without_values(message: str) -> str:
     """An engine error's message up to where it quotes the value (", got ...")."""
     return message.split(", got ", 1)[0]
-
-
-_handler: CallbackUrlHandler | None = None
-_handler_lock = threading.Lock()
-
-
-def load_handler(environ: Mapping[str, str] | None = None) -> CallbackUrlHandler:
-    """The container's handler, built once from the environment the module sets."""
-    global _handler
-    with _handler_lock:
-        if _handler is None:
-            env = os.environ if environ is None else environ
-            config = StepwellConfig.from_env(env)
-            install_json_logging(config.log_level)
-            clients = AwsClients(region=config.region or None)
-            engine = build_engine(config, clients, Registry(), SystemClock())
-            engine.code_version = None
-            max_body = env.get(MAX_BODY_ENV, "") or str(DEFAULT_MAX_BODY_BYTES)
-            if not _WHOLE_NUMBER.fullmatch(max_body):
-                raise InvalidArgument(f"{MAX_BODY_ENV} must be a whole number of bytes, got {max_body!r}")
-            secret_arn = env.get(SECRET_ARN_ENV, "")
-            loader = None
-            if secret_arn:
-                check_secret_arn(secret_arn)
-
-                def loader() -> bytes:
-                    return read_secret(secret_arn)
-
-            _handler = CallbackUrlHandler(engine, max_body_bytes=int(max_body), secret_loader=loader)
-        return _handler
-
-
-def handler(event: Any, context: Any) -> dict[str, Any]:
-    """The Lambda handler of the `<name>-callbacks` function (its function URL's requests)."""
-    return load_handler().handle(event)

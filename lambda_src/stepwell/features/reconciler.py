@@ -2,7 +2,7 @@
 
 The module's recurring schedule sends `{"kind": "reconcile"}` to the work queue every few minutes. Each
 run sweeps the flow control keys whose queue of waiting executions is due a look (one Query per shard of
-the coordination table's due-index, never a Scan; stepwell.flow_control: slots of dead holders reclaimed,
+the coordination table's due-index, never a Scan; stepwell.core.flow_control: slots of dead holders reclaimed,
 the queue served), so a key never stays stuck after a worker died between ending a holder and releasing
 its slot.
 
@@ -14,8 +14,8 @@ died between suspending an execution and arming its wake-up is caught by that sa
 message finds nothing armed and arms it). A wake-up later than it should be counts `OverdueWakeUps`.
 
 With the worker function's versions configured, each run also pins the executions that started before
-code versions existed to version 1 (stepwell.versions.adopt_unversioned), then deletes the old versions
-no running execution needs (stepwell.versions.prune_versions); a failure there is logged and the run goes
+code versions existed to version 1 (stepwell.core.versions.adopt_unversioned), then deletes the old versions
+no running execution needs (stepwell.core.versions.prune_versions); a failure there is logged and the run goes
 on, without pruning when the adoption failed.
 """
 
@@ -25,9 +25,9 @@ import logging
 from dataclasses import dataclass, field
 
 from stepwell.config import DEFAULT_KEEP_VERSIONS
-from stepwell.flow_control import FlowControl
+from stepwell.core.flow_control import FlowControl
+from stepwell.core.versions import PRUNE_GRACE_SECONDS, adopt_unversioned, prune_versions
 from stepwell.ports import Clock, ExecutionStore, FunctionVersions, WorkQueue
-from stepwell.versions import PRUNE_GRACE_SECONDS, adopt_unversioned, prune_versions
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,8 @@ class Reconciler:
         self.limit_per_shard = limit_per_shard
         self._versions = versions
         self.keep_versions = keep_versions
-        # How long after its successor's publication a version may go (stepwell.versions.prune_grace_seconds).
+        # How long after its successor's publication a version may go
+        # (stepwell.core.versions.prune_grace_seconds).
         self.prune_grace = prune_grace
         self._flow = FlowControl(store, queue, None, clock)
 

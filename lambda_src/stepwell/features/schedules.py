@@ -40,15 +40,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from stepwell.core.registry import validate_workflow_name
 from stepwell.errors import InvalidArgument, StepwellError, WorkflowNotFound
 from stepwell.model import ExecutionId, ExecutionStatus, make_execution_id
-from stepwell.registry import validate_workflow_name
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef
 
-    from stepwell.engine import Engine
+    from stepwell.core.engine import Engine
 
 logger = logging.getLogger(__name__)
 

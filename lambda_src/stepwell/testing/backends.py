@@ -32,7 +32,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
 from stepwell.testing.moto_server import DEFAULT_ACCOUNT_ID, MotoServer, moto_server
 
 BACKEND_ENV = "STEPWELL_BACKEND"

@@ -23,7 +23,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from stepwell.aws import error_code
+from stepwell.aws.clients import error_code
 from stepwell.testing.scheduler import VirtualClock
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 
 from stepwell.config import DEFAULT_SUBJECT_INDEX, StepwellConfig
-from stepwell.status_events import STATUS_EVENT_SOURCE
+from stepwell.core.status_events import STATUS_EVENT_SOURCE
 
 NAME = "sw-test"
 REGION = "us-east-1"

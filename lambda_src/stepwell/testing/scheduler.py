@@ -35,7 +35,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from stepwell.schedules import AT_PATTERN, CRON_PATTERN, EXPRESSION_FORMS, RATE_PATTERN
+from stepwell.features.schedules import AT_PATTERN, CRON_PATTERN, EXPRESSION_FORMS, RATE_PATTERN
 
 ClientFactory = Callable[[str], Any]
 LambdaInvoker = Callable[[str, bytes], Any]

@@ -1,4 +1,4 @@
-"""The worker Lambda's entry: `stepwell.entry.handler(event, context)`.
+"""The worker Lambda's entry: `stepwell.wiring.entry.handler(event, context)`.
 
 An SQS batch (the work queue's event source mapping) is handled message by message and answered with
 {"batchItemFailures": [...]}: a message that is not an engine message, or whose handling failed, is
@@ -9,8 +9,9 @@ not finished then among the failures (handle_sqs_batch). Message bodies (docs/ar
 - {"kind": "invoke", "executionId": ..., "dueAt"?: ..., "busyRetries"?: n}: run or resume an execution.
   One arriving before its `dueAt` is re-scheduled, not run; one finding the execution busy (leased by
   another worker) is re-sent later with `busyRetries` counting up and the delay doubling.
-- {"kind": "reconcile"}: sweep flow control keys and prune old worker versions (stepwell.reconciler).
-- {"kind": "scheduled-start", ...}: one occurrence of a schedule starts its workflow (stepwell.schedules);
+- {"kind": "reconcile"}: sweep flow control keys and prune old worker versions (stepwell.features.reconciler).
+- {"kind": "scheduled-start", ...}: one occurrence of a schedule starts its workflow
+(stepwell.features.schedules);
   one that cannot start anything is logged and dropped, not retried.
 - an EventBridge envelope from the bus rule. Callback commands are events whose `detail-type` is
   "stepwell.callback.success" (detail {"callbackId": ..., "result": text, or any JSON value which is
@@ -18,11 +19,11 @@ not finished then among the failures (handle_sqs_batch). Message bodies (docs/ar
   "stepwell.callback.failure" (detail {"callbackId": ..., "error": {"ErrorType", "ErrorMessage",
   "ErrorData", "StackTrace"}}) or "stepwell.callback.heartbeat" (detail {"callbackId": ...}), and whose
   source is "stepwell.client" (one with such a detail-type from any other source is logged as rejected
-  and never applied). Other events are domain events: the definitions router (stepwell.definitions)
+  and never applied). Other events are domain events: the definitions router (stepwell.features.definitions)
   takes them when the deployment has a definitions table; without one, each is logged as rejected.
 
 A direct invocation with {"kind": "reconcile"} (or an invoke body) is handled the same way. One-time
-wake-up schedules invoke the worker's alias so (stepwell.timers); a direct invocation that raises is
+wake-up schedules invoke the worker's alias so (stepwell.aws.timers); a direct invocation that raises is
 retried by Lambda and then sent to the work queue as an on-failure destination record ({"version":
 "1.0", "requestContext": {...}, "requestPayload": BODY, ...}): the queue's record is handled as BODY.
 
@@ -49,21 +50,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from stepwell.aws import AwsClients
-from stepwell.client import (
-    CALLBACK_DETAIL_TYPES,
-    CALLBACK_EVENT_SOURCE,
-    CALLBACK_FAILURE,
-    CALLBACK_SUCCESS,
-    build_engine,
-    callback_result_text,
-    reject_json_constant,
-)
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.lambda_invoker import BotoLambdaInvoker
+from stepwell.aws.timers import is_early
+from stepwell.aws.work_queue import MAX_DELAY_SECONDS
 from stepwell.clock import SystemClock
 from stepwell.config import DEFAULT_KEEP_VERSIONS, StepwellConfig
-from stepwell.definitions.router import Router
-from stepwell.definitions.service import install
-from stepwell.engine import Engine
+from stepwell.core.engine import Engine
+from stepwell.core.logs import install_json_logging, log_context, workflow_of
+from stepwell.core.metrics import EmfMetrics, Metric, Metrics
+from stepwell.core.registry import Registry, default_registry, import_workflow_modules
+from stepwell.core.status_events import STATUS_EVENT_SOURCE
+from stepwell.core.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds
+from stepwell.core.worker import Worker, parse_invoke_message
 from stepwell.errors import (
     CallbackNotFound,
     ExecutionAlreadyEnded,
@@ -71,21 +70,23 @@ from stepwell.errors import (
     InvalidArgument,
     InvalidMessage,
 )
-from stepwell.invoke_targets import BotoLambdaInvoker
-from stepwell.logs import install_json_logging, log_context, workflow_of
-from stepwell.metrics import EmfMetrics, Metric, Metrics
+from stepwell.features.definitions.router import Router
+from stepwell.features.definitions.service import install
+from stepwell.features.reconciler import Reconciler
+from stepwell.features.schedules import SCHEDULED_START, start_scheduled
 from stepwell.model import InvokeMessage
 from stepwell.ports import Clock
-from stepwell.reconciler import Reconciler
-from stepwell.registry import Registry, default_registry, import_workflow_modules
-from stepwell.schedules import SCHEDULED_START, start_scheduled
-from stepwell.status_events import STATUS_EVENT_SOURCE
-from stepwell.timers import is_early
-from stepwell.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds
-from stepwell.work_queue import MAX_DELAY_SECONDS
-from stepwell.worker import Worker, parse_invoke_message
+from stepwell.wiring.build import build_engine
+from stepwell.wiring.events import (
+    CALLBACK_DETAIL_TYPES,
+    CALLBACK_EVENT_SOURCE,
+    CALLBACK_FAILURE,
+    CALLBACK_SUCCESS,
+    callback_result_text,
+    reject_json_constant,
+)
 
-logger = logging.getLogger("stepwell.entry")
+logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 _ENVELOPE_KEYS = ("version", "id", "detail-type", "source", "detail")
@@ -513,7 +514,7 @@ class EntryRuntime:
 
     def _keep_logs(self, records: list[Mapping[str, Any]]) -> None:
         """Keep the logs of the executions `records` wake: they wait for an operator, however late
-        (stepwell.log_expiry)."""
+        (stepwell.core.log_expiry)."""
         for record in records:
             try:
                 self.engine.keep_log_of(parse_invoke_message(decode_body(record.get("body"))).execution_id)

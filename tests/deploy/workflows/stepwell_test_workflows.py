@@ -16,9 +16,9 @@ import boto3
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from botocore.exceptions import ClientError
-from stepwell.callback_urls import callback_url
-from stepwell.flow_limits import Rate
-from stepwell.registry import workflow
+from stepwell.core.flow_limits import Rate
+from stepwell.core.registry import workflow
+from stepwell.features.callback_urls import callback_url
 
 MARKER_PREFIX = "test-marker#"
 HOLD_LIMIT_SECONDS = 120.0

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
-from stepwell.registry import workflow
+from stepwell.core.registry import workflow
 from workflows.order_steps import APPROVAL, COOLING_OFF, FLAKY_RETRY, charge, fulfil_in_parallel, total_cents
 
 # Orders above this total are held for review in the fraud screening step.

@@ -49,9 +49,9 @@ from aws_durable_execution_sdk_python.retries import (
     create_retry_strategy,
 )
 
-from stepwell.definitions import outbound
-from stepwell.definitions.model import RetryPolicy
-from stepwell.status_events import STATUS_EVENT_DETAIL_TYPE
+from stepwell.core.status_events import STATUS_EVENT_DETAIL_TYPE
+from stepwell.features.definitions import outbound
+from stepwell.features.definitions.model import RetryPolicy
 
 ActionFn = Callable[[dict[str, Any], "ActionContext"], Any]
 ClientFactory = Callable[[str], Any]

@@ -9,8 +9,9 @@ CPU is measured per thread (time.thread_time) and summed over the run's threads:
 and each parallel branch on threads, in a worker process that may run other executions at the same time,
 whose work time.process_time would charge to this run.
 
-Validation (`stepwell.definitions.validation.parse_storable_definition`) estimates each expression's
-worst-case work in bytes read (`stepwell.definitions.expressions.estimate_cost`, over the largest event and
+Validation (`stepwell.features.definitions.validation.parse_storable_definition`) estimates each expression's
+worst-case work in bytes read (`stepwell.features.definitions.expressions.estimate_cost`, over the
+largest event and
 data a context can hold) and refuses a definition whose expression costs more than EXPRESSION_COST_LIMIT,
 or whose expressions evaluated in runs cost more than DEFINITION_COST_LIMIT together. Measured here, the
 slowest operations read about 40 ns per byte (`x in` a list of 65,000 short strings, the walk measuring a
@@ -28,8 +29,8 @@ from collections.abc import Callable
 # `timeout`): several runs of a batch fit. stepwell.config holds them, as it cannot import this module.
 from stepwell.config import DEFAULT_EXPRESSION_CPU_SECONDS as DEFAULT_EXPRESSION_CPU_SECONDS
 from stepwell.config import DEFAULT_RUN_CPU_SECONDS as DEFAULT_RUN_CPU_SECONDS
-from stepwell.definitions.expressions import Meter
-from stepwell.definitions.store import MAX_CONTEXT_DATA_BYTES, MAX_ID_LENGTH
+from stepwell.features.definitions.expressions import Meter
+from stepwell.features.definitions.store import MAX_CONTEXT_DATA_BYTES, MAX_ID_LENGTH
 
 # The largest event a context can receive (EventBridge's entry limit, 256 KiB), and its data's limit.
 MAX_EVENT_BYTES = 256 * 1024

@@ -48,16 +48,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stepwell.config import DEFAULT_EXPRESSION_CPU_SECONDS
+
 MAX_EXPRESSION_LENGTH = 2000
 MAX_DEPTH = 64
 MAX_INTEGER_BITS = 128
 MAX_CONCAT_LENGTH = 400_000
 MAX_VALUE_BYTES = 1024 * 1024
 DEFAULT_ROOTS = ("data", "event", "subject", "domain")
-# The CPU one evaluation may take when its caller gives no Meter (a flow key), and the default of the
-# deployment's per-expression budget (stepwell.config): far above what a legitimate expression needs over a
-# 256 KB event (a few milliseconds), far below a worker's timeout.
-DEFAULT_EVALUATION_CPU_SECONDS = 0.25
+# The CPU one evaluation may take when its caller gives no Meter (a flow key): the deployment's default.
+DEFAULT_EVALUATION_CPU_SECONDS = DEFAULT_EXPRESSION_CPU_SECONDS
 # Steps between two reads of the CPU clock: a read costs about as much as a few steps, and 64 steps of the
 # evaluator take well under a millisecond.
 CHECK_EVERY = 64

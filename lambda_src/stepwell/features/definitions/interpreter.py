@@ -27,7 +27,8 @@ Node by node (each is an SDK operation, so durability, retries and history come 
   in branch order.
 - end: the context succeeds; its item gets status SUCCEEDED (FAILED with the error when a node fails).
 
-Each run (one invocation) has a CPU budget, and each evaluation its own (`stepwell.definitions.budgets`,
+Each run (one invocation) has a CPU budget, and each evaluation its own
+(`stepwell.features.definitions.budgets`,
 `DefinitionsRuntime.run_cpu_seconds` and `expression_cpu_seconds`): checked between nodes and inside the
 evaluator, a run past either fails its context with an error naming the budget.
 
@@ -59,26 +60,38 @@ from aws_durable_execution_sdk_python.exceptions import (
 )
 from aws_durable_execution_sdk_python.retries import RetryDecision
 
-from stepwell.definitions.actions import ActionContext, PermanentActionError, UnknownAction, retry_strategy
-from stepwell.definitions.budgets import ROOT_BYTES, RunBudget
-from stepwell.definitions.expressions import Expression, ExpressionError, estimate_cost
-from stepwell.definitions.model import MAX_WAIT_SECONDS, Definition, DefinitionError, Node, parse_instant
-from stepwell.definitions.runtime import DefinitionsRuntime, get_runtime
-from stepwell.definitions.store import (
+from stepwell.core.flow_limits import resolve_flow
+from stepwell.core.registry import EndObserver, Handler, Registry
+from stepwell.errors import InvalidArgument
+from stepwell.features.definitions.actions import (
+    ActionContext,
+    PermanentActionError,
+    UnknownAction,
+    retry_strategy,
+)
+from stepwell.features.definitions.budgets import ROOT_BYTES, RunBudget
+from stepwell.features.definitions.expressions import Expression, ExpressionError, estimate_cost
+from stepwell.features.definitions.model import (
+    MAX_WAIT_SECONDS,
+    Definition,
+    DefinitionError,
+    Node,
+    parse_instant,
+)
+from stepwell.features.definitions.runtime import DefinitionsRuntime, get_runtime
+from stepwell.features.definitions.store import (
     ContextDataTooLarge,
     ContextRecord,
     ContextStore,
     StoreError,
     encode_context_data,
 )
-from stepwell.definitions.validation import parse_definition, parse_flow_control
-from stepwell.errors import InvalidArgument
-from stepwell.flow_limits import resolve_flow
+from stepwell.features.definitions.validation import parse_definition, parse_flow_control
 from stepwell.model import ExecutionRecord, FlowLimit
-from stepwell.registry import EndObserver, Handler, Registry
 
 INTERPRETER_NAME = "stepwell.definition"
-# A condition whose estimated cost (stepwell.definitions.expressions.estimate_cost, in bytes read) is at
+# A condition whose estimated cost (stepwell.features.definitions.expressions.estimate_cost, in bytes
+# read) is at
 # most this is evaluated again on replays rather than kept in a step: replaying a step takes tens of
 # microseconds (and its first run a checkpoint), evaluating `data.status == "paid"` about one.
 RECORD_COST = 4096

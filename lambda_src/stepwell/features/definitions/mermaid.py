@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from stepwell.definitions.model import Definition, Node
+from stepwell.features.definitions.model import Definition, Node
 
 _SHAPES = {
     "trigger": ("([", "])"),

@@ -1,6 +1,7 @@
 """The parsed form of a workflow definition (schema version 1: see schema.json) and its errors.
 
-`stepwell.definitions.validation.parse_definition` turns the JSON document into a `Definition` (or raises
+`stepwell.features.definitions.validation.parse_definition` turns the JSON document into a `Definition`
+(or raises
 `DefinitionInvalid` listing every problem, each naming its node or edge).
 """
 
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from stepwell.definitions.expressions import Expression
-from stepwell.flow_limits import Concurrency, Rate
+from stepwell.core.flow_limits import Concurrency, Rate
+from stepwell.features.definitions.expressions import Expression
 
 SCHEMA_VERSION = 1
 NODE_TYPES = ("trigger", "action", "wait", "trigger_or_timeout", "condition", "parallel", "join", "end")
@@ -183,7 +184,7 @@ class Definition:
     outgoing: dict[str, list[Edge]]
     # parallel node id -> its join node id
     joins: dict[str, str]
-    # flowControl: per key, at most N running contexts and R starts per period (stepwell.flow_limits)
+    # flowControl: per key, at most N running contexts and R starts per period (stepwell.core.flow_limits)
     flow_concurrency: Concurrency | None = None
     flow_rate: Rate | None = None
 

@@ -55,18 +55,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stepwell.definitions.actions import (
+from stepwell.core.engine import Engine
+from stepwell.core.worker import InvocationContext, Known, Worker
+from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
+from stepwell.features.definitions.actions import (
     CHAIN_ID,
     ENGINE_EVENT_SOURCE,
     EVENT_CHAIN_KEY,
     EVENT_DEPTH_KEY,
     MAX_EVENT_DEPTH,
 )
-from stepwell.definitions.expressions import evaluation_meter
-from stepwell.definitions.interpreter import INTERPRETER_NAME
-from stepwell.definitions.model import Definition, DefinitionError
-from stepwell.definitions.runtime import DefinitionsRuntime
-from stepwell.definitions.store import (
+from stepwell.features.definitions.expressions import evaluation_meter
+from stepwell.features.definitions.interpreter import INTERPRETER_NAME
+from stepwell.features.definitions.model import Definition, DefinitionError
+from stepwell.features.definitions.runtime import DefinitionsRuntime
+from stepwell.features.definitions.store import (
     ContextDataTooLarge,
     ContextRecord,
     InvalidId,
@@ -74,13 +77,10 @@ from stepwell.definitions.store import (
     check_id,
     encode_context_data,
 )
-from stepwell.definitions.validation import parse_definition
-from stepwell.engine import Engine
-from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
+from stepwell.features.definitions.validation import parse_definition
 from stepwell.model import ExecutionRecord, ExternalInput, InvokeMessage, lone_surrogate_at, make_execution_id
-from stepwell.worker import InvocationContext, Known, Worker
 
-logger = logging.getLogger("stepwell.definitions.router")
+logger = logging.getLogger(__name__)
 
 EXTRACTOR_ENV = "STEPWELL_EVENT_EXTRACTOR"
 DEFAULT_PATHS: dict[str, Any] = {

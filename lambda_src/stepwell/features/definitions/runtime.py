@@ -2,7 +2,7 @@
 
 In the worker Lambda the runtime is built once from the environment (`runtime_from_env`, DynamoDB stores
 on the tables named in docs/architecture.md); tests build one on the memory stores and a virtual clock
-and hand it to `stepwell.definitions.interpreter.make_interpreter`.
+and hand it to `stepwell.features.definitions.interpreter.make_interpreter`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepwell.config import cpu_budgets_from_env
-from stepwell.definitions.actions import (
+from stepwell.features.definitions.actions import (
     ActionRegistry,
     ClientFactory,
     default_actions,
     default_client_factory,
 )
-from stepwell.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS, DEFAULT_RUN_CPU_SECONDS
-from stepwell.definitions.store import (
+from stepwell.features.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS, DEFAULT_RUN_CPU_SECONDS
+from stepwell.features.definitions.store import (
     ContextStore,
     DefinitionStore,
     DynamoDbContextStore,
@@ -52,7 +52,8 @@ class DefinitionsRuntime:
     event_bus_name: str | None = None
     # The deployment's own functions, which actions may not invoke (ActionContext.own_functions).
     own_functions: frozenset[str] = frozenset()
-    # CPU budgets (stepwell.definitions.budgets): a run (one invocation of a context) and each expression
+    # CPU budgets (stepwell.features.definitions.budgets): a run (one invocation of a context) and each
+    # expression
     # it evaluates; past either, the context fails naming the budget.
     run_cpu_seconds: float = DEFAULT_RUN_CPU_SECONDS
     expression_cpu_seconds: float = DEFAULT_EXPRESSION_CPU_SECONDS

@@ -15,16 +15,20 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from stepwell.aws import AwsClients
+from stepwell.aws.clients import AwsClients
 from stepwell.clock import SystemClock
 from stepwell.config import StepwellConfig
-from stepwell.definitions.actions import ActionRegistry, default_actions
-from stepwell.definitions.interpreter import INTERPRETER_NAME, register_interpreter
-from stepwell.definitions.mermaid import to_mermaid
-from stepwell.definitions.model import DefinitionNotFound
-from stepwell.definitions.router import EventOutcome, EventSources, PathExtractor, Router
-from stepwell.definitions.runtime import DefinitionsRuntime, configure, get_runtime
-from stepwell.definitions.store import (
+from stepwell.core.engine import Engine
+from stepwell.core.history import format_timeline
+from stepwell.core.registry import Registry, default_registry
+from stepwell.errors import ExecutionNotFound
+from stepwell.features.definitions.actions import ActionRegistry, default_actions
+from stepwell.features.definitions.interpreter import INTERPRETER_NAME, register_interpreter
+from stepwell.features.definitions.mermaid import to_mermaid
+from stepwell.features.definitions.model import DefinitionNotFound
+from stepwell.features.definitions.router import EventOutcome, EventSources, PathExtractor, Router
+from stepwell.features.definitions.runtime import DefinitionsRuntime, configure, get_runtime
+from stepwell.features.definitions.store import (
     ContextRecord,
     DynamoDbContextStore,
     DynamoDbDefinitionStore,
@@ -33,13 +37,13 @@ from stepwell.definitions.store import (
     StoreError,
     check_id,
 )
-from stepwell.definitions.validation import parse_definition, unregistered_actions, validate_definition
-from stepwell.engine import Engine
-from stepwell.errors import ExecutionNotFound
-from stepwell.history import format_timeline
+from stepwell.features.definitions.validation import (
+    parse_definition,
+    unregistered_actions,
+    validate_definition,
+)
 from stepwell.model import Page
 from stepwell.ports import Clock
-from stepwell.registry import Registry, default_registry
 
 
 def runtime_from_config(
@@ -60,7 +64,7 @@ def runtime_from_config(
             config.definitions_table,
             now_ms=lambda: int(chosen.now() * 1000),
             # A deleted definition's versions stay as long as its finished contexts; a waits record
-            # written afresh reads the domain's running contexts (stepwell.definitions.store).
+            # written afresh reads the domain's running contexts (stepwell.features.definitions.store).
             retention_days=config.retention_days,
             contexts_table=config.executions_table,
             subject_index=config.subject_index_name,

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stepwell.config import DEFAULT_RETENTION_DAYS, DEFAULT_SUBJECT_INDEX
-from stepwell.definitions.model import encode_definition
+from stepwell.features.definitions.model import encode_definition
 from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, Page
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ Validator = Callable[[Mapping[str, Any]], object]
 
 
 def _default_validator(document: Mapping[str, Any]) -> object:
-    from stepwell.definitions.validation import parse_storable_definition
+    from stepwell.features.definitions.validation import parse_storable_definition
 
     return parse_storable_definition(document)
 

@@ -9,7 +9,7 @@ period, key expressions: `parse_flow_control`). `parse_storable_definition`
 (the store's check before a put, and `validate_definition`'s) adds what storage would refuse: a definition
 too large for its DynamoDB item, NaN or Infinity, and a definition whose expressions may cost more than the
 budgets allow (`_cost_errors`: a worst-case estimate per expression, and over the expressions a run
-evaluates; stepwell.definitions.budgets). `unregistered_actions` lists, as warnings,
+evaluates; stepwell.features.definitions.budgets). `unregistered_actions` lists, as warnings,
 action nodes naming an action a process has not registered (the deployed worker may register more).
 """
 
@@ -20,21 +20,23 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from stepwell.definitions.actions import HTTP, PUT_EVENT, detail_type_problem
-from stepwell.definitions.budgets import (
+from stepwell.core.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, Concurrency, Rate
+from stepwell.errors import InvalidArgument
+from stepwell.features.definitions.actions import HTTP, PUT_EVENT, detail_type_problem
+from stepwell.features.definitions.budgets import (
     DEFINITION_COST_LIMIT,
     EXPRESSION_COST_LIMIT,
     MAX_EVENT_BYTES,
     ROOT_BYTES,
 )
-from stepwell.definitions.expressions import (
+from stepwell.features.definitions.expressions import (
     Expression,
     ExpressionError,
     brief_repr,
     compile_expression,
     estimate_cost,
 )
-from stepwell.definitions.model import (
+from stepwell.features.definitions.model import (
     CONCURRENCY_POLICIES,
     DEFINITION_ITEM_OVERHEAD,
     DURATION_RULE,
@@ -56,10 +58,8 @@ from stepwell.definitions.model import (
     parse_duration,
     parse_instant,
 )
-from stepwell.definitions.outbound import HEADER_RULE, header_problem
-from stepwell.definitions.store import InvalidId, check_workflow_id
-from stepwell.errors import InvalidArgument
-from stepwell.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, Concurrency, Rate
+from stepwell.features.definitions.outbound import HEADER_RULE, header_problem
+from stepwell.features.definitions.store import InvalidId, check_workflow_id
 
 # Patterns of whole values: used with fullmatch (match with "$" lets a trailing newline through).
 NODE_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")

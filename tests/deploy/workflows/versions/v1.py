@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from stepwell.registry import workflow
+from stepwell.core.registry import workflow
 
 CODE = "v1"
 

@@ -1,0 +1,40 @@
+"""The Lambda invoker of `context.invoke` targets that are Lambda functions (stepwell.core.invoke_targets):
+Lambda's Invoke API, with refusals told apart from errors worth a retry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from stepwell.core.invoke_targets import LambdaInvokeRefused, LambdaResponse
+
+if TYPE_CHECKING:
+    from stepwell.aws.clients import AwsClients
+
+
+class BotoLambdaInvoker:
+    """LambdaInvoker over Lambda's Invoke API (RequestResponse), on the client that waits as long as a
+    function may run (AwsClients.lambda_invoke, made on the first invoke)."""
+
+    def __init__(self, clients: AwsClients) -> None:
+        self._clients = clients
+
+    def invoke(self, function: str, payload: bytes) -> LambdaResponse:
+        try:
+            response = self._clients.lambda_invoke.invoke(
+                FunctionName=function, InvocationType="RequestResponse", Payload=payload
+            )
+        except ClientError as error:
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
+            details = error.response.get("Error", {})
+            if 400 <= status < 500 and status != 429:
+                raise LambdaInvokeRefused(
+                    details.get("Code", "Lambda.InvokeError"), details.get("Message", str(error))
+                ) from error
+            raise
+        return LambdaResponse(
+            payload=response["Payload"].read(),
+            function_error=response.get("FunctionError"),
+            executed_version=response.get("ExecutedVersion"),
+        )

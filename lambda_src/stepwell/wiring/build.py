@@ -1,0 +1,124 @@
+"""An engine built on a deployment's AWS resources from its settings (StepwellConfig): the one place the
+adapters are chosen, used by the worker's entry, the callback-URL function and the operator client."""
+
+from __future__ import annotations
+
+import os
+
+from stepwell.aws.clients import AwsClients
+from stepwell.aws.direct_wake import DirectWakeQueue
+from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
+from stepwell.aws.lambda_versions import LambdaFunctionVersions
+from stepwell.aws.payloads import S3PayloadStore
+from stepwell.aws.status_events import EventBridgeStatusEvents
+from stepwell.aws.timers import WakeScheduler
+from stepwell.aws.work_queue import SqsWorkQueue
+from stepwell.clock import SystemClock
+from stepwell.config import StepwellConfig
+from stepwell.core.engine import Engine
+from stepwell.core.metrics import Metrics, NoMetrics
+from stepwell.core.registry import Registry, validate_workflow_name
+from stepwell.core.status_events import NoStatusEvents
+from stepwell.core.versions import running_version
+from stepwell.features.definitions.interpreter import register_interpreter
+from stepwell.ports import Clock, WorkQueue
+
+
+class AnyWorkflowRegistry(Registry):
+    """The client does not import the workflow code: every valid name may be started, and the worker
+    (which has the code) fails an execution whose workflow it does not know. The definitions' interpreter
+    is registered (its handler never runs here) so that a context this client starts (`process_event`)
+    gets its definition's flow limits when it is created, as one the worker starts does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        register_interpreter(self)
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            validate_workflow_name(name)
+        except ValueError:
+            return False
+        return True
+
+
+def build_engine(
+    config: StepwellConfig,
+    clients: AwsClients,
+    registry: Registry,
+    clock: Clock | None = None,
+    metrics: Metrics | None = None,
+) -> Engine:
+    """The engine on a deployment's AWS resources (`metrics`: the worker's; a client emits none)."""
+    payloads = S3PayloadStore(clients.s3, config.payload_bucket) if config.payload_bucket else None
+    store = DynamoDbExecutionStore(
+        clients.dynamodb,
+        config.executions_table,
+        config.operations_table,
+        config.coordination_table,
+        config.subject_index_name,
+        payloads=payloads,
+        retention_days=config.retention_days,
+    )
+    engine_clock = clock or SystemClock()
+    queue = SqsWorkQueue(clients.sqs, config.work_queue_url)
+    wake_queue: WorkQueue = queue
+    if config.direct_wake_ups:
+        wake_queue = DirectWakeQueue(queue, clients.lambda_wake, config.wake_function_arn)
+    timers = WakeScheduler(
+        queue,
+        clients.scheduler if config.schedule_group_name else None,
+        config.schedule_group_name,
+        config.scheduler_role_arn,
+        config.work_queue_arn,
+        clock=engine_clock.now,
+        kms_key_arn=config.kms_key_arn,
+        dead_letter_arn=config.dlq_arn,
+        wake_function_arn=config.wake_function_arn,
+    )
+    functions = (
+        LambdaFunctionVersions(clients.lambda_invoke, config.worker_function_name, config.worker_alias)
+        if config.worker_function_name
+        else None
+    )
+    return Engine(
+        store=store,
+        queue=wake_queue,
+        timers=timers,
+        payloads=payloads if payloads is not None else _NoPayloadBucket(config.name),
+        clock=engine_clock,
+        registry=registry,
+        code_version=running_version(os.environ),
+        functions=functions,
+        status_events=(
+            EventBridgeStatusEvents(clients.events, config.event_bus_name)
+            if config.status_events and config.event_bus_name
+            else NoStatusEvents()
+        ),
+        metrics=metrics or NoMetrics(),
+        limits=config.payload_limits,
+    )
+
+
+class _NoPayloadBucket:
+    """Stands in for S3 when the deployment has no payload bucket: large values are a clear error."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def put(self, execution_id: str, label: str, data: str) -> str:
+        return self.reference(execution_id, label, data)
+
+    def reference(self, execution_id: str, label: str, data: str) -> str:
+        raise ValueError(
+            f"{label} of {execution_id!r} is {len(data.encode('utf-8'))} bytes, too large to keep inline, "
+            f"and deployment {self._name!r} has no payload bucket configured"
+        )
+
+    def get(self, reference: str) -> str:
+        raise ValueError(
+            f"payload {reference!r} cannot be read: deployment {self._name!r} has no payload bucket"
+        )
+
+    def retire(self, execution_id: str) -> int:
+        return 0  # nothing was ever offloaded
