@@ -413,14 +413,29 @@ class InvokeMessage:
         return body
 
 
+class OutcomeAction(StrEnum):
+    """What the worker did with one message (WorkOutcome.action). A string: the entry logs it and answers a
+    direct invocation with it."""
+
+    RAN = "ran"  # the handler ran and the execution still runs (next_wake_at: its next wake-up)
+    CRASHED = "crashed"  # the handler's process died; it runs again at next_wake_at
+    IDLE = "idle"  # nothing to run (a duplicate, an early timer, inputs only absorbed)
+    FINISHED = "finished"  # this run ended the execution
+    IGNORED = "ignored"  # no such execution, or it had ended (details["reason"])
+    BUSY = "busy"  # another worker holds its lease: the message comes again later
+    FENCED = "fenced"  # a newer worker took its log from this one, whose lease had expired
+    FORWARD = "forward"  # pinned to another version (details["version"]), which runs it
+    # Held back by a flow limit before its first run:
+    DELAYED = "delayed"  # by a rate limit, woken at its start time
+    WAITING = "waiting"  # in a concurrency limit's queue, started when a slot frees
+
+
 @dataclass(frozen=True)
 class WorkOutcome:
     """What the worker did with one message (for logs, tests and the entry's batch response)."""
 
     execution_id: str
-    # "ran", "busy", "idle", "finished", "ignored", "forward" (details["version"] runs it), or held back
-    # by a flow limit before the first run: "delayed" (a rate limit) or "waiting" (a concurrency queue)
-    action: str
+    action: OutcomeAction
     status: ExecutionStatus | None = None
     next_wake_at: float | None = None
     details: dict[str, Any] = field(default_factory=dict)

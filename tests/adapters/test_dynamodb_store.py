@@ -25,6 +25,7 @@ from stepwell.model import (
     ExternalInput,
     FlowLimit,
     InputKind,
+    OutcomeAction,
     make_execution_id,
 )
 from stepwell.testing.local import LocalQueue
@@ -454,7 +455,7 @@ def test_a_rate_key_expires_a_retention_period_after_its_last_start_leaves_the_w
 
     assert outcomes[:2] == [None, None]
     third = outcomes[2]
-    assert third is not None and third.action == "delayed"
+    assert third is not None and third.action is OutcomeAction.DELAYED
     item = deployment.clients.dynamodb.get_item(
         TableName=deployment.config.coordination_table, Key={"key": {"S": limit.scope}}
     )["Item"]

@@ -16,7 +16,7 @@ from stepwell.core.log_expiry import LOG_HORIZON_SECONDS, NAME_HOLD_SECONDS
 from stepwell.core.registry import Registry
 from stepwell.core.worker import Known, Worker
 from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
-from stepwell.model import ExecutionId
+from stepwell.model import ExecutionId, OutcomeAction
 from stepwell.wiring.entry import EntryRuntime
 
 from .deployment import Deployment
@@ -194,7 +194,7 @@ def test_a_first_run_reads_no_log_and_a_late_message_with_a_stale_record_replays
     counter.reset()
     outcome = Worker(runtime.engine).run(execution_id, known=Known(record=stale))
     assert counter.snapshot()["calls"].get("dynamodb.Query", 0) >= 1
-    assert outcome.action != "fenced"
+    assert outcome.action is not OutcomeAction.FENCED
     assert STEP_RUNS == ["first", "second"]  # no step body ran again
     assert client.get_execution_history(execution_id) == history
 

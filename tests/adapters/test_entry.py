@@ -14,6 +14,7 @@ from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.core.registry import Registry
 from stepwell.features.definitions.runtime import configure as configure_definitions
+from stepwell.model import OutcomeAction
 from stepwell.wiring import entry
 from stepwell.wiring.entry import EntryRuntime
 from stepwell.wiring.events import CALLBACK_EVENT_SOURCE, CALLBACK_FAILURE, CALLBACK_HEARTBEAT
@@ -245,14 +246,15 @@ def test_busy_execution_is_retried_later_with_backoff(
     deployment.clients.sqs.meta.events.register("provide-client-params.sqs.SendMessage", record)
     first = driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id})
     second = driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id, "busyRetries": 3})
-    assert (first.action, second.action) == ("busy", "busy")
+    assert (first.action, second.action) == (OutcomeAction.BUSY, OutcomeAction.BUSY)
     sent = [(params["DelaySeconds"], json.loads(params["MessageBody"])) for params in sent_params]
     assert sent == [
         (5, {"kind": "invoke", "executionId": execution_id, "busyRetries": 1}),
         (40, {"kind": "invoke", "executionId": execution_id, "busyRetries": 4}),
     ]
     store.release_lease(execution_id, "another-worker")
-    assert driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id}).action == "finished"
+    finished = driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id})
+    assert finished.action == OutcomeAction.FINISHED
 
 
 def test_callback_failure_through_the_bus_and_bad_actions(

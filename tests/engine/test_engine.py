@@ -21,7 +21,7 @@ from stepwell.errors import (
 )
 from stepwell.limits import PayloadLimits
 from stepwell.memory.store import MemoryExecutionStore
-from stepwell.model import ExecutionStatus
+from stepwell.model import ExecutionStatus, OutcomeAction
 from stepwell.testing.local import ExecutionStuck, LocalStepwell
 
 
@@ -118,7 +118,7 @@ def test_a_duplicate_message_changes_nothing(stepwell_local: LocalStepwell) -> N
 
     outcome = stepwell_local.worker.run(execution_id)  # the same message delivered again
 
-    assert outcome.action == "idle"
+    assert outcome.action is OutcomeAction.IDLE
     assert stepwell_local.history(execution_id) == before
 
 
@@ -130,7 +130,7 @@ def test_a_worker_backs_off_while_another_holds_the_lease(stepwell_local: LocalS
 
     outcome = stepwell_local.worker.run(execution_id)
 
-    assert outcome.action == "busy"
+    assert outcome.action is OutcomeAction.BUSY
     assert stepwell_local.store.batch_count(execution_id) == 0
 
 
@@ -665,8 +665,8 @@ def test_two_workers_racing_one_runs_the_other_backs_off(stepwell_local: LocalSt
     release.set()
     first.join(timeout=30)
 
-    assert second.action == "busy"
-    assert [outcome.action for outcome in outcomes] == ["finished"]
+    assert second.action is OutcomeAction.BUSY
+    assert [outcome.action for outcome in outcomes] == [OutcomeAction.FINISHED]
     assert runs == [1]
     assert event_types(stepwell_local, execution_id).count("StepSucceeded") == 1
 
@@ -715,7 +715,7 @@ def test_a_heartbeat_while_waiting_does_not_rerun_the_handler(stepwell_local: Lo
 
     again = stepwell_local.worker.run(execution_id)  # a duplicate message afterwards
 
-    assert again.action == "idle"
+    assert again.action is OutcomeAction.IDLE
     assert stepwell_local.history(execution_id) == history
     assert [e["EventType"] for e in history].count("InvocationCompleted") == 1
 
@@ -761,7 +761,7 @@ def test_a_wake_up_lost_after_the_suspending_batch_is_scheduled_by_the_next_mess
 
     outcome = stepwell_local.worker.run(execution_id)
 
-    assert outcome.action == "idle" and outcome.next_wake_at is not None
+    assert outcome.action is OutcomeAction.IDLE and outcome.next_wake_at is not None
     assert stepwell_local.queue.next_due_at() == outcome.next_wake_at
     record = stepwell_local.run_to_completion(execution_id)
     assert record.status is ExecutionStatus.SUCCEEDED

@@ -16,7 +16,7 @@ from stepwell.core.flow_control import FLOW_LEASE_SECONDS
 from stepwell.core.registry import Registry
 from stepwell.errors import InvalidArgument
 from stepwell.features.reconciler import Reconciler
-from stepwell.model import ExecutionQuery, ExecutionStatus, FlowLimit, InvokeMessage
+from stepwell.model import ExecutionQuery, ExecutionStatus, FlowLimit, InvokeMessage, OutcomeAction
 from stepwell.testing.local import LocalStepwell, metric_totals
 
 HOLD_SECONDS = 10
@@ -88,7 +88,7 @@ def _most_running_at_once(local: LocalStepwell, execution_ids: list[str]) -> int
     return most
 
 
-def _outcome(local: LocalStepwell, execution_id: str) -> str:
+def _outcome(local: LocalStepwell, execution_id: str) -> OutcomeAction:
     return next(o.action for o in local.outcomes if o.execution_id == execution_id)
 
 
@@ -105,7 +105,8 @@ def test_concurrency_two_runs_two_and_starts_the_rest_in_order_as_slots_free(
 
     local.run_until_idle()
 
-    assert [_outcome(local, execution_id) for execution_id in ids] == ["ran", "ran"] + ["waiting"] * 3
+    expected = [OutcomeAction.RAN] * 2 + [OutcomeAction.WAITING] * 3
+    assert [_outcome(local, execution_id) for execution_id in ids] == expected
     assert [local.record(execution_id).status for execution_id in ids] == [ExecutionStatus.RUNNING] * 5
     for waiting in ids[2:]:  # nothing is logged before an execution starts
         assert _event_types(local, waiting) == []
@@ -179,12 +180,13 @@ def test_rate_three_per_minute_delays_the_rest_to_the_sliding_window_in_order(
 
     local.run_until_idle()
 
-    assert [_outcome(local, execution_id) for execution_id in ids] == ["finished"] * 3 + ["delayed"] * 4
+    expected = [OutcomeAction.FINISHED] * 3 + [OutcomeAction.DELAYED] * 4
+    assert [_outcome(local, execution_id) for execution_id in ids] == expected
     reserved = [local.store.get_flow_start(execution_id) or 0.0 for execution_id in ids]
     # Exactly what the window allows: 3 now, then each start 60 s after the start three before it.
     assert reserved[:3] == pytest.approx([t0] * 3, abs=1)
     assert reserved[3:] == [reserved[0] + 60, reserved[1] + 60, reserved[2] + 60, reserved[3] + 60]
-    delayed = [o for o in local.outcomes if o.action == "delayed"]
+    delayed = [o for o in local.outcomes if o.action is OutcomeAction.DELAYED]
     assert [o.next_wake_at for o in delayed] == reserved[3:]
     status = local.engine.flow_status("sync", key="acc-1")
     assert status["concurrency"] is None
@@ -243,7 +245,11 @@ def test_both_limits_together(stepwell_local: LocalStepwell) -> None:
     ids = [local.start("export", {"n": n}) for n in range(3)]
 
     local.run_until_idle()
-    assert [_outcome(local, execution_id) for execution_id in ids] == ["ran", "waiting", "delayed"]
+    assert [_outcome(local, execution_id) for execution_id in ids] == [
+        OutcomeAction.RAN,
+        OutcomeAction.WAITING,
+        OutcomeAction.DELAYED,
+    ]
 
     _run_all(local)
 
@@ -309,7 +315,7 @@ def test_a_crashed_holder_is_reclaimed_by_the_next_start_once_its_lease_expired(
 ) -> None:
     local = stepwell_local
     waiting = _waiting_behind_a_crashed_holder(local)
-    assert _outcome(local, waiting) == "waiting"  # the lease still trusts the dead holder
+    assert _outcome(local, waiting) is OutcomeAction.WAITING  # the lease still trusts the dead holder
 
     local.clock.advance(FLOW_LEASE_SECONDS + 1)
     newcomer = local.start("approval", {"n": 2})
@@ -319,7 +325,7 @@ def test_a_crashed_holder_is_reclaimed_by_the_next_start_once_its_lease_expired(
     status = local.engine.flow_status("approval")["concurrency"]
     assert (status["holders"], status["next"]) == ([waiting], [newcomer])
     assert "ExecutionStarted" in _event_types(local, waiting)
-    assert _outcome(local, newcomer) == "waiting"
+    assert _outcome(local, newcomer) is OutcomeAction.WAITING
 
 
 def test_the_reconcilers_sweep_reclaims_a_crashed_holder_without_a_new_start(
@@ -372,7 +378,7 @@ def test_an_execution_timeout_fires_while_waiting(stepwell_local: LocalStepwell)
     impatient = local.start("impatient", {})
     patient = local.start("holder", {"n": 2})
     local.run_until_idle()
-    assert _outcome(local, impatient) == "waiting"
+    assert _outcome(local, impatient) is OutcomeAction.WAITING
     assert next(o for o in local.outcomes if o.execution_id == impatient).next_wake_at == pytest.approx(
         local.record(impatient).created_at + 30
     )
@@ -398,7 +404,7 @@ def test_an_execution_timeout_fires_while_delayed(stepwell_local: LocalStepwell)
     local.run_until_idle()
     outcome = next(o for o in local.outcomes if o.execution_id == delayed)
     created_at = local.record(delayed).created_at
-    assert (outcome.action, outcome.next_wake_at) == ("delayed", pytest.approx(created_at + 60))
+    assert (outcome.action, outcome.next_wake_at) == (OutcomeAction.DELAYED, pytest.approx(created_at + 60))
     assert outcome.details["startAt"] == pytest.approx(_started_at(local, first) + 3600, abs=1)
 
     _run_all(local)
@@ -444,7 +450,7 @@ def test_a_repeated_message_of_a_delayed_execution_keeps_its_reserved_time(
 
     outcome = local.process_one(InvokeMessage(delayed).to_body())
 
-    assert (outcome.action, outcome.next_wake_at) == ("delayed", reserved)
+    assert (outcome.action, outcome.next_wake_at) == (OutcomeAction.DELAYED, reserved)
     assert local.engine.flow_status("sync")["rate"]["delayed"] == 1
     assert metric_totals(local.metrics.records, "sync")["ExecutionsDelayed"] == 1
 

@@ -16,7 +16,7 @@ from stepwell.core.journal import Journal, decode_body
 from stepwell.core.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
 from stepwell.core.worker import Worker
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.model import Batch, ExecutionStatus, ExternalInput, InvokeMessage
+from stepwell.model import Batch, ExecutionStatus, ExternalInput, InvokeMessage, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 
 CYCLES = 12
@@ -203,7 +203,7 @@ def test_batches_another_worker_wrote_are_folded_on_top_of_the_cached_journal() 
         assert local.advance_to_next_wakeup()
         body = local.queue.pop_due(local.clock.now())
         assert body is not None
-        assert other_worker.handle_message(body).action == "ran"
+        assert other_worker.handle_message(body).action is OutcomeAction.RAN
 
     journal = local.engine.load_journal(execution_id)  # the stale fold, caught up
     assert comparable(journal) == comparable(fresh_fold(local.engine, execution_id))
@@ -233,7 +233,7 @@ def test_a_fenced_worker_drops_its_journal_and_the_next_run_folds_the_winners_ba
     assert local.advance_to_next_wakeup()
     local.run_until_idle()
 
-    assert local.outcomes[-1].action == "fenced"
+    assert local.outcomes[-1].action is OutcomeAction.FENCED
     assert cached_state(local.engine, execution_id) is None
     local.queue.enqueue(InvokeMessage(execution_id).to_body())  # the newer worker's own wake-up
     run_cycles(local, execution_id)
@@ -402,7 +402,7 @@ def test_on_dynamodb_a_warm_worker_reads_one_batch_per_resume_and_folds_what_a_f
     for _ in range(5):
         loads.clear()
         outcomes.append(worker.run(execution_id).action)
-        if outcomes[-1] == "finished":
+        if outcomes[-1] is OutcomeAction.FINISHED:
             break
         fresh = fresh_fold(engine, execution_id)
         assert cached_state(engine, execution_id) == comparable(fresh)
@@ -415,7 +415,7 @@ def test_on_dynamodb_a_warm_worker_reads_one_batch_per_resume_and_folds_what_a_f
         if len(outcomes) > 1:
             assert loads[0] == 1  # the resume read its fold's last batch only
 
-    assert outcomes == ["ran", "ran", "ran", "ran", "finished"]
+    assert outcomes == [OutcomeAction.RAN] * 4 + [OutcomeAction.FINISHED]
     assert engine.describe_execution(execution_id)["Status"] == "SUCCEEDED"
 
 

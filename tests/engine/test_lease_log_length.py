@@ -10,7 +10,7 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell.core.worker import Known, Worker
-from stepwell.model import ExecutionStatus
+from stepwell.model import ExecutionStatus, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 
 
@@ -45,7 +45,7 @@ def test_a_run_told_no_input_is_pending_reads_no_log_when_its_fold_is_the_log(lo
     execution_id = suspended(local)
     before = log_reads(local)
     outcome = Worker(local.engine).run(execution_id, known=Known(no_inputs=True))
-    assert outcome.action == "ran" and log_reads(local) == before
+    assert outcome.action is OutcomeAction.RAN and log_reads(local) == before
     # The run went on from where the log is: its next wait is in the history, EventIds contiguous.
     history = local.history(execution_id)
     assert [e["EventId"] for e in history] == list(range(1, len(history) + 1))

@@ -13,7 +13,7 @@ from aws_durable_execution_sdk_python.config import Duration
 from stepwell.core.versions import prune_versions
 from stepwell.core.worker import Known
 from stepwell.errors import ExecutionAlreadyEnded, ForwardFailed, InvalidArgument, VersionNotFound
-from stepwell.model import ExecutionStatus, InvokeMessage
+from stepwell.model import ExecutionStatus, InvokeMessage, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 
 
@@ -107,7 +107,7 @@ def test_an_old_versions_run_that_read_the_record_before_an_upgrade_leaves_the_e
     outcome = local.code_version("1").worker.run(execution_id, known=Known(record=stale))
 
     # It took the lease after the upgrade: the lease tells it, and version 2 runs the execution.
-    assert outcome.action == "forward" and outcome.details == {"version": "2"}
+    assert outcome.action is OutcomeAction.FORWARD and outcome.details == {"version": "2"}
     assert local.record(execution_id).status is ExecutionStatus.RUNNING
     assert _result(local, execution_id) == "fixed shipped order-1"
 

@@ -14,7 +14,7 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell.errors import ExecutionAlreadyExists, PayloadMissing
-from stepwell.model import ExecutionStatus
+from stepwell.model import ExecutionStatus, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 
 BIG = 240 * 1024  # over the engine's inline limit (offloaded), within the payload limits (256 KiB)
@@ -111,7 +111,8 @@ def test_a_message_for_an_ended_execution_whose_payloads_expired_is_done_not_ret
 
     outcome = stepwell_local.worker.run(execution_id)  # a duplicated or late message
 
-    assert outcome.action == "ignored" and outcome.details == {"reason": "ended; payloads expired"}
+    assert outcome.action is OutcomeAction.IGNORED
+    assert outcome.details == {"reason": "ended; payloads expired"}
     assert stepwell_local.record(execution_id).status is ExecutionStatus.SUCCEEDED
     with pytest.raises(PayloadMissing):
         stepwell_local.describe(execution_id)

@@ -16,7 +16,7 @@ from stepwell.core.registry import Registry
 from stepwell.core.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds, prune_versions, running_version
 from stepwell.core.worker import Worker
 from stepwell.errors import ExecutionAlreadyEnded, InvalidArgument, VersionNotFound
-from stepwell.model import ExecutionStatus, InvokeMessage
+from stepwell.model import ExecutionStatus, InvokeMessage, OutcomeAction
 from stepwell.wiring.entry import FORWARDED_FROM
 from versioned_stack import VersionedStack
 
@@ -368,10 +368,10 @@ def test_an_unversioned_worker_neither_pins_nor_forwards(stack: VersionedStack) 
     unversioned = Worker(stack.engine(_registry(*V1), None))
     fresh = unversioned.engine.start_execution("stable", {"name": "fr"}, execution_name="fr")
 
-    assert unversioned.run(fresh).action == "ran"
+    assert unversioned.run(fresh).action is OutcomeAction.RAN
     assert stack.record(fresh).code_version is None
     stack.clock.advance(DAY + 1)
-    assert unversioned.run(pinned).action == "finished"  # pinned to 1, run here all the same
+    assert unversioned.run(pinned).action is OutcomeAction.FINISHED  # pinned to 1, run here all the same
     assert running_version({"AWS_LAMBDA_FUNCTION_VERSION": "$LATEST"}) is None
     assert running_version({}) is None and running_version({"AWS_LAMBDA_FUNCTION_VERSION": "4"}) == "4"
 

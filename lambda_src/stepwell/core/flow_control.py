@@ -33,6 +33,7 @@ from stepwell.model import (
     FlowLimit,
     FlowSlots,
     InvokeMessage,
+    OutcomeAction,
     WorkOutcome,
 )
 from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, Timers, WorkQueue
@@ -134,7 +135,7 @@ class FlowControl:
                 logger.info("execution delayed by rate limit %s until %.3f", rate.scope, decision.start_at)
                 return WorkOutcome(
                     execution_id,
-                    "delayed",
+                    OutcomeAction.DELAYED,
                     status=ExecutionStatus.RUNNING,
                     next_wake_at=wake_at,
                     details={"startAt": decision.start_at, "scope": rate.scope},
@@ -150,7 +151,7 @@ class FlowControl:
         logger.info("execution waits for a slot of concurrency limit %s", concurrency.scope)
         return WorkOutcome(
             execution_id,
-            "waiting",
+            OutcomeAction.WAITING,
             status=ExecutionStatus.RUNNING,
             next_wake_at=deadline,
             details={"scope": concurrency.scope},

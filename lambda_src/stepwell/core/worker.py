@@ -54,16 +54,19 @@ from stepwell.model import (
     InvokeMessage,
     KeepWake,
     Lease,
+    OutcomeAction,
     WorkOutcome,
 )
 
 logger = logging.getLogger(__name__)
 
 # Outcomes of a message that ran the execution (its wake-up lag is measured on those).
-_RAN_THE_EXECUTION = frozenset({"ran", "finished", "crashed"})
-# Outcomes after which the execution still runs and its log holds everything the run changed (when the
-# journal has nothing unflushed): the engine may cache the fold of its log.
-_KEEPS_JOURNAL = frozenset({"ran", "idle", "crashed"})
+_RAN_THE_EXECUTION = frozenset({OutcomeAction.RAN, OutcomeAction.FINISHED, OutcomeAction.CRASHED})
+# Outcomes after which the execution still runs, its next wake-up the one this run armed, and its log
+# holds everything the run changed (when the journal has nothing unflushed): the engine may cache its fold.
+_LEFT_RUNNING = frozenset({OutcomeAction.RAN, OutcomeAction.IDLE, OutcomeAction.CRASHED})
+# Outcomes of a run that armed no wake-up (it never ran the execution here): whatever is recorded stands.
+_ARMED_NOTHING = frozenset({OutcomeAction.FENCED, OutcomeAction.FORWARD})
 # A wake-up this much later than its due time counts as overdue (Metric.OVERDUE_WAKE_UPS): EventBridge
 # Scheduler's one-minute granularity plus delivery latency stay well under it.
 OVERDUE_WAKE_UP_SECONDS = 120.0
@@ -176,7 +179,7 @@ class Worker:
         if record is None or record.execution_id != execution_id:
             record = engine.store.get_execution(execution_id)
         if record is None:
-            return WorkOutcome(execution_id, "ignored", details={"reason": "no such execution"})
+            return WorkOutcome(execution_id, OutcomeAction.IGNORED, details={"reason": "no such execution"})
         if self._pinned_elsewhere(record):
             # Its own version runs it (the entry forwards the message); no lease taken here.
             return _forward(record)
@@ -184,7 +187,7 @@ class Worker:
         lease = engine.store.acquire_lease(execution_id, owner, engine.clock.now(), engine.lease_seconds)
         if lease is None:
             engine.metrics.add(Metric.LEASE_BUSY, 1, record.workflow_id)
-            return WorkOutcome(execution_id, "busy", status=record.status)
+            return WorkOutcome(execution_id, OutcomeAction.BUSY, status=record.status)
         if lease.taken_over:
             # Its last worker died holding the lease (SQS delivered the message again once the lease ran out).
             engine.metrics.add(Metric.STALLED_EXECUTIONS, 1, record.workflow_id)
@@ -302,7 +305,7 @@ class Worker:
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
             keep = (
-                outcome.action in _KEEPS_JOURNAL
+                outcome.action in _LEFT_RUNNING
                 and not journal.ended
                 and not journal.has_unflushed
                 and not journal.log_expiry.changed
@@ -370,7 +373,7 @@ class Worker:
         # ends in its first run. Until then the log names the version (Journal.run_on).
         record.code_version = version
         outcome = self._run_on(record, journal, inputs, lease, lambda_context, known, now)
-        if outcome.action in _KEEPS_JOURNAL:
+        if outcome.action in _LEFT_RUNNING:
             # Before the lease's release, so its next run (and the entry, which forwards) finds the pin.
             # False: stopped, or moved by an upgrade meanwhile; either way the execution item decides.
             engine.store.pin_version(execution_id, version, expected=None)
@@ -435,7 +438,7 @@ class Worker:
                 # message again). The armed one, recorded at the release, keeps repeated messages from
                 # multiplying wake-ups.
                 engine.timers.schedule(execution_id, wake_at)
-            return WorkOutcome(execution_id, "idle", status=record.status, next_wake_at=wake_at)
+            return WorkOutcome(execution_id, OutcomeAction.IDLE, status=record.status, next_wake_at=wake_at)
         for child in journal.waiting_children():
             # Idempotent: recovers a child whose start was lost between its batch and its start.
             engine.start_child(record, child)
@@ -600,7 +603,9 @@ class Worker:
         )
         if wake_at is not None:
             engine.timers.schedule(record.execution_id, wake_at)
-        return WorkOutcome(record.execution_id, "ran", status=ExecutionStatus.RUNNING, next_wake_at=wake_at)
+        return WorkOutcome(
+            record.execution_id, OutcomeAction.RAN, status=ExecutionStatus.RUNNING, next_wake_at=wake_at
+        )
 
     def _crashed(
         self,
@@ -631,7 +636,7 @@ class Worker:
         engine.keep_log_until(journal, now, retry_at)  # the retry, however soon, is the next run
         engine.timers.schedule(record.execution_id, retry_at)
         return WorkOutcome(
-            record.execution_id, "crashed", status=ExecutionStatus.RUNNING, next_wake_at=retry_at
+            record.execution_id, OutcomeAction.CRASHED, status=ExecutionStatus.RUNNING, next_wake_at=retry_at
         )
 
     def _end(
@@ -693,7 +698,11 @@ class Worker:
         if not (won and by_handler) or status is ExecutionStatus.FAILED:
             self._tell_ended(ended)
         return WorkOutcome(
-            record.execution_id, "finished", status=status, carried=carried, ended_at=ended.ended_at
+            record.execution_id,
+            OutcomeAction.FINISHED,
+            status=status,
+            carried=carried,
+            ended_at=ended.ended_at,
         )
 
     def _tell_ended(self, record: ExecutionRecord) -> None:
@@ -717,7 +726,7 @@ class Worker:
         if earlier is not None:
             raise earlier from conflict
         self.engine.metrics.add(Metric.LEASE_FENCED, 1, record.workflow_id)
-        return WorkOutcome(record.execution_id, "fenced", status=record.status)
+        return WorkOutcome(record.execution_id, OutcomeAction.FENCED, status=record.status)
 
     def _expired(self, record: ExecutionRecord) -> WorkOutcome:
         """A message for an ended execution whose payloads have expired (S3's lifecycle may remove them
@@ -728,7 +737,11 @@ class Worker:
             self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in pending])
         reason = {"reason": "ended; payloads expired"}
         return WorkOutcome(
-            record.execution_id, "ignored", status=record.status, details=reason, ended_at=record.ended_at
+            record.execution_id,
+            OutcomeAction.IGNORED,
+            status=record.status,
+            details=reason,
+            ended_at=record.ended_at,
         )
 
     def _settle_ended(
@@ -774,7 +787,7 @@ class Worker:
             engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return WorkOutcome(
             record.execution_id,
-            "ignored",
+            OutcomeAction.IGNORED,
             status=record.status,
             details={"reason": "ended"},
             ended_at=record.ended_at,
@@ -814,18 +827,14 @@ def _stop_children(engine: Engine, ended: ExecutionRecord, journal: Journal) -> 
 
 def _ends(outcome: WorkOutcome) -> bool:
     """Whether the lease's release after this outcome ends the execution's coordination record."""
-    return (
-        outcome.action not in ("fenced", "forward")
-        and outcome.status is not None
-        and outcome.status.is_terminal
-    )
+    return outcome.action not in _ARMED_NOTHING and outcome.status is not None and outcome.status.is_terminal
 
 
 def _release_terms(outcome: WorkOutcome | None, now: float) -> tuple[float | KeepWake | None, float | None]:
     """What releasing the lease records after a run with this outcome: the wake-up the run armed and when
     the execution ended (None: it runs). A run that failed, was fenced or forwards the message armed
     nothing: whatever is recorded stands."""
-    if outcome is None or outcome.action in ("fenced", "forward"):
+    if outcome is None or outcome.action in _ARMED_NOTHING:
         return KeepWake.KEEP, None
     if _ends(outcome):
         return None, outcome.ended_at if outcome.ended_at is not None else now
@@ -839,16 +848,19 @@ def _unneeded_wake(armed: float | None, outcome: WorkOutcome) -> tuple[float, fl
     leaves it; so does a time-out, which deleted every schedule of the execution."""
     if armed is None:
         return None
-    if outcome.action == "finished":
+    if outcome.action is OutcomeAction.FINISHED:
         return None if outcome.status is ExecutionStatus.TIMED_OUT else (armed, None)
-    if outcome.action in ("ran", "idle", "crashed") and outcome.next_wake_at != armed:
+    if outcome.action in _LEFT_RUNNING and outcome.next_wake_at != armed:
         return armed, outcome.next_wake_at
     return None
 
 
 def _forward(record: ExecutionRecord) -> WorkOutcome:
     return WorkOutcome(
-        record.execution_id, "forward", status=record.status, details={"version": record.code_version}
+        record.execution_id,
+        OutcomeAction.FORWARD,
+        status=record.status,
+        details={"version": record.code_version},
     )
 
 

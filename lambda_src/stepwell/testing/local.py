@@ -45,7 +45,14 @@ from stepwell.core.worker import Worker, parse_invoke_message
 from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
 from stepwell.limits import PayloadLimits
 from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
-from stepwell.model import ExecutionRecord, ExecutionStatus, FunctionVersion, InvokeMessage, WorkOutcome
+from stepwell.model import (
+    ExecutionRecord,
+    ExecutionStatus,
+    FunctionVersion,
+    InvokeMessage,
+    OutcomeAction,
+    WorkOutcome,
+)
 
 # A message whose execution is busy (leased) is retried this much later, as SQS would after a visibility
 # timeout.
@@ -195,7 +202,8 @@ class LocalFunctionVersions:
         failures: list[dict[str, str]] = []
         for record in event.get("Records", []):
             outcome = self._local.forward(version, json.loads(record["body"]))
-            if outcome.action == "forward":  # pinned elsewhere: SQS delivers it again through the alias
+            # Pinned elsewhere: SQS delivers it again through the alias.
+            if outcome.action is OutcomeAction.FORWARD:
                 failures.append({"itemIdentifier": str(record.get("messageId", ""))})
         return {"batchItemFailures": failures}
 
@@ -355,7 +363,7 @@ class LocalStepwell:
         handed to that version, as the deployed worker forwards it. Its metrics are flushed after it."""
         try:
             outcome = self.run_on(self.live, body)
-            if outcome.action == "forward":
+            if outcome.action is OutcomeAction.FORWARD:
                 self.forwarded += 1
                 self.metrics.add(Metric.FORWARDED_MESSAGES, 1, workflow_of(outcome.execution_id))
                 try:
@@ -364,7 +372,8 @@ class LocalStepwell:
                     if failed.version_missing:  # as the entry does: it waits for an operator's upgrade
                         self.engine.keep_log_of(outcome.execution_id)
                     raise
-                if outcome.action == "forward":  # upgraded meanwhile: SQS delivers it again via the alias
+                # Upgraded meanwhile: SQS delivers it again via the alias.
+                if outcome.action is OutcomeAction.FORWARD:
                     self.queue.schedule(outcome.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
         finally:
             self.metrics.flush()
@@ -385,7 +394,7 @@ class LocalStepwell:
         """One message on one version's worker (a busy execution's message comes back later)."""
         message = parse_invoke_message(body)
         outcome = code.worker.handle_message(body)
-        if outcome.action == "busy":
+        if outcome.action is OutcomeAction.BUSY:
             self.queue.schedule(message.execution_id, self.clock.now() + BUSY_RETRY_SECONDS)
         return outcome
 

@@ -74,7 +74,7 @@ from stepwell.features.definitions.router import Router
 from stepwell.features.definitions.service import install
 from stepwell.features.reconciler import Reconciler
 from stepwell.features.schedules import SCHEDULED_START, start_scheduled
-from stepwell.model import InvokeMessage
+from stepwell.model import InvokeMessage, OutcomeAction
 from stepwell.ports import Clock
 from stepwell.wiring.build import build_engine
 from stepwell.wiring.events import (
@@ -258,7 +258,7 @@ class EntryRuntime:
                 result = self.handle_body(body, context)
             finally:
                 self.engine.metrics.flush()
-            if result.action == "forward":
+            if result.action == OutcomeAction.FORWARD:
                 result = self._forward_body(body, result, forwarded_from is None)
             return {"kind": result.kind, "action": result.action, "executionId": result.execution_id}
         raise InvalidMessage(f"unsupported event: expected an SQS batch or an engine message, got {event!r}")
@@ -393,7 +393,7 @@ class EntryRuntime:
             received = decode_body(record.get("body"))
             body = unwrap_destination_record(received)
             result = self.handle_body(body, context)
-            if result.action == "forward":
+            if result.action == OutcomeAction.FORWARD:
                 if body is not received:
                     # The pinned version gets the payload itself, whether or not it knows the wrapper.
                     record = {**record, "body": json.dumps(body)}
@@ -560,7 +560,7 @@ class EntryRuntime:
             self.engine.timers.schedule(message.execution_id, message.due_at)
             return MessageResult("invoke", "rescheduled", message.execution_id, {"dueAt": message.due_at})
         outcome = self.worker.handle_message(body, context)
-        if outcome.action == "busy":
+        if outcome.action is OutcomeAction.BUSY:
             # Back off while the lease holder runs (or until its lease expires, if it died).
             retries = body.get("busyRetries")
             attempt = min(retries, 10) if isinstance(retries, int) and retries >= 0 else 0

@@ -78,7 +78,14 @@ from stepwell.features.definitions.store import (
     encode_context_data,
 )
 from stepwell.features.definitions.validation import parse_definition
-from stepwell.model import ExecutionRecord, ExternalInput, InvokeMessage, lone_surrogate_at, make_execution_id
+from stepwell.model import (
+    ExecutionRecord,
+    ExternalInput,
+    InvokeMessage,
+    OutcomeAction,
+    lone_surrogate_at,
+    make_execution_id,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -905,7 +912,7 @@ class Router:
         except Exception as error:  # the type only: a message may quote the execution's data
             logger.warning("run of %s failed (%s): a message wakes it", execution_id, type(error).__name__)
             outcome = None
-        if outcome is None or outcome.action in ("busy", "forward"):
+        if outcome is None or outcome.action in (OutcomeAction.BUSY, OutcomeAction.FORWARD):
             self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
 
 
