@@ -1,0 +1,356 @@
+"""Executions on DynamoDB (stepwell.ports.executions): an execution's item in the executions table, its tag
+entries, and the listings by the status, workflow and subject indexes or by tag."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError, ParamValidationError
+
+from stepwell.aws.clients import error_code
+from stepwell.aws.dynamodb_store.items import _CAPACITY, Item, _flag, _item_id, _n, _num, _s, _str
+from stepwell.aws.dynamodb_store.tables import DynamoDbTables
+from stepwell.aws.page_tokens import decode_page_token, encode_page_token
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
+from stepwell.errors import InvalidArgument
+from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus, FlowLimit, Page
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
+
+_STATUS_INDEX = "status-index"
+_WORKFLOW_INDEX = "workflow-index"
+# Tag entries evaluated per listing call at most when a status filter leaves most out (the page is short).
+_MAX_TAG_ENTRIES_PER_CALL = 1000
+
+
+def _is_execution(item: Item) -> bool:
+    """Whether an executions-table item is an execution: the definitions' context items share the table and
+    its indexes (recordType = "context", stepwell.features.definitions.store) but are never executions."""
+    return "recordType" not in item
+
+
+def tag_entry_partition(domain: str, key: str, value: str) -> str:
+    """The partition of a tag's entries in the executions table (one per domain, tag key and value)."""
+    return f"{domain}#~tag#{key}#{value}"
+
+
+def _tag_entries(record: ExecutionRecord, ttl: int | None) -> list[Item]:
+    """The record's tag entries: their keys sort newest first, and they expire with the record."""
+    order = f"{int(record.created_at * 1000):015d}#{record.execution_id}"
+    entries: list[Item] = []
+    for key, value in record.tags.items():
+        entry: Item = {
+            "contextKey": _s(tag_entry_partition(record.domain, key, value)),
+            "instanceId": _s(order),
+        }
+        if ttl is not None:
+            entry["ttl"] = _n(ttl)
+        entries.append(entry)
+    return entries
+
+
+def _flow_limit_item(limit: FlowLimit) -> Item:
+    return {
+        "kind": _s(limit.kind),
+        "domain": _s(limit.domain),
+        "workflow": _s(limit.workflow),
+        "key": _s(limit.key),
+        "limit": _n(limit.limit),
+        "period": _n(limit.period),
+    }
+
+
+def _flow_limit(entry: Item) -> FlowLimit:
+    return FlowLimit.from_dict(
+        {name: value["S"] if "S" in value else int(value["N"]) for name, value in entry.items()}
+    )
+
+
+class DynamoDbExecutions(DynamoDbTables):
+    """ExecutionRecords on the executions table."""
+
+    def _execution_item(self, record: ExecutionRecord) -> Item:
+        item: Item = self._execution_key(record.execution_id)
+        item.update(
+            {
+                "domain": _s(record.domain),
+                "workflowId": _s(record.workflow_id),
+                "subjectId": _s(record.subject_id),
+                "status": _s(record.status.value),
+                "createdAt": _n(record.created_at),
+                "updatedAt": _n(record.updated_at),
+                "nm": _s(record.execution_name),
+            }
+        )
+        self._put_text(item, "in", record.input_payload, record.input_is_ref, record.execution_id)
+        self._put_text(item, "rs", record.result, record.result_is_ref, record.execution_id)
+        if record.error is not None:
+            self._put_text(item, "er", json.dumps(record.error), False, record.execution_id)
+        if record.ended_at is not None:
+            item["end"] = _n(record.ended_at)
+            item["ttl"] = _n(self._execution_ttl(record.ended_at))
+        if record.parent_execution_id is not None:
+            item["pe"] = _s(record.parent_execution_id)
+        if record.parent_operation_id is not None:
+            item["po"] = _s(record.parent_operation_id)
+        if record.code_version is not None:
+            item["cv"] = _s(record.code_version)
+            if record.status is ExecutionStatus.RUNNING:
+                item["pinnedVersion"] = _s(record.code_version)
+        if record.tags:
+            item["tg"] = {"M": {key: _s(value) for key, value in record.tags.items()}}
+        if record.flow:
+            item["fl"] = {"L": [{"M": _flow_limit_item(limit)} for limit in record.flow]}
+        if record.callback_key is not None:
+            item["ck"] = _s(record.callback_key)
+        return item
+
+    def _record(self, item: Item) -> ExecutionRecord:
+        context_key = _str(item, "contextKey") or ""
+        instance_id = _str(item, "instanceId") or ""
+        error_text = self._text(item, "er")
+        return ExecutionRecord(
+            execution_id=f"{context_key}/{instance_id}",
+            domain=_str(item, "domain") or "",
+            workflow_id=_str(item, "workflowId") or "",
+            subject_id=_str(item, "subjectId") or "",
+            instance_id=instance_id,
+            execution_name=_str(item, "nm") or "",
+            status=ExecutionStatus(_str(item, "status") or ""),
+            created_at=_num(item, "createdAt") or 0.0,
+            updated_at=_num(item, "updatedAt") or 0.0,
+            input_payload=_str(item, "in"),
+            input_is_ref=_flag(item, "inR"),
+            result=_str(item, "rs"),
+            result_is_ref=_flag(item, "rsR"),
+            error=json.loads(error_text) if error_text is not None else None,
+            ended_at=_num(item, "end"),
+            parent_execution_id=_str(item, "pe"),
+            parent_operation_id=_str(item, "po"),
+            code_version=_str(item, "cv"),
+            tags={key: str(value["S"]) for key, value in item.get("tg", {}).get("M", {}).items()},
+            flow=tuple(_flow_limit(entry["M"]) for entry in item.get("fl", {}).get("L", [])),
+            callback_key=_str(item, "ck"),
+        )
+
+    def _execution_ttl(self, ended_at: float) -> int:
+        """An ended execution's own item expires last of its items
+        (stepwell.core.log_expiry.NAME_HOLD_SECONDS):
+        the API hides it from a retention period after its end (Engine.retention_passed)."""
+        return int(ended_at) + self.retention_seconds + NAME_HOLD_SECONDS
+
+    def create_execution(self, record: ExecutionRecord) -> bool:
+        put: Item = {
+            "TableName": self.executions_table,
+            "Item": self._execution_item(record),
+            "ConditionExpression": "attribute_not_exists(contextKey)",
+        }
+        if record.tags:
+            # The record and its tag entries in one transaction: none is ever written without the others.
+            ttl = int(record.ended_at) + self.retention_seconds if record.ended_at is not None else None
+            return self._write_with_tag_entries({"Put": put}, _tag_entries(record, ttl))
+        try:
+            self._db.put_item(**put, ReturnConsumedCapacity=_CAPACITY)
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def get_execution(self, execution_id: str) -> ExecutionRecord | None:
+        response = self._db.get_item(
+            TableName=self.executions_table,
+            Key=self._execution_key(execution_id),
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        item = response.get("Item")
+        return self._record(item) if item is not None and _is_execution(item) else None
+
+    def complete_execution(
+        self,
+        execution_id: str,
+        status: ExecutionStatus,
+        now: float,
+        result: str | None = None,
+        result_is_ref: bool = False,
+        error: Mapping[str, Any] | None = None,
+        code_version: str | None = None,
+    ) -> bool:
+        if not status.is_terminal:
+            raise InvalidArgument(f"complete_execution needs a terminal status, got {status.value}")
+        values: Item = {}
+        self._put_text(values, "rs", result, result_is_ref, execution_id)
+        if error is not None:
+            self._put_text(values, "er", json.dumps(dict(error)), False, execution_id)
+        values.update(
+            {
+                "status": _s(status.value),
+                "updatedAt": _n(now),
+                "end": _n(now),
+                "ttl": _n(self._execution_ttl(now)),
+            }
+        )
+        names = {f"#a{i}": name for i, name in enumerate(values)}
+        expression_values = {f":a{i}": value for i, value in enumerate(values.values())}
+        expression_values[":running"] = _s(ExecutionStatus.RUNNING.value)
+        names["#status"] = "status"
+        assignments = ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
+        if code_version is not None:  # the version that ran it, unless one was pinned before
+            assignments += ", cv = if_not_exists(cv, :cv)"
+            expression_values[":cv"] = _s(code_version)
+        running = "attribute_exists(contextKey) AND attribute_not_exists(recordType) AND #status = :running"
+        update: Item = {
+            "TableName": self.executions_table,
+            "Key": self._execution_key(execution_id),
+            # An ended execution leaves the version index (its cv stays: which version ran it).
+            "UpdateExpression": f"SET {assignments} REMOVE pinnedVersion",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": expression_values,
+        }
+        try:
+            # Untagged (most executions): one conditional UpdateItem. A tagged one fails the condition
+            # and returns its item, whose tags name the entries that must expire with it.
+            self._db.update_item(
+                **update,
+                ConditionExpression=f"{running} AND attribute_not_exists(tg)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException as error:
+            current: Item | None = error.response.get("Item")  # type: ignore[assignment]
+            if (
+                not current
+                or not _is_execution(current)
+                or _str(current, "status") != ExecutionStatus.RUNNING.value
+                or "tg" not in current
+            ):
+                return False
+            # Its tag entries start their retention with it, in the same transaction.
+            entries = _tag_entries(self._record(current), int(now) + self.retention_seconds)
+            return self._write_with_tag_entries(
+                {"Update": {**update, "ConditionExpression": running}}, entries
+            )
+        return True
+
+    def _write_with_tag_entries(self, write: Item, entries: list[Item]) -> bool:
+        """One transaction: `write` (a conditional Put or Update of an execution record) and puts of its
+        tag entries. False when the record's condition failed (nothing is written)."""
+        puts = [{"Put": {"TableName": self.executions_table, "Item": entry}} for entry in entries]
+        try:
+            items: list[Any] = [write, *puts]
+            self._db.transact_write_items(TransactItems=items, ReturnConsumedCapacity=_CAPACITY)
+        except self._db.exceptions.TransactionCanceledException as error:
+            reasons = error.response.get("CancellationReasons") or [{}]
+            if reasons[0].get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
+        return True
+
+    def list_executions(
+        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+    ) -> Page[ExecutionRecord]:
+        if not 1 <= limit <= 1000:
+            raise InvalidArgument(f"limit must be 1..1000, got {limit}")
+        if query.tag is not None:
+            return self._list_by_tag(query, limit, next_token)
+        kwargs: dict[str, Any] = {"TableName": self.executions_table, "Limit": limit}
+        if query.status is not None:
+            kwargs.update(
+                IndexName=_STATUS_INDEX,
+                KeyConditionExpression="#k = :k",
+                ExpressionAttributeNames={"#k": "status"},
+                ExpressionAttributeValues={":k": _s(query.status.value)},
+                ScanIndexForward=False,
+            )
+        elif query.workflow_id is not None:
+            kwargs.update(
+                IndexName=_WORKFLOW_INDEX,
+                KeyConditionExpression="#k = :k",
+                ExpressionAttributeNames={"#k": "workflowId"},
+                ExpressionAttributeValues={":k": _s(query.workflow_id)},
+                ScanIndexForward=False,
+            )
+        else:
+            assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
+            condition = "#k = :k"
+            names = {"#k": "domain"}
+            values: Item = {":k": _s(query.domain)}
+            if query.subject_id is not None:
+                condition += " AND #s = :s"
+                names["#s"] = "subjectId"
+                values[":s"] = _s(query.subject_id)
+            kwargs.update(
+                IndexName=self.subject_index,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        listing = f"{kwargs['IndexName']}|{json.dumps(kwargs['ExpressionAttributeValues'], sort_keys=True)}"
+        if next_token:
+            kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
+        response = self._query_page(kwargs, next_token)
+        items = response.get("Items", [])
+        if kwargs["IndexName"] != self.subject_index:
+            # The status and workflow indexes are KEYS_ONLY: read the listed executions themselves.
+            items = self._get_executions([self._key_of(item) for item in items])
+            if query.status is not None:  # an entry the index has not caught up on yet
+                items = [item for item in items if _str(item, "status") == query.status.value]
+        records = [self._record(item) for item in items if _is_execution(item)]
+        last_key = response.get("LastEvaluatedKey")
+        return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+    def _query_page(self, kwargs: dict[str, Any], next_token: str | None) -> QueryOutputTypeDef:
+        """One Query of a listing; a token DynamoDB cannot start from is the caller's InvalidArgument."""
+        try:
+            response = self._db.query(**kwargs, ReturnConsumedCapacity=_CAPACITY)
+        except (ClientError, ParamValidationError) as error:
+            code = error_code(error) if isinstance(error, ClientError) else "Param"
+            if next_token and code in ("ValidationException", "Param"):
+                raise InvalidArgument(f"page token {next_token!r} is not one this store returned") from error
+            raise
+        return response
+
+    def _list_by_tag(
+        self, query: ExecutionQuery, limit: int, next_token: str | None
+    ) -> Page[ExecutionRecord]:
+        """Newest first: a consistent Query of the tag's entries (written with their records), then the
+        records themselves (BatchGetItem). With a status filter, Queries follow until the page is full or
+        _MAX_TAG_ENTRIES_PER_CALL entries were read (the page may then be short: follow next_token)."""
+        assert query.tag is not None and query.domain is not None  # ExecutionQuery guarantees both
+        partition = tag_entry_partition(query.domain, *query.tag)
+        status = query.status.value if query.status is not None else None
+        listing = f"tag|{partition}|{status}"
+        start_key = decode_page_token(listing, next_token) if next_token else None
+        records: list[ExecutionRecord] = []
+        evaluated = 0
+        while True:
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "KeyConditionExpression": "contextKey = :p",
+                "ExpressionAttributeValues": {":p": _s(partition)},
+                "ScanIndexForward": False,
+                "ConsistentRead": True,
+                "Limit": limit - len(records),
+            }
+            if start_key:
+                kwargs["ExclusiveStartKey"] = start_key
+            response = self._query_page(kwargs, next_token)
+            entries = response.get("Items", [])
+            evaluated += len(entries)
+            # An entry's sort key ends with its execution's id; an expired record is left out.
+            ids = [(_str(entry, "instanceId") or "#").split("#", 1)[1] for entry in entries]
+            items = self._get_executions([self._execution_key(each) for each in ids])
+            records += [r for r in map(self._record, items) if status is None or r.status.value == status]
+            start_key = response.get("LastEvaluatedKey")
+            if not start_key or len(records) >= limit or evaluated >= _MAX_TAG_ENTRIES_PER_CALL:
+                break
+        return Page(items=records, next_token=encode_page_token(listing, start_key) if start_key else None)
+
+    @staticmethod
+    def _key_of(item: Item) -> Item:
+        return {"contextKey": item["contextKey"], "instanceId": item["instanceId"]}
+
+    def _get_executions(self, keys: list[Item]) -> list[Item]:
+        return self._batch_get(self.executions_table, keys, _item_id)
