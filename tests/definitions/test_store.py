@@ -392,6 +392,22 @@ def test_context_queries_paginate(stores: Stores) -> None:
     assert sorted(c.instance_id for c in first.items + rest.items) == ["i0", "i2", "i4", "i6"]
 
 
+def test_a_context_listing_refuses_a_token_it_did_not_return(stores: Stores) -> None:
+    store = stores.contexts
+    for index in range(4):
+        store.create_context(context(f"s{index % 2}", f"i{index}"))
+    with pytest.raises(StoreError, match="page token 'garbage!' is not one this store returned"):
+        store.get_all_contexts("acme", limit=2, next_token="garbage!")
+    if stores.dynamodb is None:
+        return  # the memory store's token is an offset into any listing
+    subject_token = store.get_all_contexts_for_subject("acme", "s0", limit=1).next_token
+    assert subject_token
+    with pytest.raises(StoreError, match="does not belong to this listing"):
+        store.get_all_contexts("acme", limit=2, next_token=subject_token)
+    with pytest.raises(StoreError, match="does not belong to this listing"):
+        store.get_all_contexts_for_subject("acme", "s1", limit=2, next_token=subject_token)
+
+
 def test_waiting_and_finish(stores: Stores) -> None:
     store = stores.contexts
     record = context("u1", "i1")

@@ -21,7 +21,8 @@ from stepwell.features.definitions.model import (
     parse_duration,
     parse_instant,
 )
-from stepwell.features.definitions.store import MAX_ID_LENGTH, VERSIONS_SUFFIX, DynamoDbDefinitionStore
+from stepwell.features.definitions.store import MAX_ID_LENGTH, DynamoDbDefinitionStore
+from stepwell.features.definitions.store.dynamodb_definitions import VERSIONS_SUFFIX
 from stepwell.features.definitions.validation import (
     parse_definition,
     parse_storable_definition,

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from stepwell.config import DEFAULT_EXPRESSION_CPU_SECONDS as DEFAULT_EXPRESSION_CPU_SECONDS
 from stepwell.config import DEFAULT_RUN_CPU_SECONDS as DEFAULT_RUN_CPU_SECONDS
 from stepwell.features.definitions.expressions import Meter
-from stepwell.features.definitions.store import MAX_CONTEXT_DATA_BYTES, MAX_ID_LENGTH
+from stepwell.features.definitions.ids import MAX_CONTEXT_DATA_BYTES, MAX_ID_LENGTH
 
 # The largest event a context can receive (EventBridge's entry limit, 256 KiB), and its data's limit.
 MAX_EVENT_BYTES = 256 * 1024

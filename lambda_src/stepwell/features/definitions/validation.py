@@ -36,6 +36,7 @@ from stepwell.features.definitions.expressions import (
     compile_expression,
     estimate_cost,
 )
+from stepwell.features.definitions.ids import InvalidId, check_workflow_id
 from stepwell.features.definitions.model import (
     CONCURRENCY_POLICIES,
     DEFINITION_ITEM_OVERHEAD,
@@ -59,7 +60,6 @@ from stepwell.features.definitions.model import (
     parse_instant,
 )
 from stepwell.features.definitions.outbound import HEADER_RULE, header_problem
-from stepwell.features.definitions.store import InvalidId, check_workflow_id
 
 # Patterns of whole values: used with fullmatch (match with "$" lets a trailing newline through).
 NODE_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
