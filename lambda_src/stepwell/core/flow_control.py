@@ -14,8 +14,9 @@ batch, rate first, then concurrency:
   ending it (so it never released) is found by its expired lease: the next arrival or the reconciler's
   sweep reads its record and releases it (ended) or renews its lease (still running).
 
-Everything goes through the ExecutionStore port; state lives in the coordination table. Log lines name the
-scope (a digest), never a key's value: keys may be customer ids.
+Everything goes through the store's flow control port and the executions' records (FlowStore); state lives
+in the coordination table. Log lines name the scope (a digest), never a key's value: keys may be customer
+ids.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from stepwell.core.metrics import Metric, Metrics, NoMetrics
 from stepwell.errors import StepwellError
@@ -36,7 +37,7 @@ from stepwell.model import (
     OutcomeAction,
     WorkOutcome,
 )
-from stepwell.ports import DUE_SHARDS, Clock, ExecutionStore, Timers, WorkQueue
+from stepwell.ports import DUE_SHARDS, Clock, ExecutionRecords, FlowControlStore, Timers, WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,11 @@ FLOW_LEASE_SECONDS = 900.0
 MAX_FLOW_ATTEMPTS = 10
 # How many waiting executions the status lists.
 STATUS_NEXT_COUNT = 10
+
+
+class FlowStore(FlowControlStore, ExecutionRecords, Protocol):
+    """What flow control uses of the store: the keys' state, and the records of executions (whether a
+    holder whose lease expired still runs)."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,7 @@ class FlowControl:
 
     def __init__(
         self,
-        store: ExecutionStore,
+        store: FlowStore,
         queue: WorkQueue,
         timers: Timers | None,
         clock: Clock,

@@ -21,7 +21,7 @@ from aws_durable_execution_sdk_python.lambda_service import Operation
 
 from stepwell.errors import InvalidArgument
 from stepwell.model import Batch, ExecutionQuery, ExecutionStatus, FunctionVersion
-from stepwell.ports import ExecutionStore, FunctionVersions
+from stepwell.ports import ExecutionStore, FunctionVersions, VersionPins
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _version_order(version: str) -> tuple[int, str]:
 
 
 def prune_versions(
-    store: ExecutionStore,
+    store: VersionPins,
     functions: FunctionVersions,
     keep: int,
     now: float | None = None,

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef
 
     from stepwell.core.engine import Engine
+    from stepwell.ports import SchedulePointers
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ def _claim_or_running(engine: Engine, message: ScheduledStart) -> str | None:
     racing exactly one moves it; a delivery finding its own execution there (a duplicate, or a retry after
     a crash between the claim and the start) starts it, as the start is idempotent by name."""
     own = _execution_id(message)
-    store = engine.store
+    store: SchedulePointers = engine.store
     now = engine.clock.now()
     pointer = store.get_schedule_pointer(DEFAULT_DOMAIN, message.schedule)
     if pointer == own:
