@@ -9,15 +9,14 @@ from typing import Any
 
 import pytest
 from stepwell.features.definitions.budgets import DEFAULT_EXPRESSION_CPU_SECONDS
-from stepwell.features.definitions.router import (
+from stepwell.features.definitions.extractors import (
     EXTRACTOR_ENV,
-    ORPHAN_AFTER_SECONDS,
     ExtractedEvent,
     PathExtractor,
-    Router,
     register_extractor,
     unregister_extractor,
 )
+from stepwell.features.definitions.router import ORPHAN_AFTER_SECONDS, Router
 from stepwell.features.definitions.store import ContextRecord
 
 from .harness import PINGS, Harness, envelope

@@ -1,17 +1,15 @@
 """Domain events to contexts: start contexts whose trigger matches, resume contexts waiting for the event.
 
-An extractor maps an event to (domain, subject id, event name, data, event id). It is either configured by
-paths (JSON in STEPWELL_EVENT_EXTRACTOR, e.g. {"domain": "detail.domain", "subject": "detail.subjectId",
-"name": "detail-type", "data": "detail.data", "id": "id"}; a path is dot-separated keys, a number indexes a
-list, a leading "$." is allowed, {"const": value} gives a fixed value) or a Python callable registered with
-`register_extractor` in the user's workflow code (it returns an `ExtractedEvent`, a dict with those keys,
-or None to reject the event).
+An extractor maps an event to (domain, subject id, event name, data, event id): paths into the event
+(JSON in STEPWELL_EVENT_EXTRACTOR) or a Python callable registered with `register_extractor` in the user's
+workflow code (definitions/extractors.py).
 
-A domain is an authenticated fact, not a claim: a bus event is accepted only when `EventSources` (the
-module's `event_sources`, JSON in STEPWELL_EVENT_SOURCES) lets its `source` (and, for a key
-"<account>:<source>", its `account`) speak for the domain it maps to; none configured = no bus event is
-accepted. An event processed for an operator (`process_event(event, domain=...)`, the client and CLI) is
-for that domain only: the payload may omit the domain, and one claiming another is rejected.
+A domain is an authenticated fact, not a claim: a bus event is accepted only when `EventSources`
+(definitions/event_sources.py: the module's `event_sources`, JSON in STEPWELL_EVENT_SOURCES) lets its
+`source` (and, for a key "<account>:<source>", its `account`) speak for the domain it maps to; none
+configured = no bus event is accepted. An event processed for an operator (`process_event(event,
+domain=...)`, the client and CLI) is for that domain only: the payload may omit the domain, and one
+claiming another is rejected.
 
 For each event (`Router.process_event`):
 0. an event nested deeper than MAX_EVENT_NESTING levels (objects and arrays) is recorded as rejected with
@@ -46,9 +44,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import re
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -65,16 +60,25 @@ from stepwell.features.definitions.actions import (
     EVENT_DEPTH_KEY,
     MAX_EVENT_DEPTH,
 )
+from stepwell.features.definitions.event_sources import EventSources, EventSourcesError
 from stepwell.features.definitions.expressions import evaluation_meter
+from stepwell.features.definitions.extractors import (
+    DEFAULT_PATHS,
+    ExtractedEvent,
+    Extractor,
+    ExtractorError,
+    PathExtractor,
+    default_extractor,
+    normalize_event,
+    register_extractor,
+)
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.features.definitions.model import Definition, DefinitionError
 from stepwell.features.definitions.runtime import DefinitionsRuntime
 from stepwell.features.definitions.store import (
     ContextDataTooLarge,
     ContextRecord,
-    InvalidId,
     StoredWorkflow,
-    check_id,
     encode_context_data,
 )
 from stepwell.features.definitions.validation import parse_definition
@@ -89,15 +93,6 @@ from stepwell.model import (
 
 logger = logging.getLogger(__name__)
 
-EXTRACTOR_ENV = "STEPWELL_EVENT_EXTRACTOR"
-DEFAULT_PATHS: dict[str, Any] = {
-    "domain": "detail.domain",
-    "subject": "detail.subjectId",
-    "name": "detail-type",
-    "data": "detail.data",
-    "id": "id",
-}
-_FIELDS = ("domain", "subject", "name", "data", "id")
 # A context item whose execution does not exist this long after it was written is an orphan.
 ORPHAN_AFTER_SECONDS = 900.0
 PARSED_CACHE_SIZE = 1000
@@ -115,85 +110,8 @@ CHAIN_BUDGET_PERIOD_SECONDS = 86400
 MAX_EVENT_NESTING = 64
 
 
-class ExtractorError(ValueError):
-    pass
-
-
 class EventChainLimitExceeded(Exception):
     """A chain of definitions' events started as many contexts as its budget allows."""
-
-
-SOURCE_RULE = "letters, digits and . _ / - (1-256, starting with a letter or digit)"
-DOMAIN_PATTERN_RULE = "a domain id, a prefix ending in '*' (e.g. 'acme-*'), or '*' for every domain"
-_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$")
-_ACCOUNT_KEY = re.compile(r"^([0-9]{12}):(.+)$")
-
-
-class EventSourcesError(ValueError):
-    """The event sources configuration holds a bad key or domain."""
-
-
-class EventSources:
-    """Which bus event sources may speak for which domains.
-
-    Keys are an event `source` or "<12-digit account>:<source>" (then the envelope's `account` must match
-    too); values list domain ids, prefixes ending in "*" or "*" (every domain). A source can be trusted
-    only as far as IAM restricts who may put events with it (the `events:source` condition key)."""
-
-    def __init__(self, rules: Mapping[str, Any] | None = None) -> None:
-        # (account or None, source) -> domain patterns
-        self._rules: dict[tuple[str | None, str], tuple[str, ...]] = {}
-        for key, domains in (rules or {}).items():
-            if not isinstance(key, str):
-                raise EventSourcesError(f"event source {key!r} must be a string")
-            bound = _ACCOUNT_KEY.match(key)
-            account, source = (bound.group(1), bound.group(2)) if bound else (None, key)
-            if not _SOURCE.match(source):
-                raise EventSourcesError(
-                    f"event source {key!r}: {SOURCE_RULE}, optionally after '<12-digit account>:'"
-                )
-            if not isinstance(domains, list | tuple) or not domains:
-                raise EventSourcesError(
-                    f"event source {key!r}: domains must be a non-empty list of {DOMAIN_PATTERN_RULE}"
-                )
-            for pattern in domains:
-                _check_domain_pattern(key, pattern)
-            self._rules[(account, source)] = tuple(domains)
-
-    def refusal(self, source: object, account: object, domain: str) -> str | None:
-        """Why an event from `source` (put by `account`) may not speak for `domain`; None when it may."""
-        if not self._rules:
-            return (
-                f"no event sources are configured, so no bus event may speak for domain {domain!r} "
-                "(set the module's event_sources)"
-            )
-        allowed = [
-            pattern
-            for (bound, rule_source), patterns in self._rules.items()
-            if rule_source == source and (bound is None or bound == account)
-            for pattern in patterns
-        ]
-        if not allowed:
-            return f"source {source!r} (account {account!r}) is not in event_sources"
-        if any(_domain_matches(pattern, domain) for pattern in allowed):
-            return None
-        return f"source {source!r} may not speak for domain {domain!r} (allowed: {', '.join(allowed)})"
-
-
-def _check_domain_pattern(key: str, pattern: object) -> None:
-    if pattern == "*":
-        return
-    text = pattern[:-1] if isinstance(pattern, str) and pattern.endswith("*") else pattern
-    try:
-        check_id("domain", text)
-    except InvalidId as error:
-        raise EventSourcesError(
-            f"event source {key!r}: {pattern!r} is not {DOMAIN_PATTERN_RULE} ({error})"
-        ) from None
-
-
-def _domain_matches(pattern: str, domain: str) -> bool:
-    return domain.startswith(pattern[:-1]) if pattern.endswith("*") else domain == pattern
 
 
 def nesting_depth(value: Any) -> int:
@@ -262,163 +180,6 @@ def _event_chain(event: Mapping[str, Any], event_id: str) -> tuple[int, str] | s
             f"{type(chain).__name__}); 1-256 printable characters are allowed"
         )
     return depth, chain
-
-
-@dataclass(frozen=True)
-class ExtractedEvent:
-    domain: str
-    subject_id: str
-    name: str
-    data: Any
-    event_id: str
-    # How many definitions deep and the outside event the chain began with (_event_chain); the events a
-    # context it starts or resumes emits are one deeper, in the same chain.
-    depth: int = 0
-    chain: str = ""
-
-    def payload(self) -> dict[str, Any]:
-        """What a context gets of the event (its trigger's `event`, a callback's result)."""
-        payload = {"id": self.event_id, "name": self.name, "data": self.data}
-        return {**payload, "depth": self.depth, "chain": self.chain} if self.depth else payload
-
-
-Extractor = Callable[[Mapping[str, Any]], "ExtractedEvent | Mapping[str, Any] | None"]
-
-
-def _walk(event: Any, path: str) -> Any:
-    text = path[2:] if path.startswith("$.") else path
-    if text in ("", "$"):
-        return event
-    value = event
-    for part in text.split("."):
-        if isinstance(value, Mapping):
-            value = value.get(part)
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return None
-    return value
-
-
-class PathExtractor:
-    """Extraction by paths into the event (defaults: EventBridge's envelope with the ids in `detail`)."""
-
-    def __init__(self, paths: Mapping[str, Any] | None = None) -> None:
-        merged = dict(DEFAULT_PATHS)
-        for key, value in (paths or {}).items():
-            if key not in _FIELDS:
-                raise ExtractorError(f"unknown extractor field {key!r} (allowed: {', '.join(_FIELDS)})")
-            if not (isinstance(value, str) or (isinstance(value, Mapping) and set(value) == {"const"})):
-                raise ExtractorError(
-                    f"extractor field {key!r}: {value!r} is neither a path string nor {{'const': value}}"
-                )
-            merged[key] = value
-        self.paths = merged
-
-    @classmethod
-    def from_env(cls) -> PathExtractor:
-        text = os.environ.get(EXTRACTOR_ENV, "").strip()
-        if not text:
-            return cls()
-        try:
-            paths = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ExtractorError(f"{EXTRACTOR_ENV} is not JSON ({error}): {text[:200]!r}") from error
-        if not isinstance(paths, Mapping):
-            raise ExtractorError(f"{EXTRACTOR_ENV} must be a JSON object, got {text[:200]!r}")
-        return cls(paths)
-
-    def _value(self, event: Mapping[str, Any], key: str) -> Any:
-        spec = self.paths[key]
-        if isinstance(spec, Mapping):
-            return spec["const"]
-        return _walk(event, spec)
-
-    def __call__(self, event: Mapping[str, Any]) -> ExtractedEvent | Mapping[str, Any] | None:
-        return {key: self._value(event, key) for key in _FIELDS}
-
-
-_extractor_lock = threading.Lock()
-_registered_extractor: Extractor | None = None
-
-
-def register_extractor(fn: Extractor) -> Extractor:
-    """Use `fn` instead of the path extractor (call from the user's workflow code)."""
-    global _registered_extractor
-    if not callable(fn):
-        raise TypeError(f"an extractor must be callable, got {type(fn).__name__}")
-    with _extractor_lock:
-        _registered_extractor = fn
-    return fn
-
-
-def unregister_extractor() -> None:
-    global _registered_extractor
-    with _extractor_lock:
-        _registered_extractor = None
-
-
-def default_extractor(paths: Mapping[str, Any] | None = None) -> Extractor:
-    """The registered callable, else paths (`paths` when given, else STEPWELL_EVENT_EXTRACTOR)."""
-    with _extractor_lock:
-        registered = _registered_extractor
-    if registered is not None:
-        return registered
-    return PathExtractor(paths) if paths else PathExtractor.from_env()
-
-
-def _normalize(
-    raw: ExtractedEvent | Mapping[str, Any] | None, fallback_id: str, domain: str | None = None
-) -> ExtractedEvent:
-    """The extractor's answer checked; `domain` (chosen by the operator) fills a missing domain."""
-    if raw is None:
-        raise ExtractorError("the extractor returned nothing for this event")
-    if isinstance(raw, ExtractedEvent):
-        values: dict[str, Any] = {
-            "domain": raw.domain,
-            "subject": raw.subject_id,
-            "name": raw.name,
-            "data": raw.data,
-            "id": raw.event_id,
-        }
-    elif isinstance(raw, Mapping):
-        values = dict(raw)
-        if "subjectId" in values and "subject" not in values:
-            values["subject"] = values["subjectId"]
-    else:
-        raise ExtractorError(
-            f"the extractor returned {type(raw).__name__}; expected ExtractedEvent, a dict or None"
-        )
-    if domain is not None and values.get("domain") in (None, ""):
-        values["domain"] = domain
-    for key in ("domain", "subject", "name"):
-        value = values.get(key)
-        if value is None or value == "":
-            raise ExtractorError(f"the event maps to no {key}")
-        if not isinstance(value, str):
-            # The type only: the value is the event's data, and this reason is logged.
-            raise ExtractorError(f"the event's {key} must be a string, got {type(value).__name__}")
-    try:
-        check_id("domain", values["domain"])
-        check_id("subject id", values["subject"])
-    except InvalidId as error:
-        raise ExtractorError(str(error)) from None
-    event_id = values.get("id")
-    if event_id is None or event_id == "":
-        event_id = fallback_id
-    for key, text in (("name", values["name"]), ("id", str(event_id))):
-        at = lone_surrogate_at(text)
-        if at is not None:  # JSON's "\ud800": no store or digest takes it
-            raise ExtractorError(
-                f"the event's {key} holds a lone surrogate at character {at}; it must be UTF-8 text"
-            )
-    return ExtractedEvent(
-        domain=values["domain"],
-        subject_id=values["subject"],
-        name=values["name"],
-        data=values.get("data"),
-        event_id=str(event_id),
-    )
 
 
 @dataclass
@@ -561,7 +322,7 @@ class Router:
         if too_deep is not None:  # before anything reads it; recorded without it (its excerpt recurses)
             return self._reject(fallback_id, too_deep, None)
         try:
-            extracted = _normalize(self.extractor()(event), fallback_id, domain)
+            extracted = normalize_event(self.extractor()(event), fallback_id, domain)
         except Exception as error:  # the user's extractor may raise anything: record it, block nothing
             return self._reject(fallback_id, f"extractor failed: {error}", event)
         if domain is None:
@@ -916,6 +677,8 @@ class Router:
             self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
 
 
+# The extractors' and the event sources' names are here too: callers (and the examples) import them from
+# the router, where they were first.
 __all__ = [
     "DEFAULT_PATHS",
     "DefinitionError",
