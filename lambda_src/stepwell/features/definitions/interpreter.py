@@ -71,6 +71,7 @@ from stepwell.features.definitions.actions import (
 )
 from stepwell.features.definitions.budgets import ROOT_BYTES, RunBudget
 from stepwell.features.definitions.expressions import Expression, ExpressionError, estimate_cost
+from stepwell.features.definitions.flow_control import parse_flow_control
 from stepwell.features.definitions.model import (
     MAX_WAIT_SECONDS,
     Definition,
@@ -86,7 +87,7 @@ from stepwell.features.definitions.store import (
     StoreError,
     encode_context_data,
 )
-from stepwell.features.definitions.validation import parse_definition, parse_flow_control
+from stepwell.features.definitions.validation import parse_definition
 from stepwell.model import ExecutionRecord, FlowLimit
 
 INTERPRETER_NAME = "stepwell.definition"

@@ -5,7 +5,7 @@ list of errors. Checks: the document's shape (schema version 1), unknown node ty
 per-type fields (bad durations, bad expressions, unknown actions when the action names are given),
 dangling edges, outgoing edges per type (missing or unknown branches), triggers without incoming edges,
 unreachable nodes and cycles with no wait in them, parallel/join pairing, the `flowControl` block (limits,
-period, key expressions: `parse_flow_control`). `parse_storable_definition`
+period, key expressions: flow_control.py). `parse_storable_definition`
 (the store's check before a put, and `validate_definition`'s) adds what storage would refuse: a definition
 too large for its DynamoDB item, NaN or Infinity, and a definition whose expressions may cost more than the
 budgets allow (`_cost_errors`: a worst-case estimate per expression, and over the expressions a run
@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from stepwell.core.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, Concurrency, Rate
-from stepwell.errors import InvalidArgument
 from stepwell.features.definitions.actions import HTTP, PUT_EVENT, detail_type_problem
 from stepwell.features.definitions.budgets import (
     DEFINITION_COST_LIMIT,
@@ -36,13 +34,12 @@ from stepwell.features.definitions.expressions import (
     compile_expression,
     estimate_cost,
 )
+from stepwell.features.definitions.flow_control import flow_control_into
 from stepwell.features.definitions.ids import InvalidId, check_workflow_id
 from stepwell.features.definitions.model import (
     CONCURRENCY_POLICIES,
     DEFINITION_ITEM_OVERHEAD,
-    DURATION_RULE,
     DYNAMODB_ITEM_BYTES,
-    FLOW_KEY_ROOTS,
     JOIN_MODES,
     MAX_DEFINITION_BYTES,
     MAX_NODES,
@@ -131,7 +128,7 @@ def parse_definition(document: object, actions: Collection[str] | None = None) -
         extra = sorted(set(policy) - {"concurrency"})
         if extra:
             errors.append(f"unknown policy keys {extra} (allowed: ['concurrency'])")
-    flow_concurrency, flow_rate = _parse_flow_control(doc.get("flowControl"), errors)
+    flow_concurrency, flow_rate = flow_control_into(doc.get("flowControl"), errors)
 
     raw_nodes = doc.get("nodes")
     raw_edges = doc.get("edges", [])
@@ -309,108 +306,6 @@ def validate_definition(document: object, actions: Collection[str] | None = None
     except DefinitionInvalid as invalid:
         return invalid.errors
     return []
-
-
-# --- flow control ---------------------------------------------------------------------------------
-
-_FLOW_KINDS: dict[str, tuple[str, ...]] = {
-    "concurrency": ("limit", "key"),
-    "rate": ("limit", "period", "key"),
-}
-_FLOW_LIMIT_RULES = {
-    "concurrency": f"a whole number from 1 to {MAX_CONCURRENCY}: contexts running at once per key",
-    "rate": f"a whole number from 1 to {MAX_RATE}: starts per period per key",
-}
-PERIOD_RULE = f"whole seconds from 1 to {MAX_RATE_PERIOD_SECONDS:,} (7 days) as a duration: {DURATION_RULE}"
-
-
-def parse_flow_control(raw: object) -> tuple[Concurrency | None, Rate | None]:
-    """A definition's `flowControl` block (None: no limits) as the engine's declarations; DefinitionInvalid
-    listing every problem, each naming its field."""
-    errors: list[str] = []
-    limits = _parse_flow_control(raw, errors)
-    if errors:
-        raise DefinitionInvalid(errors)
-    return limits
-
-
-def _parse_flow_control(raw: object, errors: list[str]) -> tuple[Concurrency | None, Rate | None]:
-    if raw is None:
-        return None, None
-    if not isinstance(raw, Mapping):
-        errors.append(
-            f"flowControl must be an object with 'concurrency' and/or 'rate', got {brief_repr(raw)}"
-        )
-        return None, None
-    unknown = sorted(set(raw) - set(_FLOW_KINDS))
-    if unknown:
-        errors.append(f"flowControl: unknown keys {unknown} (allowed: {sorted(_FLOW_KINDS)})")
-    concurrency, rate = (
-        _parse_flow_limit(kind, raw[kind], errors) if kind in raw else None for kind in _FLOW_KINDS
-    )
-    return (
-        concurrency if isinstance(concurrency, Concurrency) else None,
-        rate if isinstance(rate, Rate) else None,
-    )
-
-
-def _parse_flow_limit(kind: str, raw: object, errors: list[str]) -> Concurrency | Rate | None:
-    where, fields = f"flowControl.{kind}", _FLOW_KINDS[kind]
-    if not isinstance(raw, Mapping):
-        errors.append(f"{where} must be an object with {list(fields)}, got {brief_repr(raw)}")
-        return None
-    count = len(errors)
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        errors.append(f"{where}: unknown keys {unknown} (allowed: {sorted(fields)})")
-    if "limit" not in raw:
-        errors.append(f"{where}: missing 'limit' ({_FLOW_LIMIT_RULES[kind]})")
-    period = 0
-    if kind == "rate":
-        if "period" not in raw:
-            errors.append(f"{where}: missing 'period' ({PERIOD_RULE})")
-        else:
-            period = _flow_period(where, raw["period"], errors)
-    key: Callable[[Any], object] | None = None
-    if "key" in raw:
-        try:
-            key = flow_key(compile_expression(raw["key"], FLOW_KEY_ROOTS))
-        except ExpressionError as error:
-            errors.append(f"{where}.key: bad expression: {error}")
-    if len(errors) > count:
-        return None
-    limit = raw["limit"]
-    try:  # the declarations check the limit's type and range
-        return Concurrency(limit, key) if kind == "concurrency" else Rate(limit, period, key)
-    except InvalidArgument:
-        errors.append(f"{where}.limit: {brief_repr(limit)} is not allowed: {_FLOW_LIMIT_RULES[kind]}")
-        return None
-
-
-def _flow_period(where: str, value: object, errors: list[str]) -> int:
-    try:
-        seconds = parse_duration(value)
-    except ValueError:
-        seconds = 0.0
-    if not 1 <= seconds <= MAX_RATE_PERIOD_SECONDS or seconds != int(seconds):
-        errors.append(f"{where}.period: {brief_repr(value)} is not allowed: {PERIOD_RULE}")
-        return 0
-    return int(seconds)
-
-
-def flow_key(expression: Expression) -> Callable[[Any], object]:
-    """A flowControl key as the engine's key function: evaluated over the interpreter's start input
-    (its trigger `event`, `subjectId` and `domain`)."""
-
-    def key(start: Any) -> object:
-        start = start if isinstance(start, Mapping) else {}
-        return expression.evaluate(
-            {"event": start.get("event"), "subject": start.get("subjectId"), "domain": start.get("domain")}
-        )
-
-    # The engine names a key function by its __qualname__ in its errors: the expression says what it is.
-    key.__qualname__ = expression.text
-    return key
 
 
 # --- nodes and edges ------------------------------------------------------------------------------
