@@ -237,6 +237,3 @@ class Definition:
             seen.add(current)
             stack.extend(edge.target for edge in self.outgoing.get(current, []))
         return seen
-
-    def event_names(self) -> set[str]:
-        return {node.event for node in self.nodes.values() if node.event}
