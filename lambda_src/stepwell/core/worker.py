@@ -148,6 +148,34 @@ class Known:
     no_inputs: bool = False
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One run of one execution, from the moment its log and pending inputs are read: what the steps of
+    the run share (the worker makes one per message that took the lease)."""
+
+    record: ExecutionRecord
+    journal: Journal  # the fold of its log, which the run extends
+    lease: Lease
+    known: Known
+    lambda_context: Any | None
+    # The inputs pending for it, their payloads read back (`offloaded` keeps that they were).
+    inputs: list[ExternalInput]
+    # The run's time: its inputs and due timers are absorbed, and a first run's start is logged, at it.
+    now: float
+
+    def of(self, record: ExecutionRecord) -> _Run:
+        """The same run of the execution as `record` has it (read again: it ended or moved meanwhile)."""
+        return dataclasses.replace(self, record=record)
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    """One call of the workflow's handler within a run: its InvocationCompleted is logged with these."""
+
+    request_id: str
+    started_at: float
+
+
 class Worker:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -266,33 +294,18 @@ class Worker:
     def _run_leased(
         self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None, known: Known
     ) -> WorkOutcome:
+        """Read the execution's log and run it. The engine keeps the fold of its log for the next run when
+        this one leaves it whole."""
         try:
-            pending: list[ExternalInput] = []  # read with the log
-            # A lease taken over from a dead holder may have seen writes its last release does not tell.
-            trusted = lease.log_next if known.no_inputs and not lease.taken_over else None
-            # A running execution's first run (no run held its lease before) has an empty log: nothing read.
-            empty = known.fresh or (lease.never_held and record.status is ExecutionStatus.RUNNING)
-            journal = self.engine.open_journal(record.execution_id, pending, empty=empty, log_next=trusted)
-            if lease.log_length is not None and journal.next_seq < lease.log_length:
-                self.engine.close_journal(journal, keep=False)
-                raise LogIncomplete(
-                    f"execution {record.execution_id!r}: its log has {journal.next_seq} batches but held "
-                    f"{lease.log_length} (the last ones expired under the table's TTL)"
-                )
-            carried_at = lease.carried.created_at if lease.carried is not None else None
-            earlier = _earlier_executions_log(record, journal.oldest_batch_at, carried_at)
-            if earlier is not None:
-                self.engine.close_journal(journal, keep=False)
-                raise earlier
+            journal, pending = self._read_log(record, lease, known)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
-        if lease.carried is not None:
-            # The last run's InvocationCompleted, left on the lease's record: the next batch writes it.
-            journal.carry(lease.carried.seq, decode_body(lease.carried.body))
         keep = False
         try:
             try:
-                outcome = self._run_journal(record, journal, pending, lease, lambda_context, known)
+                outcome = self._run_journal(
+                    record, journal, pending, lease=lease, known=known, lambda_context=lambda_context
+                )
             except SequenceConflict:
                 raise  # another worker runs it
             except Exception:
@@ -316,6 +329,33 @@ class Worker:
         finally:
             self.engine.close_journal(journal, keep)
 
+    def _read_log(
+        self, record: ExecutionRecord, lease: Lease, known: Known
+    ) -> tuple[Journal, list[ExternalInput]]:
+        """The fold of the execution's log (with the batch its coordination record carries) and the inputs
+        pending for it; LogIncomplete or LogOfEarlierExecution when the log is not all this execution's."""
+        pending: list[ExternalInput] = []  # read with the log
+        # A lease taken over from a dead holder may have seen writes its last release does not tell.
+        trusted = lease.log_next if known.no_inputs and not lease.taken_over else None
+        # A running execution's first run (no run held its lease before) has an empty log: nothing read.
+        empty = known.fresh or (lease.never_held and record.status is ExecutionStatus.RUNNING)
+        journal = self.engine.open_journal(record.execution_id, pending, empty=empty, log_next=trusted)
+        if lease.log_length is not None and journal.next_seq < lease.log_length:
+            self.engine.close_journal(journal, keep=False)
+            raise LogIncomplete(
+                f"execution {record.execution_id!r}: its log has {journal.next_seq} batches but held "
+                f"{lease.log_length} (the last ones expired under the table's TTL)"
+            )
+        carried_at = lease.carried.created_at if lease.carried is not None else None
+        earlier = _earlier_executions_log(record, journal.oldest_batch_at, carried_at)
+        if earlier is not None:
+            self.engine.close_journal(journal, keep=False)
+            raise earlier
+        if lease.carried is not None:
+            # The last run's InvocationCompleted, left on the lease's record: the next batch writes it.
+            journal.carry(lease.carried.seq, decode_body(lease.carried.body))
+        return journal, pending
+
     def _keep_log_after_failure(self, journal: Journal) -> None:
         """A run that failed leaves its execution's next run to SQS's retries, the DLQ and a redrive or an
         operator, however late: its log is kept until the execution ends (stepwell.core.log_expiry)."""
@@ -338,10 +378,13 @@ class Worker:
         record: ExecutionRecord,
         journal: Journal,
         pending: list[ExternalInput],
+        *,
         lease: Lease,
-        lambda_context: Any | None,
         known: Known,
+        lambda_context: Any | None,
     ) -> WorkOutcome:
+        """Begin the run once its log is read: settle an ended execution, forward one another version
+        runs, or run it here (pinning a first run to this worker's version)."""
         engine = self.engine
         execution_id = record.execution_id
         try:
@@ -349,12 +392,20 @@ class Worker:
             inputs = self._resolved(pending)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
-        now = engine.clock.now()
+        run = _Run(
+            record=record,
+            journal=journal,
+            lease=lease,
+            known=known,
+            lambda_context=lambda_context,
+            inputs=inputs,
+            now=engine.clock.now(),
+        )
         if record.status.is_terminal:
-            return self._settle_ended(record, journal, inputs, now)
+            return self._settle_ended(run)
         version = engine.code_version
         if version is None or record.code_version is not None:
-            return self._run_on(record, journal, inputs, lease, lambda_context, known, now)
+            return self._run_on(run)
         # Its first run (or its first since the worker was versioned).
         if journal.code_version is not None and journal.code_version != version:
             # A first run on that version wrote this log and died before it could pin the execution: that
@@ -364,34 +415,25 @@ class Worker:
                 return _forward(record)
             current = engine.store.get_execution(execution_id) or record  # ended or moved meanwhile
             if current.status.is_terminal:
-                return self._settle_ended(current, journal, inputs, now)
+                return self._settle_ended(run.of(current))
             if self._pinned_elsewhere(current):
                 return _forward(current)
-            return self._run_on(current, journal, inputs, lease, lambda_context, known, now)
+            return self._run_on(run.of(current))
         # This version runs it. The pin is stored with its end (complete_execution), or once this run
         # leaves it running: one conditional write (and its index entries) fewer for every execution that
         # ends in its first run. Until then the log names the version (Journal.run_on).
         record.code_version = version
-        outcome = self._run_on(record, journal, inputs, lease, lambda_context, known, now)
+        outcome = self._run_on(run)
         if outcome.action in _LEFT_RUNNING:
             # Before the lease's release, so its next run (and the entry, which forwards) finds the pin.
             # False: stopped, or moved by an upgrade meanwhile; either way the execution item decides.
             engine.store.pin_version(execution_id, version, expected=None)
         return outcome
 
-    def _run_on(
-        self,
-        record: ExecutionRecord,
-        journal: Journal,
-        inputs: list[ExternalInput],
-        lease: Lease,
-        lambda_context: Any | None,
-        known: Known,
-        now: float,
-    ) -> WorkOutcome:
-        """Run the execution's handler on this worker's version (the one it is pinned to, or none)."""
-        engine = self.engine
-        execution_id = record.execution_id
+    def _run_on(self, run: _Run) -> WorkOutcome:
+        """Run the execution on this worker's version (the one it is pinned to, or none): start it, time it
+        out, absorb what came for it, and call its handler when that leaves anything to run."""
+        engine, record, journal = self.engine, run.record, run.journal
         journal.describe_invoke = functools.partial(engine.chained_invoke_details, record)
         journal.callback_key = record.callback_key
         flow_failure: InvalidArgument | None = None
@@ -399,7 +441,7 @@ class Worker:
             # Flow limits hold the execution back before it starts (stepwell.core.flow_control).
             try:
                 held_back = engine.flow.gate(
-                    record, engine.flow_limits(record), self._start_deadline(record), now
+                    record, engine.flow_limits(record), self._start_deadline(record), run.now
                 )
             except InvalidArgument as error:  # its input gives no key (started without the code)
                 held_back, flow_failure = None, error
@@ -408,67 +450,88 @@ class Worker:
             # Before the first batch, which only one worker writes: a retry of a failed announcement finds
             # the log still empty and announces it again.
             engine.announce_status(record, ExecutionStatus.RUNNING)
-            self._log_start(record, journal, now)
-        journal.run_on(engine.code_version, now)
+            self._log_start(record, journal, run.now)
+        journal.run_on(engine.code_version, run.now)
         deadline = _deadline(record, journal)
-        if deadline is not None and now >= deadline:
+        if deadline is not None and run.now >= deadline:
             # Whatever it waits for (a wait, a callback, a child), the execution has run out of time.
             # Checked before inputs and timers: a late message must not record a wait that ended or a
             # callback that arrived after the deadline, and nothing follows ExecutionTimedOut.
-            return self._time_out(record, journal, inputs, now)
+            return self._time_out(run)
         if flow_failure is not None:
-            return self._end(
-                record, journal, None, now, "", ExecutionStatus.FAILED, None, _error(flow_failure)
-            )
-        try:
-            # Read after the deadline check: a result that came after the deadline is never recorded.
-            callback_results = self._callback_results(journal, known)
-        except PayloadMissing as missing:
-            return self._payloads_missing(record, missing)
-        journal.absorb([*inputs, *callback_results], now)
-        journal.fire_due_timers(now)
+            return self._end(run, ExecutionStatus.FAILED, at=run.now, error=_error(flow_failure))
+        missing = self._absorb(run)
+        if missing is not None:
+            return missing
         if not journal.needs_invocation:
-            wake_at = engine.keep_log_until(journal, now, _next_wake_at(record, journal))
-            if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
-                engine.append_journal(record, journal)
-            if wake_at is not None and lease.wake_at != wake_at:
-                # The next wake-up is not armed: a heartbeat moved its callback's deadline past the one
-                # scheduled (which then finds nothing due), or a worker died between the batch that
-                # suspended the execution and releasing the lease with its wake-up (SQS delivers its
-                # message again). The armed one, recorded at the release, keeps repeated messages from
-                # multiplying wake-ups.
-                engine.timers.schedule(execution_id, wake_at)
-            return WorkOutcome(execution_id, OutcomeAction.IDLE, status=record.status, next_wake_at=wake_at)
+            return self._idle(run)
         for child in journal.waiting_children():
             # Idempotent: recovers a child whose start was lost between its batch and its start.
             engine.start_child(record, child)
+        return self._invoke(run)
 
+    def _absorb(self, run: _Run) -> WorkOutcome | None:
+        """Record the inputs, the results of the callbacks it waits for and the timers due by now in the
+        log (not written yet); the outcome when a callback's payload has expired."""
+        try:
+            # Read after the deadline check: a result that came after the deadline is never recorded.
+            callback_results = self._callback_results(run.journal, run.known)
+        except PayloadMissing as missing:
+            return self._payloads_missing(run.record, missing)
+        run.journal.absorb([*run.inputs, *callback_results], run.now)
+        run.journal.fire_due_timers(run.now)
+        return None
+
+    def _idle(self, run: _Run) -> WorkOutcome:
+        """Nothing for the handler to do: record what was absorbed and make sure its next wake-up is armed."""
+        engine, record, journal = self.engine, run.record, run.journal
+        wake_at = engine.keep_log_until(journal, run.now, _next_wake_at(record, journal))
+        if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
+            engine.append_journal(record, journal)
+        if wake_at is not None and run.lease.wake_at != wake_at:
+            # The next wake-up is not armed: a heartbeat moved its callback's deadline past the one
+            # scheduled (which then finds nothing due), or a worker died between the batch that
+            # suspended the execution and releasing the lease with its wake-up (SQS delivers its
+            # message again). The armed one, recorded at the release, keeps repeated messages from
+            # multiplying wake-ups.
+            engine.timers.schedule(record.execution_id, wake_at)
+        return WorkOutcome(
+            record.execution_id, OutcomeAction.IDLE, status=record.status, next_wake_at=wake_at
+        )
+
+    def _invoke(self, run: _Run) -> WorkOutcome:
+        """Call the workflow's handler once (an invocation) and act on what it returns."""
+        engine, record = self.engine, run.record
         try:
             handler = engine.registry.get(record.workflow_id)
         except WorkflowNotFound as error:
-            return self._end(record, journal, now, now, "", ExecutionStatus.FAILED, None, _error(error))
-
-        client = StoreServiceClient(engine, record, journal, lease.owner)
-        request_id = uuid.uuid4().hex
+            # Logged as an invocation that failed at once, with no request id: no handler ran.
+            failed_at_once = _Invocation(request_id="", started_at=run.now)
+            return self._end(
+                run, ExecutionStatus.FAILED, at=run.now, error=_error(error), invocation=failed_at_once
+            )
+        client = StoreServiceClient(engine, record, run.journal, run.lease.owner)
+        invocation = _Invocation(request_id=uuid.uuid4().hex, started_at=run.now)
         invocation_input = DurableExecutionInvocationInputWithClient(
-            durable_execution_arn=execution_id,
+            durable_execution_arn=record.execution_id,
             checkpoint_token=client.token,
             initial_execution_state=InitialExecutionState(
                 operations=client.initial_operations(), next_marker=""
             ),
             service_client=client,
-            updated_operation_ids=journal.unflushed_operation_ids(),
+            updated_operation_ids=run.journal.unflushed_operation_ids(),
         )
-        started_at = now
         timer = time.monotonic()
         try:
             # In Lambda its request id names the invocation in the log lines; elsewhere the engine's.
-            with log_context(invocation_id=request_id, keep_invocation=True):
-                output = handler(invocation_input, lambda_context or InvocationContext(request_id))
+            with log_context(invocation_id=invocation.request_id, keep_invocation=True):
+                output = handler(
+                    invocation_input, run.lambda_context or InvocationContext(invocation.request_id)
+                )
         except BaseException as crash:
             if isinstance(crash, KeyboardInterrupt):
                 raise
-            return self._crashed(record, journal, client, started_at, request_id, crash)
+            return self._crashed(run, invocation, client, crash)
         finally:
             engine.metrics.add(Metric.INVOCATIONS, 1, record.workflow_id)
             engine.metrics.add(
@@ -476,60 +539,61 @@ class Worker:
             )
         if client.fenced:
             return self._fenced(record, client.conflict)
-        end = engine.clock.now()
+        return self._act_on_output(run, invocation, client, output)
+
+    def _act_on_output(
+        self, run: _Run, invocation: _Invocation, client: StoreServiceClient, output: Any
+    ) -> WorkOutcome:
+        """End the execution as its handler's output says, or suspend it (PENDING); an output that is none
+        of those counts as a crash."""
+        journal = run.journal
+        end = self.engine.clock.now()
         status = output.get("Status") if isinstance(output, Mapping) else None
         if status == "SUCCEEDED":
             result = output.get("Result")
             if not result and journal.execution_result is not None:
                 result = journal.execution_result
-            too_large = self._child_result_too_large(record, result) or self._result_over_limit(result)
+            too_large = self._child_result_too_large(run.record, result) or self._result_over_limit(result)
             if too_large is not None:
-                return self._end(
-                    record, journal, started_at, end, request_id, ExecutionStatus.FAILED, None, too_large
-                )
+                return self._end(run, ExecutionStatus.FAILED, at=end, error=too_large, invocation=invocation)
             return self._end(
-                record,
-                journal,
-                started_at,
-                end,
-                request_id,
-                ExecutionStatus.SUCCEEDED,
-                result,
-                None,
-                by_handler=True,
+                run, ExecutionStatus.SUCCEEDED, at=end, result=result, invocation=invocation, by_handler=True
             )
         if status == "FAILED":
             failure = output.get("Error")
             if not failure and journal.execution_error is not None:
                 failure = dict(journal.execution_error.to_dict())
-            failure = explain_replay_mismatch(dict(failure or {}), journal.operations, engine.code_version)
+            failure = explain_replay_mismatch(
+                dict(failure or {}), journal.operations, self.engine.code_version
+            )
             return self._end(
-                record,
-                journal,
-                started_at,
-                end,
-                request_id,
-                ExecutionStatus.FAILED,
-                None,
-                failure,
-                by_handler=True,
+                run, ExecutionStatus.FAILED, at=end, error=failure, invocation=invocation, by_handler=True
             )
         if status != "PENDING":
-            crash_error = InvalidMessage(
-                f"handler of {record.workflow_id!r} returned an unknown output {output!r}"
+            unknown = InvalidMessage(
+                f"handler of {run.record.workflow_id!r} returned an unknown output {output!r}"
             )
-            return self._crashed(record, journal, client, started_at, request_id, crash_error)
+            return self._crashed(run, invocation, client, unknown)
+        return self._suspend(run, invocation, client, end)
+
+    def _suspend(
+        self, run: _Run, invocation: _Invocation, client: StoreServiceClient, end: float
+    ) -> WorkOutcome:
+        """The handler returned PENDING: log the invocation's end and arm the next wake-up."""
+        engine, record, journal = self.engine, run.record, run.journal
         # After crashes the batch resets their count: written, so a worker that dies before the release
         # cannot leave the log counting them (a carried batch dies with it).
         may_carry = journal.consecutive_crashes == 0
         run_again = client.timers_fired > 0 or client.callbacks_resolved_before > 0
-        journal.invocation_completed(started_at, end, request_id, None, run_again=run_again)
+        journal.invocation_completed(
+            invocation.started_at, end, invocation.request_id, None, run_again=run_again
+        )
         if may_carry:
             carried = engine.carry_or_append_journal(record, journal)
         else:
             carried = None
             engine.append_journal(record, journal)
-        outcome = self._schedule_next(record, journal, end)
+        outcome = self._schedule_next(run, end)
         return dataclasses.replace(outcome, carried=carried) if carried is not None else outcome
 
     def _parent_waits(self, record: ExecutionRecord) -> bool:
@@ -580,10 +644,9 @@ class Worker:
             return None
         return {"ErrorType": PAYLOAD_OVER_LIMIT_TYPE, "ErrorMessage": problem}
 
-    def _time_out(
-        self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float
-    ) -> WorkOutcome:
+    def _time_out(self, run: _Run) -> WorkOutcome:
         """End the execution TIMED_OUT at its deadline; its pending wake-up and unread inputs go with it."""
+        record, journal, inputs = run.record, run.journal, run.inputs
         error = {
             "ErrorType": EXECUTION_TIMED_OUT_TYPE,
             "ErrorMessage": f"the execution ran past its execution timeout of {journal.execution_timeout} "
@@ -591,13 +654,14 @@ class Worker:
         }
         self.engine.timers.cancel_all(record.execution_id)
         journal.absorbed_input_ids.update(item.input_id for item in inputs)
-        outcome = self._end(record, journal, None, now, "", ExecutionStatus.TIMED_OUT, None, error)
+        outcome = self._end(run, ExecutionStatus.TIMED_OUT, at=run.now, error=error)
         if inputs:
             self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return outcome
 
-    def _schedule_next(self, record: ExecutionRecord, journal: Journal, now: float) -> WorkOutcome:
-        engine = self.engine
+    def _schedule_next(self, run: _Run, now: float) -> WorkOutcome:
+        """Arm the suspended execution's next wake-up (at `now` when it has more to run at once)."""
+        engine, record, journal = self.engine, run.record, run.journal
         wake_at = engine.keep_log_until(
             journal, now, now if journal.needs_invocation else _next_wake_at(record, journal)
         )
@@ -608,15 +672,11 @@ class Worker:
         )
 
     def _crashed(
-        self,
-        record: ExecutionRecord,
-        journal: Journal,
-        client: StoreServiceClient,
-        started_at: float,
-        request_id: str,
-        crash: BaseException,
+        self, run: _Run, invocation: _Invocation, client: StoreServiceClient, crash: BaseException
     ) -> WorkOutcome:
-        engine = self.engine
+        """The handler's process died (or returned no output it could): run it again soon, or fail the
+        execution after MAX_CONSECUTIVE_CRASHES in a row."""
+        engine, record, journal = self.engine, run.record, run.journal
         if client.fenced:
             return self._fenced(record, client.conflict)
         engine.metrics.add(Metric.INVOCATION_CRASHES, 1, record.workflow_id)
@@ -627,9 +687,9 @@ class Worker:
         error = {"ErrorType": error_type, "ErrorMessage": str(crash) or type(crash).__name__}
         # The type only: the message may quote the handler's data (it is in the execution's history).
         logger.warning("invocation of %s crashed: %s", record.execution_id, error_type)
-        journal.invocation_completed(started_at, now, request_id, error)
+        journal.invocation_completed(invocation.started_at, now, invocation.request_id, error)
         if journal.consecutive_crashes >= MAX_CONSECUTIVE_CRASHES:
-            return self._end(record, journal, None, now, request_id, ExecutionStatus.FAILED, None, error)
+            return self._end(run, ExecutionStatus.FAILED, at=now, error=error)
         engine.append_journal(record, journal)
         delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
         retry_at = min(now + delay, _deadline(record, journal) or now + delay)
@@ -641,41 +701,41 @@ class Worker:
 
     def _end(
         self,
-        record: ExecutionRecord,
-        journal: Journal,
-        started_at: float | None,
-        now: float,
-        request_id: str,
+        run: _Run,
         status: ExecutionStatus,
-        result: str | None,
-        error: dict[str, Any] | None,
+        *,
+        at: float,
+        result: str | None = None,
+        error: dict[str, Any] | None = None,
+        invocation: _Invocation | None = None,
         by_handler: bool = False,
     ) -> WorkOutcome:
-        """End the execution; `by_handler`: the status is the one its code returned (it saw its end)."""
-        engine = self.engine
-        if started_at is not None:
-            journal.invocation_completed(started_at, now, request_id, None)
+        """End the execution `at` that time; `invocation`: the one that ended it, whose end is logged first;
+        `by_handler`: the status is the one its code returned (it saw its end)."""
+        engine, record, journal = self.engine, run.record, run.journal
+        if invocation is not None:
+            journal.invocation_completed(invocation.started_at, at, invocation.request_id, None)
         stored_result, result_is_ref = engine.offload(record.execution_id, "result", result)
         won = engine.store.complete_execution(
             record.execution_id,
             status,
-            now,
+            at,
             result=stored_result,
             result_is_ref=result_is_ref,
             error=error,
             code_version=record.code_version,
         )
-        ended = dataclasses.replace(record, status=status, ended_at=now, error=error)
+        ended = dataclasses.replace(record, status=status, ended_at=at, error=error)
         if not won:
             # Stopped meanwhile: the log records the stop, not this invocation's outcome.
             ended = engine.store.get_execution(record.execution_id) or record
             status, result, error = ended.status, None, ended.error
-        journal.execution_ended(status.value, now, result, error)
+        journal.execution_ended(status.value, at, result, error)
         # Whoever writes the terminal batch announces the end, right before it (see _settle_ended).
         engine.announce_status(ended, status)
         # The log expires with the execution. Before its end is logged, so a logged end means the batches
         # before it expire too (a worker that dies in between leaves both to the next message).
-        engine.expire_log(journal, now)
+        engine.expire_log(journal, at)
         # A small one stays on the coordination record, which the lease's release keeps for the retention
         # period instead of deleting it: one write for both. A worker that dies before the release leaves
         # the log without its end, as one dying before the batch did: the next message settles it.
@@ -744,11 +804,9 @@ class Worker:
             ended_at=record.ended_at,
         )
 
-    def _settle_ended(
-        self, record: ExecutionRecord, journal: Journal, inputs: list[ExternalInput], now: float
-    ) -> WorkOutcome:
+    def _settle_ended(self, run: _Run) -> WorkOutcome:
         """A message for an ended execution: record its end in the log once (e.g. after a stop)."""
-        engine = self.engine
+        engine, record, journal, inputs, now = self.engine, run.record, run.journal, run.inputs, run.now
         if not journal.ended:
             journal.absorbed_input_ids.update(item.input_id for item in inputs)
             announced = [record.status]
