@@ -1000,6 +1000,7 @@ class Engine:
         status: ExecutionStatus,
         result: str | None,
         error: Mapping[str, Any] | None,
+        *,
         execution_timeout: int | None = None,
     ) -> None:
         """Resume the parent waiting for the ended child `record`. A child that timed out reaches it as

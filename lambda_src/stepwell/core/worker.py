@@ -751,7 +751,7 @@ class Worker:
             engine.payloads.retire(record.execution_id)
         self._release_flow(record)
         if won:
-            engine.notify_parent(record, status, result, error, journal.execution_timeout)
+            engine.notify_parent(record, status, result, error, execution_timeout=journal.execution_timeout)
         _stop_children(engine, ended, journal)
         # A failure may have escaped the code before it recorded anything (a RecursionError on deep data,
         # the SDK's own errors): the observer is told of every failed end too, not only of the unseen ones.
@@ -827,12 +827,16 @@ class Worker:
             engine.append_journal(record, journal, terminal=True)
             engine.metrics.add(ENDED[record.status.value], 1, record.workflow_id)
             if record.status is not ExecutionStatus.STOPPED:  # a stop resumes the parent itself
-                engine.notify_parent(record, record.status, result, record.error, journal.execution_timeout)
+                engine.notify_parent(
+                    record, record.status, result, record.error, execution_timeout=journal.execution_timeout
+                )
         elif record.status is not ExecutionStatus.STOPPED and self._parent_waits(record):
             # The worker that logged the end may have died before resuming the parent: resume it again (a
             # parent that already has the child's result records the repeat as absorbed, nothing more).
             result = engine.resolve(record.result, record.result_is_ref)
-            engine.notify_parent(record, record.status, result, record.error, journal.execution_timeout)
+            engine.notify_parent(
+                record, record.status, result, record.error, execution_timeout=journal.execution_timeout
+            )
         # Also when the end is already logged: this message may be the retry of a worker that died
         # between its terminal batch and retiring the payloads.
         if _has_payload_objects(record, journal, inputs) or self._unread_callback_objects(journal):
