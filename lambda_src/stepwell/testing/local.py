@@ -399,7 +399,13 @@ class LocalStepwell:
         return outcome
 
     def run_until_idle(self) -> int:
-        """Process every message due now (and those they cause). Returns how many were processed."""
+        """Process every message due now on the virtual clock, and those they cause that are due now too;
+        the clock does not move. Returns how many were processed.
+
+        Idle means nothing is due now, not that the execution waits for its callback: a step whose retry is
+        30 s away, a `context.wait` or any other timer also leaves it idle, before the callback is created.
+        To get to a callback past those, use `run_to_completion(execution_id, on_idle=...)`, which moves the
+        clock from one wake-up to the next and calls `on_idle` whenever nothing is due."""
         processed = 0
         while (body := self.queue.pop_due(self.clock.now())) is not None:
             self.process_one(body)
@@ -420,8 +426,26 @@ class LocalStepwell:
         on_idle: Callable[[LocalStepwell], bool] | None = None,
         max_steps: int = 100_000,
     ) -> ExecutionRecord:
-        """Run until the execution ends. `on_idle` runs whenever nothing is due (e.g. to send callbacks);
-        it returns True if it did something. Raises ExecutionStuck if the execution can never end."""
+        """Run until the execution ends and return its record: process what is due (`run_until_idle`),
+        then skip the virtual clock to the next wake-up, so a three-day wait takes no real time.
+
+        `on_idle(local)` runs whenever nothing is due, before the clock moves: it may act (send a callback,
+        stop the execution) and returns True if it did, so that the run goes on at the same time, or False
+        to let the clock move. It answers a callback whatever comes first (retry delays, waits):
+
+            def warehouse_answers(local: LocalStepwell) -> bool:
+                try:
+                    callback_id = local.callback_id(execution_id, "warehouse-pick")
+                except LookupError:  # not waiting for it yet
+                    return False
+                local.engine.send_callback_success(callback_id, json.dumps({"picked_by": "bay-7"}))
+                return True
+
+            record = local.run_to_completion(execution_id, on_idle=warehouse_answers)
+
+        A callback nobody answers times out when its timeout comes (the clock skips to it). Raises
+        ExecutionStuck when the execution runs with nothing scheduled (a callback without a timeout that
+        nobody answers), or has not ended after `max_steps` rounds."""
         for _ in range(max_steps):
             self.run_until_idle()
             record = self.record(execution_id)
