@@ -15,7 +15,7 @@ reconciler never deletes a version executions are pinned to): their wake-ups fai
 are upgraded and the DLQ redriven. Once the mix has ended the reconciler runs (it prunes version 1).
 
 Then the clock skips past every hold: the retention period plus the 7-day name hold
-(stepwell.log_expiry.NAME_HOLD_SECONDS) and the 400-day schedule pointer hold, whichever is longest, and
+(stepwell.core.log_expiry.NAME_HOLD_SECONDS) and the 400-day schedule pointer hold, whichever is longest, and
 what AWS would do meanwhile is applied: DynamoDB's TTL deletes every item whose `ttl` lies in the past
 (and no more than five years: DynamoDB ignores older ones), the bucket's lifecycle rule (read from
 modules/payloads/main.tf) deletes the objects carrying its tag once its days have passed. Whatever is left
@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -37,32 +36,31 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
-TOOLS = Path(__file__).resolve().parent
-ROOT = TOOLS.parent
+import tool_paths  # tools/, this file's folder, is on the path
+
 # tests/ as pytest puts it on the path (tests/adapters is the package `adapters`); tests/engine for its
 # versioned stack, a module of its own there.
-for _path in (str(TOOLS), str(ROOT / "lambda_src"), str(ROOT / "tests"), str(ROOT / "tests" / "engine")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+tool_paths.add(tool_paths.ROOT / "tests", tool_paths.ROOT / "tests" / "engine")
 
-import soak_retention as retention  # noqa: E402  (tools/ is on the path: this file's folder)
+import soak_retention as retention  # noqa: E402
 from adapters.deployment import REGION, Deployment, create_deployment  # noqa: E402
 from adapters.driver import QueueDriver, callback_id_of  # noqa: E402
 from adapters.leftovers import asks, asks_small, fails_open, fire_occurrence, waits_long  # noqa: E402
+from fake_aws import fake_aws_environment  # noqa: E402
 from moto import mock_aws  # noqa: E402
+from reporting import md_table, report_checked_run  # noqa: E402
 from soak_retention import DAY, KNOWN_KINDS, PAYLOADS_MODULE  # noqa: E402
-from stepwell.aws import AwsClients  # noqa: E402
+from stepwell.aws.clients import AwsClients  # noqa: E402
+from stepwell.aws.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY  # noqa: E402
 from stepwell.client import StepwellClient  # noqa: E402
 from stepwell.clock import VirtualClock  # noqa: E402
-from stepwell.definitions.service import install  # noqa: E402
-from stepwell.entry import EntryRuntime  # noqa: E402
-from stepwell.flow_limits import Concurrency, Rate  # noqa: E402
-from stepwell.log_expiry import NAME_HOLD_SECONDS  # noqa: E402
-from stepwell.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY  # noqa: E402
+from stepwell.core.flow_limits import Concurrency, Rate  # noqa: E402
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS  # noqa: E402
+from stepwell.core.registry import Registry  # noqa: E402
+from stepwell.features.definitions.service import install  # noqa: E402
 from stepwell.ports import SCHEDULE_POINTER_HOLD_SECONDS  # noqa: E402
-from stepwell.registry import Registry  # noqa: E402
+from stepwell.wiring.entry import EntryRuntime  # noqa: E402
 from versioned_stack import Functions  # noqa: E402
 
 DEFAULT_PER_KIND = 25
@@ -72,9 +70,8 @@ ROUNDS = 20_000
 MARGIN_SECONDS = DAY
 # Over the engine's 200 KB inline limit, so offloaded to the bucket (repetitive: the batches stay small).
 BIG = 210 * 1024
-# bench.py keeps every `chaos*` section when it rewrites BENCHMARKS.md (tools/bench.py, CHAOS_SECTION):
-# markers of that form keep this one too.
-SECTION_MARKERS = ("<!-- chaos-soak:start -->", "<!-- chaos-soak:end -->")
+# The name of its section of BENCHMARKS.md: a bench run keeps every `chaos*` section (tools/reporting.py).
+SECTION_NAME = "chaos-soak"
 
 # The definition the contexts run: a signup, then a verification or a day's time-out (a Scheduler wake-up).
 ONBOARDING: dict[str, Any] = {
@@ -199,19 +196,10 @@ class Versions:
 @contextlib.contextmanager
 def moto_deployment() -> Iterator[Deployment]:
     """The module's resources in moto's in-process mock, with fake credentials (nothing reaches AWS)."""
-    fake = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-    }
-    with mock.patch.dict(os.environ, fake):
-        for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
-            os.environ.pop(variable, None)
-        with mock_aws():
-            # The soak's events come on the bus from its own source, which may speak for its domain.
-            config = dataclasses.replace(create_deployment(), event_sources={EVENT_SOURCE: [DOMAIN]})
-            yield Deployment(config=config, clients=AwsClients(region=REGION))
+    with fake_aws_environment(REGION), mock_aws():
+        # The soak's events come on the bus from its own source, which may speak for its domain.
+        config = dataclasses.replace(create_deployment(), event_sources={EVENT_SOURCE: [DOMAIN]})
+        yield Deployment(config=config, clients=AwsClients(region=REGION))
 
 
 def _registry() -> Registry:
@@ -409,14 +397,19 @@ def render(report: Report) -> str:
     def ends(kind: str) -> str:
         return ", ".join(f"{status} {count}" for status, count in sorted(report.ended.get(kind, {}).items()))
 
-    kind_rows = [f"| {kind} | {what} | {ends(kind) or '-'} |" for kind, (what, _) in KINDS.items()]
+    kind_rows = [(kind, what, ends(kind) or "-") for kind, (what, _) in KINDS.items()]
     stores = list(KNOWN_KINDS) + sorted((set(report.before) | set(report.left)) - set(KNOWN_KINDS))
     count_rows = [
-        f"| {store} | {kind} | {report.before[(store, kind)]:,} | {report.expired[(store, kind)]:,} | "
-        f"{report.left[(store, kind)]:,} |"
+        (
+            store,
+            kind,
+            f"{report.before[(store, kind)]:,}",
+            f"{report.expired[(store, kind)]:,}",
+            f"{report.left[(store, kind)]:,}",
+        )
         for store, kind in stores
     ]
-    resource_rows = [f"| {name} | {count:,} |" for name, count in report.resources.items()]
+    resource_rows = [(name, f"{count:,}") for name, count in report.resources.items()]
     lines = [
         "## Soak",
         "",
@@ -435,37 +428,20 @@ def render(report: Report) -> str:
         f"less what running executions need ({report.running_kept} item(s) of running executions; none run "
         "at the end of this mix). How it runs: tools/soak.py.",
         "",
-        "| kind | executions | ended |",
-        "| --- | --- | --- |",
-        *kind_rows,
+        md_table(["kind", "executions", "ended"], kind_rows),
         "",
-        "| store | item kind | at the end of the mix | expired (TTL, lifecycle) | left (must be 0) |",
-        "| --- | --- | --- | --- | --- |",
-        *count_rows,
+        md_table(
+            ["store", "item kind", "at the end of the mix", "expired (TTL, lifecycle)", "left (must be 0)"],
+            count_rows,
+        ),
         "",
-        "| at the end of the mix (no TTL applies) | count (must be 0) |",
-        "| --- | --- |",
-        *resource_rows,
+        md_table(["at the end of the mix (no TTL applies)", "count (must be 0)"], resource_rows),
     ]
     problems = report.failed_checks
     if problems:
         lines += ["", "Problems:", "", *(f"- {problem}" for problem in problems)]
         lines += ["", "Left (first 20):", "", *(f"- `{example}`" for example in report.examples)]
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replaces the text between the soak's markers (or appends the markers and the section)."""
-    start, end = SECTION_MARKERS
-    block = f"{start}\n{section.rstrip()}\n{end}\n"
-    text = path.read_text() if path.exists() else ""
-    if start in text and end in text:
-        before, _, rest = text.partition(start)
-        _, _, after = rest.partition(end)
-        text = before + block.rstrip("\n") + after
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block
-    path.write_text(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -476,14 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.per_kind < 1:
         parser.error(f"--per-kind must be at least 1, got {args.per_kind}")
     report = run(Settings(per_kind=args.per_kind))
-    section = render(report)
-    print(section)
-    if args.write:
-        write_section(args.write, section)
-        print(f"wrote the soak section of {args.write}")
-    for failure in report.failed_checks:
-        print(f"FAILED: {failure}", file=sys.stderr)
-    return 1 if report.failed_checks else 0
+    return report_checked_run(render(report), report.failed_checks, args.write, SECTION_NAME)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.deployment import Deployment
 from adapters.leftovers import all_items
-from stepwell.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY, execution_folder
+from stepwell.aws.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY, execution_folder
 
 DAY = 86_400
 # DynamoDB's TTL skips an item whose `ttl` is more than five years in the past (a mistaken value).

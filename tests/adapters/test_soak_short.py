@@ -26,7 +26,7 @@ from .leftovers import all_items  # noqa: E402
 # Three of each kind: two executions share a concurrency key, the third has its own.
 SHORT = soak.Settings(per_kind=3)
 # A deleted definition's version items and its domain's waits record: the delete gives them a `ttl` of the
-# retention period ahead (stepwell.definitions.store), so they must go like the rest.
+# retention period ahead (stepwell.features.definitions.store), so they must go like the rest.
 DELETED_DEFINITION_KINDS = {("definitions", "definition version"), ("definitions", "~waits")}
 
 
