@@ -144,3 +144,19 @@ def test_the_lifecycle_rule_is_read_from_the_module() -> None:
         soak_retention.RETENTION_TAG_ENDED,
         "retention_days",
     )
+
+
+def test_the_soaks_section_is_replaced_by_the_next_soak_and_kept_by_a_bench_run(tmp_path: Path) -> None:
+    from bench import document  # tools/bench/, on the path above
+    from reporting import markers, write_section
+
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Stepwell benchmarks\n\nold bench text\n")
+    write_section(path, "## Soak\n\nfirst soak\n", soak.SECTION_NAME)
+    write_section(path, "## Soak\n\nsecond soak\n", soak.SECTION_NAME)
+    document.write(path, "# Stepwell benchmarks\n\nnew bench text\n")
+    text = path.read_text()
+    assert text.startswith("# Stepwell benchmarks\n\nnew bench text\n") and "old bench text" not in text
+    assert "second soak" in text and "first soak" not in text
+    start, end = markers(soak.SECTION_NAME)
+    assert text.count(start) == 1 and text.count(end) == 1

@@ -1,0 +1,30 @@
+"""`make bench` (run by tools/bench.py): measure Stepwell and write BENCHMARKS.md.
+
+A benchmark, not a test: it measures and reports, it asserts nothing about time. Every figure in the file
+is measured by the run that writes it; the prices are list prices (bench.prices) applied to the measured
+counts.
+
+Sections (bench.sections, one module each; `SECTIONS` lists them in the file's order):
+
+- aws: N sequential steps through the worker's Lambda entry handler (`stepwell.wiring.entry.EntryRuntime`, as
+  the deployed worker runs it) over the DynamoDB store, the SQS queue, EventBridge Scheduler and S3
+  adapters, on moto in-process (`moto.mock_aws`). AWS requests per durable operation by API, DynamoDB units
+  from item sizes, cost per million operations at us-east-1 list prices.
+- operations: the same set-up, for a mixed workflow and for the marginal cost of each non-step operation.
+- versions: the same set-up, for what pinning executions to worker versions costs: once per execution,
+  per message outside a transition, and per message while executions run on an older version.
+- long-lived: one execution of N step-and-wait cycles (a step, then a one-hour wait) through the same
+  entry runtime, kept across messages as a warm Lambda container keeps it: read and write units of the
+  message that runs cycle 10, 100 and N, and of the same cycles on a worker without the journal cache.
+- definitions: examples/definitions/bench.py, in its own process beside the others.
+- definitions-replay: CPU per wake-up of a definition's loop (trigger, condition, wait 1 s, condition) at
+  wake-up 10 and 500, on the local backend with a virtual clock: a replay reads the decided conditions
+  from the log, so a wake-up costs its new work (issue 37).
+- cpu: CPU time per operation (time.process_time) on the local backend (stepwell.testing.local) and in
+  the SDK's own local test runner (aws_durable_execution_sdk_python_testing.DurableFunctionTestRunner),
+  each size in a fresh subprocess.
+
+What the moto sections share: bench.moto_stack (the deployment, driven as AWS drives it, every request
+counted), bench.meter (DynamoDB units from item sizes), bench.measurement (what a run counted and what it
+costs), bench.tables. The file: bench.document; the command line: bench.cli.
+"""

@@ -1,0 +1,140 @@
+"""BENCHMARKS.md as a bench run writes it: the run, the targets, how it measures, the prices, then each
+section; the sections `make chaos` and `make soak` wrote are kept."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+from reporting import kept_sections, md_table
+
+from bench.prices import DURABLE_FUNCTIONS_PER_MILLION, PRICES, STEP_FUNCTIONS_PER_MILLION
+from bench.section import ROOT, SectionResult
+
+
+def _versions() -> str:
+    names = ("aws-durable-execution-sdk-python", "aws-durable-execution-sdk-python-testing", "moto", "boto3")
+    parts = []
+    for name in names:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return ", ".join(parts)
+
+
+def _commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+HOW_MEASURED = """\
+- **Backend.** moto in-process (`moto.mock_aws`, no server): the module's tables and indexes
+  (`stepwell.testing.mock_deployment`, as docs/architecture.md describes them), the work queue and its
+  DLQ, the payload bucket, the schedule group. The engine runs as deployed: every message goes through
+  `stepwell.wiring.entry.EntryRuntime.handle_event` as an SQS batch event or as the asynchronous
+  invocation of the worker's alias it is (the runtime `stepwell.wiring.entry.handler` builds from the
+  Lambda's environment; here built from the same `StepwellConfig` with a virtual clock, so a 2-hour wait
+  takes no real time) over `DynamoDbExecutionStore`, `SqsWorkQueue`, `WakeScheduler` (SQS delays up to
+  900 s, EventBridge Scheduler beyond) and `S3PayloadStore`, wired by `stepwell.wiring.build.build_engine`.
+  Executions are started and callbacks sent with `StepwellClient`, on the same counted clients, with
+  `direct_wake_ups` as the module's client_config has it: the client wakes an execution by invoking the
+  worker's alias asynchronously (its Invoke request is counted; the bench keeps the event,
+  `stepwell.testing.async_invoke.take_event_invokes`, and runs it next).
+- **What plays AWS.** The bench plays the SQS event source mapping (receive up to 10 messages, hand them to
+  the entry handler as an SQS batch event, delete them in one batch) and EventBridge Scheduler (fire the
+  earliest one-time schedule: skip the virtual clock to it, hand its input to the entry handler as the
+  asynchronous invocation of the worker's alias it is, or send it to the queue when it targets the queue,
+  delete it) and Lambda's asynchronous invocations (the client's and Scheduler's) with its own boto3
+  clients, which are not counted. The requests AWS makes on your behalf there are counted as *modelled*:
+  one ReceiveMessage per non-empty receive, one DeleteMessageBatch per batch, one Lambda invocation per
+  batch and per direct invocation, one Scheduler invocation per fired schedule and one SQS SendMessage per
+  schedule fired to the queue. The event source mapping's empty long
+  polls are a fixed cost of an idle queue, not a per-operation one, and are left out.
+- **Workflows.** `tools/bench_workflows.py`: unmodified `@durable_execution` handlers, the same objects on
+  every backend and in the SDK's runner.
+- **Counting.** Every request the engine and the client make goes through
+  `stepwell.aws.clients.AwsClients`, whose `RequestCounter` counts calls by API. DynamoDB read and write
+  units are computed from item sizes (moto's ConsumedCapacity is a constant per request): see `DynamoMeter`
+  in `tools/bench/meter.py` (1 write unit per KB of the larger of the item before and after, plus each GSI
+  entry written, changed or removed, sized by its projection, so a KEYS_ONLY index costs only when its key
+  changes; 1 read unit per 4 KB, a Query summing its items, half for eventually consistent reads; a failed
+  conditional write costs its units).
+- **Operations.** The durable operations the execution recorded (steps, waits, callbacks, contexts), the
+  execution itself not counted: the unit AWS Lambda durable functions bills ($8.00 per million). Step
+  Functions Standard is taken as one state transition per operation ($25.00 per million).
+- **Cost.** Counts times the list prices below. Not included, on any side: Lambda compute (GB-seconds) of
+  the handler, storage, data transfer, free tiers.
+- **CPU.** `time.process_time()` in a fresh process per size and runner; see that section.
+"""
+
+
+def _targets_summary(results: Sequence[SectionResult]) -> list[str]:
+    rows = [list(row) for result in results for row in result.targets]
+    if not rows:
+        return []
+    return [
+        "## Against the targets",
+        "Computed from the measurements below (a report, not a test: nothing here fails the build).",
+        md_table(["target", "measured", "verdict"], rows),
+    ]
+
+
+def _price_text(value: float) -> str:
+    text = f"{value:.4f}".rstrip("0")
+    whole, _, fraction = text.partition(".")
+    return f"${whole}.{fraction.ljust(2, '0')}"
+
+
+def render(results: Sequence[SectionResult], started: float, selected: Sequence[str]) -> str:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    price_rows = [[p.label, f"{_price_text(p.usd)} per {p.per:,}", p.source] for p in PRICES.values()]
+    price_rows.append(
+        [
+            "AWS Lambda durable functions",
+            f"${DURABLE_FUNCTIONS_PER_MILLION:.2f} per 1,000,000 operations",
+            "aws.amazon.com/lambda/pricing",
+        ]
+    )
+    price_rows.append(
+        [
+            "Step Functions Standard",
+            f"${STEP_FUNCTIONS_PER_MILLION:.2f} per 1,000,000 state transitions",
+            "aws.amazon.com/step-functions/pricing",
+        ]
+    )
+    parts = [
+        "# Stepwell benchmarks",
+        "Generated by `make bench` (`tools/bench.py --write BENCHMARKS.md`); do not edit by hand. "
+        "Every figure below was measured by the run that wrote this file.",
+        f"- run: {now}, {time.perf_counter() - started:.0f} s, commit {_commit()}, "
+        f"sections: {', '.join(selected)}\n"
+        f"- machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}\n"
+        f"- packages: {_versions()}",
+        *_targets_summary(results),
+        "## How measured",
+        HOW_MEASURED,
+        "## Prices used (us-east-1, on-demand list prices)",
+        "Published prices as of 2026-11 (DynamoDB on-demand: the prices in force since the cut of "
+        "2024-11-01). Free tiers ignored.",
+        md_table(["item", "price", "source"], price_rows),
+    ]
+    for result in results:
+        parts += [f"## {result.title}", result.markdown]
+    return "\n\n".join(parts).rstrip() + "\n"
+
+
+def write(path: Path, text: str) -> None:
+    """Writes the run's `text` to `path`, keeping the sections of `make chaos` and `make soak` there."""
+    path.write_text(text + kept_sections(path))
