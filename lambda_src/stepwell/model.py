@@ -320,6 +320,43 @@ class CallbackRef:
     version: str | None = None
 
 
+class KeepWake(Enum):
+    """HandOff.wake_at on a release: the run armed no wake-up, the one recorded stands."""
+
+    KEEP = "keep"
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """What one run of an execution leaves the next on the execution's coordination record: releasing the
+    lease writes it (ExecutionStore.release_lease, one write with the release), taking the lease returns
+    it (Lease.hand_off). HandOff() is a run that hands on nothing new (a failed run): what is recorded
+    stands, but for the log's next seq, which only a run that knows it records."""
+
+    # The wake-up the run armed (None: none is armed): a message that finds nothing to do arms another
+    # only when its own next wake-up differs. KeepWake.KEEP on a release only: the recorded one stands.
+    wake_at: float | KeepWake | None = KeepWake.KEEP
+    # The last batch of a run, when small (a suspension's events of no operation, or the execution's end),
+    # kept on the record instead of the log (also ExecutionStore.get_carried_batch): the log's next batch
+    # while its seq is still the log's next seq, which the next batch written takes (Journal.carry in
+    # stepwell.core.journal). A release without one leaves a batch carried before while the execution runs
+    # (its seq tells whether the log has taken it since); an end keeps only the one it is given.
+    carried: Batch | None = None
+    # The log's next seq as the run left it (None: not known for sure; a release of None clears it). Only
+    # lease holders write the log, and a run keeps its fold of the log only when it wrote all it changed:
+    # a worker holding that fold of this length need not read the log (when no input is pending).
+    log_next: int | None = None
+    # How many batches the log held as the run left it (None: none recorded; a release of None leaves the
+    # recorded one). The log only grows while the execution runs, so a log read shorter than this lost
+    # batches (to the table's TTL, if its expiry ever went wrong): the run fails with LogIncomplete.
+    log_length: int | None = None
+    # On a release only: when the execution ended (its record's ended_at, however late the run that
+    # settles it). The record then keeps the end it carries, if any, and stays for the retention period
+    # from that end, as the execution's other items do: so Lease.never_held is never true for it again and
+    # it never outlives the execution's own item. Its wake-up, moved version, log length and next seq go.
+    ended_at: float | None = None
+
+
 @dataclass(frozen=True)
 class Lease:
     """An execution's lease, as `ExecutionStore.acquire_lease` took it."""
@@ -327,39 +364,24 @@ class Lease:
     execution_id: str
     owner: str
     expires_at: float
-    # The wake-up the execution's last run armed (left on its coordination record when it released the
-    # lease): a message that finds nothing to do arms another only when its own next wake-up differs.
-    wake_at: float | None = None
+    # What the run that last released the lease left this one (its wake_at is never KEEP).
+    hand_off: HandOff
     # The lease taken had expired in another worker's hands: that worker died (or overran its lease).
     taken_over: bool = False
-    # The last batch of a run that suspended the execution, when that run left it on the coordination
-    # record instead of the log (`release_lease(carried=)`): the log's next batch while its seq is still
-    # the log's next seq, which the next batch written takes (stepwell.core.journal.Journal.carry).
-    carried: Batch | None = None
-    # The log's next seq as the last run that released the lease left the log (None: not recorded, as
-    # after a run that did not know it for sure). Only lease holders write the log, and a run keeps its
-    # fold of the log only when it wrote all it changed: a worker holding that fold of this length need
-    # not read the log (when no input is pending: the worker's caller says so).
-    log_next: int | None = None
-    # How many batches the log held when a run last released the lease (None: none recorded yet). The log
-    # only grows while the execution runs, so a log read shorter than this lost batches (to the table's
-    # TTL, if its expiry ever went wrong): the run fails with LogIncomplete instead of replaying less.
-    log_length: int | None = None
     # The version an upgrade moved the execution to (ExecutionStore.note_moved_version), if one did: a
     # worker of another version that read the record before the upgrade leaves the run to that version.
     moved_to: str | None = None
     # No run ever held this lease: the execution's coordination record did not exist. Only lease holders
     # write the log, and every input answers something a run began (a callback it created, a child it
     # invoked), so a running execution's log is then empty and need not be read. An ended execution keeps
-    # its record (ExecutionStore.release_lease), so a late message never takes its lease for a first one.
+    # its record (HandOff.ended_at), so a late message never takes its lease for a first one.
     never_held: bool = False
 
-
-class KeepWake(Enum):
-    """`ExecutionStore.release_lease(wake=KeepWake.KEEP)`: the run armed no wake-up, the recorded one
-    stands."""
-
-    KEEP = "keep"
+    @property
+    def armed(self) -> float | None:
+        """The wake-up the last run armed (hand_off.wake_at: a lease never hands on KEEP)."""
+        wake = self.hand_off.wake_at
+        return None if isinstance(wake, KeepWake) else wake
 
 
 @dataclass(frozen=True)
@@ -439,12 +461,6 @@ class WorkOutcome:
     status: ExecutionStatus | None = None
     next_wake_at: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    # The run's last batch, for the lease's release to carry (Engine.carry_or_append_journal).
-    carried: Batch | None = field(default=None, repr=False, compare=False)
-    # The log's next seq when the run kept its fold of the log, for the release to record (Lease.log_next).
-    log_next: int | None = field(default=None, repr=False, compare=False)
-    # The batches the log held as the run left it, for the release to record (Lease.log_length).
-    log_length: int | None = field(default=None, repr=False, compare=False)
-    # When the execution ended, for an outcome that found or made it ended: its coordination record
-    # expires a retention period after that, however late the run (ExecutionStore.release_lease).
-    ended_at: float | None = field(default=None, repr=False, compare=False)
+    # What the run leaves the next one, for the lease's release to write: the batch it carried, the log's
+    # length, when the execution ended. The worker adds the wake-up (next_wake_at) before the release.
+    hand_off: HandOff = field(default_factory=HandOff, repr=False, compare=False)

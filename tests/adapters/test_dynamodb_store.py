@@ -24,6 +24,7 @@ from stepwell.model import (
     ExecutionStatus,
     ExternalInput,
     FlowLimit,
+    HandOff,
     InputKind,
     OutcomeAction,
     make_execution_id,
@@ -292,13 +293,14 @@ def test_a_long_carried_batch_is_kept_deflated_on_the_record_and_a_short_one_as_
     key = "lease#" + execution_id
     for seq, (body, kept_as) in enumerate([(long_body, "pz"), (short_body, "pb"), (long_body, "pz")]):
         assert store.acquire_lease(execution_id, "w", now=T0 + seq, duration=60) is not None
-        store.release_lease(execution_id, "w", carried=Batch(seq=seq, body=body, created_at=T0))
+        store.release_lease(execution_id, "w", HandOff(carried=Batch(seq=seq, body=body, created_at=T0)))
         item = _coordination_item(deployment, key)
         assert item is not None and {"pb", "pz"} & set(item) == {kept_as}  # the other one went
         assert store.get_carried_batch(execution_id) == Batch(seq=seq, body=body, created_at=T0)
     assert item is not None and len(item["pz"]["B"]) < len(long_body) / 2
     assert store.acquire_lease(execution_id, "w", now=T0 + 9, duration=60) is not None
-    store.release_lease(execution_id, "w", wake=None, ended_at=T0 + 9)  # the end carries nothing: both go
+    # The end carries nothing: both go
+    store.release_lease(execution_id, "w", HandOff(wake_at=None, ended_at=T0 + 9))
     item = _coordination_item(deployment, key)
     assert item is not None and not {"pb", "pz"} & set(item)
 
@@ -310,14 +312,14 @@ def test_the_lease_record_stays_out_of_the_due_index_and_carries_the_wake_up(dep
     assert lease is not None and lease.expires_at == T0 + 60
     item = _coordination_item(deployment, "lease#" + execution_id)
     assert item is not None and "dueShard" not in item and "dueAt" not in item  # one write unit each way
-    store.release_lease(execution_id, "worker-a", T0 + 3600)
+    store.release_lease(execution_id, "worker-a", HandOff(wake_at=T0 + 3600))
     assert _coordination_item(deployment, "lease#" + execution_id) == {
         "key": {"S": "lease#" + execution_id},
         "eid": {"S": execution_id},
         "w": {"N": "1800003600"},
     }
     store.acquire_lease(execution_id, "worker-b", now=T0 + 1, duration=60)
-    store.release_lease(execution_id, "worker-b", ended_at=T0 + 0.5)
+    store.release_lease(execution_id, "worker-b", HandOff(ended_at=T0 + 0.5))
     # The ended execution's record stays for the retention period from its end, so a late message's lease
     # is not its first (Lease.never_held): the same one write unit as a delete.
     item = _coordination_item(deployment, "lease#" + execution_id)
@@ -341,7 +343,7 @@ def test_a_lease_record_an_earlier_engine_wrote_is_honoured_and_cleaned(deployme
     assert store.acquire_lease(execution_id, "worker-a", now=T0 + 30, duration=60) is None  # still held
     taken = store.acquire_lease(execution_id, "worker-a", now=T0 + 61, duration=60)
     assert taken is not None and taken.taken_over
-    store.release_lease(execution_id, "worker-a", None)
+    store.release_lease(execution_id, "worker-a", HandOff(wake_at=None))
     item = _coordination_item(deployment, "lease#" + execution_id)
     assert item == {"key": {"S": "lease#" + execution_id}, "eid": {"S": execution_id}}
 

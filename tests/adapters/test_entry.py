@@ -14,7 +14,7 @@ from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
 from stepwell.core.registry import Registry
 from stepwell.features.definitions.runtime import configure as configure_definitions
-from stepwell.model import OutcomeAction
+from stepwell.model import HandOff, OutcomeAction
 from stepwell.wiring import entry
 from stepwell.wiring.entry import EntryRuntime
 from stepwell.wiring.events import CALLBACK_EVENT_SOURCE, CALLBACK_FAILURE, CALLBACK_HEARTBEAT
@@ -252,7 +252,7 @@ def test_busy_execution_is_retried_later_with_backoff(
         (5, {"kind": "invoke", "executionId": execution_id, "busyRetries": 1}),
         (40, {"kind": "invoke", "executionId": execution_id, "busyRetries": 4}),
     ]
-    store.release_lease(execution_id, "another-worker")
+    store.release_lease(execution_id, "another-worker", HandOff())
     finished = driver.runtime.handle_body({"kind": "invoke", "executionId": execution_id})
     assert finished.action == OutcomeAction.FINISHED
 

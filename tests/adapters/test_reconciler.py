@@ -7,7 +7,7 @@ from typing import Any
 
 from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.features.reconciler import Reconciler
-from stepwell.model import make_execution_id
+from stepwell.model import HandOff, make_execution_id
 
 from .deployment import Deployment
 
@@ -44,7 +44,7 @@ def test_a_run_queries_the_flow_shards_only_and_leaves_executions_to_sqs(deploym
     store.acquire_lease(dead, "worker-1", now=T0 - 1000, duration=60)
     waiting = make_execution_id("default", "wf", "waiting", "i")
     store.acquire_lease(waiting, "worker-2", now=T0 - 1000, duration=60)
-    store.release_lease(waiting, "worker-2", T0 - 600)
+    store.release_lease(waiting, "worker-2", HandOff(wake_at=T0 - 600))
     deployment.clients.counter.reset()
 
     reconciler = Reconciler(

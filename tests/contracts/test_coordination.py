@@ -8,7 +8,7 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from stepwell.model import Batch, CallbackRef, ExternalInput, InputKind
+from stepwell.model import Batch, CallbackRef, ExternalInput, HandOff, InputKind
 from stepwell.ports import ExecutionStore
 
 from .records import NOW, record
@@ -17,18 +17,19 @@ from .records import NOW, record
 def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
-    assert first is not None and not first.taken_over and first.wake_at is None
+    assert first is not None and not first.taken_over and first.hand_off.wake_at is None
     assert execution_store.acquire_lease(execution_id, "w2", NOW + 30, 60) is None
-    execution_store.release_lease(execution_id, "w2")  # not the holder: nothing happens
+    execution_store.release_lease(execution_id, "w2", HandOff())  # not the holder: nothing happens
     assert execution_store.acquire_lease(execution_id, "w2", NOW + 30, 60) is None
     again = execution_store.acquire_lease(execution_id, "w1", NOW + 30, 60)  # re-entrant
     assert again is not None and not again.taken_over
 
     taken = execution_store.acquire_lease(execution_id, "w2", NOW + 91, 60)
     assert taken is not None and taken.owner == "w2" and taken.taken_over  # w1 died holding it
-    execution_store.release_lease(execution_id, "w1")  # the dead holder's late release changes nothing
+    # The dead holder's late release changes nothing
+    execution_store.release_lease(execution_id, "w1", HandOff())
     assert execution_store.acquire_lease(execution_id, "w3", NOW + 100, 60) is None
-    execution_store.release_lease(execution_id, "w2")
+    execution_store.release_lease(execution_id, "w2", HandOff())
     freed = execution_store.acquire_lease(execution_id, "w3", NOW + 100, 60)
     assert freed is not None and not freed.taken_over  # released, not expired
 
@@ -36,48 +37,52 @@ def test_a_lease_is_exclusive_until_it_expires_or_is_released(execution_store: E
 def test_a_lease_release_records_the_armed_wake_up(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     execution_store.acquire_lease(execution_id, "w1", NOW, 60)
-    execution_store.release_lease(execution_id, "w1", NOW + 20.123)
+    execution_store.release_lease(execution_id, "w1", HandOff(wake_at=NOW + 20.123))
     lease = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
-    assert lease is not None and lease.wake_at == NOW + 20.123  # exactly: compared with a wake-up
-    execution_store.release_lease(execution_id, "w2")  # KEEP: the run armed nothing new
+    assert lease is not None and lease.hand_off.wake_at == NOW + 20.123  # exactly: compared with a wake-up
+    execution_store.release_lease(execution_id, "w2", HandOff())  # KEEP: the run armed nothing new
     lease = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
-    assert lease is not None and lease.wake_at == NOW + 20.123
-    execution_store.release_lease(execution_id, "w3", None)  # nothing armed any more
+    assert lease is not None and lease.hand_off.wake_at == NOW + 20.123
+    execution_store.release_lease(execution_id, "w3", HandOff(wake_at=None))  # nothing armed any more
     lease = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
-    assert lease is not None and lease.wake_at is None
-    execution_store.release_lease(execution_id, "w4", NOW + 50)
-    execution_store.release_lease(execution_id, "w4", NOW + 60)  # released already: nothing happens
+    assert lease is not None and lease.hand_off.wake_at is None
+    execution_store.release_lease(execution_id, "w4", HandOff(wake_at=NOW + 50))
+    # Released already: nothing happens
+    execution_store.release_lease(execution_id, "w4", HandOff(wake_at=NOW + 60))
     lease = execution_store.acquire_lease(execution_id, "w5", NOW + 4, 60)
-    assert lease is not None and lease.wake_at == NOW + 50
-    execution_store.release_lease(execution_id, "w5", ended_at=NOW)  # the record goes with the execution
+    assert lease is not None and lease.hand_off.wake_at == NOW + 50
+    # The record goes with the execution
+    execution_store.release_lease(execution_id, "w5", HandOff(ended_at=NOW))
     lease = execution_store.acquire_lease(execution_id, "w6", NOW + 5, 60)
-    assert lease is not None and lease.wake_at is None and not lease.taken_over
+    assert lease is not None and lease.hand_off.wake_at is None and not lease.taken_over
 
 
 def test_a_release_carries_a_batch_to_the_next_lease_until_the_end(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
-    assert first is not None and first.carried is None
+    assert first is not None and first.hand_off.carried is None
     assert execution_store.get_carried_batch(execution_id) is None
     carried = Batch(seq=3, body='{"e":[{"t":"InvocationCompleted","s":1}],"w":0}', created_at=NOW + 0.25)
-    execution_store.release_lease(execution_id, "w2", carried=carried)  # not the holder: nothing happens
+    # Not the holder: nothing happens
+    execution_store.release_lease(execution_id, "w2", HandOff(carried=carried))
     assert execution_store.get_carried_batch(execution_id) is None
 
-    execution_store.release_lease(execution_id, "w1", wake=NOW + 3600, carried=carried)
+    execution_store.release_lease(execution_id, "w1", HandOff(wake_at=NOW + 3600, carried=carried))
     assert execution_store.get_carried_batch(execution_id) == carried
     second = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
-    assert second is not None and second.carried == carried and second.wake_at == NOW + 3600
-    execution_store.release_lease(execution_id, "w2")  # a release without one leaves it: its seq tells
+    assert second is not None and second.hand_off.carried == carried and second.hand_off.wake_at == NOW + 3600
+    # A release without one leaves it: its seq tells
+    execution_store.release_lease(execution_id, "w2", HandOff())
     assert execution_store.get_carried_batch(execution_id) == carried
     newer = Batch(seq=5, body='{"e":[{"t":"InvocationCompleted","s":2}],"w":0}', created_at=NOW + 2)
     third = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
-    assert third is not None and third.carried == carried
-    execution_store.release_lease(execution_id, "w3", wake=None, carried=newer)
+    assert third is not None and third.hand_off.carried == carried
+    execution_store.release_lease(execution_id, "w3", HandOff(wake_at=None, carried=newer))
     assert execution_store.get_carried_batch(execution_id) == newer
 
     assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
     # The carried batch goes with the execution.
-    execution_store.release_lease(execution_id, "w4", ended_at=NOW)
+    execution_store.release_lease(execution_id, "w4", HandOff(ended_at=NOW))
     assert execution_store.get_carried_batch(execution_id) is None
     assert execution_store.get_carried_batch(record("b").execution_id) is None
 
@@ -94,10 +99,12 @@ def test_a_carried_batch_of_operations_reads_back_as_written_whatever_its_length
         lease = execution_store.acquire_lease(execution_id, f"w{seq}", NOW + seq, 60)
         assert lease is not None
         batch = Batch(seq=seq, body=body, created_at=NOW + seq)
-        execution_store.release_lease(execution_id, f"w{seq}", carried=batch)
+        execution_store.release_lease(execution_id, f"w{seq}", HandOff(carried=batch))
         assert execution_store.get_carried_batch(execution_id) == batch
     lease = execution_store.acquire_lease(execution_id, "w9", NOW + 9, 60)
-    assert lease is not None and lease.carried is not None and lease.carried.body == long_body
+    assert (
+        lease is not None and lease.hand_off.carried is not None and lease.hand_off.carried.body == long_body
+    )
 
 
 def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
@@ -108,18 +115,21 @@ def test_an_ended_release_keeps_the_end_it_carries_and_frees_the_lease(
     end = Batch(
         seq=4, body='{"e":[{"t":"ExecutionSucceeded"}],"z":1,"w":0}', created_at=NOW + 1, terminal=True
     )
-    execution_store.release_lease(execution_id, "w2", ended_at=NOW, carried=end)  # not the holder
+    execution_store.release_lease(execution_id, "w2", HandOff(ended_at=NOW, carried=end))  # not the holder
     assert execution_store.get_carried_batch(execution_id) is None
-    execution_store.release_lease(execution_id, "w1", wake=None, ended_at=NOW, carried=end)
+    execution_store.release_lease(execution_id, "w1", HandOff(wake_at=None, ended_at=NOW, carried=end))
     kept = execution_store.get_carried_batch(execution_id)
     assert kept is not None and (kept.seq, kept.body, kept.created_at) == (end.seq, end.body, end.created_at)
     # A late message's worker takes the lease at once (it was released), finds the end, and keeps it.
     late = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
-    assert late is not None and late.carried is not None and late.carried.body == end.body
-    assert late.wake_at is None
-    execution_store.release_lease(execution_id, "w3", wake=None, ended_at=NOW, carried=late.carried)
+    assert late is not None and late.hand_off.carried is not None and late.hand_off.carried.body == end.body
+    assert late.hand_off.wake_at is None
+    execution_store.release_lease(
+        execution_id, "w3", HandOff(wake_at=None, ended_at=NOW, carried=late.hand_off.carried)
+    )
     assert execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60) is not None
-    execution_store.release_lease(execution_id, "w4", ended_at=NOW)  # given none, the carried end goes
+    # Given none, the carried end goes
+    execution_store.release_lease(execution_id, "w4", HandOff(ended_at=NOW))
     assert execution_store.get_carried_batch(execution_id) is None
 
 
@@ -130,12 +140,17 @@ def test_only_the_first_lease_of_an_execution_was_never_held(execution_store: Ex
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
     assert first is not None and first.never_held
     assert execution_store.acquire_lease(execution_id, "w1", NOW + 1, 60) is not None  # its holder again
-    execution_store.release_lease(execution_id, "w1")  # a run that failed: nothing recorded
+    execution_store.release_lease(execution_id, "w1", HandOff())  # a run that failed: nothing recorded
     second = execution_store.acquire_lease(execution_id, "w2", NOW + 2, 60)
     assert second is not None and not second.never_held
-    execution_store.release_lease(execution_id, "w2", wake=None, ended_at=NOW)
+    execution_store.release_lease(execution_id, "w2", HandOff(wake_at=None, ended_at=NOW))
     late = execution_store.acquire_lease(execution_id, "w3", NOW + 3, 60)
-    assert late is not None and not late.never_held and late.wake_at is None and late.log_next is None
+    assert (
+        late is not None
+        and not late.never_held
+        and late.hand_off.wake_at is None
+        and late.hand_off.log_next is None
+    )
 
     taken_over = record("b").execution_id
     assert execution_store.acquire_lease(taken_over, "dead", NOW, 60) is not None
@@ -151,16 +166,16 @@ def test_only_the_first_lease_of_an_execution_was_never_held(execution_store: Ex
 def test_a_release_records_the_log_s_length_for_the_next_lease(execution_store: ExecutionStore) -> None:
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
-    assert first is not None and first.log_next is None
-    execution_store.release_lease(execution_id, "w1", wake=NOW + 60, log_next=7)
+    assert first is not None and first.hand_off.log_next is None
+    execution_store.release_lease(execution_id, "w1", HandOff(wake_at=NOW + 60, log_next=7))
     second = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
-    assert second is not None and second.log_next == 7 and second.wake_at == NOW + 60
-    execution_store.release_lease(execution_id, "w2")  # a run that cannot tell clears it
+    assert second is not None and second.hand_off.log_next == 7 and second.hand_off.wake_at == NOW + 60
+    execution_store.release_lease(execution_id, "w2", HandOff())  # a run that cannot tell clears it
     third = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
-    assert third is not None and third.log_next is None
-    execution_store.release_lease(execution_id, "w3", log_next=9)
+    assert third is not None and third.hand_off.log_next is None
+    execution_store.release_lease(execution_id, "w3", HandOff(log_next=9))
     fourth = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
-    assert fourth is not None and fourth.log_next == 9
+    assert fourth is not None and fourth.hand_off.log_next == 9
 
 
 def test_a_release_that_knows_the_log_s_length_records_it_until_the_end(
@@ -170,20 +185,22 @@ def test_a_release_that_knows_the_log_s_length_records_it_until_the_end(
     is (unlike log_next) and the end clears."""
     execution_id = record("a").execution_id
     first = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
-    assert first is not None and first.log_length is None
-    execution_store.release_lease(execution_id, "w1", wake=NOW + 60, log_length=3)
+    assert first is not None and first.hand_off.log_length is None
+    execution_store.release_lease(execution_id, "w1", HandOff(wake_at=NOW + 60, log_length=3))
     second = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
-    assert second is not None and second.log_length == 3
-    execution_store.release_lease(execution_id, "w2")  # a failed run: what is recorded stands
+    assert second is not None and second.hand_off.log_length == 3
+    execution_store.release_lease(execution_id, "w2", HandOff())  # a failed run: what is recorded stands
     third = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
-    assert third is not None and third.log_length == 3
-    execution_store.release_lease(execution_id, "w3", log_length=5, carried=None)
+    assert third is not None and third.hand_off.log_length == 3
+    execution_store.release_lease(execution_id, "w3", HandOff(log_length=5, carried=None))
     fourth = execution_store.acquire_lease(execution_id, "w4", NOW + 3, 60)
-    assert fourth is not None and fourth.log_length == 5
+    assert fourth is not None and fourth.hand_off.log_length == 5
     end = Batch(seq=5, body="{}", created_at=NOW + 4, terminal=True)
-    execution_store.release_lease(execution_id, "w4", wake=None, ended_at=NOW, carried=end, log_length=5)
+    execution_store.release_lease(
+        execution_id, "w4", HandOff(wake_at=None, ended_at=NOW, carried=end, log_length=5)
+    )
     fifth = execution_store.acquire_lease(execution_id, "w5", NOW + 5, 60)
-    assert fifth is not None and fifth.log_length is None
+    assert fifth is not None and fifth.hand_off.log_length is None
 
 
 def test_callbacks(execution_store: ExecutionStore) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from stepwell.model import ExecutionStatus
+from stepwell.model import ExecutionStatus, HandOff
 from stepwell.ports import ExecutionStore
 
 from .records import NOW, record, tagged
@@ -108,11 +108,11 @@ def test_the_lease_tells_the_version_an_upgrade_moved_it_to(
     execution_id = record("moved").execution_id
     lease = execution_store.acquire_lease(execution_id, "w1", NOW, 60)
     assert lease is not None and lease.moved_to is None
-    execution_store.release_lease(execution_id, "w1")
+    execution_store.release_lease(execution_id, "w1", HandOff())
 
     execution_store.note_moved_version(execution_id, "7")
     lease = execution_store.acquire_lease(execution_id, "w2", NOW + 1, 60)
     assert lease is not None and lease.moved_to == "7"
-    execution_store.release_lease(execution_id, "w2", ended_at=NOW)  # the record goes with the end
+    execution_store.release_lease(execution_id, "w2", HandOff(ended_at=NOW))  # the record goes with the end
     lease = execution_store.acquire_lease(execution_id, "w3", NOW + 2, 60)
     assert lease is not None and lease.moved_to is None

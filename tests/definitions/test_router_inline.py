@@ -14,7 +14,7 @@ from stepwell.features.definitions.actions import ActionContext
 from stepwell.features.definitions.router import Router, _digest
 from stepwell.features.definitions.store import ContextRecord, StoredWorkflow
 from stepwell.features.definitions.validation import parse_definition
-from stepwell.model import ExecutionStatus
+from stepwell.model import ExecutionStatus, HandOff
 from stepwell.wiring.entry import EntryRuntime
 
 from .harness import DOMAIN, PINGS, Harness, envelope
@@ -93,7 +93,7 @@ def test_a_run_another_worker_holds_is_left_to_a_message(h: Harness) -> None:
     assert router.process_event(envelope("ping", "u1")).resumed == [execution_id]
     assert messages_sent(h) == 1  # the callback is completed; its message wakes it
     assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w1"]
-    store.release_lease(execution_id, "other")
+    store.release_lease(execution_id, "other", HandOff())
     h.local.run_until_idle()
     assert [node for node, _ in h.context("pings", "u1").waits_for("ping")] == ["w2"]
 

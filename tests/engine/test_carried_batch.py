@@ -14,7 +14,7 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell.core.journal import Journal, decode_body
-from stepwell.model import ExecutionStatus, InvokeMessage
+from stepwell.model import ExecutionStatus, HandOff, InvokeMessage
 from stepwell.testing.local import LocalStepwell, metric_totals
 
 
@@ -146,11 +146,11 @@ def run_until_a_release_that_carries_dies(local: LocalStepwell) -> list[str]:
     release = local.store.release_lease
     dropped: list[str] = []
 
-    def dies_before_releasing(execution: str, owner: str, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("carried") is not None and not dropped:
+    def dies_before_releasing(execution: str, owner: str, hand_off: HandOff) -> None:
+        if hand_off.carried is not None and not dropped:
             dropped.append(execution)
             raise RuntimeError("the worker's process died before its release")
-        release(execution, owner, *args, **kwargs)
+        release(execution, owner, hand_off)
 
     local.store.release_lease = dies_before_releasing  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="died before its release"):

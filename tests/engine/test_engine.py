@@ -21,7 +21,7 @@ from stepwell.errors import (
 )
 from stepwell.limits import PayloadLimits
 from stepwell.memory.store import MemoryExecutionStore
-from stepwell.model import ExecutionStatus, OutcomeAction
+from stepwell.model import ExecutionStatus, HandOff, OutcomeAction
 from stepwell.testing.local import ExecutionStuck, LocalStepwell
 
 
@@ -537,8 +537,8 @@ def test_a_waiting_execution_records_its_armed_wake_up_when_it_releases_the_leas
     lease = stepwell_local.store.acquire_lease(execution_id, "probe", now, 1)
 
     assert lease is not None and not lease.taken_over
-    assert lease.wake_at == stepwell_local.queue.next_due_at()
-    assert lease.wake_at is not None and lease.wake_at >= now + 3 * 24 * 3600 - 1
+    assert lease.hand_off.wake_at == stepwell_local.queue.next_due_at()
+    assert lease.hand_off.wake_at is not None and lease.hand_off.wake_at >= now + 3 * 24 * 3600 - 1
 
 
 def test_run_to_completion_reports_an_execution_nobody_will_wake(stepwell_local: LocalStepwell) -> None:
@@ -589,7 +589,7 @@ def test_an_invocation_that_keeps_crashing_fails_the_execution(stepwell_local: L
     assert len(crashes) == 5
     # Its coordination record went with its end: no armed wake-up is left behind.
     lease = stepwell_local.store.acquire_lease(execution_id, "probe", stepwell_local.clock.now(), 1)
-    assert lease is not None and lease.wake_at is None
+    assert lease is not None and lease.hand_off.wake_at is None
 
 
 def test_workflow_modules_from_the_environment_register_their_handlers(
@@ -757,7 +757,7 @@ def test_a_wake_up_lost_after_the_suspending_batch_is_scheduled_by_the_next_mess
     stepwell_local.queue.cancel_all(execution_id)
     store, now = stepwell_local.store, stepwell_local.clock.now()
     assert store.acquire_lease(execution_id, "dead worker", now, 60) is not None
-    store.release_lease(execution_id, "dead worker", None)
+    store.release_lease(execution_id, "dead worker", HandOff(wake_at=None))
 
     outcome = stepwell_local.worker.run(execution_id)
 
@@ -784,7 +784,7 @@ def test_a_run_writes_its_coordination_record_twice_and_an_end_removes_it(
     assert record.status is ExecutionStatus.SUCCEEDED
     assert (counters["acquire_lease"], counters["release_lease"]) == (3, 3)
     lease = store.acquire_lease(waiting, "probe", stepwell_local.clock.now(), 1)
-    assert lease is not None and lease.wake_at is None
+    assert lease is not None and lease.hand_off.wake_at is None
 
 
 # ------------------------------------------------------------------------------- chained invoke size caps

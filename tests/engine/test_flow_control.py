@@ -210,7 +210,7 @@ def test_rate_three_per_minute_delays_the_rest_to_the_sliding_window_in_order(
     # A delayed execution's armed wake-up is gone once it ended.
     for execution_id in ids:
         lease = local.store.acquire_lease(execution_id, "probe", local.clock.now(), 1)
-        assert lease is not None and lease.wake_at is None
+        assert lease is not None and lease.hand_off.wake_at is None
 
 
 def test_a_start_the_rate_admits_at_once_reserves_the_time_its_history_records(
@@ -413,7 +413,7 @@ def test_an_execution_timeout_fires_while_delayed(stepwell_local: LocalStepwell)
     assert record.status is ExecutionStatus.TIMED_OUT
     assert record.ended_at == pytest.approx(created_at + 60, abs=1)
     lease = local.store.acquire_lease(delayed, "probe", local.clock.now(), 1)
-    assert lease is not None and lease.wake_at is None
+    assert lease is not None and lease.hand_off.wake_at is None
 
 
 # ---------------------------------------------------------------------------------------------- duplicates

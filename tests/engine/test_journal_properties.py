@@ -42,7 +42,7 @@ from stepwell.core.registry import Registry
 from stepwell.core.service import StoreServiceClient
 from stepwell.errors import CallbackNotFound, SequenceConflict, StaleCheckpointToken
 from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
-from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, InputKind
+from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, HandOff, InputKind
 from stepwell.testing.local import LocalQueue
 from test_journal_and_service import CALLBACK, FAIL, START, STEP, SUCCEED, WAIT, update
 
@@ -282,11 +282,13 @@ class JournalMachine(RuleBasedStateMachine):
         owner = f"worker-{self.started}"
         previous = self.lease_owner.get(execution_id)
         if previous is not None:  # its lease ran out and this worker takes it over
-            self.store.release_lease(execution_id, previous)
+            self.store.release_lease(execution_id, previous, HandOff())
         lease = self.store.acquire_lease(execution_id, owner, now, 60)
         assert lease is not None
         self.lease_owner[execution_id] = owner
-        if lease.carried is not None and journal.carry(lease.carried.seq, decode_body(lease.carried.body)):
+        if lease.hand_off.carried is not None and journal.carry(
+            lease.hand_off.carried.seq, decode_body(lease.hand_off.carried.body)
+        ):
             event("invocation start: took in a carried batch")
         if journal.is_empty:
             journal.start_execution(record.input_payload, now)
@@ -425,7 +427,7 @@ class JournalMachine(RuleBasedStateMachine):
                 return
             event(f"invocation end (pending): carried ({'current' if current else 'stale'})")
             assert self._snapshot(invocation.execution_id) == before
-            self.store.release_lease(invocation.execution_id, invocation.owner, carried=carried)
+            self.store.release_lease(invocation.execution_id, invocation.owner, HandOff(carried=carried))
             if self.lease_owner.get(invocation.execution_id) == invocation.owner:
                 assert self.store.get_carried_batch(invocation.execution_id) == carried
             return
@@ -566,6 +568,8 @@ class JournalMachine(RuleBasedStateMachine):
             folded = logged
         unflushed = set(live.unflushed_operation_ids())
         assert set(folded.operations) - unflushed == set(live.operations) - unflushed
+        # The index of open operations a run keeps is the one a journal of its operations builds.
+        assert list(live._open) == list(Journal(live.execution_id, operations=dict(live.operations))._open)
         for op_id, op in folded.operations.items():
             if op_id not in unflushed:
                 assert _json(op) == _json(live.operations[op_id]), f"{op_id!r} differs from the log"

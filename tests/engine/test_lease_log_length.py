@@ -10,7 +10,7 @@ import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from stepwell.core.worker import Known, Worker
-from stepwell.model import ExecutionStatus, OutcomeAction
+from stepwell.model import ExecutionStatus, HandOff, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 
 
@@ -74,9 +74,9 @@ def test_a_lease_taken_over_from_a_dead_holder_reads_the_log(local: LocalStepwel
 def test_a_fold_of_another_length_reads_the_log(local: LocalStepwell) -> None:
     execution_id = suspended(local)
     lease = local.store.acquire_lease(execution_id, "other", local.clock.now(), 60)
-    assert lease is not None and lease.log_next is not None
+    assert lease is not None and lease.hand_off.log_next is not None
     # Another worker's release says the log grew past this worker's fold.
-    local.store.release_lease(execution_id, "other", log_next=lease.log_next + 1)
+    local.store.release_lease(execution_id, "other", HandOff(log_next=lease.hand_off.log_next + 1))
     before = log_reads(local)
     Worker(local.engine).run(execution_id, known=Known(no_inputs=True))
     assert log_reads(local) == before + 1

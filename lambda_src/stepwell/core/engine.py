@@ -290,7 +290,7 @@ class Engine:
         the batches it writes are noted for the fold close_journal may cache. With `pending`, the
         execution's pending inputs (payloads as stored) are appended to it, read with the log. Nothing is
         read when the caller knows the log is `empty` (it created the execution this moment), nor when it
-        knows the log's next seq (`log_next`, Lease.log_next: no input is pending) and the cache holds the
+        knows the log's next seq (`log_next`, HandOff.log_next: no input is pending) and the cache holds the
         fold of exactly that much of it."""
         if empty:
             folded = FoldedLog(Journal(execution_id))

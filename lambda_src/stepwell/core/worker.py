@@ -51,6 +51,7 @@ from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
     ExternalInput,
+    HandOff,
     InvokeMessage,
     KeepWake,
     Lease,
@@ -228,25 +229,15 @@ class Worker:
                     outcome = _forward(record)
                     return outcome
             outcome = self._run_leased(record, lease, lambda_context, known)
-            unneeded = _unneeded_wake(lease.wake_at, outcome)
+            unneeded = _unneeded_wake(lease.armed, outcome)
             if unneeded is not None:
                 # While the lease is held: no other run can arm that wake-up again meanwhile.
                 engine.timers.withdraw(execution_id, *unneeded)
         except SequenceConflict as conflict:
             outcome = self._fenced(record, conflict)
         finally:
-            # One write drops the lease and records the wake-up the run armed (see _release_terms).
-            carried = outcome.carried if outcome is not None else None
-            log_next = outcome.log_next if outcome is not None else None
-            log_length = outcome.log_length if outcome is not None else None
-            engine.store.release_lease(
-                execution_id,
-                owner,
-                *_release_terms(outcome, engine.clock.now()),
-                carried=carried,
-                log_next=log_next,
-                log_length=log_length,
-            )
+            # One write drops the lease and records what the run hands on (see _hand_off).
+            engine.store.release_lease(execution_id, owner, _hand_off(outcome, engine.clock.now()))
         return outcome
 
     # ------------------------------------------------------------------
@@ -311,10 +302,11 @@ class Worker:
             except Exception:
                 self._keep_log_after_failure(journal)
                 raise
-            if lease.carried is not None and journal.holds_carried and _ends(outcome):
+            left = outcome.hand_off
+            if lease.hand_off.carried is not None and journal.holds_carried and _ends(outcome):
                 # The end the record carries, which this run (a late message) left as it was: the release
                 # of an ended execution keeps only the batch it is given.
-                outcome = dataclasses.replace(outcome, carried=lease.carried)
+                left = dataclasses.replace(left, carried=lease.hand_off.carried)
             # The fold of its log serves the execution's next message only after a run that wrote all it
             # changed and still runs; a fence, a crash with unflushed changes or an end drops it.
             keep = (
@@ -323,9 +315,10 @@ class Worker:
                 and not journal.has_unflushed
                 and not journal.log_expiry.changed
             )
-            if keep:  # the fold kept is of the whole log: the release records its length
-                outcome = dataclasses.replace(outcome, log_next=journal.next_seq)
-            return dataclasses.replace(outcome, log_length=journal.next_seq)
+            # The release records the log's length, and its next seq when the fold kept is of the whole log.
+            next_seq = journal.next_seq
+            left = dataclasses.replace(left, log_next=next_seq if keep else None, log_length=next_seq)
+            return dataclasses.replace(outcome, hand_off=left)
         finally:
             self.engine.close_journal(journal, keep)
 
@@ -336,24 +329,25 @@ class Worker:
         pending for it; LogIncomplete or LogOfEarlierExecution when the log is not all this execution's."""
         pending: list[ExternalInput] = []  # read with the log
         # A lease taken over from a dead holder may have seen writes its last release does not tell.
-        trusted = lease.log_next if known.no_inputs and not lease.taken_over else None
+        left = lease.hand_off
+        trusted = left.log_next if known.no_inputs and not lease.taken_over else None
         # A running execution's first run (no run held its lease before) has an empty log: nothing read.
         empty = known.fresh or (lease.never_held and record.status is ExecutionStatus.RUNNING)
         journal = self.engine.open_journal(record.execution_id, pending, empty=empty, log_next=trusted)
-        if lease.log_length is not None and journal.next_seq < lease.log_length:
+        if left.log_length is not None and journal.next_seq < left.log_length:
             self.engine.close_journal(journal, keep=False)
             raise LogIncomplete(
                 f"execution {record.execution_id!r}: its log has {journal.next_seq} batches but held "
-                f"{lease.log_length} (the last ones expired under the table's TTL)"
+                f"{left.log_length} (the last ones expired under the table's TTL)"
             )
-        carried_at = lease.carried.created_at if lease.carried is not None else None
+        carried_at = left.carried.created_at if left.carried is not None else None
         earlier = _earlier_executions_log(record, journal.oldest_batch_at, carried_at)
         if earlier is not None:
             self.engine.close_journal(journal, keep=False)
             raise earlier
-        if lease.carried is not None:
+        if left.carried is not None:
             # The last run's InvocationCompleted, left on the lease's record: the next batch writes it.
-            journal.carry(lease.carried.seq, decode_body(lease.carried.body))
+            journal.carry(left.carried.seq, decode_body(left.carried.body))
         return journal, pending
 
     def _keep_log_after_failure(self, journal: Journal) -> None:
@@ -488,7 +482,7 @@ class Worker:
         wake_at = engine.keep_log_until(journal, run.now, _next_wake_at(record, journal))
         if journal.has_unflushed:  # absorbed inputs (a heartbeat, repeats): record them as absorbed
             engine.append_journal(record, journal)
-        if wake_at is not None and run.lease.wake_at != wake_at:
+        if wake_at is not None and run.lease.armed != wake_at:
             # The next wake-up is not armed: a heartbeat moved its callback's deadline past the one
             # scheduled (which then finds nothing due), or a worker died between the batch that
             # suspended the execution and releasing the lease with its wake-up (SQS delivers its
@@ -594,7 +588,7 @@ class Worker:
             carried = None
             engine.append_journal(record, journal)
         outcome = self._schedule_next(run, end)
-        return dataclasses.replace(outcome, carried=carried) if carried is not None else outcome
+        return dataclasses.replace(outcome, hand_off=HandOff(carried=carried))
 
     def _parent_waits(self, record: ExecutionRecord) -> bool:
         """Whether the ended `record` is a chained invoke's child whose parent still runs."""
@@ -761,8 +755,7 @@ class Worker:
             record.execution_id,
             OutcomeAction.FINISHED,
             status=status,
-            carried=carried,
-            ended_at=ended.ended_at,
+            hand_off=HandOff(carried=carried, ended_at=ended.ended_at),
         )
 
     def _tell_ended(self, record: ExecutionRecord) -> None:
@@ -801,7 +794,7 @@ class Worker:
             OutcomeAction.IGNORED,
             status=record.status,
             details=reason,
-            ended_at=record.ended_at,
+            hand_off=HandOff(ended_at=record.ended_at),
         )
 
     def _settle_ended(self, run: _Run) -> WorkOutcome:
@@ -852,7 +845,7 @@ class Worker:
             OutcomeAction.IGNORED,
             status=record.status,
             details={"reason": "ended"},
-            ended_at=record.ended_at,
+            hand_off=HandOff(ended_at=record.ended_at),
         )
 
 
@@ -892,15 +885,19 @@ def _ends(outcome: WorkOutcome) -> bool:
     return outcome.action not in _ARMED_NOTHING and outcome.status is not None and outcome.status.is_terminal
 
 
-def _release_terms(outcome: WorkOutcome | None, now: float) -> tuple[float | KeepWake | None, float | None]:
-    """What releasing the lease records after a run with this outcome: the wake-up the run armed and when
-    the execution ended (None: it runs). A run that failed, was fenced or forwards the message armed
-    nothing: whatever is recorded stands."""
-    if outcome is None or outcome.action in _ARMED_NOTHING:
-        return KeepWake.KEEP, None
+def _hand_off(outcome: WorkOutcome | None, now: float) -> HandOff:
+    """What releasing the lease records after a run with this outcome: what the run left (outcome.hand_off)
+    with the wake-up it armed and when the execution ended (None: it runs). A run that failed, was fenced
+    or forwards the message armed nothing: the recorded wake-up stands."""
+    if outcome is None:
+        return HandOff()
+    left = outcome.hand_off
+    if outcome.action in _ARMED_NOTHING:
+        return dataclasses.replace(left, wake_at=KeepWake.KEEP, ended_at=None)
     if _ends(outcome):
-        return None, outcome.ended_at if outcome.ended_at is not None else now
-    return outcome.next_wake_at, None
+        ended_at = left.ended_at if left.ended_at is not None else now
+        return dataclasses.replace(left, wake_at=None, ended_at=ended_at)
+    return dataclasses.replace(left, wake_at=outcome.next_wake_at, ended_at=None)
 
 
 def _unneeded_wake(armed: float | None, outcome: WorkOutcome) -> tuple[float, float | None] | None:

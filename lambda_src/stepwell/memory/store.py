@@ -20,6 +20,7 @@ from stepwell.model import (
     ExternalInput,
     FlowRate,
     FlowSlots,
+    HandOff,
     KeepWake,
     Lease,
     Page,
@@ -52,9 +53,9 @@ class MemoryExecutionStore:
         # Executions that have a coordination record: written by a lease taken or an upgrade's move, and
         # kept after the end (a lease taken without one is Lease.never_held).
         self._records: set[str] = set()
-        # The log's next seq the last release recorded (Lease.log_next).
+        # The log's next seq the last release recorded (HandOff.log_next).
         self._log_next: dict[str, int] = {}
-        # The log's length the last release that knew it recorded (Lease.log_length).
+        # The log's length the last release that knew it recorded (HandOff.log_length).
         self._log_length: dict[str, int] = {}
         # The version an upgrade moved each execution to (Lease.moved_to).
         self._moved_to: dict[str, str] = {}
@@ -325,15 +326,18 @@ class MemoryExecutionStore:
             held = self._leases.get(execution_id)
             if held is not None and held.owner != owner and held.expires_at > now:
                 return None
+            hand_off = HandOff(
+                wake_at=self._wakes.get(execution_id),
+                carried=self._carried.get(execution_id),
+                log_next=self._log_next.get(execution_id),
+                log_length=self._log_length.get(execution_id),
+            )
             lease = Lease(
                 execution_id=execution_id,
                 owner=owner,
                 expires_at=now + duration,
-                wake_at=self._wakes.get(execution_id),
+                hand_off=hand_off,
                 taken_over=held is not None and held.owner != owner,
-                carried=self._carried.get(execution_id),
-                log_next=self._log_next.get(execution_id),
-                log_length=self._log_length.get(execution_id),
                 moved_to=self._moved_to.get(execution_id),
                 never_held=execution_id not in self._records,
             )
@@ -341,41 +345,32 @@ class MemoryExecutionStore:
             self._records.add(execution_id)
             return lease
 
-    def release_lease(
-        self,
-        execution_id: str,
-        owner: str,
-        wake: float | KeepWake | None = KeepWake.KEEP,
-        ended_at: float | None = None,
-        carried: Batch | None = None,
-        log_next: int | None = None,
-        log_length: int | None = None,
-    ) -> None:
+    def release_lease(self, execution_id: str, owner: str, hand_off: HandOff) -> None:
         with self._lock:
             self._count("release_lease")
             held = self._leases.get(execution_id)
             if held is None or held.owner != owner:
                 return
             del self._leases[execution_id]
-            ended = ended_at is not None
-            if log_next is None or ended:
+            ended = hand_off.ended_at is not None
+            if hand_off.log_next is None or ended:
                 self._log_next.pop(execution_id, None)
             else:
-                self._log_next[execution_id] = log_next
+                self._log_next[execution_id] = hand_off.log_next
             if ended:
                 self._log_length.pop(execution_id, None)
-            elif log_length is not None:
-                self._log_length[execution_id] = log_length
-            if carried is not None:
-                self._carried[execution_id] = carried
+            elif hand_off.log_length is not None:
+                self._log_length[execution_id] = hand_off.log_length
+            if hand_off.carried is not None:
+                self._carried[execution_id] = hand_off.carried
             elif ended:
                 self._carried.pop(execution_id, None)
             if ended:
                 self._moved_to.pop(execution_id, None)
-            if ended or wake is None:
+            if ended or hand_off.wake_at is None:
                 self._wakes.pop(execution_id, None)
-            elif not isinstance(wake, KeepWake):
-                self._wakes[execution_id] = wake
+            elif not isinstance(hand_off.wake_at, KeepWake):
+                self._wakes[execution_id] = hand_off.wake_at
 
     def note_moved_version(self, execution_id: str, version: str) -> None:
         with self._lock:

@@ -6,43 +6,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from stepwell.model import Batch, CallbackRef, ExternalInput, KeepWake, Lease
+from stepwell.model import Batch, CallbackRef, ExternalInput, HandOff, Lease
 
 
 class Coordination(Protocol):
     def acquire_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
         """Take the execution's lease if it is free or expired (one conditional write on its coordination
-        record). None if busy. The lease carries the wake-up the last run armed, whether it was taken
-        from a holder whose lease had expired, and whether any run held it before (`never_held`)."""
+        record). None if busy. The lease carries what the last run handed on (Lease.hand_off), whether it
+        was taken from a holder whose lease had expired, and whether any run held it before (`never_held`)."""
         ...
 
-    def release_lease(
-        self,
-        execution_id: str,
-        owner: str,
-        wake: float | KeepWake | None = KeepWake.KEEP,
-        ended_at: float | None = None,
-        carried: Batch | None = None,
-        log_next: int | None = None,
-        log_length: int | None = None,
-    ) -> None:
-        """Drop the lease if `owner` still holds it, in the same write recording `wake`: the wake-up this
-        run armed (its time), None when none is armed, KEEP to leave the recorded one. `ended_at`: the
-        execution ended then (its record's `ended_at`, however late the run that settles it): its
-        coordination record keeps the end it carries, if any, and stays for the retention period from that
-        end, as the rest of the execution's items do, so `Lease.never_held` is never true for it again and
-        it never outlives the execution's own item. `carried`: the
-        run's last batch, kept on the record instead of the log (a small one: a suspension's events of no
-        operation, or the execution's end, which the record then keeps for the retention period),
-        returned by the next `acquire_lease` and `get_carried_batch`; without it a batch carried before
-        stays while the execution runs (its seq tells whether the log has taken it since). `log_next`: the
-        log's next seq as this run leaves it, returned by the next `acquire_lease` as `Lease.log_next`;
-        None clears it. `log_length`: the batches the run knows the log holds, returned as
-        `Lease.log_length` until a release gives another (None leaves the recorded one; an end clears it)."""
+    def release_lease(self, execution_id: str, owner: str, hand_off: HandOff) -> None:
+        """Drop the lease if `owner` still holds it, in the same write recording what the run hands on to
+        the next (HandOff's fields say what each records, and which ones a release leaves as they are)."""
         ...
 
     def get_carried_batch(self, execution_id: str) -> Batch | None:
-        """The batch the execution's coordination record carries (see release_lease), if any."""
+        """The batch the execution's coordination record carries (HandOff.carried), if any."""
         ...
 
     def put_callback(self, ref: CallbackRef) -> bool:

@@ -13,7 +13,7 @@ from stepwell.aws.dynamodb_store.items import _CAPACITY, Item, _flag, _n, _num, 
 from stepwell.aws.dynamodb_store.tables import DynamoDbTables
 from stepwell.core.batch_codec import deflate_body, inflate_body
 from stepwell.errors import InvalidArgument
-from stepwell.model import Batch, CallbackRef, ExternalInput, InputKind, KeepWake, Lease
+from stepwell.model import Batch, CallbackRef, ExternalInput, HandOff, InputKind, KeepWake, Lease
 
 
 def _callback_ref(callback_id: str, item: Item) -> CallbackRef:
@@ -27,7 +27,7 @@ def _callback_ref(callback_id: str, item: Item) -> CallbackRef:
 
 
 def _carried_batch(item: Item) -> Batch | None:
-    """The batch a coordination record carries (release_lease(carried=)), if any."""
+    """The batch a coordination record carries (HandOff.carried), if any."""
     packed = item.get("pz")
     body = inflate_body(bytes(packed["B"])) if packed is not None else _str(item, "pb")
     seq = _num(item, "ps")
@@ -65,29 +65,25 @@ class DynamoDbCoordination(DynamoDbTables):
             return None
         before = response.get("Attributes") or {}
         held_by = _str(before, "o")
+        hand_off = HandOff(
+            wake_at=_num(before, "w"),
+            carried=_carried_batch(before),
+            log_next=int(next_seq) if (next_seq := _num(before, "n")) is not None else None,
+            log_length=int(length) if (length := _num(before, "ln")) is not None else None,
+        )
         return Lease(
             execution_id=execution_id,
             owner=owner,
             expires_at=expires_at,
-            wake_at=_num(before, "w"),
+            hand_off=hand_off,
             taken_over=held_by is not None and held_by != owner,
-            carried=_carried_batch(before),
-            log_next=int(next_seq) if (next_seq := _num(before, "n")) is not None else None,
-            log_length=int(length) if (length := _num(before, "ln")) is not None else None,
             moved_to=_str(before, "mv"),
             never_held=not before,
         )
 
-    def release_lease(
-        self,
-        execution_id: str,
-        owner: str,
-        wake: float | KeepWake | None = KeepWake.KEEP,
-        ended_at: float | None = None,
-        carried: Batch | None = None,
-        log_next: int | None = None,
-        log_length: int | None = None,
-    ) -> None:
+    def release_lease(self, execution_id: str, owner: str, hand_off: HandOff) -> None:
+        wake, ended_at, carried = hand_off.wake_at, hand_off.ended_at, hand_off.carried
+        log_next, log_length = hand_off.log_next, hand_off.log_length
         key = {"key": _s("lease#" + execution_id)}
         # A failed condition means another owner took the expired lease meanwhile: it is theirs now.
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
