@@ -3,6 +3,7 @@ and what it holds is always exactly what folding the whole log gives."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,16 +11,30 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from aws_durable_execution_sdk_python.lambda_service import OperationAction, OperationType, OperationUpdate
+from aws_durable_execution_sdk_python.lambda_service import (
+    CallbackOptions,
+    OperationAction,
+    OperationStatus,
+    OperationType,
+    OperationUpdate,
+    WaitOptions,
+)
 from stepwell.core.engine import Engine
-from stepwell.core.journal import Journal, decode_body
-from stepwell.core.journal_cache import FoldedLog, JournalCache, JournalCacheOptions, default_max_bytes
+from stepwell.core.journal import Journal, decode_body, encode_body
+from stepwell.core.journal_cache import (
+    FoldedLog,
+    JournalCache,
+    JournalCacheOptions,
+    copy_journal,
+    default_max_bytes,
+)
 from stepwell.core.worker import Worker
 from stepwell.errors import InvalidArgument, SequenceConflict
-from stepwell.model import Batch, ExecutionStatus, ExternalInput, InvokeMessage, OutcomeAction
+from stepwell.model import Batch, ExecutionStatus, ExternalInput, InputKind, InvokeMessage, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 
 CYCLES = 12
+NOW = 1_800_000_000.0
 
 
 @durable_execution
@@ -424,3 +439,78 @@ def test_the_default_bound_shrinks_with_a_small_function_memory() -> None:
     assert default_max_bytes("128") == 8 * 1024 * 1024
     assert default_max_bytes("") == 32 * 1024 * 1024  # not in Lambda
     assert default_max_bytes("10240") == 32 * 1024 * 1024
+
+
+def _folded_with_open_and_ended_operations(ended: int) -> Journal:
+    """A journal as a load folds it: `ended` waits that ended, then a wait and a callback (with a heartbeat
+    deadline) still open."""
+    writer = Journal("default#wf#s/e1")
+    writer.start_execution("{}", NOW)
+    bodies = [writer.flush().body]
+    for index in range(ended):
+        options = WaitOptions(wait_seconds=1)
+        writer.apply_update(
+            OperationUpdate(f"w{index}", OperationType.WAIT, OperationAction.START, wait_options=options), NOW
+        )
+        writer.fire_due_timers(NOW + 1)
+        bodies.append(writer.flush().body)
+    writer.apply_update(
+        OperationUpdate(
+            "wait", OperationType.WAIT, OperationAction.START, wait_options=WaitOptions(wait_seconds=60)
+        ),
+        NOW,
+    )
+    writer.apply_update(
+        OperationUpdate(
+            "cb",
+            OperationType.CALLBACK,
+            OperationAction.START,
+            callback_options=CallbackOptions(timeout_seconds=600, heartbeat_timeout_seconds=30),
+        ),
+        NOW,
+    )
+    bodies.append(writer.flush().body)
+    folded = Journal("default#wf#s/e1")
+    for seq, body in enumerate(bodies):
+        folded.fold(seq, decode_body(encode_body(body)))
+    folded.finish_loading()
+    return folded
+
+
+def test_a_copy_for_a_run_shares_nothing_the_run_changes() -> None:
+    folded = _folded_with_open_and_ended_operations(ended=3)
+    before = copy.deepcopy(comparable(folded))
+    live = copy_journal(folded)
+    assert comparable(live) == before
+
+    # A run changes private state (a heartbeat), absorbs an input, starts, ends and times out operations.
+    heartbeat = ExternalInput("0001#a", InputKind.CALLBACK_HEARTBEAT, NOW + 10, operation_id="cb")
+    live.absorb([heartbeat], NOW + 10)
+    live.apply_update(
+        OperationUpdate(
+            "later", OperationType.WAIT, OperationAction.START, wait_options=WaitOptions(wait_seconds=5)
+        ),
+        NOW + 10,
+    )
+    assert live.fire_due_timers(NOW + 700) == 3
+    live.invocation_completed(NOW + 10, NOW + 700, "request", None)
+    live.flush()
+
+    assert comparable(folded) == before
+    assert live.meta["cb"]["heartbeatAt"] == NOW + 40 and folded.meta["cb"]["heartbeatAt"] == NOW + 30
+    assert live.operations["wait"].status is OperationStatus.SUCCEEDED
+    assert folded.operations["wait"].status is OperationStatus.STARTED
+
+
+def test_a_run_looks_for_timers_callbacks_and_children_among_the_open_operations_only() -> None:
+    folded = _folded_with_open_and_ended_operations(ended=50)
+    assert list(folded._open) == [folded.execution_operation_id, "wait", "cb"]
+    assert [entry[2] for entry in sorted(folded._timers)] == ["cb", "wait"]  # the heartbeat's first
+    details = folded.operations["cb"].callback_details
+    assert details is not None and folded.open_callbacks() == [details.callback_id]
+
+    live = copy_journal(folded)
+    live.fire_due_timers(NOW + 60)  # the callback's heartbeat deadline and the wait's end
+    assert list(live._open) == [live.execution_operation_id]
+    assert live.open_callbacks() == [] and list(folded._open)[1:] == ["wait", "cb"]
+    assert Journal(live.execution_id, operations=dict(live.operations))._open == live._open  # as built anew

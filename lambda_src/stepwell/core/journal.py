@@ -82,6 +82,10 @@ def _next_attempt_at(step: Operation) -> float:
     return next_at.timestamp() if next_at else 0.0
 
 
+def _open_ids(operations: dict[str, Operation]) -> dict[str, None]:
+    return {op_id: None for op_id, op in operations.items() if op.status not in TERMINAL_STATUSES}
+
+
 def _error_dict(error: ErrorObject | None) -> dict[str, Any]:
     return dict(error.to_dict()) if error is not None else {}
 
@@ -225,6 +229,12 @@ class Journal:
     _flags: dict[str, Any] = field(default_factory=dict)
     # A batch the last run left on the coordination record (see carry): the next flush writes it first.
     _carried: dict[str, Any] | None = None
+    # The operations not yet ended, in the operations' order: what timers, open callbacks and waiting
+    # children are found among, so a run's cost does not grow with the ended ones a long log holds.
+    _open: dict[str, None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._open = _open_ids(self.operations)
 
     # ------------------------------------------------------------------ loading
 
@@ -240,7 +250,7 @@ class Journal:
             ):
                 # Its input is stored once, by the batch that starts it (see flush).
                 op = dataclasses.replace(op, execution_details=previous.execution_details)
-            self.operations[op.operation_id] = op
+            self._keep(op)
         for op_id, meta in body.get("d", {}).items():
             self.meta[op_id] = meta
         events = body.get("e", ())
@@ -287,10 +297,10 @@ class Journal:
         return self._carried is not None
 
     def finish_loading(self) -> None:
-        """Rebuild the timer heap from the folded state (once per invocation)."""
+        """Rebuild the timer heap from the folded state (once per invocation): of the open operations only."""
         self._timers = []
-        for op in self.operations.values():
-            self._push_timers_for(op)
+        for op_id in self._open:
+            self._push_timers_for(self.operations[op_id])
         heapq.heapify(self._timers)
 
     def _push_timers_for(self, op: Operation) -> None:
@@ -419,7 +429,7 @@ class Journal:
         records: ExecutionStore.get_callback_results)."""
         return [
             op.callback_details.callback_id
-            for op in self.operations.values()
+            for op in map(self.operations.__getitem__, self._open)
             if op.operation_type is OperationType.CALLBACK
             and op.status is OperationStatus.STARTED
             and op.callback_details is not None
@@ -435,7 +445,7 @@ class Journal:
                 self.meta[op.operation_id].get("input"),
                 self.meta[op.operation_id].get("tenant"),
             )
-            for op in self.operations.values()
+            for op in map(self.operations.__getitem__, self._open)
             if op.operation_type is OperationType.CHAINED_INVOKE
             and op.status is OperationStatus.STARTED
             and "target" in self.meta.get(op.operation_id, {})
@@ -455,11 +465,25 @@ class Journal:
             self.last_event_ms = stamp
 
     def _set(self, op: Operation) -> None:
-        self.operations[op.operation_id] = op
+        self._keep(op)
         self._dirty[op.operation_id] = op
 
+    def _keep(self, op: Operation) -> None:
+        """Hold `op` as its operation's state, and keep the index of open operations."""
+        op_id = op.operation_id
+        known = op_id in self.operations
+        self.operations[op_id] = op
+        if op.status in TERMINAL_STATUSES:
+            self._open.pop(op_id, None)
+        elif op_id not in self._open:
+            if known:  # open again after it ended (no log does this): the index keeps the operations' order
+                self._open = _open_ids(self.operations)
+            else:
+                self._open[op_id] = None
+
     def _set_meta(self, op_id: str, **values: Any) -> None:
-        self.meta.setdefault(op_id, {}).update(values)
+        # A new dict, never a change in place: copies of the journal share these (copy_journal).
+        self.meta[op_id] = {**self.meta.get(op_id, {}), **values}
         self._dirty_meta.add(op_id)
 
     # ------------------------------------------------------------------ engine-side transitions

@@ -16,10 +16,13 @@ journal.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from stepwell.core.journal import Journal
 from stepwell.errors import InvalidArgument
@@ -81,13 +84,37 @@ class OpenRun:
     written: list[tuple[Batch, str]] = field(default_factory=list)
 
 
+# How copy_journal copies the fields that grow with the log: a new container of the same members, which
+# neither journal changes in place (operations are frozen SDK dataclasses, and the journal replaces a
+# private state, never changes it: Journal._set_meta), timers are tuples and ids strings.
+_SHALLOW_COPIES: dict[str, Callable[[Any], Any]] = {
+    "operations": dict.copy,
+    "meta": dict.copy,
+    "absorbed_input_ids": set.copy,
+    "_timers": list.copy,
+    "_open": dict.copy,
+    "_dirty": dict.copy,
+}
+
+
 def copy_journal(journal: Journal) -> Journal:
-    """A journal that shares nothing mutable with `journal`. Operations are frozen SDK dataclasses (the
-    journal replaces them, never changes them), so they are shared rather than copied."""
-    keep: dict[int, object] = {id(op): op for op in journal.operations.values()}
-    if journal.describe_invoke is not None:  # the engine's, bound to a record: never copied
-        keep[id(journal.describe_invoke)] = journal.describe_invoke
-    return copy.deepcopy(journal, keep)
+    """A journal that shares nothing mutable with `journal`, made in time that hardly grows with the log:
+    the containers that grow with it are copied one level deep (_SHALLOW_COPIES: their members are never
+    changed in place), the rest deeply (a run's unflushed changes, the log's expiry, flags); the engine's
+    describe_invoke, bound to a record, is shared."""
+    values: dict[str, Any] = {}
+    for item in dataclasses.fields(journal):
+        value = getattr(journal, item.name)
+        shallow = _SHALLOW_COPIES.get(item.name)
+        if shallow is not None:
+            values[item.name] = shallow(value)
+        elif item.name == "describe_invoke":
+            values[item.name] = value
+        else:
+            values[item.name] = copy.deepcopy(value)
+    copied = copy.copy(journal)  # every field is replaced below: no __init__, which would index again
+    copied.__dict__.update(values)
+    return copied
 
 
 class JournalCache:
