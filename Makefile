@@ -112,6 +112,15 @@ chaos: venv localstack
 soak: venv
 	$(BIN)/python tools/soak.py --write BENCHMARKS.md
 
+# A wheel of the Python package (engine, client, CLI, test harness) in dist/, for a repo that uses the module:
+# pip install "dist/stepwell-0.1.0-py3-none-any.whl[testing]". pip builds it in-tree: build/ goes after.
+.PHONY: dist
+dist: venv
+	rm -rf dist build
+	$(BIN)/python -m pip wheel --no-deps --quiet --wheel-dir dist .
+	rm -rf build
+	ls dist/*.whl
+
 clean:
 	rm -rf $(VENV) $(CACHE) .pytest_cache .mypy_cache .ruff_cache
 	find . -name .terraform -type d -prune -exec rm -rf {} +
