@@ -3,8 +3,9 @@
 - ``STEPWELL_BACKEND`` (or pytest's ``--stepwell-backend``) picks the backend for a single run:
   ``moto`` (embedded, the default) or ``localstack``. (``memory``, the in-process engine, is not a
   deployed backend: the deployed fixtures treat it like the default.)
-- ``STEPWELL_DEPLOYED_BACKENDS`` (space or comma separated, default ``"moto localstack"``) lists the
-  backends the deployed tests run on; each test runs once per listed backend.
+- ``STEPWELL_DEPLOYED_BACKENDS`` (space or comma separated, default ``"moto"``) lists the backends the
+  deployed tests run on; each test runs once per listed backend. A project sets its own default with
+  pytest's ``stepwell_deployed_backends`` ini option (this repository's is ``"moto localstack"``).
 - ``LOCALSTACK_ENDPOINT`` set means: use that LocalStack, start nothing.
 - ``CI=true``: a backend that cannot start fails the tests instead of skipping them.
 
@@ -39,7 +40,8 @@ BACKEND_ENV = "STEPWELL_BACKEND"
 DEPLOYED_BACKENDS_ENV = "STEPWELL_DEPLOYED_BACKENDS"
 DEPLOYED_BACKEND_NAMES = ("moto", "localstack")
 ALL_BACKEND_NAMES = ("memory", *DEPLOYED_BACKEND_NAMES)
-DEFAULT_DEPLOYED_BACKENDS = "moto localstack"
+# LocalStack only when asked for: it needs this repository's setup (or LOCALSTACK_ENDPOINT) to run.
+DEFAULT_DEPLOYED_BACKENDS = "moto"
 DEFAULT_REGION = "us-east-1"
 LOCALSTACK_ACCOUNT_ID = "000000000000"
 DUMMY_ACCESS_KEY = "test"
@@ -148,7 +150,12 @@ class Backend:
 
     def _new_client(self, service_name: str) -> Any:
         if self.name == "localstack":
-            from localstack_client.session import Session
+            try:
+                from localstack_client.session import Session
+            except ImportError as error:
+                raise BackendUnavailable(
+                    "the LocalStack backend needs localstack-client: pip install localstack-client"
+                ) from error
 
             session = Session(
                 aws_access_key_id=self.access_key_id,

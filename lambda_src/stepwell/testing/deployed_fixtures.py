@@ -4,13 +4,15 @@ Registered by ``stepwell.testing.pytest_plugin``. All are session-scoped, so use
 their workflows share one apply per backend:
 
 - ``stepwell_backend``: a running backend (``stepwell.testing.backends.Backend``); tests that use it
-  run once per backend in ``--stepwell-deployed-backends`` / ``STEPWELL_DEPLOYED_BACKENDS``
-  (default ``moto localstack``), or only on ``--stepwell-backend`` / ``STEPWELL_BACKEND`` when that is
-  set alone. A backend that cannot start skips its tests, and fails them when ``CI=true``.
+  run once per backend in ``--stepwell-deployed-backends`` / ``STEPWELL_DEPLOYED_BACKENDS``, or only on
+  ``--stepwell-backend`` / ``STEPWELL_BACKEND`` when that is set alone, else on the ini option
+  ``stepwell_deployed_backends`` (this repository's pyproject.toml: ``moto localstack``), else on moto.
+  A backend that cannot start skips its tests, and fails them when ``CI=true``.
 - ``deployed_stack``: ``examples/complete`` (or ``STEPWELL_STACK_MODULE``, a root module path relative
-  to ``STEPWELL_STACK_ROOT``, default pytest's rootdir: the tree copied for the run) applied there;
-  ``.outputs`` and ``.client_config``. Destroyed at the end of the session, and the teardown fails
-  when anything it created is left.
+  to ``STEPWELL_STACK_ROOT``, default pytest's rootdir: the tree copied for the run, with any local
+  module source outside it) applied there; ``.outputs`` and ``.client_config`` (the root's
+  ``client_config`` or ``stepwell_client_config`` output). Destroyed at the end of the session, and the
+  teardown fails when anything it created is left.
 - ``lambda_runtime``: on moto, the harness's ``LambdaRuntime`` (runs the deployed handlers on their
   queues' messages); on LocalStack, a driver with the same methods (LocalStack's own mappings run them).
 - ``function_urls``: ``stepwell.testing.function_urls.FunctionUrls`` for the backend: sends requests to
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,11 +48,14 @@ from stepwell.testing.backends import (
 from stepwell.testing.function_urls import FunctionUrls
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
 from stepwell.testing.scheduler import SchedulerFirer, VirtualClock, write_clock_file
-from stepwell.testing.terraform import TerraformStack
+from stepwell.testing.terraform import TerraformStack, module_variables
 
 STACK_MODULE_ENV = "STEPWELL_STACK_MODULE"
 STACK_ROOT_ENV = "STEPWELL_STACK_ROOT"
 DEFAULT_STACK_MODULE = "examples/complete"
+DEPLOYED_BACKENDS_INI = "stepwell_deployed_backends"
+# The outputs a root module may hand the client config in: the module's name, or the README's.
+CLIENT_CONFIG_OUTPUTS = ("client_config", "stepwell_client_config")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,7 +69,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--stepwell-deployed-backends",
         default=None,
         help="backends the deployed tests run on (space or comma separated); "
-        f"overrides STEPWELL_DEPLOYED_BACKENDS (default {DEFAULT_DEPLOYED_BACKENDS!r})",
+        f"overrides STEPWELL_DEPLOYED_BACKENDS (default: the {DEPLOYED_BACKENDS_INI} ini option, "
+        f"else {DEFAULT_DEPLOYED_BACKENDS!r})",
+    )
+    parser.addini(
+        DEPLOYED_BACKENDS_INI,
+        help="the project's default backends for deployed tests (space or comma separated; "
+        f"STEPWELL_DEPLOYED_BACKENDS overrides it): default {DEFAULT_DEPLOYED_BACKENDS!r}",
+        default="",
     )
 
 
@@ -77,7 +88,8 @@ def deployed_backends_for(config: pytest.Config) -> list[str]:
     single = config.getoption("stepwell_backend", None) or os.environ.get(BACKEND_ENV)
     if single and single.strip().lower() != "memory":
         return [selected_backend_name(single)]
-    return deployed_backend_names(DEFAULT_DEPLOYED_BACKENDS)
+    project_default = str(config.getini(DEPLOYED_BACKENDS_INI) or "").strip()
+    return deployed_backend_names(project_default or DEFAULT_DEPLOYED_BACKENDS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -117,10 +129,7 @@ class DeployedStack:
 
     @property
     def client_config(self) -> dict[str, Any]:
-        config = self.outputs.get("client_config")
-        if not isinstance(config, dict):
-            raise KeyError(f"the stack has no client_config output; outputs are {sorted(self.outputs)}")
-        return config
+        return client_config_output(self.outputs)
 
     def leftovers(self) -> list[str]:
         """What of the stack still exists in the backend (after destroy this must be empty)."""
@@ -131,6 +140,18 @@ class DeployedStack:
         config = self.client_config
         self.terraform.destroy()
         return find_leftovers(self.backend, config)
+
+
+def client_config_output(outputs: dict[str, Any]) -> dict[str, Any]:
+    """The module's client_config among a root module's outputs, under either accepted name."""
+    for name in CLIENT_CONFIG_OUTPUTS:
+        config = outputs.get(name)
+        if isinstance(config, dict):
+            return config
+    raise KeyError(
+        f"the stack has no {' or '.join(CLIENT_CONFIG_OUTPUTS)} output (an output whose value is the "
+        f"module's client_config); its outputs are {sorted(outputs)}"
+    )
 
 
 def event_source_mappings_for(backend: Backend, function_name: str) -> list[dict[str, Any]]:
@@ -191,11 +212,6 @@ def find_leftovers(backend: Backend, config: dict[str, Any]) -> list[str]:
     return leftovers
 
 
-def _module_variables(module_dir: Path, backend: Backend) -> dict[str, Any]:
-    declared = "\n".join(path.read_text() for path in module_dir.glob("*.tf"))
-    return {"region": backend.region} if re.search(r'variable\s+"region"', declared) else {}
-
-
 WorkflowsWriter = Callable[[Path], None]
 
 
@@ -215,6 +231,12 @@ def deployed_stack(
 ) -> Iterator[DeployedStack]:
     module_dir = os.environ.get(STACK_MODULE_ENV, DEFAULT_STACK_MODULE)
     source_root = Path(os.environ.get(STACK_ROOT_ENV) or request.config.rootpath)
+    if not (source_root / module_dir).is_dir():
+        pytest.fail(
+            f"no Terraform root module at {source_root / module_dir}: set {STACK_MODULE_ENV} to your root "
+            f"module's folder, relative to {STACK_ROOT_ENV} (default: pytest's rootdir)",
+            pytrace=False,
+        )
     work_root = tmp_path_factory.mktemp(f"stack-{stepwell_backend.name}")
     stack = TerraformStack(
         stepwell_backend, module_dir=module_dir, work_root=work_root, source_root=source_root
@@ -223,7 +245,7 @@ def deployed_stack(
         workflows_dir = stack.working_dir / "workflows"
         workflows_dir.mkdir(exist_ok=True)
         stepwell_workflows_writer(workflows_dir)
-    stack.variables.update(_module_variables(stack.working_dir, stepwell_backend))
+    stack.variables.update(module_variables(stack.working_dir, stepwell_backend))
     try:
         outputs = stack.apply()
     except Exception:
