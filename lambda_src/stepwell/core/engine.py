@@ -419,7 +419,7 @@ class Engine:
 
     def expire_log(self, journal: Journal, ended_at: float) -> None:
         """The execution ended at `ended_at`: its log expires a retention period after (before the end is
-        logged, see Worker._end). No write when every batch already expires late enough
+        logged, see Endings.end). No write when every batch already expires late enough
         (stepwell.core.log_expiry)."""
         if not journal.log_expiry.lasts_past(ended_at, self.store.retention_seconds):
             self.store.expire_log(journal.execution_id, journal.next_seq, ended_at)

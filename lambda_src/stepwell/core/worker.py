@@ -3,20 +3,19 @@
 Per message: take the execution's lease, fold its log, absorb external inputs and due timers, run the
 user's handler with the store-backed service client, then act on the handler's output: SUCCEEDED or
 FAILED ends the execution (a waiting parent is resumed), PENDING schedules the next wake-up, which the
-lease's release records as armed (one write). A message that finds nothing new to do (a duplicate, an
-early timer) changes nothing.
+lease's release records as armed (one write), with what else the run hands on to the next (HandOff). A
+message that finds nothing new to do (a duplicate, an early timer) changes nothing. What a run's steps
+share is a Run (stepwell.core.run); ending an execution is stepwell.core.endings.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_durable_execution_sdk_python.execution import (
@@ -25,6 +24,7 @@ from aws_durable_execution_sdk_python.execution import (
 )
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
+from stepwell.core.endings import Endings, log_start
 from stepwell.core.engine import Engine, predates
 from stepwell.core.invoke_targets import (
     CHAINED_INVOKE_OUTPUT_TOO_LARGE,
@@ -33,7 +33,8 @@ from stepwell.core.invoke_targets import (
 )
 from stepwell.core.journal import Journal, decode_body
 from stepwell.core.logs import log_context, workflow_of
-from stepwell.core.metrics import ENDED, Metric
+from stepwell.core.metrics import Metric
+from stepwell.core.run import Invocation, Known, Run
 from stepwell.core.service import StoreServiceClient
 from stepwell.core.status_events import iso_timestamp
 from stepwell.core.versions import explain_replay_mismatch
@@ -75,11 +76,6 @@ OVERDUE_WAKE_UP_SECONDS = 120.0
 MAX_CONSECUTIVE_CRASHES = 5
 CRASH_RETRY_BASE_SECONDS = 1
 EXECUTION_TIMED_OUT_TYPE = "Execution.TimedOut"
-# The ErrorType a child of a chained invoke is stopped with when its parent ends this way.
-_PARENT_ENDED_ERROR_TYPES = {
-    ExecutionStatus.STOPPED: "ParentStopped",
-    ExecutionStatus.TIMED_OUT: "ParentTimedOut",
-}
 
 
 class InvocationContext:
@@ -133,53 +129,10 @@ def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
     return InvokeMessage(execution_id=execution_id, due_at=float(due_at) if due_at is not None else None)
 
 
-@dataclass(frozen=True)
-class Known:
-    """What a caller of Worker.run in this process knows already, so the run does not read it again."""
-
-    # The execution as the caller just read or wrote it (a sender that woke it, its start).
-    record: ExecutionRecord | None = None
-    # The caller created it this moment and sent no message: its log is empty and is not read (were it
-    # not, the run's first batch would find its seq taken and the run be fenced).
-    fresh: bool = False
-    # Results of callbacks the caller completed, by callback id, as their records keep them.
-    callback_results: Mapping[str, ExternalInput] = field(default_factory=dict)
-    # No input is pending that this run must read (the caller completed callbacks, whose results are on
-    # their records, and sent no message): the lease's word on the log's length may spare the read.
-    no_inputs: bool = False
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One run of one execution, from the moment its log and pending inputs are read: what the steps of
-    the run share (the worker makes one per message that took the lease)."""
-
-    record: ExecutionRecord
-    journal: Journal  # the fold of its log, which the run extends
-    lease: Lease
-    known: Known
-    lambda_context: Any | None
-    # The inputs pending for it, their payloads read back (`offloaded` keeps that they were).
-    inputs: list[ExternalInput]
-    # The run's time: its inputs and due timers are absorbed, and a first run's start is logged, at it.
-    now: float
-
-    def of(self, record: ExecutionRecord) -> _Run:
-        """The same run of the execution as `record` has it (read again: it ended or moved meanwhile)."""
-        return dataclasses.replace(self, record=record)
-
-
-@dataclass(frozen=True)
-class _Invocation:
-    """One call of the workflow's handler within a run: its InvocationCompleted is logged with these."""
-
-    request_id: str
-    started_at: float
-
-
 class Worker:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._endings = Endings(engine)
 
     def handle_message(self, body: Mapping[str, Any], lambda_context: Any | None = None) -> WorkOutcome:
         message = parse_invoke_message(body)
@@ -253,23 +206,12 @@ class Worker:
             and record.code_version != version
         )
 
-    def _stored_callback_results(self, journal: Journal) -> list[ExternalInput]:
-        """The results completions left on the records of the callbacks the execution waits for (one
-        BatchGetItem; none when it waits for none), payloads as stored."""
-        open_callbacks = journal.open_callbacks()
-        return self.engine.store.get_callback_results(open_callbacks) if open_callbacks else []
-
     def _callback_results(self, journal: Journal, known: Known) -> list[ExternalInput]:
         open_callbacks = journal.open_callbacks()
         if open_callbacks and all(callback_id in known.callback_results for callback_id in open_callbacks):
             # Every one it waits for was completed by this run's caller, whose results these are.
             return self._resolved([known.callback_results[callback_id] for callback_id in open_callbacks])
-        return self._resolved(self._stored_callback_results(journal))
-
-    def _unread_callback_objects(self, journal: Journal) -> bool:
-        """Whether a completion the ended execution never read left its payload in an object (kept on
-        the callback's record, so no input names it): its objects are then worth retiring."""
-        return any(item.payload_is_ref for item in self._stored_callback_results(journal))
+        return self._resolved(self._endings.stored_callback_results(journal))
 
     def _resolved(self, inputs: list[ExternalInput]) -> list[ExternalInput]:
         engine = self.engine
@@ -365,7 +307,7 @@ class Worker:
     def _payloads_missing(self, record: ExecutionRecord, missing: PayloadMissing) -> WorkOutcome:
         if not record.status.is_terminal:
             raise missing
-        return self._expired(record)
+        return self._endings.expired(record)
 
     def _run_journal(
         self,
@@ -386,7 +328,7 @@ class Worker:
             inputs = self._resolved(pending)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
-        run = _Run(
+        run = Run(
             record=record,
             journal=journal,
             lease=lease,
@@ -396,7 +338,7 @@ class Worker:
             now=engine.clock.now(),
         )
         if record.status.is_terminal:
-            return self._settle_ended(run)
+            return self._endings.settle(run)
         version = engine.code_version
         if version is None or record.code_version is not None:
             return self._run_on(run)
@@ -409,7 +351,7 @@ class Worker:
                 return _forward(record)
             current = engine.store.get_execution(execution_id) or record  # ended or moved meanwhile
             if current.status.is_terminal:
-                return self._settle_ended(run.of(current))
+                return self._endings.settle(run.of(current))
             if self._pinned_elsewhere(current):
                 return _forward(current)
             return self._run_on(run.of(current))
@@ -424,7 +366,7 @@ class Worker:
             engine.store.pin_version(execution_id, version, expected=None)
         return outcome
 
-    def _run_on(self, run: _Run) -> WorkOutcome:
+    def _run_on(self, run: Run) -> WorkOutcome:
         """Run the execution on this worker's version (the one it is pinned to, or none): start it, time it
         out, absorb what came for it, and call its handler when that leaves anything to run."""
         engine, record, journal = self.engine, run.record, run.journal
@@ -444,7 +386,7 @@ class Worker:
             # Before the first batch, which only one worker writes: a retry of a failed announcement finds
             # the log still empty and announces it again.
             engine.announce_status(record, ExecutionStatus.RUNNING)
-            self._log_start(record, journal, run.now)
+            log_start(engine, record, journal, run.now)
         journal.run_on(engine.code_version, run.now)
         deadline = _deadline(record, journal)
         if deadline is not None and run.now >= deadline:
@@ -453,7 +395,7 @@ class Worker:
             # callback that arrived after the deadline, and nothing follows ExecutionTimedOut.
             return self._time_out(run)
         if flow_failure is not None:
-            return self._end(run, ExecutionStatus.FAILED, at=run.now, error=_error(flow_failure))
+            return self._endings.end(run, ExecutionStatus.FAILED, at=run.now, error=_error(flow_failure))
         missing = self._absorb(run)
         if missing is not None:
             return missing
@@ -464,7 +406,7 @@ class Worker:
             engine.start_child(record, child)
         return self._invoke(run)
 
-    def _absorb(self, run: _Run) -> WorkOutcome | None:
+    def _absorb(self, run: Run) -> WorkOutcome | None:
         """Record the inputs, the results of the callbacks it waits for and the timers due by now in the
         log (not written yet); the outcome when a callback's payload has expired."""
         try:
@@ -476,7 +418,7 @@ class Worker:
         run.journal.fire_due_timers(run.now)
         return None
 
-    def _idle(self, run: _Run) -> WorkOutcome:
+    def _idle(self, run: Run) -> WorkOutcome:
         """Nothing for the handler to do: record what was absorbed and make sure its next wake-up is armed."""
         engine, record, journal = self.engine, run.record, run.journal
         wake_at = engine.keep_log_until(journal, run.now, _next_wake_at(record, journal))
@@ -493,19 +435,19 @@ class Worker:
             record.execution_id, OutcomeAction.IDLE, status=record.status, next_wake_at=wake_at
         )
 
-    def _invoke(self, run: _Run) -> WorkOutcome:
+    def _invoke(self, run: Run) -> WorkOutcome:
         """Call the workflow's handler once (an invocation) and act on what it returns."""
         engine, record = self.engine, run.record
         try:
             handler = engine.registry.get(record.workflow_id)
         except WorkflowNotFound as error:
             # Logged as an invocation that failed at once, with no request id: no handler ran.
-            failed_at_once = _Invocation(request_id="", started_at=run.now)
-            return self._end(
+            failed_at_once = Invocation(request_id="", started_at=run.now)
+            return self._endings.end(
                 run, ExecutionStatus.FAILED, at=run.now, error=_error(error), invocation=failed_at_once
             )
         client = StoreServiceClient(engine, record, run.journal, run.lease.owner)
-        invocation = _Invocation(request_id=uuid.uuid4().hex, started_at=run.now)
+        invocation = Invocation(request_id=uuid.uuid4().hex, started_at=run.now)
         invocation_input = DurableExecutionInvocationInputWithClient(
             durable_execution_arn=record.execution_id,
             checkpoint_token=client.token,
@@ -536,7 +478,7 @@ class Worker:
         return self._act_on_output(run, invocation, client, output)
 
     def _act_on_output(
-        self, run: _Run, invocation: _Invocation, client: StoreServiceClient, output: Any
+        self, run: Run, invocation: Invocation, client: StoreServiceClient, output: Any
     ) -> WorkOutcome:
         """End the execution as its handler's output says, or suspend it (PENDING); an output that is none
         of those counts as a crash."""
@@ -549,8 +491,10 @@ class Worker:
                 result = journal.execution_result
             too_large = self._child_result_too_large(run.record, result) or self._result_over_limit(result)
             if too_large is not None:
-                return self._end(run, ExecutionStatus.FAILED, at=end, error=too_large, invocation=invocation)
-            return self._end(
+                return self._endings.end(
+                    run, ExecutionStatus.FAILED, at=end, error=too_large, invocation=invocation
+                )
+            return self._endings.end(
                 run, ExecutionStatus.SUCCEEDED, at=end, result=result, invocation=invocation, by_handler=True
             )
         if status == "FAILED":
@@ -560,7 +504,7 @@ class Worker:
             failure = explain_replay_mismatch(
                 dict(failure or {}), journal.operations, self.engine.code_version
             )
-            return self._end(
+            return self._endings.end(
                 run, ExecutionStatus.FAILED, at=end, error=failure, invocation=invocation, by_handler=True
             )
         if status != "PENDING":
@@ -571,7 +515,7 @@ class Worker:
         return self._suspend(run, invocation, client, end)
 
     def _suspend(
-        self, run: _Run, invocation: _Invocation, client: StoreServiceClient, end: float
+        self, run: Run, invocation: Invocation, client: StoreServiceClient, end: float
     ) -> WorkOutcome:
         """The handler returned PENDING: log the invocation's end and arm the next wake-up."""
         engine, record, journal = self.engine, run.record, run.journal
@@ -590,33 +534,10 @@ class Worker:
         outcome = self._schedule_next(run, end)
         return dataclasses.replace(outcome, hand_off=HandOff(carried=carried))
 
-    def _parent_waits(self, record: ExecutionRecord) -> bool:
-        """Whether the ended `record` is a chained invoke's child whose parent still runs."""
-        if record.parent_execution_id is None:
-            return False
-        parent = self.engine.store.get_execution(record.parent_execution_id)
-        return parent is not None and parent.status is ExecutionStatus.RUNNING
-
     def _start_deadline(self, record: ExecutionRecord) -> float | None:
         """When the execution times out, before its start is logged (the log then keeps the timeout)."""
         timeout = self.engine.registry.options(record.workflow_id).execution_timeout
         return None if timeout is None else record.created_at + timeout
-
-    def _release_flow(self, record: ExecutionRecord) -> None:
-        """The execution has ended: free its concurrency slot for the next waiting execution."""
-        try:
-            limits = self.engine.flow_limits(record)
-        except InvalidArgument:
-            return  # its input gives no key: it never held a slot
-        self.engine.flow.release(record.execution_id, limits)
-
-    def _log_start(self, record: ExecutionRecord, journal: Journal, now: float) -> None:
-        journal.start_execution(
-            self.engine.resolve(record.input_payload, record.input_is_ref),
-            now,
-            input_ref=record.input_payload if record.input_is_ref else None,
-            execution_timeout=self.engine.registry.options(record.workflow_id).execution_timeout,
-        )
 
     def _child_result_too_large(self, record: ExecutionRecord, result: str | None) -> dict[str, Any] | None:
         """The error of a chained invoke's child whose result is over AWS's cap for what reaches the parent:
@@ -638,7 +559,7 @@ class Worker:
             return None
         return {"ErrorType": PAYLOAD_OVER_LIMIT_TYPE, "ErrorMessage": problem}
 
-    def _time_out(self, run: _Run) -> WorkOutcome:
+    def _time_out(self, run: Run) -> WorkOutcome:
         """End the execution TIMED_OUT at its deadline; its pending wake-up and unread inputs go with it."""
         record, journal, inputs = run.record, run.journal, run.inputs
         error = {
@@ -648,12 +569,12 @@ class Worker:
         }
         self.engine.timers.cancel_all(record.execution_id)
         journal.absorbed_input_ids.update(item.input_id for item in inputs)
-        outcome = self._end(run, ExecutionStatus.TIMED_OUT, at=run.now, error=error)
+        outcome = self._endings.end(run, ExecutionStatus.TIMED_OUT, at=run.now, error=error)
         if inputs:
             self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return outcome
 
-    def _schedule_next(self, run: _Run, now: float) -> WorkOutcome:
+    def _schedule_next(self, run: Run, now: float) -> WorkOutcome:
         """Arm the suspended execution's next wake-up (at `now` when it has more to run at once)."""
         engine, record, journal = self.engine, run.record, run.journal
         wake_at = engine.keep_log_until(
@@ -666,7 +587,7 @@ class Worker:
         )
 
     def _crashed(
-        self, run: _Run, invocation: _Invocation, client: StoreServiceClient, crash: BaseException
+        self, run: Run, invocation: Invocation, client: StoreServiceClient, crash: BaseException
     ) -> WorkOutcome:
         """The handler's process died (or returned no output it could): run it again soon, or fail the
         execution after MAX_CONSECUTIVE_CRASHES in a row."""
@@ -683,7 +604,7 @@ class Worker:
         logger.warning("invocation of %s crashed: %s", record.execution_id, error_type)
         journal.invocation_completed(invocation.started_at, now, invocation.request_id, error)
         if journal.consecutive_crashes >= MAX_CONSECUTIVE_CRASHES:
-            return self._end(run, ExecutionStatus.FAILED, at=now, error=error)
+            return self._endings.end(run, ExecutionStatus.FAILED, at=now, error=error)
         engine.append_journal(record, journal)
         delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
         retry_at = min(now + delay, _deadline(record, journal) or now + delay)
@@ -693,85 +614,6 @@ class Worker:
             record.execution_id, OutcomeAction.CRASHED, status=ExecutionStatus.RUNNING, next_wake_at=retry_at
         )
 
-    def _end(
-        self,
-        run: _Run,
-        status: ExecutionStatus,
-        *,
-        at: float,
-        result: str | None = None,
-        error: dict[str, Any] | None = None,
-        invocation: _Invocation | None = None,
-        by_handler: bool = False,
-    ) -> WorkOutcome:
-        """End the execution `at` that time; `invocation`: the one that ended it, whose end is logged first;
-        `by_handler`: the status is the one its code returned (it saw its end)."""
-        engine, record, journal = self.engine, run.record, run.journal
-        if invocation is not None:
-            journal.invocation_completed(invocation.started_at, at, invocation.request_id, None)
-        stored_result, result_is_ref = engine.offload(record.execution_id, "result", result)
-        won = engine.store.complete_execution(
-            record.execution_id,
-            status,
-            at,
-            result=stored_result,
-            result_is_ref=result_is_ref,
-            error=error,
-            code_version=record.code_version,
-        )
-        ended = dataclasses.replace(record, status=status, ended_at=at, error=error)
-        if not won:
-            # Stopped meanwhile: the log records the stop, not this invocation's outcome.
-            ended = engine.store.get_execution(record.execution_id) or record
-            status, result, error = ended.status, None, ended.error
-        journal.execution_ended(status.value, at, result, error)
-        # Whoever writes the terminal batch announces the end, right before it (see _settle_ended).
-        engine.announce_status(ended, status)
-        # The log expires with the execution. Before its end is logged, so a logged end means the batches
-        # before it expire too (a worker that dies in between leaves both to the next message).
-        engine.expire_log(journal, at)
-        # A small one stays on the coordination record, which the lease's release keeps for the retention
-        # period instead of deleting it: one write for both. A worker that dies before the release leaves
-        # the log without its end, as one dying before the batch did: the next message settles it.
-        carried = engine.carry_or_append_journal(record, journal, terminal=True)
-        # Once written: a terminal batch is written once per execution, whatever messages repeat.
-        engine.metrics.add(ENDED[status.value], 1, record.workflow_id)
-        # After the last write of the execution's payloads (the terminal batch may be one).
-        if (
-            result_is_ref
-            or _has_payload_objects(record, journal, ())
-            or self._unread_callback_objects(journal)
-        ):
-            engine.payloads.retire(record.execution_id)
-        self._release_flow(record)
-        if won:
-            engine.notify_parent(record, status, result, error, execution_timeout=journal.execution_timeout)
-        _stop_children(engine, ended, journal)
-        # A failure may have escaped the code before it recorded anything (a RecursionError on deep data,
-        # the SDK's own errors): the observer is told of every failed end too, not only of the unseen ones.
-        if not (won and by_handler) or status is ExecutionStatus.FAILED:
-            self._tell_ended(ended)
-        return WorkOutcome(
-            record.execution_id,
-            OutcomeAction.FINISHED,
-            status=status,
-            hand_off=HandOff(carried=carried, ended_at=ended.ended_at),
-        )
-
-    def _tell_ended(self, record: ExecutionRecord) -> None:
-        """Tell the workflow's end observer (WorkflowOptions.on_ended) of an end its code did not see, or a
-        failure (its code may not have seen that either).
-        After the end is logged; an observer that raises fails the message, whose retry tells it again."""
-        observer = self.engine.registry.options(record.workflow_id).on_ended
-        if observer is None:
-            return
-        text = self.engine.resolve(record.input_payload, record.input_is_ref)
-        try:
-            start = json.loads(text) if text else None
-        except ValueError:
-            start = None
-        observer(record, start)
-
     def _fenced(self, record: ExecutionRecord, conflict: SequenceConflict | None) -> WorkOutcome:
         """A newer worker took the execution's log from this one (its lease had expired), unless the batch
         in the way is older than the execution."""
@@ -780,84 +622,6 @@ class Worker:
             raise earlier from conflict
         self.engine.metrics.add(Metric.LEASE_FENCED, 1, record.workflow_id)
         return WorkOutcome(record.execution_id, OutcomeAction.FENCED, status=record.status)
-
-    def _expired(self, record: ExecutionRecord) -> WorkOutcome:
-        """A message for an ended execution whose payloads have expired (S3's lifecycle may remove them
-        before the tables' TTL removes its items): nothing is left to settle, so the message is done
-        instead of failing until it reaches the DLQ."""
-        pending = self.engine.store.list_external_inputs(record.execution_id)
-        if pending:
-            self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in pending])
-        reason = {"reason": "ended; payloads expired"}
-        return WorkOutcome(
-            record.execution_id,
-            OutcomeAction.IGNORED,
-            status=record.status,
-            details=reason,
-            hand_off=HandOff(ended_at=record.ended_at),
-        )
-
-    def _settle_ended(self, run: _Run) -> WorkOutcome:
-        """A message for an ended execution: record its end in the log once (e.g. after a stop)."""
-        engine, record, journal, inputs, now = self.engine, run.record, run.journal, run.inputs, run.now
-        if not journal.ended:
-            journal.absorbed_input_ids.update(item.input_id for item in inputs)
-            announced = [record.status]
-            # The history tells the times the execution's record does (describe's start and end), however
-            # late this message: never before an event the log already holds.
-            ended_at = record.ended_at if record.ended_at is not None else now
-            if journal.is_empty:  # stopped before its first invocation: the log still tells the story
-                announced.insert(0, ExecutionStatus.RUNNING)
-                self._log_start(record, journal, min(record.created_at, ended_at))
-            if journal.last_event_ms is not None:
-                ended_at = max(ended_at, journal.last_event_ms / 1000)
-            result = engine.resolve(record.result, record.result_is_ref)
-            journal.execution_ended(record.status.value, ended_at, result, record.error)
-            # The end is not logged yet: a stop, or the worker that ended it died before its terminal batch
-            # (e.g. the bus refused its announcement): announce it now, and resume a waiting parent.
-            engine.announce_status(record, *announced)
-            engine.expire_log(journal, record.ended_at or now)
-            engine.append_journal(record, journal, terminal=True)
-            engine.metrics.add(ENDED[record.status.value], 1, record.workflow_id)
-            if record.status is not ExecutionStatus.STOPPED:  # a stop resumes the parent itself
-                engine.notify_parent(
-                    record, record.status, result, record.error, execution_timeout=journal.execution_timeout
-                )
-        elif record.status is not ExecutionStatus.STOPPED and self._parent_waits(record):
-            # The worker that logged the end may have died before resuming the parent: resume it again (a
-            # parent that already has the child's result records the repeat as absorbed, nothing more).
-            result = engine.resolve(record.result, record.result_is_ref)
-            engine.notify_parent(
-                record, record.status, result, record.error, execution_timeout=journal.execution_timeout
-            )
-        # Also when the end is already logged: this message may be the retry of a worker that died
-        # between its terminal batch and retiring the payloads.
-        if _has_payload_objects(record, journal, inputs) or self._unread_callback_objects(journal):
-            engine.payloads.retire(record.execution_id)
-        # Also when the end is already logged: the worker that logged it may have died before this.
-        _stop_children(engine, record, journal)
-        self._tell_ended(record)
-        self._release_flow(record)
-        if inputs:
-            engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
-        return WorkOutcome(
-            record.execution_id,
-            OutcomeAction.IGNORED,
-            status=record.status,
-            details={"reason": "ended"},
-            hand_off=HandOff(ended_at=record.ended_at),
-        )
-
-
-def _has_payload_objects(record: ExecutionRecord, journal: Journal, inputs: Iterable[ExternalInput]) -> bool:
-    """Whether the execution wrote payload objects (its input, its result, a batch, or a pending input),
-    so that retiring them is worth listing its folder: most executions never offload anything."""
-    return (
-        record.input_is_ref
-        or record.result_is_ref
-        or journal.offloaded_batches
-        or any(item.offloaded for item in inputs)
-    )
 
 
 def _deadline(record: ExecutionRecord, journal: Journal) -> float | None:
@@ -871,13 +635,6 @@ def _next_wake_at(record: ExecutionRecord, journal: Journal) -> float | None:
     """The next timer of the log or the deadline, whichever comes first."""
     candidates = [at for at in (journal.next_wake_at(), _deadline(record, journal)) if at is not None]
     return min(candidates, default=None)
-
-
-def _stop_children(engine: Engine, ended: ExecutionRecord, journal: Journal) -> None:
-    """A stopped or timed-out parent stops the children its chained invokes still wait for."""
-    error_type = _PARENT_ENDED_ERROR_TYPES.get(ended.status)
-    if error_type is not None:
-        engine.stop_children(ended, journal, error_type)
 
 
 def _ends(outcome: WorkOutcome) -> bool:
@@ -941,3 +698,15 @@ def _earlier_executions_log(record: ExecutionRecord, *written: float | None) -> 
         "under the same name, whose record the table's TTL removed before its other items; redrive the "
         "message once the TTL has removed those too (the earlier execution's retention has passed)"
     )
+
+
+__all__ = [
+    "CRASH_RETRY_BASE_SECONDS",
+    "EXECUTION_TIMED_OUT_TYPE",
+    "MAX_CONSECUTIVE_CRASHES",
+    "OVERDUE_WAKE_UP_SECONDS",
+    "InvocationContext",
+    "Known",
+    "Worker",
+    "parse_invoke_message",
+]
