@@ -40,6 +40,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.work_queue import QueueError
 from stepwell.cli import definitions as definitions_cli
+from stepwell.cli import local as local_cli
 from stepwell.client import StepwellClient
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.history import format_timeline
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     flow.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_schedule_commands(commands)
     definitions_cli.add_commands(commands)
+    local_cli.add_commands(commands)
     return parser
 
 
@@ -595,6 +597,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except UsageError as error:
         stderr.write(f"stepwell: error: {_one_line(error)}\n")
         return USAGE_EXIT_STATUS
+    if args.command == "local":  # runs a local stack: no deployment to reach yet
+        return local_cli.run(args, stdout, stderr)
     clients: list[StepwellClient] = []
 
     def client() -> StepwellClient:

@@ -29,8 +29,8 @@ from typing import Any
 from stepwell.client import StepwellClient
 from stepwell.console.timeline import open_callbacks
 from stepwell.testing.backends import Backend, start_backend
-from stepwell.testing.lambda_runtime import LambdaRuntime
-from stepwell.testing.scheduler import SchedulerFirer
+from stepwell.testing.local_infra import next_one_time_due, runtime_and_firer
+from stepwell.testing.scheduler import SchedulerFirer, VirtualClock
 from stepwell.testing.terraform import REPO_ROOT, TerraformStack
 
 WORKFLOW = "orders.fulfil"
@@ -82,17 +82,10 @@ def open_callback_ids(history: list[dict[str, Any]]) -> list[str]:
 
 def next_schedule_delay(firer: SchedulerFirer) -> timedelta | None:
     """How far the virtual clock must move for the earliest pending one-time schedule to be due."""
-    now = firer.now()
-    due_times = []
-    for schedule in firer.list_schedules():
-        if not str(schedule.get("ScheduleExpression", "")).startswith("at("):
-            continue
-        due = firer.due_time(schedule, now + timedelta(days=3650))
-        if due is not None:
-            due_times.append(due)
-    if not due_times:
+    due = next_one_time_due(firer)
+    if due is None:
         return None
-    return max(min(due_times) - now, timedelta(0)) + timedelta(seconds=1)
+    return max(due - firer.now(), timedelta(0)) + timedelta(seconds=1)
 
 
 def deploy_release_2(stack: TerraformStack, config_path: Path, backend: Backend) -> None:
@@ -114,17 +107,7 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
     print(f"deployed {config['worker_function_name']}; client config in {config_path}")
 
     # A wake-up schedule invokes the worker's alias: moto runs no code, so the local runtime runs it.
-    firer = SchedulerFirer(
-        backend.client, lambda_invoker=lambda target, payload: runtime.invoke_event(target, payload)
-    )
-    runtime = LambdaRuntime(
-        backend.client,
-        backend.lambda_code,
-        backend.environment(),
-        work_dir / "lambda",
-        region=backend.region,
-        clock_offset=lambda: firer.clock.offset.total_seconds(),
-    )
+    runtime, firer = runtime_and_firer(backend, work_dir / "lambda", VirtualClock())
     clients = backend.aws_clients(runtime.lambda_endpoint_url)
     client = StepwellClient.from_client_config(config, clients)
     try:
