@@ -32,8 +32,8 @@ from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration, StepConfig
 from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create_retry_strategy
 from aws_durable_execution_sdk_python.types import StepContext
-from stepwell.definitions.actions import ActionContext, ActionRegistry, default_actions
-from stepwell.logs import current_context
+from stepwell.core.logs import current_context
+from stepwell.features.definitions.actions import ActionContext, ActionRegistry, default_actions
 
 LEDGER_ENV = "STEPWELL_CHAOS_LEDGER"
 CALLBACKS_ENV = "STEPWELL_CHAOS_CALLBACKS"
@@ -204,8 +204,8 @@ def slow(event: dict[str, Any], context: DurableContext) -> str:
     return result
 
 
-# A definitions context driven by bus events (stepwell.definitions): `chaos.begin` starts it, its action
-# writes the ledger, and `chaos.next` (or a two-hour timeout) ends it.
+# A definitions context driven by bus events (stepwell.features.definitions): `chaos.begin` starts it, its
+# action writes the ledger, and `chaos.next` (or a two-hour timeout) ends it.
 JOURNEY_DOMAIN = "chaos"
 JOURNEY_SOURCE = "chaos.sender"  # the module's event_sources lets it speak for JOURNEY_DOMAIN
 JOURNEY_BEGIN = "chaos.begin"

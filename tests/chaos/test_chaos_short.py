@@ -18,7 +18,13 @@ from botocore.exceptions import ClientError
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
 
-import chaos  # noqa: E402  (tools/ is put on the path above)
+from chaos.checks import Report, check_history, corrected_lag, explain_reruns, real_time  # noqa: E402
+from chaos.record import Jump, RunData  # noqa: E402
+from chaos.render import SECTION_NAMES, percentile, render  # noqa: E402
+from chaos.run import run  # noqa: E402
+from chaos.settings import MIX, Settings  # noqa: E402
+from chaos.workdir import read_lines  # noqa: E402
+from reporting import markers, write_section  # noqa: E402
 from stepwell.testing.backends import Backend  # noqa: E402
 from stepwell.testing.faults import FaultInjector, SqsDuplicator  # noqa: E402
 
@@ -29,25 +35,25 @@ def test_short_chaos_run_loses_nothing_and_explains_every_rerun(
     tmp_path: Path, stepwell_backend: Backend
 ) -> None:
     # A generous wait for the ends: on a loaded machine the run takes minutes, not seconds.
-    settings = chaos.Settings(
+    settings = Settings(
         executions=SHORT_EXECUTIONS, workers=4, timeout=420.0, kill_by=8, backend=stepwell_backend.name
     )
     # On the session's LocalStack (a second one would take half a minute to start); on a moto server of its
     # own, as `make chaos` runs: moto answers in one thread, which the session's pollers also use.
     endpoint = stepwell_backend.endpoint_url if stepwell_backend.name == "localstack" else None
-    report = chaos.run(settings, tmp_path, endpoint=endpoint)
+    report = run(settings, tmp_path, endpoint=endpoint)
     # Every assertion shows the run's report when it fails: a short run is random, and its report is the
     # one record of what happened.
-    section = chaos.render(report)
+    section = render(report)
 
     assert report.failed_checks == [], section
-    kinds = [chaos.MIX[index % len(chaos.MIX)] for index in range(SHORT_EXECUTIONS)]
+    kinds = [MIX[index % len(MIX)] for index in range(SHORT_EXECUTIONS)]
     # Every begin event started its definitions context, and each parent's child ran too.
     assert len(report.data.started) == SHORT_EXECUTIONS, section
     assert sorted(report.data.started.values()) == sorted(kinds), section
     assert report.executions == SHORT_EXECUTIONS + kinds.count("parent"), section
     assert report.ended == {"SUCCEEDED": report.executions}, section
-    ledger_steps = {line["step"] for line in chaos.read_lines(tmp_path / "ledger.jsonl")}
+    ledger_steps = {line["step"] for line in read_lines(tmp_path / "ledger.jsonl")}
     assert {"flaky", "branch-2", "child-step", "slow", "note"} <= ledger_steps, section
     # The faults happened at the rates the issue asks for.
     assert sum(report.faults.values()) >= 0.10 * report.fault_attempts, section
@@ -65,7 +71,7 @@ def test_short_chaos_run_loses_nothing_and_explains_every_rerun(
 
 
 def test_an_end_that_does_not_name_the_workers_version_fails_the_run() -> None:
-    report = chaos.Report(chaos.RunData(chaos.Settings()))
+    report = Report(RunData(Settings()))
     assert report.failed_checks == []
     report.unpinned_ends.append("default#quick#s/1: None")
     assert report.failed_checks == ["ended executions without the version that ran them: 1"]
@@ -87,23 +93,23 @@ def _event(
 
 
 def test_history_check_finds_two_results_and_repeated_events() -> None:
-    report = chaos.Report(chaos.RunData(chaos.Settings()))
+    report = Report(RunData(Settings()))
     retried = _event(1, "StepFailed", "op1", "flaky", 10.0, NextAttemptDelaySeconds=1)
     succeeded = _event(2, "StepSucceeded", "op1", "flaky", 12.0, CurrentAttempt=2)
-    clean = chaos.check_history("e-clean", [retried, succeeded], report)
+    clean = check_history("e-clean", [retried, succeeded], report)
     assert (report.double_results, report.double_events, report.bad_event_ids) == ([], [], [])
     assert clean == {("flaky", 1): 10.0, ("flaky", 2): 12.0}
 
     again = dict(succeeded, EventId=3)
-    chaos.check_history("e-twice", [retried, succeeded, again], report)
+    check_history("e-twice", [retried, succeeded, again], report)
     assert report.double_results == ["e-twice operation op1 attempt 2", "e-twice operation op1"]
     assert len(report.double_events) == 1
-    chaos.check_history("e-gap", [retried, dict(succeeded, EventId=5)], report)
+    check_history("e-gap", [retried, dict(succeeded, EventId=5)], report)
     assert report.bad_event_ids == ["e-gap"]
 
 
 def test_rerun_after_a_stored_result_is_unexplained() -> None:
-    report = chaos.Report(chaos.RunData(chaos.Settings()))
+    report = Report(RunData(Settings()))
     first = {
         "execution": "e",
         "step": "s",
@@ -113,50 +119,50 @@ def test_rerun_after_a_stored_result_is_unexplained() -> None:
         "outcome": "returned",
     }
     killed_rerun = dict(first, invocation="2-1", at=101.0)
-    chaos.explain_reruns([first, killed_rerun], {"e": {("s", 1): 101.5}}, {"1-1"}, report)
+    explain_reruns([first, killed_rerun], {"e": {("s", 1): 101.5}}, {"1-1"}, report)
     assert report.unexplained == []
     assert report.reruns == {"its worker was killed before the checkpoint": 1}
 
     # A re-run within the margin of the result's time is not counted: the write lands after that time.
     late_rerun = dict(first, invocation="2-1", at=103.0)
-    chaos.explain_reruns([first, late_rerun], {"e": {("s", 1): 101.5}}, set(), report)
+    explain_reruns([first, late_rerun], {"e": {("s", 1): 101.5}}, set(), report)
     assert report.unexplained == []
     late_rerun["at"] = 104.0
-    chaos.explain_reruns([first, late_rerun], {"e": {("s", 1): 101.5}}, set(), report)
+    explain_reruns([first, late_rerun], {"e": {("s", 1): 101.5}}, set(), report)
     assert len(report.unexplained) == 1
     assert "its result was stored at 101.500" in report.unexplained[0]
     # Compared in real time: a clock skip between the result and the re-run does not make it late.
     report.unexplained.clear()
-    skipped = [chaos.Jump(start=101.6, end=3701.6)]
+    skipped = [Jump(start=101.6, end=3701.6)]
     rerun = dict(first, invocation="2-1", at=3701.0, real=101.0)
-    chaos.explain_reruns([first, rerun], {"e": {("s", 1): 101.5}}, set(), report, skipped)
+    explain_reruns([first, rerun], {"e": {("s", 1): 101.5}}, set(), report, skipped)
     assert report.unexplained == []
-    assert chaos.real_time(3702.0, skipped) == pytest.approx(102.0)
+    assert real_time(3702.0, skipped) == pytest.approx(102.0)
 
 
 def test_wake_up_lag_leaves_out_clock_skips() -> None:
-    jumps = [chaos.Jump(start=105.0, end=3705.0)]
+    jumps = [Jump(start=105.0, end=3705.0)]
     # Due at 104, run at 3706 on the virtual clock: 1 s before the skip and 1 s after it.
-    assert chaos.corrected_lag(3602.0, 3706.0, jumps) == pytest.approx(2.0)
+    assert corrected_lag(3602.0, 3706.0, jumps) == pytest.approx(2.0)
     # Due inside the skip (a schedule's time): only the time after the skip counts.
-    assert chaos.corrected_lag(1.5, 3706.5, jumps) == pytest.approx(1.5)
-    assert chaos.percentile([1.0, 2.0, 3.0, 4.0], 0.5) in (2.0, 3.0)
+    assert corrected_lag(1.5, 3706.5, jumps) == pytest.approx(1.5)
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) in (2.0, 3.0)
 
 
 def test_write_section_replaces_only_its_own_section(tmp_path: Path) -> None:
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Stepwell benchmarks\n\nbench text\n")
-    moto_start, moto_end = chaos.SECTION_MARKERS["moto"]
-    local_start, local_end = chaos.SECTION_MARKERS["localstack"]
-    chaos.write_section(path, "## Load and faults\n\nfirst\n")
-    chaos.write_section(path, "## Load and faults on LocalStack\n\nlocal first\n", "localstack")
-    chaos.write_section(path, "## Load and faults\n\nsecond\n")
+    moto_start, moto_end = markers(SECTION_NAMES["moto"])
+    local_start, local_end = markers(SECTION_NAMES["localstack"])
+    write_section(path, "## Load and faults\n\nfirst\n", SECTION_NAMES["moto"])
+    write_section(path, "## Load and faults on LocalStack\n\nlocal first\n", SECTION_NAMES["localstack"])
+    write_section(path, "## Load and faults\n\nsecond\n", SECTION_NAMES["moto"])
     text = path.read_text()
     assert text.startswith("# Stepwell benchmarks\n\nbench text\n\n" + moto_start)
     assert "second" in text and "first\n" not in text.replace("local first\n", "")
     assert text.count(moto_start) == 1 and text.index(moto_end) < text.index(local_start)
     # Each backend's run replaces its own section and keeps the other's.
-    chaos.write_section(path, "## Load and faults on LocalStack\n\nlocal second\n", "localstack")
+    write_section(path, "## Load and faults on LocalStack\n\nlocal second\n", SECTION_NAMES["localstack"])
     text = path.read_text()
     assert "local second" in text and "local first" not in text and "second\n" in text
     assert text.count(local_start) == 1 and text.rstrip().endswith(local_end)
@@ -229,11 +235,12 @@ def test_a_bench_run_keeps_both_chaos_sections(tmp_path: Path) -> None:
 
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Stepwell benchmarks\n\nold bench text\n")
-    chaos.write_section(path, "## Load and faults\n\nmoto run\n")
-    chaos.write_section(path, "## Load and faults on LocalStack\n\nlocalstack run\n", "localstack")
+    write_section(path, "## Load and faults\n\nmoto run\n", SECTION_NAMES["moto"])
+    write_section(path, "## Load and faults on LocalStack\n\nlocalstack run\n", SECTION_NAMES["localstack"])
     document.write(path, "# Stepwell benchmarks\n\nnew bench text\n")
     text = path.read_text()
     assert text.startswith("# Stepwell benchmarks\n\nnew bench text\n") and "old bench text" not in text
-    for start, end in chaos.SECTION_MARKERS.values():
+    for name in SECTION_NAMES.values():
+        start, end = markers(name)
         assert text.count(start) == 1 and text.count(end) == 1
     assert "moto run" in text and "localstack run" in text
