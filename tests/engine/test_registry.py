@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from stepwell import Concurrency, Rate
 from stepwell.core.flow_limits import MAX_CONCURRENCY, MAX_RATE, MAX_RATE_PERIOD_SECONDS, resolve_flow
 from stepwell.core.invoke_targets import MemoryLambdaInvoker
-from stepwell.core.registry import MAX_EXECUTION_TIMEOUT_SECONDS, Registry, WorkflowOptions
+from stepwell.core.registry import (
+    MAX_EXECUTION_TIMEOUT_SECONDS,
+    Registry,
+    WorkflowOptions,
+    is_durable_handler,
+)
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
 from stepwell.model import FlowLimit
 
@@ -17,11 +24,13 @@ PRICING_ELSEWHERE = "arn:aws:lambda:us-east-1:210987654321:function:pricing"
 TAX = "arn:aws:lambda:eu-west-1:123456789012:function:tax"
 
 
-def durable(event: Any, context: Any) -> Any:
+@durable_execution
+def durable(event: Any, context: DurableContext) -> Any:
     return event
 
 
-def other_durable(event: Any, context: Any) -> Any:
+@durable_execution
+def other_durable(event: Any, context: DurableContext) -> Any:
     return None
 
 
@@ -64,7 +73,8 @@ def test_decorators_register_with_options() -> None:
     registry = Registry()
 
     @registry.workflow("nightly", execution_timeout=MAX_EXECUTION_TIMEOUT_SECONDS)
-    def nightly(event: Any, context: Any) -> Any:
+    @durable_execution
+    def nightly(event: Any, context: DurableContext) -> Any:
         return event
 
     @registry.function("lookup")
@@ -112,7 +122,7 @@ def test_a_name_holds_one_workflow_or_one_function() -> None:
     with pytest.raises(
         DuplicateWorkflow, match=r"name 'orders' is already registered to workflow .*durable; "
     ):
-        registry.register_function("orders", durable)
+        registry.register_function("orders", plain)
     with pytest.raises(DuplicateWorkflow, match=r"cannot register workflow .*other_durable under it"):
         registry.register("orders", other_durable)
     with pytest.raises(InvalidWorkflowName, match="invalid workflow name 'a b'"):
@@ -261,7 +271,8 @@ def test_flow_limits_are_options_of_a_registration() -> None:
     registry.register("orders", durable, concurrency=concurrency, rate=rate)
 
     @registry.workflow("reports", execution_timeout=60, concurrency=Concurrency(1))
-    def reports(event: Any, context: Any) -> Any:
+    @durable_execution
+    def reports(event: Any, context: DurableContext) -> Any:
         return event
 
     def by_tenant(domain: str, parsed_input: Any) -> tuple[FlowLimit, ...]:
@@ -376,3 +387,76 @@ def test_an_unknown_setting_is_refused_naming_the_allowed_ones() -> None:
     with pytest.raises(TypeError, match=expected):
         registry.workflow("orders", concurency=Concurrency(1))  # type: ignore[call-arg]
     assert "orders" not in registry
+
+
+def undecorated(event: Any, context: Any) -> Any:
+    return event
+
+
+def test_a_workflow_without_durable_execution_is_refused_at_registration_naming_the_fix() -> None:
+    registry = Registry()
+    fix = (
+        r"workflow 'orders': .*undecorated is not a @durable_execution handler\. Write:\n"
+        r"    @workflow\('orders'\)\n    @durable_execution\n    def undecorated\(event, context\): \.\.\."
+    )
+    with pytest.raises(TypeError, match=fix):
+        registry.register("orders", undecorated)
+    with pytest.raises(TypeError, match=fix):
+        registry.workflow("orders")(undecorated)
+    with pytest.raises(
+        TypeError, match=r"(?s)workflow 'quick': .*<lambda> is not .*\n    def handler\(event"
+    ):
+        registry.register("quick", lambda event, context: event)
+    assert registry.names() == []
+
+
+def test_durable_execution_above_workflow_is_refused_as_it_registers_the_bare_function() -> None:
+    registry = Registry()
+    with pytest.raises(
+        TypeError, match=r"with @durable_execution above @workflow, the bare function is registered"
+    ):
+
+        @durable_execution
+        @registry.workflow("orders")
+        def fulfil(event: Any, context: DurableContext) -> Any:
+            return event
+
+    assert "orders" not in registry
+
+
+def test_a_wrapper_of_a_durable_handler_is_accepted_when_it_says_what_it_wraps() -> None:
+    registry = Registry()
+
+    def logged(handler: Any) -> Any:
+        @functools.wraps(handler)
+        def run(invocation: Any, lambda_context: Any) -> Any:
+            return handler(invocation, lambda_context)
+
+        return run
+
+    registry.register("logged", logged(durable))
+    registry.register("partial", functools.partial(other_durable))
+    assert registry.names() == ["logged", "partial"]
+    # Without functools.wraps nothing says a durable handler is inside: refused like a bare function.
+    with pytest.raises(TypeError, match="is not a @durable_execution handler"):
+        registry.register("opaque", lambda invocation, lambda_context: durable(invocation, lambda_context))
+    assert [is_durable_handler(each) for each in (durable, logged(durable), undecorated, plain, 3)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_plain_functions_stay_plain_and_a_durable_handler_is_not_one() -> None:
+    registry = Registry()
+    registry.register_function("quote", plain)  # no decorator asked of a plain function
+    registry.function("lookup")(undecorated)
+    assert registry.options("quote").plain and registry.options("lookup").plain
+    with pytest.raises(
+        TypeError,
+        match=r"function 'refund': .*durable is a @durable_execution handler; register it as a durable",
+    ):
+        registry.register_function("refund", durable)
+    assert "refund" not in registry

@@ -4,17 +4,24 @@ User modules register at import (`register(name, handler)` or `@workflow(name)` 
 `register_function(name, fn)` or `@function(name)` for plain Lambda-style handlers); the worker imports the
 modules listed in STEPWELL_WORKFLOW_MODULES at start. The worker's entry also allows Lambda functions as
 invoke targets (`allow_lambda_targets`, from STEPWELL_INVOKE_FUNCTIONS).
+
+A durable workflow's handler must be the SDK's `@durable_execution` wrapper: anything else is refused at
+registration, where the mistake is written, instead of failing every run of the workflow later.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypedDict, Unpack, cast
+from types import CodeType
+from typing import Any, TypedDict, Unpack, cast
+
+from aws_durable_execution_sdk_python import durable_execution
 
 from stepwell.core.flow_limits import Concurrency, FlowResolver, Rate
 from stepwell.core.invoke_targets import (
@@ -55,6 +62,7 @@ __all__ = [
     "default_registry",
     "function",
     "import_workflow_modules",
+    "is_durable_handler",
     "register",
     "register_function",
     "validate_execution_timeout",
@@ -65,6 +73,48 @@ __all__ = [
 
 class QualifierRefused(WorkflowNotFound):
     """A registered name with a qualifier Stepwell cannot honour (an alias, another version)."""
+
+
+@functools.cache
+def _durable_wrapper_code() -> CodeType | None:
+    """The code of the function `@durable_execution` returns: every handler it wraps shares it (a closure
+    of the decorator). Taken from a probe, so it follows the installed SDK."""
+
+    def probe(event: Any, context: Any) -> None:
+        return None
+
+    return getattr(durable_execution(probe), "__code__", None)
+
+
+def is_durable_handler(handler: object) -> bool:
+    """Whether `handler` is the SDK's `@durable_execution` wrapper, or wraps one (a decorator written
+    with functools.wraps above it, a functools.partial of it)."""
+    wrapper_code = _durable_wrapper_code()
+    seen: set[int] = set()
+    current: object = handler
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if wrapper_code is not None and getattr(current, "__code__", None) is wrapper_code:
+            return True
+        inner = getattr(current, "__wrapped__", None)
+        current = current.func if inner is None and isinstance(current, functools.partial) else inner
+    return False
+
+
+def check_durable_handler(name: str, handler: object) -> None:
+    """TypeError naming the fix when workflow `name`'s handler is not a `@durable_execution` handler."""
+    if is_durable_handler(handler):
+        return
+    described = _qualname(cast("Callable[..., object]", handler))
+    short = described.rpartition(".")[2]
+    short = short if short.isidentifier() else "handler"
+    raise TypeError(
+        f"workflow {name!r}: {described} is not a @durable_execution handler. Write:\n"
+        f"    @workflow({name!r})\n    @durable_execution\n    def {short}(event, context): ...\n"
+        "(decorators apply from the bottom up: with @durable_execution above @workflow, the bare function "
+        "is registered). A wrapper of a durable handler says so with functools.wraps; a plain function "
+        "that context.invoke calls is registered with register_function (or @function) instead."
+    )
 
 
 def validate_workflow_name(name: object) -> str:
@@ -199,6 +249,7 @@ class Registry:
         validate_workflow_name(name)
         if not callable(handler):
             raise TypeError(f"workflow {name!r}: handler must be callable, got {type(handler).__name__}")
+        check_durable_handler(name, handler)
         options = workflow_options(name, settings)
         self._add(name, _Registration(handler, handler, options))
         return handler
@@ -218,6 +269,12 @@ class Registry:
         validate_workflow_name(name)
         if not callable(fn):
             raise TypeError(f"function {name!r}: fn must be callable, got {type(fn).__name__}")
+        if is_durable_handler(fn):
+            # Called as fn(event, lambda_context), the SDK's wrapper would refuse every event it is given.
+            raise TypeError(
+                f"function {name!r}: {_qualname(fn)} is a @durable_execution handler; register it as a "
+                "durable workflow with register (or @workflow), or register the undecorated function here"
+            )
         self._add(name, _Registration(plain_function_handler(fn), fn, WorkflowOptions(plain=True)))
         return fn
 
