@@ -15,6 +15,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     OperationUpdate,
     WaitOptions,
 )
+from stepwell.core import batch_keys
 from stepwell.core.journal import Journal, decode_body
 from stepwell.core.registry import Registry
 from stepwell.core.service import StoreServiceClient
@@ -144,3 +145,29 @@ def test_non_engine_messages_are_rejected_with_the_reason() -> None:
         parse_invoke_message({"kind": "invoke", "executionId": 7})
     message = parse_invoke_message({"kind": "invoke", "executionId": EXECUTION, "dueAt": 5})
     assert message.execution_id == EXECUTION and message.due_at == 5.0
+
+
+def test_the_batch_keys_are_the_stored_ones() -> None:
+    """Stored batches depend on these exact strings (and the deflate dictionary repeats them)."""
+    keys = {name: value for name, value in vars(batch_keys).items() if name.isupper()}
+    assert keys == {
+        "OPERATIONS": "o",
+        "EVENTS": "e",
+        "ABSORBED_INPUTS": "i",
+        "PRIVATE_STATE": "d",
+        "NEEDS_INVOCATION": "w",
+        "CONSECUTIVE_CRASHES": "c",
+        "ENDED": "z",
+        "RESULT": "r",
+        "ERROR": "x",
+        "INPUT_REF": "ir",
+        "CODE_VERSION": "v",
+        "EXECUTION_TIMEOUT": "to",
+        "PAYLOAD_OBJECTS": "po",
+        "EVENT_TYPE": "t",
+        "EVENT_STAMP": "s",
+        "EVENT_OPERATION": "o",
+        "EVENT_IDENTITY": "id",
+        "EVENT_DETAILS": "d",
+        "EVENT_RESULT_OF_OPERATION": "r",
+    }

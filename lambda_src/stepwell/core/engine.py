@@ -15,22 +15,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from stepwell.core.batch_body import decode_body, encode_body, restore_execution_input
 from stepwell.core.batch_codec import packed_size
+from stepwell.core.batch_keys import INPUT_REF
 from stepwell.core.flow_control import FlowControl
 from stepwell.core.flow_limits import MAX_FLOW_KEY_LENGTH, resolve_flow
 from stepwell.core.history import events_from_bodies, without_execution_data
 from stepwell.core.invoke_targets import aws_function_name
-from stepwell.core.journal import (
-    ChildStart,
-    FlushedBatch,
-    InvokeRefused,
-    Journal,
-    decode_body,
-    encode_body,
-    new_callback_key,
-    restore_execution_input,
-)
+from stepwell.core.journal import InvokeRefused, Journal, new_callback_key
 from stepwell.core.journal_cache import FoldedLog, JournalCache, copy_journal
+from stepwell.core.journal_state import ChildStart, FlushedBatch
 from stepwell.core.log_expiry import LOG_DECISION_SLACK_SECONDS, NAME_HOLD_SECONDS
 from stepwell.core.metrics import Metric, Metrics, NoMetrics
 from stepwell.core.registry import (
@@ -312,7 +306,7 @@ class Engine:
             return
         for batch, text in run.written:
             body = decode_body(text)
-            if "ir" in body:  # folding it as a load does would read the input back: leave it to the next load
+            if INPUT_REF in body:  # folding it as a load does reads the input back: left to the next load
                 return
             self._fold(run.folded, batch, body, len(text))
         if run.folded.journal.next_seq == journal.next_seq:  # it holds every batch the run wrote
@@ -410,7 +404,7 @@ class Engine:
         """A batch body as written: an offloaded execution input is read back once per load however many
         batches refer to it (`inputs`: those this load has read so far, by reference)."""
         body = decode_body(text)
-        input_ref = body.get("ir")
+        input_ref = body.get(INPUT_REF)
         if isinstance(input_ref, str):
             if input_ref not in inputs:
                 inputs[input_ref] = self.payloads.get(input_ref)

@@ -1,7 +1,7 @@
 """Execution history in the vocabulary of Lambda's GetDurableExecutionHistory.
 
-Events are stored inside the log's batches (see stepwell.core.journal) with epoch-millisecond times; here they
-are read back in EventId order with their timestamps as datetimes.
+Events are stored inside the log's batches (see stepwell.core.batch_body) with epoch-millisecond times;
+here they are read back in EventId order with their timestamps as datetimes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,17 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from stepwell.core.journal import operation_result
+from stepwell.core.batch_body import operation_result
+from stepwell.core.batch_keys import (
+    EVENT_DETAILS,
+    EVENT_IDENTITY,
+    EVENT_OPERATION,
+    EVENT_RESULT_OF_OPERATION,
+    EVENT_STAMP,
+    EVENT_TYPE,
+    EVENTS,
+    OPERATIONS,
+)
 
 # The details' members that hold a payload: EventInput, EventResult, EventError.
 _PAYLOAD_HOLDERS = ("Input", "Result", "Error")
@@ -36,26 +46,30 @@ def events_from_bodies(bodies: Iterable[dict[str, Any]]) -> list[dict[str, Any]]
     """The events of the log's batches (in seq order), with EventIds by position from 1."""
     events: list[dict[str, Any]] = []
     for body in bodies:
-        operations = body.get("o", [])
-        for stored in body.get("e", ()):
+        operations = body.get(OPERATIONS, [])
+        for stored in body.get(EVENTS, ()):
             events.append(_with_datetimes(_restore_event(stored, operations, len(events) + 1)))
     return events
 
 
 def _restore_event(stored: dict[str, Any], operations: list[dict[str, Any]], event_id: int) -> dict[str, Any]:
-    event_type = stored["t"]
-    event: dict[str, Any] = {"EventType": event_type, "EventId": event_id, "EventTimestamp": stored["s"]}
+    event_type = stored[EVENT_TYPE]
+    event: dict[str, Any] = {
+        "EventType": event_type,
+        "EventId": event_id,
+        "EventTimestamp": stored[EVENT_STAMP],
+    }
     identity: dict[str, Any] | None = None
-    if "o" in stored:
-        identity = operations[stored["o"]]
-    elif "id" in stored:
-        identity = stored["id"]
+    if EVENT_OPERATION in stored:
+        identity = operations[stored[EVENT_OPERATION]]
+    elif EVENT_IDENTITY in stored:
+        identity = stored[EVENT_IDENTITY]
     if identity is not None:
         for key in ("SubType", "Id", "Name", "ParentId"):
             if identity.get(key):
                 event[key] = identity[key]
-    details = dict(stored.get("d", {}))
-    if stored.get("r") and identity is not None:
+    details = dict(stored.get(EVENT_DETAILS, {}))
+    if stored.get(EVENT_RESULT_OF_OPERATION) and identity is not None:
         details["Result"] = {"Payload": operation_result(identity), **details.get("Result", {})}
     for key in _PAYLOAD_HOLDERS:
         holder = details.get(key)
