@@ -247,8 +247,7 @@ def _stop_on_sigterm(signal_number: int, frame: FrameType | None) -> None:
 
 def _remove_state(state_dir: Path) -> None:
     """Remove what this server wrote; a detached run's log stays for `down` (which removes the folder)."""
-    for name in (WORK_DIR_NAME,):
-        shutil.rmtree(state_dir / name, ignore_errors=True)
+    shutil.rmtree(state_dir / WORK_DIR_NAME, ignore_errors=True)
     for path in state_dir.glob("*"):
         if path.name != LOG_FILE_NAME:
             path.unlink(missing_ok=True)
