@@ -29,6 +29,8 @@ output "client_config" {
     max_execution_result_bytes  = var.max_execution_result_bytes
     max_operation_payload_bytes = var.max_operation_payload_bytes
     max_callback_result_bytes   = var.max_callback_result_bytes
+    # The workflows a start may name (null: not checked); definitions' contexts start the interpreter.
+    workflows = var.workflow_names
   }, null)
 }
 

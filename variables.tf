@@ -674,6 +674,22 @@ variable "workflow_modules" {
   }
 }
 
+variable "workflow_names" {
+  description = "Names of the durable workflows your code registers (client_config.workflows): the client and CLI refuse to start any other, listing these. null: not checked (the worker fails an execution whose workflow it does not have)."
+  type        = list(string)
+  default     = null
+
+  validation {
+    condition     = var.workflow_names == null || alltrue([for name in coalesce(var.workflow_names, []) : can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", name))])
+    error_message = "workflow_names must hold workflow names: 1-64 characters, a letter, then letters, digits, '_', '.' or '-'."
+  }
+
+  validation {
+    condition     = var.workflow_names == null || length(distinct(coalesce(var.workflow_names, []))) == length(coalesce(var.workflow_names, []))
+    error_message = "workflow_names must not name a workflow twice."
+  }
+}
+
 variable "package_build_dir" {
   description = "Where the built zip is written, relative to the working directory."
   type        = string

@@ -8,12 +8,16 @@ on the deployment's tables and queue, lists the worker's code versions, and redr
     client = StepwellClient.from_config_file("client_config.json")
     execution_id = client.start_execution("orders", {"order": 7}, execution_name="order-7")
     print(client.describe_execution(execution_id)["Status"])
+
+When the config lists the deployment's workflows (`workflows`, from the module's `workflow_names`), a start
+or a schedule of any other is refused at once, naming them; without the list every valid name is sent and
+the worker fails an execution whose workflow it does not have.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +25,9 @@ from stepwell.aws.clients import AwsClients
 from stepwell.aws.work_queue import RedriveResult, redrive_dead_letters
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.engine import check_error_object
+from stepwell.core.invoke_targets import Handler
 from stepwell.core.registry import Registry, validate_workflow_name
-from stepwell.errors import InvalidArgument
+from stepwell.errors import InvalidArgument, InvalidWorkflowName, WorkflowNotFound
 from stepwell.features.schedules import ScheduleManager, ScheduleTarget
 from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.ports import Clock, FunctionVersions
@@ -33,6 +38,59 @@ if TYPE_CHECKING:
     from stepwell.features.definitions.service import DefinitionsService
 
 
+WORKFLOWS_KEY = "workflows"
+
+
+def deployed_workflows(data: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The `workflows` of a client_config (the object, {"value": {...}} or all outputs, as
+    StepwellConfig.from_client_config reads it): the deployment's workflow names, or None when it does not
+    list them. ConfigError for anything but a list of workflow names."""
+    if "name" not in data and isinstance(data.get("client_config"), Mapping):
+        data = data["client_config"]
+    if "name" not in data and isinstance(data.get("value"), Mapping):
+        data = data["value"]
+    names = data.get(WORKFLOWS_KEY)
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"client_config[{WORKFLOWS_KEY!r}] must be a list of workflow names, got {names!r}")
+    for name in names:
+        try:
+            validate_workflow_name(name)
+        except InvalidWorkflowName as error:
+            raise ConfigError(f"client_config[{WORKFLOWS_KEY!r}]: {error}") from None
+    return tuple(names)
+
+
+class DeployedWorkflowRegistry(AnyWorkflowRegistry):
+    """The client's registry when the config lists the deployment's workflows: those names (and the
+    definitions' interpreter, which starts their contexts) may be started; any other is refused at the
+    start, naming the deployment's workflows, instead of failing later in the worker."""
+
+    def __init__(self, deployment: str, workflows: Iterable[str]) -> None:
+        super().__init__()
+        self._deployment = deployment
+        self._workflows = frozenset(workflows)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._workflows or name in self.names()
+
+    def names(self) -> list[str]:
+        return sorted(self._workflows.union(super().names()))
+
+    def get(self, name: str) -> Handler:
+        if name not in self:
+            raise self.refusal(name)
+        return super().get(name)
+
+    def refusal(self, name: str) -> WorkflowNotFound:
+        listed = ", ".join(sorted(self._workflows)) or "none"
+        return WorkflowNotFound(
+            f"deployment {self._deployment!r} has no workflow {name!r}; its workflows: {listed} "
+            "(client_config's workflows, from the module's workflow_names)"
+        )
+
+
 class StepwellClient:
     def __init__(
         self,
@@ -40,18 +98,30 @@ class StepwellClient:
         clients: AwsClients | None = None,
         registry: Registry | None = None,
         clock: Clock | None = None,
+        workflows: Iterable[str] | None = None,
     ) -> None:
+        """`workflows`: the deployment's workflow names (client_config's `workflows`): a start or a
+        schedule of another is refused. None: every valid name may be started. A `registry` (the workflow
+        code itself) decides instead."""
         self.config = config
         self.clients = clients or AwsClients(region=config.region or None)
-        self.engine = build_engine(config, self.clients, registry or AnyWorkflowRegistry(), clock)
+        if registry is None:
+            registry = (
+                AnyWorkflowRegistry()
+                if workflows is None
+                else DeployedWorkflowRegistry(config.name, workflows)
+            )
+        self.engine = build_engine(config, self.clients, registry, clock)
 
     @classmethod
     def from_client_config(cls, data: Mapping[str, Any], clients: AwsClients | None = None) -> StepwellClient:
-        return cls(StepwellConfig.from_client_config(data), clients)
+        return cls(StepwellConfig.from_client_config(data), clients, workflows=deployed_workflows(data))
 
     @classmethod
     def from_config_file(cls, path: str | Path, clients: AwsClients | None = None) -> StepwellClient:
-        return cls(StepwellConfig.from_file(path), clients)
+        config = StepwellConfig.from_file(path)  # its errors name the file; it read the same JSON
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(config, clients, workflows=deployed_workflows(data))
 
     @classmethod
     def from_env(
@@ -273,6 +343,9 @@ class StepwellClient:
     def create_schedule(self, name: str, workflow: str, expression: str, **options: Any) -> dict[str, Any]:
         """Start `workflow` on `expression`; `options`: input, timezone ("UTC"), overlap ("ALLOW" or
         "SKIP"), enabled (True). Returns the schedule as `list_schedules` shows it."""
+        registry = self.engine.registry
+        if isinstance(registry, DeployedWorkflowRegistry) and workflow not in registry:
+            raise registry.refusal(workflow)  # else each firing would fail in the worker
         return self.schedules().create_schedule(name, workflow, expression, **options)
 
     def list_schedules(self, include_engine: bool = False) -> list[dict[str, Any]]:

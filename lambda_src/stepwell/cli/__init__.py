@@ -41,7 +41,7 @@ from stepwell.aws.clients import AwsClients
 from stepwell.aws.work_queue import QueueError
 from stepwell.cli import definitions as definitions_cli
 from stepwell.cli import local as local_cli
-from stepwell.client import StepwellClient
+from stepwell.client import StepwellClient, deployed_workflows
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.history import format_timeline
 from stepwell.errors import StepwellError
@@ -241,6 +241,18 @@ def load_config(path: str | None, environ: dict[str, str] | os._Environ[str] | N
         raise ConfigError(
             f"no --config FILE, no ${CONFIG_ENV}, and the environment is incomplete: {error}"
         ) from error
+
+
+def load_workflows(
+    path: str | None, environ: dict[str, str] | os._Environ[str] | None = None
+) -> tuple[str, ...] | None:
+    """The deployment's workflow names, from the config file load_config read (client_config's
+    `workflows`); None when it does not list them, or the config is the environment's."""
+    env = os.environ if environ is None else environ
+    chosen = path or env.get(CONFIG_ENV)
+    if not chosen:
+        return None
+    return deployed_workflows(json.loads(Path(chosen).read_text(encoding="utf-8")))
 
 
 def _read_input(args: argparse.Namespace, stdin: TextIO) -> Any:
@@ -606,7 +618,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if not clients:
             config = load_config(args.config)
             aws = AwsClients(region=args.region or config.region or None, endpoint_url=args.endpoint_url)
-            clients.append(StepwellClient(config, aws))
+            clients.append(StepwellClient(config, aws, workflows=load_workflows(args.config)))
         return clients[0]
 
     try:
