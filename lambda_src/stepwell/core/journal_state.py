@@ -188,7 +188,7 @@ class JournalState:
     # written before the execution was created is an earlier execution's (stepwell.core.engine.predates).
     oldest_batch_at: float | None = None
     # The time of the latest history event the journal holds, folded or its own (epoch ms; None: none): an
-    # end recorded later is never stamped before it (Worker._settle_ended).
+    # end recorded later is never stamped before it (Endings.settle).
     last_event_ms: int | None = None
     # The worker version the log last ran on (key CODE_VERSION, written when it changes; None: never
     # versioned).
