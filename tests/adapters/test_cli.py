@@ -11,6 +11,8 @@ from typing import Any
 import boto3
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import WaitForCallbackConfig
+from aws_durable_execution_sdk_python.serdes import JsonSerDes
 from stepwell.cli import build_parser, callback_ids_as_positionals, main
 from stepwell.client import StepwellClient
 from stepwell.clock import VirtualClock
@@ -22,12 +24,16 @@ from .deployment import REGION, Deployment
 from .driver import QueueDriver
 
 CALLBACK_IDS: list[str] = []
+# The callback's result arrives as text; this serdes reads it as JSON (without one the SDK passes it on).
+JSON_REPLY = WaitForCallbackConfig(serdes=JsonSerDes())
 
 
 @durable_execution
 def greet(event: dict[str, Any], context: DurableContext) -> str:
     name = context.step(lambda _: event["name"].title(), name="capitalize")
-    answer = context.wait_for_callback(lambda callback_id, _: CALLBACK_IDS.append(callback_id), name="reply")
+    answer = context.wait_for_callback(
+        lambda callback_id, _: CALLBACK_IDS.append(callback_id), name="reply", config=JSON_REPLY
+    )
     return f"{name}: {answer}"
 
 
@@ -60,7 +66,7 @@ def test_start_callback_describe_list_and_history(cli_env: tuple[Path, QueueDriv
 
     code, out, _ = _cli(config_file, "callback", "heartbeat", CALLBACK_IDS[0], "--via-bus")
     assert code == 0 and "heartbeat published as event" in out
-    code, out, _ = _cli(config_file, "callback", "success", CALLBACK_IDS[0], "--result", "hi there")
+    code, out, _ = _cli(config_file, "callback", "success", CALLBACK_IDS[0], "--result", '"hi there"')
     assert code == 0 and "success sent" in out
     driver.run_until_quiet()
 
@@ -70,7 +76,9 @@ def test_start_callback_describe_list_and_history(cli_env: tuple[Path, QueueDriv
     assert json.loads(description["Result"]) == "Ada: hi there"
 
     code, out, _ = _cli(config_file, "list", "--status", "SUCCEEDED")
-    assert code == 0 and out.split()[0] == "SUCCEEDED" and out.strip().endswith(execution_id)
+    header, row = out.splitlines()
+    assert code == 0 and header.split("  ")[0] == "STATUS" and row.split()[0] == "SUCCEEDED"
+    assert row.endswith(execution_id)
     code, out, _ = _cli(config_file, "list", "--domain", "default", "--subject", "hello-1", "--json")
     assert [row["ExecutionId"] for row in json.loads(out)["Executions"]] == [execution_id]
 
@@ -88,10 +96,10 @@ def test_list_pages_with_next_token(cli_env: tuple[Path, QueueDriver]) -> None:
         assert _cli(config_file, "start", "greet", "--input", '{"name": "x"}', "--name", f"n{index}")[0] == 0
     code, out, _ = _cli(config_file, "list", "--workflow", "greet", "--limit", "2")
     first_page = out.strip().splitlines()
-    assert len(first_page) == 3 and first_page[-1].startswith("more: --next-token ")
+    assert len(first_page) == 4 and first_page[-1].startswith("more: --next-token ")
     token = first_page[-1].split()[-1]
     code, out, _ = _cli(config_file, "list", "--workflow", "greet", "--limit", "2", "--next-token", token)
-    assert len(out.strip().splitlines()) == 1
+    assert len(out.strip().splitlines()) == 2  # the header and the third
     code, out, _ = _cli(config_file, "list", "--workflow", "greet", "--limit", "2", "--all", "--json")
     assert code == 0 and len(json.loads(out)["Executions"]) == 3
 
@@ -193,9 +201,9 @@ def test_a_callback_id_that_starts_with_a_dash_is_accepted(
     assert dashed.startswith("-")
 
     argv = {
-        "plain": ["callback", "success", dashed, "--result", "hi"],
-        "after --": ["callback", "success", "--result", "hi", "--", dashed],
-        "between options": ["callback", "success", "--result=hi", dashed, "--via-bus"],
+        "plain": ["callback", "success", dashed, "--result", '"hi"'],
+        "after --": ["callback", "success", "--result", '"hi"', "--", dashed],
+        "between options": ["callback", "success", '--result="hi"', dashed, "--via-bus"],
     }[spelling]
     code, out, err = _cli(config_file, *argv)
     assert (code, err) == (0, ""), err
@@ -233,7 +241,7 @@ def test_a_second_completion_of_a_callback_is_refused(cli_env: tuple[Path, Queue
         1
     ].strip()
     driver.run_until_quiet()
-    assert _cli(config_file, "callback", "success", CALLBACK_IDS[0], "--result", "first")[0] == 0
+    assert _cli(config_file, "callback", "success", CALLBACK_IDS[0], "--result", '"first"')[0] == 0
     err = _one_error_line(*_cli(config_file, "callback", "fail", CALLBACK_IDS[0], "--error-message", "no"))
     assert f"callback {CALLBACK_IDS[0]!r} has already completed" in err
     driver.run_until_quiet()
@@ -396,7 +404,7 @@ def test_versions_and_upgrades_one_execution_and_a_workflow_in_bulk(
     # Version 2 replays each one now (the upgrade enqueued it): recorded, and the callbacks still work.
     driver.run_until_quiet()
     for callback_id in CALLBACK_IDS[:3]:
-        assert _cli(config_file, "callback", "success", callback_id, "--result", "ok")[0] == 0
+        assert _cli(config_file, "callback", "success", callback_id, "--result", '"ok"')[0] == 0
     driver.run_until_quiet()
     for execution_id in (first, second, third):
         assert json.loads(_cli(config_file, "describe", execution_id)[1])["Status"] == "SUCCEEDED"
@@ -418,10 +426,29 @@ def test_bad_upgrade_and_versions_input_is_one_line(
     ].strip()
     driver.run_until_quiet()
     for argv, expected in [
-        (("executions", "upgrade", "--to-version", "1"), "give an execution id or --workflow"),
+        (
+            ("executions", "upgrade", "--to-version", "1"),
+            "give an EXECUTION (an id, or a NAME with --workflow)",
+        ),
         (
             ("executions", "upgrade", execution_id, "--workflow", "greet", "--to-version", "1"),
-            "give an execution id or --workflow",
+            f"{execution_id!r} is an execution id, which holds its workflow, domain and subject: leave out "
+            "--workflow",
+        ),
+        (
+            (
+                "executions",
+                "upgrade",
+                "--workflow",
+                "greet",
+                "--domain",
+                "d",
+                "--from-version",
+                "1",
+                "--to-version",
+                "1",
+            ),
+            "--domain and --subject go with an execution's NAME, not with --workflow alone",
         ),
         (
             ("executions", "upgrade", "--workflow", "greet", "--to-version", "1"),
@@ -429,7 +456,7 @@ def test_bad_upgrade_and_versions_input_is_one_line(
         ),
         (
             ("executions", "upgrade", execution_id, "--to-version", "1", "--dry-run"),
-            "--from-version and --dry-run go with --workflow",
+            "--from-version and --dry-run go with --workflow alone",
         ),
         (("executions", "upgrade", execution_id, "--to-version", "9"), "worker version '9' is not published"),
         (
@@ -452,6 +479,8 @@ def test_bad_upgrade_and_versions_input_is_one_line(
         (("executions", "upgrade", "default#greet#x/x", "--to-version", "1"), "no execution with id"),
     ]:
         assert expected in _one_error_line(*_cli(config_file, *argv)), argv
+    by_name = ("executions", "upgrade", "ann", "--workflow", "greet", "--to-version", "1")
+    assert _cli(config_file, *by_name)[1] == f"{execution_id}: already on version 1\n"
     code, _, err = _cli(config_file, "executions", "upgrade", execution_id)
     assert code == 2 and "--to-version" in err and err.count("\n") == 1
 

@@ -57,7 +57,7 @@ def test_start_with_tags_then_describe_and_list_by_tag(cli_env: tuple[Path, Queu
         "--status",
         "RUNNING",
     )
-    assert code == 0 and out.split()[0] == "RUNNING" and out.strip().endswith(other)
+    assert code == 0 and out.splitlines()[1].split()[0] == "RUNNING" and out.strip().endswith(other)
     code, out, _ = _cli(config_file, "list", "--tag", "customer=c-7", "--status", "SUCCEEDED")
     assert (code, out) == (0, "")
 

@@ -4,10 +4,11 @@ The deployment comes from `--config FILE` (the JSON of `terraform output -json c
 file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the worker uses.
 
     stepwell --config client_config.json start orders --input '{"order": 7}' --name order-7
-    stepwell describe 'default#orders#order-7/order-7'
+    stepwell describe 'default#orders#order-7/order-7'     (the id `start` printed)
+    stepwell describe order-7 --workflow orders            (the same execution, by its name)
     stepwell list --status RUNNING
-    stepwell history 'default#orders#order-7/order-7' [--no-data] [--reverse] [--json]
-    stepwell callback success CALLBACK_ID --result '{"approved": true}'
+    stepwell history order-7 --workflow orders [--no-data] [--reverse] [--json]
+    stepwell callback success CALLBACK_ID --result '{"approved": true}'   (JSON; --raw: any text)
     stepwell dlq redrive
     stepwell versions
     stepwell flow orders --key customer-42 [--domain default] [--json]
@@ -16,6 +17,8 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell console --open                     (a local web page; needs the `console` extra)
 
 The execution commands are also reachable under `stepwell executions` (`stepwell executions describe ID`).
+An execution is addressed by its id, DOMAIN#WORKFLOW#SUBJECT/NAME, or by its NAME with --workflow (and
+--domain and --subject when its start gave them).
 
 Every error is one line on stderr, `stepwell: error: ...`, naming the bad value, with exit status 1 (2 for
 a command line argparse cannot read); `--debug` shows the traceback of an unexpected one.
@@ -44,13 +47,28 @@ from stepwell.cli import local as local_cli
 from stepwell.client import StepwellClient, deployed_workflows
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.history import format_timeline
-from stepwell.errors import StepwellError
+from stepwell.errors import ExecutionNotFound, StepwellError
 from stepwell.features.definitions.service import DefinitionsService
-from stepwell.model import ExecutionStatus
+from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, ExecutionId, ExecutionStatus, make_execution_id
+from stepwell.wiring.events import reject_json_constant
 
 CONFIG_ENV = "STEPWELL_CONFIG"
 USAGE_EXIT_STATUS = 2
-CALLBACK_ID_HELP = "the callback id (one starting with '-' works too)"
+DEFAULT_DOMAIN = "default"
+EXECUTION_ID_FORMAT = "DOMAIN#WORKFLOW#SUBJECT/NAME, e.g. 'default#orders#order-7/order-7'"
+EXECUTION_HELP = (
+    f"the execution: its id ({EXECUTION_ID_FORMAT}, as `stepwell start` prints it), or its NAME with "
+    "--workflow"
+)
+EXECUTION_DESCRIPTION = (
+    f"EXECUTION is an execution id, {EXECUTION_ID_FORMAT}: the domain, the workflow, the subject and the "
+    "name it was started with (`stepwell start` prints it; `stepwell list` shows it), or the execution's "
+    "NAME with --workflow (and --domain and --subject if its start gave them)."
+)
+CALLBACK_ID_HELP = (
+    "the callback id: the URL-safe text the workflow's callback was given, shown on its CallbackStarted "
+    "event by `stepwell history` (one starting with '-' works too)"
+)
 # Errors whose message is meant for the user: the CLI prints the message alone.
 _USER_ERRORS = (ConfigError, StepwellError, QueueError, ValueError)
 MAX_PORT = 65535
@@ -95,80 +113,203 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_execution_commands(commands)
     executions = commands.add_parser(
-        "executions", help="the execution commands (start, describe, list, history, stop), and upgrade"
+        "executions",
+        help="the execution commands (start, describe, list, history, stop), and upgrade",
+        description="The execution commands, also reachable at the top level, and `upgrade`, which moves "
+        "running executions to another code version.",
     )
     execution_commands = executions.add_subparsers(dest="executions_command", required=True, metavar="ACTION")
     _add_execution_commands(execution_commands)
     upgrade = execution_commands.add_parser(
-        "upgrade", help="move running executions to another code version (recorded in their history)"
+        "upgrade",
+        help="move running executions to another code version (recorded in their history)",
+        description="Move one running execution (EXECUTION) or every running execution of a workflow on "
+        "one version (--workflow with --from-version) to another code version: it replays on that code now, "
+        f"and its history records ExecutionUpgraded. {EXECUTION_DESCRIPTION}",
     )
-    upgrade.add_argument("execution_id", nargs="?", help="the execution to move (or --workflow)")
-    upgrade.add_argument("--workflow", help="move every running execution of this workflow on --from-version")
-    upgrade.add_argument("--from-version", metavar="V", help="with --workflow: the version they run on now")
+    _add_execution_address(
+        upgrade,
+        optional=True,
+        workflow_help="with a NAME: the workflow it runs; without EXECUTION: move every running execution "
+        "of this workflow that runs on --from-version",
+    )
     upgrade.add_argument(
-        "--to-version", metavar="V", required=True, help="a version number, or an alias ('live': the newest)"
+        "--from-version",
+        metavar="V",
+        help="with --workflow alone: the version number (or alias) its executions run on now",
     )
-    upgrade.add_argument("--dry-run", action="store_true", help="with --workflow: list them, move nothing")
+    upgrade.add_argument(
+        "--to-version",
+        metavar="V",
+        required=True,
+        help="the version to move to: a number, or an alias ('live': the one new executions start on)",
+    )
+    upgrade.add_argument(
+        "--dry-run", action="store_true", help="with --workflow alone: list the executions, move nothing"
+    )
 
     versions = commands.add_parser(
-        "versions", help="the worker's code versions and the running executions pinned to each"
+        "versions",
+        help="the worker's code versions and the running executions pinned to each",
+        description="List the worker function's published versions, oldest first: the aliases pointing "
+        "at each, how many running executions are pinned to it, and when it was published.",
     )
     versions.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    callback = commands.add_parser("callback", help="complete, fail or extend a callback")
+    callback = commands.add_parser(
+        "callback",
+        help="complete, fail or extend a callback",
+        description="Answer a callback a workflow waits for (wait_for_callback, create_callback): "
+        "complete it with a result, fail it with an error, or send a heartbeat. The callback id is the one "
+        "the workflow's callback was given (`stepwell history EXECUTION` shows it on CallbackStarted).",
+    )
     callback_commands = callback.add_subparsers(dest="callback_command", required=True, metavar="ACTION")
-    success = callback_commands.add_parser("success", help="complete the callback with a result")
-    success.add_argument("callback_id", help=CALLBACK_ID_HELP)
-    success.add_argument("--result", help="result text the workflow receives (usually JSON)")
-    fail = callback_commands.add_parser("fail", help="fail the callback")
-    fail.add_argument("callback_id", help=CALLBACK_ID_HELP)
+    success = callback_commands.add_parser(
+        "success",
+        aliases=["succeed"],
+        help="complete the callback with a result",
+        description="Complete the callback with a result. The workflow receives it as text, as on AWS "
+        "(SendDurableExecutionCallbackSuccess): the SDK hands it over unparsed unless the callback's config "
+        "has a serdes, e.g. JSON. --result must be JSON unless --raw is given.",
+    )
+    success.add_argument("callback_id", metavar="CALLBACK_ID", help=CALLBACK_ID_HELP)
+    success.add_argument(
+        "--result",
+        metavar="JSON",
+        help="the result as JSON text, e.g. '{\"approved\": true}' or '\"yes\"' for a string (default: none)",
+    )
+    success.add_argument(
+        "--raw",
+        action="store_true",
+        help="send --result as it is, without checking that it is JSON (for a callback whose serdes reads "
+        "another format)",
+    )
+    success.set_defaults(callback_action="success")
+    fail = callback_commands.add_parser(
+        "fail",
+        help="fail the callback",
+        description="Fail the callback: the workflow's wait raises the SDK's CallbackError carrying the "
+        "error given here.",
+    )
+    fail.add_argument("callback_id", metavar="CALLBACK_ID", help=CALLBACK_ID_HELP)
     _add_error_arguments(fail)
-    heartbeat = callback_commands.add_parser("heartbeat", help="send a heartbeat for the callback")
-    heartbeat.add_argument("callback_id", help=CALLBACK_ID_HELP)
+    fail.set_defaults(callback_action="fail")
+    heartbeat = callback_commands.add_parser(
+        "heartbeat",
+        help="send a heartbeat for the callback",
+        description="Tell the callback its sender is still working: its heartbeat timeout starts again.",
+    )
+    heartbeat.add_argument("callback_id", metavar="CALLBACK_ID", help=CALLBACK_ID_HELP)
+    heartbeat.set_defaults(callback_action="heartbeat")
     for action in (success, fail, heartbeat):
         action.add_argument(
-            "--via-bus", action="store_true", help="send it as an event on the deployment's bus instead"
+            "--via-bus",
+            action="store_true",
+            help="send it as an event on the deployment's event bus, which the worker applies, instead of "
+            "writing it to the tables from here",
         )
 
-    dlq = commands.add_parser("dlq", help="dead-letter queue")
+    dlq = commands.add_parser(
+        "dlq",
+        help="dead-letter queue",
+        description="The work queue's dead-letter queue: messages the worker failed on too many times.",
+    )
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True, metavar="ACTION")
-    redrive = dlq_commands.add_parser("redrive", help="move the DLQ's messages back to the work queue")
-    redrive.add_argument("--max", dest="max_messages", type=int, help="move at most this many (done here)")
+    redrive = dlq_commands.add_parser(
+        "redrive",
+        help="move the DLQ's messages back to the work queue",
+        description="Move the dead-letter queue's messages back to the work queue, where the worker "
+        "takes them again (an SQS message move task, or moved here with --max).",
+    )
+    redrive.add_argument(
+        "--max",
+        dest="max_messages",
+        type=int,
+        help="move at most this many messages, one by one from here (default: all, by a move task)",
+    )
     console = commands.add_parser(
         "console",
         help="serve the web console here (the 'console' extra)",
         description="Serve the web console. Every request needs its token: open the URL it prints "
         "(.../?token=...). The token is random, or STEPWELL_CONSOLE_TOKEN's value (16+ URL-safe characters).",
     )
-    console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    console.add_argument("--port", type=_port, default=8080, help="port (default: %(default)s; 0: any free)")
+    console.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: %(default)s, this machine only)",
+    )
+    console.add_argument(
+        "--port",
+        type=_port,
+        default=8080,
+        help="the port to listen on (default: %(default)s; 0: any free one)",
+    )
     console.add_argument("--open", action="store_true", help="open it in the default web browser")
     console.add_argument(
-        "--allow-remote", action="store_true", help="allow a --host other machines reach (it acts as you)"
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host that other machines reach (anyone with the URL acts as you)",
     )
     flow = commands.add_parser(
-        "flow", help="a workflow's flow control for one key: its limits, running and waiting executions"
+        "flow",
+        help="a workflow's flow control for one key: its limits, running and waiting executions",
+        description="Show one key of a flow-controlled workflow: its concurrency limit with the executions "
+        "running and waiting, and its rate limit with the recent starts and when the next may start.",
     )
-    flow.add_argument("workflow", help="registered workflow name, or a definition's id")
-    flow.add_argument("--key", default="", help="the key's value (default: none, the whole workflow)")
-    flow.add_argument("--domain", default="default", help="domain (default: %(default)s)")
+    flow.add_argument("workflow", help="the workflow's registered name, or a definition's id")
+    flow.add_argument(
+        "--key", default="", help="the key's value, e.g. a customer id (default: none, the whole workflow)"
+    )
+    flow.add_argument("--domain", default=DEFAULT_DOMAIN, help="the domain (default: %(default)s)")
     flow.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_schedule_commands(commands)
     definitions_cli.add_commands(commands)
     local_cli.add_commands(commands)
+    _describe_every_command(parser)
     return parser
+
+
+def _describe_every_command(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand's --help opens with a description: its own, else its one-line help."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, sub in action.choices.items():
+            if sub.description is None and helps.get(name):
+                text = str(helps[name])
+                sub.description = text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+            _describe_every_command(sub)
 
 
 def _add_execution_commands(commands: Any) -> None:
     """start, describe, list, history, stop: at the top level and under `executions`."""
-    start = commands.add_parser("start", help="start an execution of a registered workflow")
-    start.add_argument("workflow", help="registered workflow name")
+    start = commands.add_parser(
+        "start",
+        help="start an execution of a registered workflow",
+        description="Start an execution of a workflow and print its id, "
+        f"{EXECUTION_ID_FORMAT}. Starting it again under the same --name returns the same execution. A "
+        "deployment whose config lists its workflows refuses any other name, listing them.",
+    )
+    start.add_argument("workflow", help="the workflow's registered name")
     source = start.add_mutually_exclusive_group()
-    source.add_argument("--input", metavar="JSON", help="input as JSON text (default: null)")
+    source.add_argument("--input", metavar="JSON", help="the input as JSON text (default: null)")
     source.add_argument("--input-file", metavar="FILE", help="read the JSON input from FILE ('-' for stdin)")
-    start.add_argument("--name", dest="execution_name", help="execution name (starting it again is a no-op)")
-    start.add_argument("--domain", default="default", help="domain (default: %(default)s)")
-    start.add_argument("--subject", dest="subject_id", help="subject id (default: the execution name)")
+    start.add_argument(
+        "--name",
+        dest="execution_name",
+        help="the execution's name, unique within the workflow and subject: starting it again is a no-op "
+        "(default: a random one)",
+    )
+    start.add_argument(
+        "--domain", default=DEFAULT_DOMAIN, help="the domain it runs in (default: %(default)s)"
+    )
+    start.add_argument(
+        "--subject",
+        dest="subject_id",
+        metavar="SUBJECT",
+        help="what the execution is about, e.g. a customer id, to list it by (default: the execution name)",
+    )
     start.add_argument(
         "--tag",
         dest="tags",
@@ -177,44 +318,96 @@ def _add_execution_commands(commands: Any) -> None:
         help="tag the execution (repeatable, at most 10; split at the first '=')",
     )
 
-    describe = commands.add_parser("describe", help="show an execution as JSON")
-    describe.add_argument("execution_id")
+    describe = commands.add_parser(
+        "describe",
+        help="show an execution as JSON",
+        description="Show an execution as JSON: its status, input, result or error, version and tags, with "
+        f"its timestamps in ISO 8601 (UTC). {EXECUTION_DESCRIPTION}",
+    )
+    _add_execution_address(describe)
 
     listing = commands.add_parser(
-        "list", help="list executions by status, workflow, domain and subject, or tag (see --tag)"
+        "list",
+        help="list executions by status, workflow, domain and subject, or tag (see --tag)",
+        description="List executions, newest first, as a table (status, start and end times in UTC, "
+        "workflow, name and id) or as JSON: by --status, by --workflow, by --domain (optionally with "
+        "--subject), or by --tag within --domain (optionally of one --status).",
     )
     # One of status, workflow or domain; --tag combines with --domain and --status (_check_list_filter).
-    listing.add_argument("--status", choices=[status.value for status in ExecutionStatus])
-    listing.add_argument("--workflow", help="workflow name")
-    listing.add_argument("--domain", help="domain (optionally with --subject)")
+    listing.add_argument(
+        "--status", choices=[status.value for status in ExecutionStatus], help="executions in this status"
+    )
+    listing.add_argument("--workflow", help="executions of this workflow")
+    listing.add_argument("--domain", help="executions in this domain (optionally with --subject)")
     listing.add_argument(
         "--tag",
         metavar="KEY=VALUE",
         help="executions with this tag in --domain (default: default), newest first; --status filters",
     )
-    listing.add_argument("--subject", dest="subject_id", help="subject id within --domain")
-    listing.add_argument("--limit", type=int, default=50, help="executions per page (default: %(default)s)")
-    listing.add_argument("--next-token", help="continue from a previous page")
+    listing.add_argument(
+        "--subject", dest="subject_id", metavar="SUBJECT", help="with --domain: executions about this subject"
+    )
+    listing.add_argument(
+        "--limit", type=int, default=50, help="how many executions a page holds (default: %(default)s)"
+    )
+    listing.add_argument(
+        "--next-token", metavar="TOKEN", help="continue where a previous page ended (it prints the token)"
+    )
     listing.add_argument("--all", action="store_true", help="follow every page")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    history = commands.add_parser("history", help="show an execution's events as a timeline")
-    history.add_argument("execution_id")
+    history = commands.add_parser(
+        "history",
+        help="show an execution's events as a timeline",
+        description="Show an execution's events, oldest first, as a timeline (seconds since its start) or "
+        f"as JSON (GetDurableExecutionHistory's events). {EXECUTION_DESCRIPTION}",
+    )
+    _add_execution_address(history)
     history.add_argument("--json", action="store_true", help="print the events as JSON")
     history.add_argument(
         "--no-data", action="store_true", help="leave out inputs, results and errors (marked Truncated)"
     )
     history.add_argument("--reverse", action="store_true", help="newest event first")
 
-    stop = commands.add_parser("stop", help="stop a running execution")
-    stop.add_argument("execution_id")
+    stop = commands.add_parser(
+        "stop",
+        help="stop a running execution",
+        description="Stop a running execution: it ends STOPPED, with the error given here. "
+        f"{EXECUTION_DESCRIPTION}",
+    )
+    _add_execution_address(stop)
     _add_error_arguments(stop)
 
 
+def _add_execution_address(
+    parser: argparse.ArgumentParser,
+    optional: bool = False,
+    workflow_help: str = "with a NAME: the workflow it runs",
+) -> None:
+    """EXECUTION, an id or a name, and the options that complete a name (_execution_id)."""
+    parser.add_argument(
+        "execution", metavar="EXECUTION", nargs="?" if optional else None, help=EXECUTION_HELP
+    )
+    parser.add_argument("--workflow", help=workflow_help)
+    parser.add_argument(
+        "--domain", help=f"with a NAME: the domain its start gave (default: {DEFAULT_DOMAIN})"
+    )
+    parser.add_argument(
+        "--subject",
+        dest="subject_id",
+        metavar="SUBJECT",
+        help="with a NAME: the subject its start gave (default: the name)",
+    )
+
+
 def _add_error_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--error-type", help="ErrorType")
-    parser.add_argument("--error-message", help="ErrorMessage")
-    parser.add_argument("--error-data", help="ErrorData")
+    parser.add_argument(
+        "--error-type", metavar="TYPE", help="what kind of error, a short name such as Rejected (ErrorType)"
+    )
+    parser.add_argument("--error-message", metavar="TEXT", help="what went wrong, in words (ErrorMessage)")
+    parser.add_argument(
+        "--error-data", metavar="TEXT", help="more about it for the workflow to read, e.g. JSON (ErrorData)"
+    )
 
 
 def _error_from(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -272,10 +465,74 @@ def _read_input(args: argparse.Namespace, stdin: TextIO) -> Any:
     return definitions_cli.load_json_text(text, origin)
 
 
-def _stamp(epoch: float | None) -> str:
+def _stamp(epoch: float | None, timespec: str = "seconds") -> str:
+    """An epoch time in ISO 8601, UTC ("2026-01-02T03:04:05Z"); "-" for none."""
     if epoch is None:
         return "-"
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def _execution_id(args: argparse.Namespace) -> str:
+    """The id EXECUTION names: an id as it is, or a NAME with --workflow (and --domain, --subject)."""
+    text: str = args.execution
+    given = [
+        f"--{option}"
+        for option, value in (
+            ("workflow", args.workflow),
+            ("domain", args.domain),
+            ("subject", args.subject_id),
+        )
+        if value is not None
+    ]
+    if "#" in text or "/" in text:
+        if given:
+            raise CliError(
+                f"{text!r} is an execution id, which holds its workflow, domain and subject: leave out "
+                f"{', '.join(given)} (or give the execution's NAME with them)"
+            )
+        ExecutionId.parse(text)  # ValueError naming the format
+        return text
+    if args.workflow is None:
+        raise CliError(
+            f"{text!r} is not an execution id ({EXECUTION_ID_FORMAT}, as `stepwell start` prints it); to "
+            "address an execution by its name, add --workflow WORKFLOW"
+        )
+    domain = args.domain or DEFAULT_DOMAIN
+    for label, value in (("execution name", text), ("--domain", domain), ("--subject", args.subject_id)):
+        if value is not None and not KEY_PART_PATTERN.match(value):
+            raise CliError(f"invalid {label} {value!r}: {KEY_PART_RULE}")
+    return make_execution_id(domain, args.workflow, args.subject_id or text, text)
+
+
+def _not_found(args: argparse.Namespace, execution_id: str, error: ExecutionNotFound) -> Exception:
+    """The error for an execution that is not there: for one named by NAME, what the name stood for."""
+    if args.execution == execution_id:
+        return error
+    parts = ExecutionId.parse(execution_id)
+    return CliError(
+        f"no execution named {parts.instance_id!r} of workflow {parts.workflow_id!r} in domain "
+        f"{parts.domain!r} with subject {parts.subject_id!r} (id {execution_id!r}); one started with another "
+        f"--domain or --subject needs them here too (`stepwell list --workflow {parts.workflow_id}` lists "
+        "the workflow's executions)"
+    )
+
+
+def _result_text(args: argparse.Namespace) -> str | None:
+    """`callback success --result`: JSON text, checked unless --raw (else the workflow would meet a result
+    its JSON serdes cannot read, long after this command said it was sent)."""
+    text: str | None = args.result
+    if text is None or args.raw:
+        return text
+    try:
+        json.loads(text, parse_constant=reject_json_constant)
+    except ValueError as error:  # json.JSONDecodeError is a ValueError too
+        raise CliError(
+            f"--result is not JSON ({error}): {text[:100]!r}; write a string as JSON "
+            f"(--result {json.dumps(json.dumps(text[:40]))}), or add --raw to send the text as it is"
+        ) from None
+    except RecursionError:
+        raise CliError("--result is JSON nested too deeply; add --raw to send it unchecked") from None
+    return text
 
 
 def _json_default(value: Any) -> Any:
@@ -309,35 +566,16 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
             args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id, tags
         )
         out.write(execution_id + "\n")
-    elif command == "describe":
-        _print_json(client.describe_execution(args.execution_id), out)
+    elif command in ("describe", "history", "stop"):
+        execution_id = _execution_id(args)
+        try:
+            _execution_command(command, args, client, execution_id, out)
+        except ExecutionNotFound as error:
+            raise _not_found(args, execution_id, error) from None
     elif command == "list":
         _list(args, client, out)
-    elif command == "history":
-        events = client.get_execution_history(
-            args.execution_id, include_execution_data=not args.no_data, reverse_order=args.reverse
-        )
-        if args.json:
-            _print_json(events, out)
-        else:
-            out.write(format_timeline(events) + "\n")
     elif command == "callback":
-        if args.via_bus:
-            error = _error_from(args) if args.callback_command == "fail" else None
-            result = args.result if args.callback_command == "success" else None
-            event_id = client.publish_callback_event(args.callback_command, args.callback_id, result, error)
-            out.write(f"callback {args.callback_id}: {args.callback_command} published as event {event_id}\n")
-            return 0
-        if args.callback_command == "success":
-            client.send_callback_success(args.callback_id, args.result)
-        elif args.callback_command == "fail":
-            client.send_callback_failure(args.callback_id, _error_from(args))
-        else:
-            client.send_callback_heartbeat(args.callback_id)
-        out.write(f"callback {args.callback_id}: {args.callback_command} sent\n")
-    elif command == "stop":
-        stopped = client.stop_execution(args.execution_id, _error_from(args))
-        out.write(f"{args.execution_id}: {'stopped' if stopped else 'had already ended'}\n")
+        _callback(args, client, out)
     elif command == "schedules":
         _schedules(args, client, out)
     elif command == "dlq":
@@ -347,6 +585,45 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
         else:
             out.write(f"moved {result.moved} messages from the DLQ to the work queue\n")
     return 0
+
+
+def _execution_command(
+    command: str, args: argparse.Namespace, client: StepwellClient, execution_id: str, out: TextIO
+) -> None:
+    if command == "describe":
+        description = client.describe_execution(execution_id)
+        for key in ("StartTimestamp", "EndTimestamp"):
+            if isinstance(description.get(key), int | float):
+                description[key] = _stamp(description[key], "milliseconds")
+        _print_json(description, out)
+    elif command == "history":
+        events = client.get_execution_history(
+            execution_id, include_execution_data=not args.no_data, reverse_order=args.reverse
+        )
+        if args.json:
+            _print_json(events, out)
+        else:
+            out.write(format_timeline(events) + "\n")
+    else:
+        stopped = client.stop_execution(execution_id, _error_from(args))
+        out.write(f"{execution_id}: {'stopped' if stopped else 'had already ended'}\n")
+
+
+def _callback(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
+    action = args.callback_action
+    result = _result_text(args) if action == "success" else None
+    if args.via_bus:
+        error = _error_from(args) if action == "fail" else None
+        event_id = client.publish_callback_event(action, args.callback_id, result, error)
+        out.write(f"callback {args.callback_id}: {action} published as event {event_id}\n")
+        return
+    if action == "success":
+        client.send_callback_success(args.callback_id, result)
+    elif action == "fail":
+        client.send_callback_failure(args.callback_id, _error_from(args))
+    else:
+        client.send_callback_heartbeat(args.callback_id)
+    out.write(f"callback {args.callback_id}: {action} sent\n")
 
 
 def _tag_argument(text: str) -> tuple[str, str]:
@@ -389,6 +666,7 @@ def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None
         rows.extend(
             {
                 "ExecutionId": record.execution_id,
+                "ExecutionName": record.execution_name,
                 "Status": record.status.value,
                 "WorkflowName": record.workflow_id,
                 "StartTimestamp": _stamp(record.created_at),
@@ -402,25 +680,53 @@ def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None
     if args.json:
         _print_json({"Executions": rows, "NextToken": token}, out)
         return
-    for row in rows:
-        started, ended = row["StartTimestamp"], row["EndTimestamp"]
-        out.write(f"{row['Status']:<10} {started:<19}  {ended:<19}  {row['ExecutionId']}\n")
+    if rows:
+        _table(out, [list(LIST_COLUMNS)] + [[str(row[key]) for key in LIST_COLUMNS.values()] for row in rows])
     if token is not None:
         out.write(f"more: --next-token {token}\n")
 
 
+# `list`'s table: header, then the row's key. Times are UTC; ENDED is "-" while it runs.
+LIST_COLUMNS = {
+    "STATUS": "Status",
+    "STARTED": "StartTimestamp",
+    "ENDED": "EndTimestamp",
+    "WORKFLOW": "WorkflowName",
+    "NAME": "ExecutionName",
+    "EXECUTION ID": "ExecutionId",
+}
+
+
+def _table(out: TextIO, lines: list[list[str]]) -> None:
+    """Columns two spaces apart, each as wide as its widest cell; the last one is not padded."""
+    widths = [max(len(line[index]) for line in lines) for index in range(len(lines[0]) - 1)]
+    for line in lines:
+        out.write(
+            "  ".join([*(cell.ljust(width) for cell, width in zip(line, widths, strict=False)), line[-1]])
+        )
+        out.write("\n")
+
+
 def _upgrade(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
-    if (args.execution_id is None) == (args.workflow is None):
-        raise CliError("give an execution id or --workflow WORKFLOW --from-version V (one of them)")
-    if args.execution_id is not None:
+    if args.execution is None and args.workflow is None:
+        raise CliError(
+            "give an EXECUTION (an id, or a NAME with --workflow) or --workflow WORKFLOW --from-version V"
+        )
+    if args.execution is not None:
         if args.from_version is not None or args.dry_run:
-            raise CliError("--from-version and --dry-run go with --workflow, not with an execution id")
+            raise CliError("--from-version and --dry-run go with --workflow alone, not with an EXECUTION")
+        execution_id = _execution_id(args)
         # Resolved once (an alias names a number), so the line says which version it runs on now.
         target = client.engine.resolve_version(args.to_version)
-        upgraded = client.upgrade_execution(args.execution_id, target)
+        try:
+            upgraded = client.upgrade_execution(execution_id, target)
+        except ExecutionNotFound as error:
+            raise _not_found(args, execution_id, error) from None
         verb = "upgraded to" if upgraded else "already on"
-        out.write(f"{args.execution_id}: {verb} version {target}\n")
+        out.write(f"{execution_id}: {verb} version {target}\n")
         return
+    if args.domain is not None or args.subject_id is not None:
+        raise CliError("--domain and --subject go with an execution's NAME, not with --workflow alone")
     if args.from_version is None:
         raise CliError("--workflow needs --from-version: the version its executions run on now")
     target = client.engine.resolve_version(args.to_version)
@@ -489,32 +795,50 @@ def _flow(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None
         out.write(
             f"rate: limit {rate['limit']} per {rate['period']}s, {rate['recentStarts']} started in the last "
             f"{rate['period']}s, {rate['delayed']} delayed, "
-            f"next start {'now' if free else _stamp(rate['nextStartAt']) + ' UTC'}\n"
+            f"next start {'now' if free else _stamp(rate['nextStartAt'])}\n"
         )
 
 
 def _add_schedule_commands(commands: Any) -> None:
-    schedules = commands.add_parser("schedules", help="workflow schedules (EventBridge Scheduler)")
+    schedules = commands.add_parser(
+        "schedules",
+        help="workflow schedules (EventBridge Scheduler)",
+        description="Start workflows on a schedule: EventBridge Scheduler schedules in the deployment's "
+        "group, each starting an execution named after the schedule and its fire time.",
+    )
     actions = schedules.add_subparsers(dest="schedules_command", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="start a workflow on a cron, rate or at() expression")
-    create.add_argument("name", help="schedule name (its executions are NAME-<fire time>)")
-    create.add_argument("--workflow", required=True, help="registered workflow name")
-    create.add_argument("--expression", required=True, help="at(...), rate(...) or cron(...)")
-    create.add_argument("--timezone", default="UTC", help="IANA time zone (default: %(default)s)")
+    create.add_argument("name", help="the schedule's name (its executions are NAME-<fire time>)")
+    create.add_argument(
+        "--workflow",
+        required=True,
+        help="the workflow's registered name (refused if the deployment lists its workflows without it)",
+    )
+    create.add_argument(
+        "--expression",
+        required=True,
+        help="when it fires: at(2026-01-02T03:04:05), rate(1 hour) or cron(0 2 * * ? *)",
+    )
+    create.add_argument(
+        "--timezone", default="UTC", help="the IANA time zone of the expression (default: %(default)s)"
+    )
     create.add_argument("--input", metavar="JSON", help="the executions' input as JSON text (default: {})")
     create.add_argument(
         "--overlap",
         choices=["ALLOW", "SKIP"],
         default="ALLOW",
-        help="SKIP: start nothing while one still runs (default: %(default)s)",
+        help="SKIP: start nothing while the schedule's previous execution still runs; ALLOW: start anyway "
+        "(default: %(default)s)",
     )
     create.add_argument("--disabled", action="store_true", help="create it paused")
     listing = actions.add_parser("list", help="the schedules of the deployment's group")
-    listing.add_argument("--all", action="store_true", help="the engine's own schedules too")
+    listing.add_argument(
+        "--all", action="store_true", help="also the engine's own schedules (one-time wake-ups of executions)"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     for action, text in (("pause", "stop firing"), ("resume", "fire again"), ("delete", "delete")):
         pause_or_delete = actions.add_parser(action, help=f"{text} (a schedule of `schedules`: until apply)")
-        pause_or_delete.add_argument("name")
+        pause_or_delete.add_argument("name", help="the schedule's name, as `schedules list` shows it")
 
 
 def _schedules(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
@@ -536,14 +860,21 @@ def _schedules(args: argparse.Namespace, client: StepwellClient, out: TextIO) ->
         if args.json:
             _print_json({"Schedules": listed}, out)
             return
+        rows = [["NAME", "STATE", "EXPRESSION", "TIME ZONE", "OVERLAP", "WORKFLOW"]]
         for each in listed:
-            what = (
-                "engine"
-                if each["kind"] == "engine"
-                else f"{each['workflow']} {each['overlap']} {each['timezone']}"
+            engine = each["kind"] == "engine"  # a one-time wake-up: no workflow, overlap or zone of its own
+            rows.append(
+                [
+                    each["name"],
+                    each["state"] or "-",
+                    each.get("expression") or "-",
+                    "-" if engine else each["timezone"],
+                    "-" if engine else each["overlap"],
+                    "(engine wake-up)" if engine else each["workflow"],
+                ]
             )
-            expression = each.get("expression") or "-"
-            out.write(f"{each['name']:<40} {each['state'] or '-':<8} {expression:<24} {what}\n")
+        if listed:
+            _table(out, rows)
     elif action == "delete":
         client.delete_schedule(args.name)
         out.write(f"schedule {args.name}: deleted\n")
