@@ -1,5 +1,7 @@
-"""The engine's API on its ports: start, stop, callbacks, describe, list and history, plus the log
-writing shared by the worker and the service client.
+"""The engine's API on its ports: start, stop, callbacks, describe, list and history. Its bases hold the
+rest of its methods: the log's reading and writing, which the worker and the service client share
+(stepwell.core.log_io.LogIO), and inputs from outside, callback senders' among them
+(stepwell.core.external_inputs.ExternalInputs).
 
 The same Engine runs on the memory backend (stepwell.testing.local) and on AWS (the adapters' store,
 queue, timers and payload store).
@@ -9,24 +11,24 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from stepwell.core.batch_body import decode_body, encode_body, restore_execution_input
-from stepwell.core.batch_codec import packed_size
-from stepwell.core.batch_keys import INPUT_REF
+from stepwell.core.external_inputs import MAX_ERROR_BYTES as MAX_ERROR_BYTES  # re-exported
+from stepwell.core.external_inputs import ExternalInputs
+from stepwell.core.external_inputs import check_error_object as check_error_object  # re-exported
 from stepwell.core.flow_control import FlowControl
 from stepwell.core.flow_limits import MAX_FLOW_KEY_LENGTH, resolve_flow
-from stepwell.core.history import events_from_bodies, without_execution_data
+from stepwell.core.history import events_from_bodies, history_page, page_size
 from stepwell.core.invoke_targets import aws_function_name
 from stepwell.core.journal import InvokeRefused, Journal, new_callback_key
-from stepwell.core.journal_cache import FoldedLog, JournalCache, copy_journal
-from stepwell.core.journal_state import ChildStart, FlushedBatch
-from stepwell.core.log_expiry import LOG_DECISION_SLACK_SECONDS, NAME_HOLD_SECONDS
-from stepwell.core.metrics import Metric, Metrics, NoMetrics
+from stepwell.core.journal_cache import JournalCache
+from stepwell.core.journal_state import ChildStart
+from stepwell.core.log_expiry import NAME_HOLD_SECONDS
+from stepwell.core.log_io import predates as predates  # re-exported: callers import it from here
+from stepwell.core.metrics import Metrics, NoMetrics
 from stepwell.core.registry import (
     QualifierRefused,
     Registry,
@@ -35,14 +37,11 @@ from stepwell.core.registry import (
 )
 from stepwell.core.status_events import NoStatusEvents, iso_timestamp, status_change_detail
 from stepwell.errors import (
-    CallbackNotFound,
     ExecutionAlreadyEnded,
     ExecutionAlreadyExists,
     ExecutionNotFound,
     InvalidArgument,
     InvalidWorkflowName,
-    LogIncomplete,
-    PayloadTooLarge,
     StepwellError,
     VersionNotFound,
     WorkflowNotFound,
@@ -52,20 +51,15 @@ from stepwell.model import (
     KEY_PART_PATTERN,
     KEY_PART_RULE,
     MAX_TAGS,
-    Batch,
-    CallbackRef,
     ExecutionId,
     ExecutionQuery,
     ExecutionRecord,
     ExecutionStatus,
-    ExternalInput,
     FlowLimit,
     InputKind,
     InvokeMessage,
     Page,
     child_execution_id,
-    kept_on_callback,
-    lone_surrogate_at,
     tag_key_problem,
     tag_value_problem,
 )
@@ -85,44 +79,15 @@ logger = logging.getLogger(__name__)
 # "the service reports a fixed error type and the child's execution timeout").
 CHAINED_INVOKE_TIMEOUT_TYPE = "ChainedInvoke.Timeout"
 
-# GetDurableExecutionHistory's MaxItems when none (or 0) is given (botocore's Lambda model).
-DEFAULT_HISTORY_PAGE_ITEMS = 100
-
 # Text longer than this (bytes) goes to the PayloadStore and its reference is kept in its place:
 # DynamoDB items stay under 350 KB with room for the other attributes.
 DEFAULT_INLINE_LIMIT = 200 * 1024
 DEFAULT_LEASE_SECONDS = 900.0
-# A suspending run's last batch rides on the lease's release only while the coordination record stays
-# within one write unit (1 KB): the record holds the execution id twice (its key and eid) and up to this
-# many bytes of other attribute names and values besides the batch (packed: stepwell.core.batch_codec).
-CARRIED_RECORD_OVERHEAD_BYTES = 128
-# An end rides on the release up to this size, packed (the record's own attributes take the rest of 3 KB): the
-# release then costs at most 3 write units, never more than writing the batch to the log and deleting the
-# record would.
-CARRIED_END_MAX_BYTES = 3 * 1024 - 512
-# A callback result up to this size (payload and error) is completed without reading the callback's record
-# first (Engine._completed_callback); a larger one may need an object under the execution's prefix.
-SMALL_CALLBACK_RESULT_BYTES = 16 * 1024
-# The starters' and the workers' clocks differ by far less than this, and a name is free again only days
-# after its execution ended (its retention period and NAME_HOLD_SECONDS).
-CLOCK_SKEW_SECONDS = 3600.0
 # Workflows whose input the execution input limit leaves alone: the definitions' interpreter
 # (stepwell.features.definitions.interpreter.INTERPRETER_NAME), whose input is a stored definition (at
-# most 409,600
-# bytes, its validation) and one bus event (EventBridge's 256 KB, its nesting bounded by the router).
+# most 409,600 bytes, its validation) and one bus event (EventBridge's 256 KB, its nesting bounded by the
+# router).
 INPUT_BOUNDED_ELSEWHERE = frozenset({"stepwell.definition"})
-
-
-def predates(record: ExecutionRecord, written_at: float) -> bool:
-    """Whether a batch written at `written_at` is older than the execution `record`: an earlier execution
-    under its name left it, whose record the table's TTL removed before the rest of its items. A time the
-    store does not know (0, for an item without one) never predates."""
-    return 0 < written_at < record.created_at - CLOCK_SKEW_SECONDS
-
-
-def carried_batch_max_bytes(execution_id: str) -> int:
-    """The largest batch a suspending run carries on its lease's release (a record of one write unit)."""
-    return 1024 - 2 * len(execution_id.encode()) - CARRIED_RECORD_OVERHEAD_BYTES
 
 
 def _check_key_part(label: str, value: object) -> str:
@@ -160,43 +125,6 @@ def _check_tag(key: object, value: object) -> None:
         raise InvalidArgument(problem)
 
 
-ERROR_TEXT_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData")
-# An error object is kept in an item (the execution record, an external input): bound it well below 400 KB.
-MAX_ERROR_BYTES = 64 * 1024
-
-
-def check_error_object(error: object, what: str) -> dict[str, Any] | None:
-    """An ErrorObject as Lambda's callback-failure and stop APIs take it: ErrorType, ErrorMessage and
-    ErrorData strings and StackTrace a list of strings, all optional, at most MAX_ERROR_BYTES as JSON."""
-    if error is None:
-        return None
-    allowed = [*ERROR_TEXT_FIELDS, "StackTrace"]
-    if not isinstance(error, Mapping):
-        raise InvalidArgument(f"{what} error must be an object with fields {allowed}, got {error!r}")
-    unknown = set(error) - set(allowed)
-    if unknown:
-        raise InvalidArgument(f"unknown {what} error fields {sorted(map(str, unknown))}; allowed: {allowed}")
-    for key in ERROR_TEXT_FIELDS:
-        if key in error and not isinstance(error[key], str):
-            raise InvalidArgument(f"{what} error field {key} must be a string, got {error[key]!r}")
-    trace = error.get("StackTrace")
-    if trace is not None and not (isinstance(trace, list) and all(isinstance(line, str) for line in trace)):
-        raise InvalidArgument(f"{what} error field StackTrace must be a list of strings, got {trace!r}")
-    size = len(json.dumps(dict(error)).encode("utf-8"))
-    if size > MAX_ERROR_BYTES:
-        raise PayloadTooLarge(f"{what} error is {size} bytes as JSON; the limit is {MAX_ERROR_BYTES}")
-    return dict(error)
-
-
-@dataclass(frozen=True)
-class CallbackSent:
-    """A completed callback: its execution as read after the completion, and the result as the callback's
-    record keeps it (None when it may hold an object's reference), for a run the sender makes itself."""
-
-    record: ExecutionRecord
-    result: ExternalInput | None
-
-
 def _input_json(name: str, input: Any) -> str:
     try:
         return json.dumps(input, allow_nan=False)
@@ -206,13 +134,8 @@ def _input_json(name: str, input: Any) -> str:
         ) from error
 
 
-def _input_id(now: float) -> str:
-    # Zero-padded milliseconds first: inputs sort (and are absorbed) in arrival order.
-    return f"{int(now * 1000):015d}#{secrets.token_hex(6)}"
-
-
 @dataclass
-class Engine:
+class Engine(ExternalInputs):
     store: ExecutionStore
     queue: WorkQueue
     timers: Timers
@@ -239,299 +162,6 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.flow = FlowControl(self.store, self.queue, self.timers, self.clock, self.metrics)
-
-    # ------------------------------------------------------------------ payloads
-
-    def offload(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, bool]:
-        stored, is_ref = self.offload_reference(execution_id, label, text)
-        if is_ref:
-            self.put_offloaded(execution_id, label, text)
-        return stored, is_ref
-
-    def offload_reference(self, execution_id: str, label: str, text: str | None) -> tuple[str | None, bool]:
-        """What `offload` stores in an item for `text` (its reference when offloaded), writing nothing."""
-        if text is None or len(text.encode("utf-8")) <= self.inline_limit:
-            return text, False
-        return self.payloads.reference(execution_id, label, text), True
-
-    def put_offloaded(self, execution_id: str, label: str, text: str | None) -> None:
-        """Put the object `offload_reference` named (the same object again, when it exists)."""
-        assert text is not None
-        self.payloads.put(execution_id, label, text)
-        size = len(text.encode("utf-8"))
-        self.metrics.add(Metric.PAYLOAD_BYTES_OFFLOADED, size, ExecutionId.parse(execution_id).workflow_id)
-
-    def resolve(self, text: str | None, is_ref: bool) -> str | None:
-        if text is None or not is_ref:
-            return text
-        return self.payloads.get(text)
-
-    # ------------------------------------------------------------------ the log
-
-    def load_journal(self, execution_id: str) -> Journal:
-        """The execution's journal, the whole log folded: from the cache's fold when it has one (taken out
-        of it: the caller owns the journal), reading only the batches from its last one on."""
-        return self._load(execution_id).journal
-
-    def open_journal(
-        self,
-        execution_id: str,
-        pending: list[ExternalInput] | None = None,
-        empty: bool = False,
-        log_next: int | None = None,
-    ) -> Journal:
-        """load_journal for a worker's run, which ends it with close_journal: the run works on a copy, and
-        the batches it writes are noted for the fold close_journal may cache. With `pending`, the
-        execution's pending inputs (payloads as stored) are appended to it, read with the log. Nothing is
-        read when the caller knows the log is `empty` (it created the execution this moment), nor when it
-        knows the log's next seq (`log_next`, HandOff.log_next: no input is pending) and the cache holds the
-        fold of exactly that much of it."""
-        if empty:
-            folded = FoldedLog(Journal(execution_id))
-            folded.journal.finish_loading()
-        else:
-            folded = self._load(execution_id, pending, log_next)
-        if not self.journals.enabled:
-            return folded.journal
-        live = copy_journal(folded.journal)
-        self.journals.open(live, folded)
-        return live
-
-    def close_journal(self, journal: Journal, keep: bool) -> None:
-        """With `keep` (the run flushed everything and was not fenced), cache the fold of the execution's
-        log with the batches the run wrote, for its next message; otherwise the next load reads the whole
-        log. Each written batch is folded from a fresh decode of its text, as a load would fold it."""
-        run = self.journals.close(journal)
-        if run is None or not keep:
-            return
-        for batch, text in run.written:
-            body = decode_body(text)
-            if INPUT_REF in body:  # folding it as a load does reads the input back: left to the next load
-                return
-            self._fold(run.folded, batch, body, len(text))
-        if run.folded.journal.next_seq == journal.next_seq:  # it holds every batch the run wrote
-            self.journals.put(journal.execution_id, run.folded)
-
-    def _load(
-        self, execution_id: str, pending: list[ExternalInput] | None = None, log_next: int | None = None
-    ) -> FoldedLog:
-        inputs: dict[str, str] = {}
-        cached = self.journals.take(execution_id) if self.journals.enabled else None
-        if cached is not None and log_next is not None and cached.journal.next_seq == log_next:
-            folded: FoldedLog | None = cached  # the log has nothing the fold lacks
-        else:
-            folded = self._fold_after(cached, inputs, pending) if cached is not None else None
-        if folded is None:
-            if pending is not None:
-                pending.clear()  # read again with the whole log
-            folded = FoldedLog(Journal(execution_id))
-            for batch in self._batches(execution_id, after_seq=-1, pending=pending):
-                self._fold_read(folded, batch, inputs)
-        folded.journal.finish_loading()
-        return folded
-
-    def _fold_after(
-        self, cached: FoldedLog, inputs: dict[str, str], pending: list[ExternalInput] | None
-    ) -> FoldedLog | None:
-        """`cached` with the batches written after it folded on top; None when its last batch is not in
-        the log as it was (the execution was created again after its items expired)."""
-        last = cached.last_batch
-        if last is None:
-            return None
-        batches = self._batches(cached.journal.execution_id, after_seq=last.seq - 1, pending=pending)
-        first = next(batches, None)
-        if first is None or not _same_batch(first, last):
-            return None
-        for batch in batches:
-            self._fold_read(cached, batch, inputs)
-        return cached
-
-    def _fold(self, folded: FoldedLog, batch: Batch, body: dict[str, Any], size: int) -> None:
-        """Fold one batch as the store holds it (`body`: its body as written, `size`: its stored text)."""
-        if batch.seq != folded.journal.next_seq:
-            raise LogIncomplete(
-                f"execution {folded.journal.execution_id!r}: its log has batch {batch.seq} but not batch "
-                f"{folded.journal.next_seq} (expired under the table's TTL)"
-            )
-        folded.journal.fold(batch.seq, body)
-        folded.journal.offloaded_batches |= batch.body_is_ref
-        folded.journal.log_expiry.note(batch.expires_at)
-        oldest = folded.journal.oldest_batch_at
-        if oldest is None or batch.created_at < oldest:
-            folded.journal.oldest_batch_at = batch.created_at
-        folded.last_batch = batch
-        folded.size += size
-
-    def _fold_read(self, folded: FoldedLog, batch: Batch, inputs: dict[str, str]) -> None:
-        text = self._batch_text(batch)
-        self._fold(folded, batch, self._stored_body(text, inputs), len(text))
-
-    def _batches(
-        self, execution_id: str, after_seq: int, pending: list[ExternalInput] | None = None
-    ) -> Iterator[Batch]:
-        """The execution's batches with seq > after_seq in order (one paginated Query), and with
-        `pending` its pending inputs appended to it by the same Query."""
-        after = after_seq
-        while True:
-            batches, last = self.store.load_batches(execution_id, after_seq=after, inputs=pending)
-            yield from batches
-            if last is None:
-                return
-            after = last
-
-    def _batch_bodies(self, record: ExecutionRecord) -> Iterator[dict[str, Any]]:
-        """The bodies of the execution's batches in order, as written, and last the batch its
-        coordination record carries while the log has not taken it in (see carry_or_append_journal).
-        Batches an earlier execution under its name left (`predates`) are not its own: left out."""
-        execution_id = record.execution_id
-        # Read before the log: a run that writes the carried batch meanwhile makes the log longer, so the
-        # carried one is then not the log's next and is left out (the log holds it).
-        carried = self.store.get_carried_batch(execution_id)
-        inputs: dict[str, str] = {}
-        count = 0
-        for batch in self._batches(execution_id, after_seq=-1):
-            if predates(record, batch.created_at):
-                continue
-            count += 1
-            yield self._stored_body(self._batch_text(batch), inputs)
-        if carried is not None and carried.seq == count and not predates(record, carried.created_at):
-            yield self._stored_body(carried.body, inputs)
-
-    def _batch_text(self, batch: Batch) -> str:
-        return self.payloads.get(batch.body) if batch.body_is_ref else batch.body
-
-    def _stored_body(self, text: str, inputs: dict[str, str]) -> dict[str, Any]:
-        """A batch body as written: an offloaded execution input is read back once per load however many
-        batches refer to it (`inputs`: those this load has read so far, by reference)."""
-        body = decode_body(text)
-        input_ref = body.get(INPUT_REF)
-        if isinstance(input_ref, str):
-            if input_ref not in inputs:
-                inputs[input_ref] = self.payloads.get(input_ref)
-            restore_execution_input(body, inputs[input_ref])
-        return body
-
-    def expire_log(self, journal: Journal, ended_at: float) -> None:
-        """The execution ended at `ended_at`: its log expires a retention period after (before the end is
-        logged, see Endings.end). No write when every batch already expires late enough
-        (stepwell.core.log_expiry)."""
-        if not journal.log_expiry.lasts_past(ended_at, self.store.retention_seconds):
-            self.store.expire_log(journal.execution_id, journal.next_seq, ended_at)
-
-    def keep_log_until(self, journal: Journal, now: float, wake_at: float | None) -> float | None:
-        """The execution suspends until `wake_at` (None: until an input comes): the wake-up to arm, so that
-        its next run still finds the whole log with a retention period to spare (stepwell.core.log_expiry). A
-        wake-up later than that keeps the log now, a write per batch. None at all gets one at the last
-        safe moment, which keeps the log if the execution still waits then."""
-        safe_until = journal.log_expiry.safe_until(self.store.retention_seconds)
-        if safe_until is None or (wake_at is not None and wake_at <= safe_until):
-            return wake_at
-        if wake_at is None and now < safe_until - LOG_DECISION_SLACK_SECONDS:
-            return safe_until
-        self.keep_log(journal)
-        return wake_at
-
-    def keep_log(self, journal: Journal) -> None:
-        """Keep the execution's log until it ends (no batch expires): for a next run that may come at any
-        time. A write per batch, none when no batch of it expires."""
-        if journal.log_expiry.earliest is not None:
-            self.store.keep_log(journal.execution_id, journal.next_seq)
-            journal.log_expiry.made_kept()
-
-    def keep_log_of(self, execution_id: str) -> None:
-        """keep_log for an execution this process has not loaded (reads its log)."""
-        self.keep_log(self.load_journal(execution_id))
-
-    def append_journal(
-        self, record: ExecutionRecord, journal: Journal, terminal: bool = False
-    ) -> FlushedBatch:
-        """Write the journal's unflushed changes as its next batch. Raises SequenceConflict when fenced."""
-        return self._append_flushed(record, journal, journal.flush(), terminal)
-
-    def carry_or_append_journal(
-        self, record: ExecutionRecord, journal: Journal, terminal: bool = False
-    ) -> Batch | None:
-        """The last batch of a run, to carry on the lease's release instead of writing it when it is small
-        and nothing waits for it to be stored, saving a write; otherwise written as append_journal does,
-        and None. A run that suspends the execution: its InvocationCompleted and what a replay would
-        record again (FlushedBatch.carriable: the wait it suspends on), which the execution's next batch
-        takes in (Journal.carry). `terminal`: the execution's end (not its first batch), which the record
-        keeps for the retention period."""
-        flushed = journal.flush()
-        if terminal:
-            may_carry, limit = flushed.carriable_at_end, CARRIED_END_MAX_BYTES
-        else:
-            may_carry, limit = flushed.carriable, carried_batch_max_bytes(record.execution_id)
-        if may_carry:
-            text = encode_body(flushed.body)
-            if packed_size(text) <= limit:  # as the record keeps it
-                if journal.next_seq == 0 and not flushed.took_carried:
-                    # A first run that suspended at once: it started now. A later run that carries again
-                    # (it suspended at once too) holds the start the first one counted.
-                    self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
-                self._count_recorded(record, flushed)
-                return Batch(seq=journal.next_seq, body=text, created_at=self.clock.now(), terminal=terminal)
-        self._append_flushed(record, journal, flushed, terminal)
-        return None
-
-    def resolve_callbacks(self, record: ExecutionRecord, callbacks: list[tuple[str, str]]) -> int:
-        """Write the records that resolve new callback ids (callback id, operation id) to their execution
-        and operation. A record that exists already (an earlier run made the same derived id) is kept,
-        with the completion it may hold: returns how many did, whose run must go again to read them."""
-        found = 0
-        for callback_id, operation_id in callbacks:
-            ref = CallbackRef(callback_id, record.execution_id, operation_id, version=self.code_version)
-            found += not self.store.put_callback(ref)
-        return found
-
-    def _append_flushed(
-        self, record: ExecutionRecord, journal: Journal, flushed: FlushedBatch, terminal: bool
-    ) -> FlushedBatch:
-        seq = journal.next_seq
-        # Callback ids must resolve before the SDK hands them to user code (right after this returns).
-        self.resolve_callbacks(record, flushed.new_callbacks)
-        text = encode_body(flushed.body)
-        body, is_ref = self.offload(record.execution_id, f"batch-{seq}", text)
-        journal.offloaded_batches |= is_ref
-        now = self.clock.now()
-        retention = self.store.retention_seconds
-        # The end's batch expires a retention period after the end (an ended record's own time when a late
-        # run settles it: never after the execution's item); the others as stepwell.core.log_expiry says.
-        if terminal:
-            expires_at: float | None = (now if record.ended_at is None else record.ended_at) + retention
-        else:
-            expires_at = journal.log_expiry.expiry_for(now, retention)
-        stored = Batch(
-            seq=seq,
-            body=body or "",
-            created_at=now,
-            body_is_ref=is_ref,
-            terminal=terminal,
-            expires_at=None if expires_at is None else float(int(expires_at)),
-        )
-        self.store.append_batch(record.execution_id, stored)
-        journal.next_seq = seq + 1
-        journal.log_expiry.note(stored.expires_at)
-        self.journals.written(journal, stored, text)
-        # Counted once written: a fenced worker's batch is not, and seq 0 (only one worker writes it)
-        # holds the execution's start, unless the run that carried it counted it.
-        if seq == 0 and not flushed.took_carried:
-            self.metrics.add(Metric.EXECUTIONS_STARTED, 1, record.workflow_id)
-        self._count_recorded(record, flushed)
-        if flushed.absorbed_input_ids:
-            self.store.delete_external_inputs(record.execution_id, flushed.absorbed_input_ids)
-        # Callbacks the end closes are done at the end, so a stop settled days late (a redrive) leaves no
-        # record that outlives the execution's own item (their ttl counts from this time).
-        closed_at = record.ended_at if terminal and record.ended_at is not None else self.clock.now()
-        for callback_id in flushed.timed_out_callbacks:
-            self.store.complete_callback(callback_id, closed_at)
-        for child in flushed.child_starts:
-            self.start_child(record, child)
-        return flushed
-
-    def _count_recorded(self, record: ExecutionRecord, flushed: FlushedBatch) -> None:
-        if flushed.operations:
-            self.metrics.add(Metric.OPERATIONS_RECORDED, len(flushed.operations), record.workflow_id)
 
     # ------------------------------------------------------------------ starting
 
@@ -823,149 +453,6 @@ class Engine:
             except ExecutionNotFound:
                 continue  # never started (its target could not start): nothing runs
 
-    # ------------------------------------------------------------------ inputs from outside
-
-    def deliver(
-        self,
-        execution_id: str,
-        kind: InputKind,
-        operation_id: str | None,
-        payload: str | None = None,
-        error: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Write an external input for the execution and wake it."""
-        self.store.put_external_input(
-            execution_id, self._external_input(execution_id, kind, operation_id, payload, error)
-        )
-        self.queue.enqueue(InvokeMessage(execution_id).to_body())
-
-    def _external_input(
-        self,
-        execution_id: str,
-        kind: InputKind,
-        operation_id: str | None,
-        payload: str | None,
-        error: Mapping[str, Any] | None,
-    ) -> ExternalInput:
-        """An input for the execution as of now, its payload offloaded when too large for an item."""
-        now = self.clock.now()
-        # An object's key carries its content's digest: of two racing senders, neither replaces the
-        # other's object. One that loses its race leaves its object to expire with the execution's
-        # others, unless the execution ends with none (see docs/security.md).
-        stored, is_ref = self.offload(execution_id, f"in-{operation_id}", payload)
-        return ExternalInput(
-            input_id=_input_id(now),
-            kind=kind,
-            created_at=now,
-            operation_id=operation_id,
-            payload=stored,
-            payload_is_ref=is_ref,
-            error=dict(error) if error is not None else None,
-        )
-
-    def _callback(self, callback_id: str) -> tuple[CallbackRef, ExecutionRecord]:
-        """The callback's mapping and its (running) execution's record."""
-        if not isinstance(callback_id, str) or not callback_id:
-            raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
-        ref = self.store.get_callback(callback_id)
-        record = self.store.get_execution(ref.execution_id) if ref is not None else None
-        return _open_callback(callback_id, ref, record)
-
-    def send_callback_success(
-        self, callback_id: str, result: str | bytes | None = None, wake: bool = True
-    ) -> CallbackSent:
-        """Complete a callback with `result` (JSON text, as Lambda's SendDurableExecutionCallbackSuccess).
-        `wake` False: no message wakes the execution, whose run the caller makes itself (Worker.run, with
-        what this returns) and, should that fail, sends."""
-        if isinstance(result, bytes):
-            try:
-                text: str | None = result.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise InvalidArgument(f"callback result must be UTF-8 text: {error}") from None
-        elif result is None or isinstance(result, str):
-            text = result
-        else:
-            raise InvalidArgument(
-                f"callback result must be JSON text (str or UTF-8 bytes) or None, got {type(result).__name__}"
-                " (serialize it first, e.g. json.dumps)"
-            )
-        self.limits.callback_result.check("the callback result", text)
-        return self._complete_callback(callback_id, InputKind.CALLBACK_SUCCEEDED, payload=text, wake=wake)
-
-    def send_callback_failure(self, callback_id: str, error: Mapping[str, Any] | None = None) -> None:
-        """Fail a callback; `error` has ErrorType, ErrorMessage, ErrorData, StackTrace (all optional)."""
-        checked = check_error_object(error, "callback") or {}
-        self._complete_callback(callback_id, InputKind.CALLBACK_FAILED, error=checked)
-
-    def _complete_callback(
-        self,
-        callback_id: str,
-        kind: InputKind,
-        payload: str | None = None,
-        error: Mapping[str, Any] | None = None,
-        wake: bool = True,
-    ) -> CallbackSent:
-        """The first completion wins: one conditional write marks the callback completed and keeps its
-        result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
-        if not isinstance(callback_id, str) or not callback_id:
-            raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
-        text = json.dumps(dict(error), ensure_ascii=False) if error else payload or ""
-        at = lone_surrogate_at(text)
-        if at is not None:
-            raise InvalidArgument(
-                f"callback {'error' if error else 'result'} must be UTF-8 text, got a lone surrogate at "
-                f"character {at}: {text[max(0, at - 20) : at + 21]!r}"
-            )
-        size = len((payload or "").encode()) + (len(json.dumps(dict(error)).encode()) if error else 0)
-        if size <= min(SMALL_CALLBACK_RESULT_BYTES, self.inline_limit):
-            # A small result needs no object, so it is written without reading the record first: the
-            # write answers with the record, then the execution is read as before.
-            result = self._external_input("", kind, None, payload, error)
-            ref, record = self._completed_callback(callback_id, result)
-            result = replace(result, operation_id=ref.operation_id)
-            kept = kept_on_callback(result, callback_id, ref.operation_id, result.created_at)
-        else:
-            ref, record = self._callback(callback_id)
-            # Built (and offloaded) before the write that may lose the race.
-            result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
-            if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
-                raise _already_completed(callback_id)
-            kept = None  # its record may keep an object's reference: the run reads it
-        try:
-            if (
-                record.code_version is not None
-                and record.code_version != self.code_version
-                and ref.version != record.code_version
-            ):
-                # Pinned to a worker version this sender is not, whose run did not create the callback (an
-                # engine before results on callback records, or the execution moved version since): its
-                # code may read results only from inputs. Both are written; whichever the worker reads
-                # first ends the operation and the other is a no-op.
-                self.store.put_external_input(ref.execution_id, result)
-            if wake:
-                self.queue.enqueue(InvokeMessage(ref.execution_id).to_body())
-        except Exception:
-            # The execution was not woken: the sender may try again.
-            self.store.reopen_callback(callback_id)
-            raise
-        return CallbackSent(record, kept)
-
-    def _completed_callback(
-        self, callback_id: str, result: ExternalInput
-    ) -> tuple[CallbackRef, ExecutionRecord]:
-        """Complete the callback with `result` (small: kept inline) in one conditional write, then check
-        its execution still runs (else the completion is undone): the errors of `_callback`, in its order."""
-        before = self.store.complete_callback_once(callback_id, result.created_at, result)
-        record = self.store.get_execution(before.execution_id) if before is not None else None
-        ended = record is None or record.status.is_terminal
-        if before is not None and not before.completed and ended:
-            self.store.reopen_callback(callback_id)  # this call completed it, but the execution ended
-        return _open_callback(callback_id, before, record)
-
-    def send_callback_heartbeat(self, callback_id: str) -> None:
-        ref, _ = self._callback(callback_id)
-        self.deliver(ref.execution_id, InputKind.CALLBACK_HEARTBEAT, ref.operation_id)
-
     # ------------------------------------------------------------------ stopping and ending
 
     def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
@@ -1214,18 +701,11 @@ class Engine:
         NextMarker, for the same order), newest first with `reverse_order`. As GetDurableExecutionHistory's
         MaxItems: 1..1000, and None or 0 the default, 100. Without `include_execution_data` every payload is
         left out and marked Truncated, as AWS does."""
-        if max_items is not None and (
-            isinstance(max_items, bool) or not isinstance(max_items, int) or not 0 <= max_items <= 1000
-        ):
-            raise InvalidArgument(
-                f"invalid max_items {max_items!r}: an integer from 1 to 1000 (0 or None: the default, "
-                f"{DEFAULT_HISTORY_PAGE_ITEMS})"
-            )
         return self._history_page(
             execution_id,
             include_execution_data=include_execution_data,
             reverse_order=reverse_order,
-            max_items=max_items or DEFAULT_HISTORY_PAGE_ITEMS,
+            max_items=page_size(max_items),
             marker=marker,
         )
 
@@ -1240,64 +720,10 @@ class Engine:
     ) -> dict[str, Any]:
         """A page of the history as get_execution_history_page's; `max_items` None: every event."""
         record = self._record(execution_id)
-        events = events_from_bodies(list(self._batch_bodies(record)))
-        if reverse_order:
-            events.reverse()
-        start = _history_marker_position(marker, len(events))
-        end = len(events) if max_items is None else min(len(events), start + max_items)
-        page = events[start:end]
-        answer: dict[str, Any] = {"Events": page if include_execution_data else without_execution_data(page)}
-        if end < len(events):
-            answer["NextMarker"] = f"{_HISTORY_MARKER_PREFIX}{end}"
-        return answer
-
-
-def _open_callback(
-    callback_id: str, ref: CallbackRef | None, record: ExecutionRecord | None
-) -> tuple[CallbackRef, ExecutionRecord]:
-    """`ref` and its execution's `record` as read for a sender, or the sender's error, in this order: no
-    such callback, its execution has ended, it has already completed."""
-    if ref is None:
-        raise CallbackNotFound(f"no callback with id {callback_id!r}")
-    if record is None or record.status.is_terminal:
-        raise ExecutionAlreadyEnded(
-            f"callback {callback_id!r} belongs to execution {ref.execution_id!r}, which has ended"
+        return history_page(
+            events_from_bodies(list(self._batch_bodies(record))),
+            include_execution_data=include_execution_data,
+            reverse_order=reverse_order,
+            max_items=max_items,
+            marker=marker,
         )
-    if ref.completed:
-        raise _already_completed(callback_id)
-    return ref, record
-
-
-def _already_completed(callback_id: str) -> CallbackNotFound:
-    return CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
-
-
-def _same_batch(found: Batch, kept: Batch) -> bool:
-    """Whether the store still holds the batch a fold ended with (its time compared to the millisecond:
-    a store may write the number in another form)."""
-    return (
-        found.seq == kept.seq
-        and found.body == kept.body
-        and found.body_is_ref == kept.body_is_ref
-        and abs(found.created_at - kept.created_at) < 0.001
-        # Not when the log was kept since (ExecutionStore.keep_log): the fold's expiries are out of date.
-        and found.expires_at == kept.expires_at
-    )
-
-
-_HISTORY_MARKER_PREFIX = "events-from-"
-
-
-def _history_marker_position(marker: str | None, count: int) -> int:
-    """The position a NextMarker names; a marker this engine did not hand out is refused."""
-    if marker is None:
-        return 0
-    text = marker.removeprefix(_HISTORY_MARKER_PREFIX) if isinstance(marker, str) else ""
-    # 1-9 ASCII digits: isdigit() alone holds for superscript and fullwidth digits too.
-    digits = text.isascii() and text.isdigit() and len(text) <= 9
-    if not isinstance(marker, str) or text == marker or not digits or int(text) > count:
-        raise InvalidArgument(
-            f"invalid history marker {marker!r}: pass the NextMarker of a previous page of this "
-            f"execution's history (of the form '{_HISTORY_MARKER_PREFIX}<position>', at most {count})"
-        )
-    return int(text)

@@ -21,10 +21,14 @@ from stepwell.core.batch_keys import (
     EVENTS,
     OPERATIONS,
 )
+from stepwell.errors import InvalidArgument
 
 # The details' members that hold a payload: EventInput, EventResult, EventError.
 _PAYLOAD_HOLDERS = ("Input", "Result", "Error")
 _TIMESTAMP_KEYS = frozenset({"EventTimestamp", "StartTimestamp", "EndTimestamp", "ScheduledEndTimestamp"})
+# GetDurableExecutionHistory's MaxItems when none (or 0) is given (botocore's Lambda model).
+DEFAULT_HISTORY_PAGE_ITEMS = 100
+_HISTORY_MARKER_PREFIX = "events-from-"
 
 
 def _with_datetimes(value: Any) -> Any:
@@ -100,6 +104,56 @@ def without_execution_data(events: list[dict[str, Any]]) -> list[dict[str, Any]]
             event = {**event, details_key: details}
         stripped.append(event)
     return stripped
+
+
+def page_size(max_items: object) -> int:
+    """A page's size as GetDurableExecutionHistory's MaxItems takes it: 1..1000, and None or 0 the default
+    (DEFAULT_HISTORY_PAGE_ITEMS); InvalidArgument names anything else."""
+    if max_items is not None and (
+        isinstance(max_items, bool) or not isinstance(max_items, int) or not 0 <= max_items <= 1000
+    ):
+        raise InvalidArgument(
+            f"invalid max_items {max_items!r}: an integer from 1 to 1000 (0 or None: the default, "
+            f"{DEFAULT_HISTORY_PAGE_ITEMS})"
+        )
+    return max_items or DEFAULT_HISTORY_PAGE_ITEMS
+
+
+def history_page(
+    events: list[dict[str, Any]],
+    *,
+    include_execution_data: bool = True,
+    reverse_order: bool = False,
+    max_items: int | None,
+    marker: str | None = None,
+) -> dict[str, Any]:
+    """{"Events": [...], "NextMarker": ...}: up to `max_items` (None: every one) of the history's `events`
+    from `marker` (a previous page's NextMarker, for the same order), newest first with `reverse_order`;
+    without `include_execution_data` every payload left out and marked Truncated, as AWS does."""
+    if reverse_order:
+        events = events[::-1]
+    start = _history_marker_position(marker, len(events))
+    end = len(events) if max_items is None else min(len(events), start + max_items)
+    page = events[start:end]
+    answer: dict[str, Any] = {"Events": page if include_execution_data else without_execution_data(page)}
+    if end < len(events):
+        answer["NextMarker"] = f"{_HISTORY_MARKER_PREFIX}{end}"
+    return answer
+
+
+def _history_marker_position(marker: str | None, count: int) -> int:
+    """The position a NextMarker names; a marker this engine did not hand out is refused."""
+    if marker is None:
+        return 0
+    text = marker.removeprefix(_HISTORY_MARKER_PREFIX) if isinstance(marker, str) else ""
+    # 1-9 ASCII digits: isdigit() alone holds for superscript and fullwidth digits too.
+    digits = text.isascii() and text.isdigit() and len(text) <= 9
+    if not isinstance(marker, str) or text == marker or not digits or int(text) > count:
+        raise InvalidArgument(
+            f"invalid history marker {marker!r}: pass the NextMarker of a previous page of this "
+            f"execution's history (of the form '{_HISTORY_MARKER_PREFIX}<position>', at most {count})"
+        )
+    return int(text)
 
 
 def format_offset(seconds: float) -> str:
