@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.lambda_service import (
     CallbackOptions,
     ErrorObject,
@@ -123,10 +124,12 @@ def test_a_stale_invocation_is_fenced_by_the_log_sequence() -> None:
 def test_registry_validates_names_and_duplicates() -> None:
     registry = Registry()
 
-    def first(event: object, context: object) -> None:
+    @durable_execution
+    def first(event: object, context: DurableContext) -> None:
         return None
 
-    def second(event: object, context: object) -> None:
+    @durable_execution
+    def second(event: object, context: DurableContext) -> None:
         return None
 
     registry.register("orders.v1", first)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -185,6 +186,7 @@ def test_the_sdk_replays_the_same_operations_a_fresh_fold_gives() -> None:
     local = LocalStepwell()
     replays: list[bool] = []
 
+    @functools.wraps(cycles)  # a wrapper of a durable handler (the registry checks it)
     def checked(invocation_input: Any, lambda_context: Any) -> Any:
         # What the log holds, and what changed since (a wait that ended) as the SDK is told.
         folded = fresh_fold(local.engine, invocation_input.durable_execution_arn).operations
@@ -231,6 +233,7 @@ def test_a_fenced_worker_drops_its_journal_and_the_next_run_folds_the_winners_ba
     local = LocalStepwell()
     intrude = {"now": False}
 
+    @functools.wraps(cycles)  # a wrapper of a durable handler (the registry checks it)
     def fenced_once(invocation_input: Any, lambda_context: Any) -> Any:
         if intrude["now"]:
             intrude["now"] = False
