@@ -9,7 +9,6 @@ release of this file.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
@@ -36,7 +35,7 @@ def fulfil_order(event: dict[str, Any], context: DurableContext) -> dict[str, An
     return {
         "order_id": order["order_id"],
         "charge": payment,
-        "approval": json.loads(approval) if isinstance(approval, str) else approval,
+        "approval": approval,
         "invoice": invoice,
         "shipment": shipment,
         "notification": notification,

@@ -8,6 +8,7 @@ from typing import Any
 from aws_durable_execution_sdk_python import DurableContext, StepContext
 from aws_durable_execution_sdk_python.config import Duration, StepConfig, WaitForCallbackConfig
 from aws_durable_execution_sdk_python.retries import RetryStrategyConfig, create_retry_strategy
+from aws_durable_execution_sdk_python.serdes import JsonSerDes
 
 
 class PaymentProviderUnavailable(Exception):
@@ -32,7 +33,8 @@ FLAKY_RETRY = StepConfig(
     )
 )
 COOLING_OFF = Duration.from_days(3)
-APPROVAL = WaitForCallbackConfig(timeout=Duration.from_days(7))
+# The approver sends JSON (the callback's result is text): the serdes hands the workflow its value.
+APPROVAL = WaitForCallbackConfig(timeout=Duration.from_days(7), serdes=JsonSerDes())
 
 
 def fulfil_in_parallel(context: DurableContext, order: dict[str, Any]) -> list[str]:

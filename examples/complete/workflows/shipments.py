@@ -9,15 +9,16 @@ carriers are not held up by a busy one. A booking waits for the carrier's confir
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
+from aws_durable_execution_sdk_python.serdes import JsonSerDes
 from stepwell.core.flow_limits import Concurrency, Rate
 from stepwell.core.registry import workflow
 
-CONFIRMATION = WaitForCallbackConfig(timeout=Duration.from_days(2))
+# The carrier's confirmation is JSON text: the serdes hands the workflow its value.
+CONFIRMATION = WaitForCallbackConfig(timeout=Duration.from_days(2), serdes=JsonSerDes())
 
 
 @workflow(
@@ -37,5 +38,5 @@ def book_shipment(event: dict[str, Any], context: DurableContext) -> dict[str, A
     )
     return {
         **booking,
-        "confirmation": json.loads(confirmation) if isinstance(confirmation, str) else confirmation,
+        "confirmation": confirmation,
     }

@@ -7,7 +7,6 @@ Stepwell keeps such orders on the version of the worker they started on, and run
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
@@ -37,7 +36,7 @@ def fulfil_order(event: dict[str, Any], context: DurableContext) -> dict[str, An
         "release": 2,
         "charge": payment,
         "fraud_screening": screening,
-        "approval": json.loads(approval) if isinstance(approval, str) else approval,
+        "approval": approval,
         "invoice": invoice,
         "shipment": shipment,
         "notification": notification,
