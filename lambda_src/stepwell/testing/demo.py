@@ -21,12 +21,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from stepwell.client import StepwellClient
+from stepwell.aws.clients import AwsClients
+from stepwell.client import StepwellClient, deployed_workflows
+from stepwell.config import StepwellConfig
 from stepwell.console.timeline import open_callbacks
 from stepwell.testing.backends import Backend, start_backend
 from stepwell.testing.local_infra import next_one_time_due, runtime_and_firer
@@ -57,6 +59,30 @@ LATE_ORDER: dict[str, Any] = {
 RELEASE_2 = REPO_ROOT / "examples" / "complete" / "releases" / "v2" / "fulfilment.py"
 APPROVER = {"approved_by": "maria@example.com", "note": "cooling-off passed, stock reserved"}
 MAX_ROUNDS = 60
+
+
+class EngineClock:
+    """The harness's virtual clock as the engine reads a clock: epoch seconds."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+
+    def now(self) -> float:
+        return self.clock.now_epoch()
+
+
+def operator_client(config: Mapping[str, Any], clients: AwsClients, clock: VirtualClock) -> StepwellClient:
+    """The demo's client (the module's `client_config` output) on the clock the deployed handlers follow.
+
+    On the wall clock, a start made after the clock skipped ahead would be stamped days before its first
+    run and its end, which the handlers stamp: describe and the console would show it ending days after it
+    started, and an execution timeout (counted from the start) would have passed at its first run."""
+    return StepwellClient(
+        StepwellConfig.from_client_config(config),
+        clients,
+        clock=EngineClock(clock),
+        workflows=deployed_workflows(config),
+    )
 
 
 def say(text: str) -> None:
@@ -107,9 +133,10 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
     print(f"deployed {config['worker_function_name']}; client config in {config_path}")
 
     # A wake-up schedule invokes the worker's alias: moto runs no code, so the local runtime runs it.
-    runtime, firer = runtime_and_firer(backend, work_dir / "lambda", VirtualClock())
+    clock = VirtualClock()
+    runtime, firer = runtime_and_firer(backend, work_dir / "lambda", clock)
     clients = backend.aws_clients(runtime.lambda_endpoint_url)
-    client = StepwellClient.from_client_config(config, clients)
+    client = operator_client(config, clients, clock)
     try:
         say(f"Starting {len(ORDERS)} orders of {WORKFLOW}")
         executions = {
