@@ -75,8 +75,16 @@ def test_execution_page_draws_the_timeline_with_retries_waits_callbacks_and_bran
     assert charge is not None
     states = re.findall(r'data-state="([a-z-]+)"', charge.group(0))
     assert states == ["retrying", "retry-delay", "succeeded"]
-    approval_callback = re.search(r'data-kind="Callback".*?</g>', page, re.S)
+    # The SDK's callback and submitter step fold into the wait_for_callback, which waits; a link shows them.
+    approval = re.search(r'data-kind="WaitForCallback".*?</g>', page, re.S)
+    assert approval is not None and 'data-state="waiting"' in approval.group(0)
+    assert 'data-kind="Callback"' not in page and "approval submitter" not in rows
+    assert "internal=1" in page
+    everything = _text(console.http.get("/execution", query_string={"id": execution_id, "internal": "1"}))
+    assert {"approval create callback id", "approval submitter"} <= set(_rows(everything))
+    approval_callback = re.search(r'data-kind="Callback".*?</g>', everything, re.S)
     assert approval_callback is not None and 'data-state="waiting"' in approval_callback.group(0)
+    assert "hide them" in everything
 
     console.post(
         "/callback",

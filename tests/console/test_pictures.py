@@ -61,7 +61,7 @@ def test_rows_nest_children_and_show_retries_waits_and_open_callbacks() -> None:
     assert by_name["cool"].segments[0].end - by_name["cool"].segments[0].start > timedelta(days=2)
     assert by_name["approve cb"].depth == by_name["approve"].depth + 1
     assert [segment.state for segment in by_name["approve cb"].segments] == ["waiting"]
-    assert by_name["approve"].segments[0].state == "running"
+    assert by_name["approve"].segments[0].state == "waiting"  # a wait_for_callback waits, as its callback
     assert by_name["execution"].segments[0].state == "running"
     assert timeline.open_callbacks(events) == [("cb-1", "approve cb")]
 

@@ -57,6 +57,7 @@ from stepwell.cli.parser import (
 from stepwell.client import StepwellClient, deployed_workflows
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.history import format_timeline
+from stepwell.core.sdk_operations import fold_internal
 from stepwell.errors import ExecutionNotFound, StepwellError
 from stepwell.features.definitions.service import DefinitionsService
 from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, ExecutionId, make_execution_id
@@ -264,7 +265,7 @@ def _execution_command(
         if args.json:
             _print_json(events, out)
         else:
-            out.write(format_timeline(events) + "\n")
+            out.write(format_timeline(events if args.all else fold_internal(events)) + "\n")
     else:
         stopped = client.stop_execution(execution_id, _error_from(args))
         out.write(f"{execution_id}: {'stopped' if stopped else 'had already ended'}\n")

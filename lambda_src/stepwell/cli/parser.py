@@ -335,6 +335,12 @@ def _add_execution_commands(commands: Any) -> None:
         "--no-data", action="store_true", help="leave out inputs, results and errors (marked Truncated)"
     )
     history.add_argument("--reverse", action="store_true", help="newest event first")
+    history.add_argument(
+        "--all",
+        action="store_true",
+        help="also show the steps the SDK runs inside wait_for_callback (its submitter; without --all a "
+        "callback's events are shown as its wait_for_callback's); --json always has every event",
+    )
 
     stop = commands.add_parser(
         "stop",

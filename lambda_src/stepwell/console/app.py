@@ -29,6 +29,7 @@ from stepwell.aws.work_queue import QueueError
 from stepwell.client import StepwellClient
 from stepwell.config import ConfigError
 from stepwell.console import graph, timeline
+from stepwell.core.sdk_operations import internal_operations
 from stepwell.errors import ExecutionNotFound, InvalidArgument, StepwellError
 from stepwell.features.definitions.service import DefinitionsService
 from stepwell.features.definitions.validation import parse_definition
@@ -235,11 +236,15 @@ def create_app(
         execution_id = _required(request.args, "id")
         description = client.describe_execution(execution_id)
         history = client.get_execution_history(execution_id)
-        rows = timeline.build_rows(history, datetime.now(tz=UTC))
+        # The SDK's own operations (a wait_for_callback's callback and submitter) only on request.
+        show_internal = request.args.get("internal") == "1"
+        rows = timeline.build_rows(history, datetime.now(tz=UTC), show_internal=show_internal)
         return render_template(
             "execution.html",
             execution=description,
             execution_id=execution_id,
+            show_internal=show_internal,
+            internal_count=len(internal_operations(history)),
             timeline_svg=Markup(timeline.render_svg(rows)),  # render_svg escapes every text
             legend=timeline.legend(),
             callbacks=timeline.open_callbacks(history),

@@ -3,7 +3,9 @@
 Rows: the execution, its invocations, then every operation in order of first appearance, each child
 context's and parallel branch's operations nested under it. A row's segments: a step's attempts (a
 failed one that retries is followed by its retry delay), a wait, an open or answered callback, a child
-context's span. Times here are datetimes as stepwell.core.history gives them.
+context's span. Times here are datetimes as stepwell.core.history gives them. The operations the SDK makes
+inside a wait_for_callback (its callback and submitter step: stepwell.core.sdk_operations) are left out
+unless asked for: the wait_for_callback's own row tells their story.
 
 The axis is compressed: between consecutive event times the width grows with the logarithm of the gap,
 so a three-day wait and a two-millisecond step both stay visible; tick labels give the real offsets.
@@ -20,6 +22,7 @@ from html import escape
 from typing import Any
 
 from stepwell.core.history import format_offset
+from stepwell.core.sdk_operations import WAIT_FOR_CALLBACK, internal_operations
 
 # Segment states, their colours and legend text (the CSS classes are `seg-<state>`).
 LEGEND: dict[str, tuple[str, str]] = {
@@ -41,8 +44,8 @@ _END_STATES = {
     "Cancelled": "stopped",
 }
 _PHASES = ("Started", *_END_STATES)
-# Pending (not yet ended) operations of these kinds wait on something outside; others are running.
-_WAITING_KINDS = frozenset({"Wait", "Callback", "ChainedInvoke"})
+# Pending (not yet ended) operations of these kinds (or subtypes) wait on something outside; others run.
+_WAITING_KINDS = frozenset({"Wait", "Callback", "ChainedInvoke", WAIT_FOR_CALLBACK})
 
 LABEL_WIDTH = 280
 CHART_WIDTH = 760
@@ -93,9 +96,10 @@ def _error_note(details: dict[str, Any]) -> str:
     return f"{payload.get('ErrorType', 'Error')}: {payload.get('ErrorMessage', '')}".strip().rstrip(":")
 
 
-def build_rows(events: Sequence[dict[str, Any]], now: datetime) -> list[Row]:
+def build_rows(events: Sequence[dict[str, Any]], now: datetime, *, show_internal: bool = False) -> list[Row]:
     """The timeline's rows from an execution's history; a segment still open ends at `now` (or at the
-    last event, if that is later: a harness's virtual clock may run ahead)."""
+    last event, if that is later: a harness's virtual clock may run ahead). The SDK's own operations get
+    rows only with `show_internal`."""
     stamps = [
         event["EventTimestamp"] for event in events if isinstance(event.get("EventTimestamp"), datetime)
     ]
@@ -110,6 +114,7 @@ def build_rows(events: Sequence[dict[str, Any]], now: datetime) -> list[Row]:
     open_since: dict[str, datetime] = {}
     retry_from: dict[str, tuple[datetime, str]] = {}
     execution_start: datetime | None = None
+    hidden: set[str] = set() if show_internal else set(internal_operations(events))
     for event in events:
         stamp = event.get("EventTimestamp")
         if not isinstance(stamp, datetime):
@@ -134,7 +139,7 @@ def build_rows(events: Sequence[dict[str, Any]], now: datetime) -> list[Row]:
             continue
         operation_id = event.get("Id")
         kind, phase = _split_type(event_type)
-        if not operation_id or not kind:
+        if not operation_id or not kind or operation_id in hidden:
             continue
         row = operations.get(operation_id)
         if row is None:
@@ -163,7 +168,8 @@ def build_rows(events: Sequence[dict[str, Any]], now: datetime) -> list[Row]:
         execution.segments.append(Segment(execution_start, horizon, "running", "running"))
     for operation_id, since in open_since.items():
         row = operations[operation_id]
-        state = "waiting" if kinds[operation_id] in _WAITING_KINDS else "running"
+        waits = kinds[operation_id] in _WAITING_KINDS or row.kind in _WAITING_KINDS
+        state = "waiting" if waits else "running"
         row.segments.append(Segment(since, horizon, state, "not ended"))
     for operation_id, (since, note) in retry_from.items():
         operations[operation_id].segments.append(Segment(since, horizon, "retry-delay", note))
