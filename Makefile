@@ -75,7 +75,8 @@ mypy: venv
 checkov: checkov-venv
 	$(CACHE)/checkov/bin/checkov --quiet --compact --skip-download -d . --framework terraform --skip-path examples --skip-path .cache
 
-# Without file names: README.md and every modules/*/README.md (a submodule without one fails the check).
+# Without file names: docs/reference/module-inputs.md (the root module's, linked from README.md) and every
+# modules/*/README.md (a submodule without one fails the check).
 docs: venv
 	$(BIN)/python tools/terraform_docs.py --write
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Generate the inputs and outputs (Markdown) of the root module and its submodules from their .tf files.
 
-    python tools/terraform_docs.py --write   # README.md and modules/*/README.md, between the markers
+    python tools/terraform_docs.py --write   # docs/reference/module-inputs.md and modules/*/README.md
     python tools/terraform_docs.py --check   # exit 1 when any of them is stale
     python tools/terraform_docs.py --check modules/state/README.md   # only this one (its directory)
     python tools/terraform_docs.py --module-dir modules/state          # print one module's text
+
+The root module's text goes between the markers of its own reference page (ROOT_REFERENCE), which the
+project README links to, so that the README's first screens stay prose; a submodule's goes in its README.
 
 Each input is a short list entry (name, type, default or "required", then its description wrapped), long
 types and defaults in a fenced block, so no line is over MAX_LINE characters (a longer one is an error).
@@ -30,6 +33,8 @@ BEGIN_MARKER = "<!-- BEGIN_TF_DOCS -->"
 END_MARKER = "<!-- END_TF_DOCS -->"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = "README.md"
+# The root module's inputs and outputs: a page of their own, linked from the README.
+ROOT_REFERENCE = Path("docs") / "reference" / "module-inputs.md"
 MAX_LINE = 120  # the docs' line limit
 INLINE_LIMIT = 50  # longer types and defaults get a fenced block of their own
 INDENT = "  "  # continuation lines of a list entry
@@ -377,14 +382,23 @@ def replace_between_markers(document: str, generated: str, path: Path) -> str:
 
 
 def default_targets(repo_root: Path) -> list[Path]:
-    """The root README and the README of every submodule (a directory of .tf files under modules/)."""
+    """The root module's reference page and the README of every submodule (a directory of .tf files under
+    modules/)."""
     submodules = sorted(d for d in (repo_root / "modules").glob("*") if d.is_dir() and any(d.glob("*.tf")))
-    return [repo_root / README, *(d / README for d in submodules)]
+    return [repo_root / ROOT_REFERENCE, *(d / README for d in submodules)]
+
+
+def documented_module(target: Path, repo_root: Path) -> Path:
+    """The module a document describes: the root module for its reference page, else the document's
+    directory (a submodule's README)."""
+    if target.resolve() == (repo_root / ROOT_REFERENCE).resolve():
+        return repo_root.resolve()
+    return target.resolve().parent
 
 
 def updated_document(target: Path, repo_root: Path) -> tuple[str, str]:
-    """(current text, text with fresh docs) of a README documenting the module in its directory."""
-    module_dir = target.resolve().parent
+    """(current text, text with fresh docs) of a document of a module (documented_module)."""
+    module_dir = documented_module(target, repo_root)
     variables, outputs = read_module(module_dir)
     if not target.exists():
         raise HclError(f"{target} is missing: write one (what the module does, an example) with the markers")

@@ -1,6 +1,7 @@
-"""tools/terraform_docs.py: the generated inputs and outputs of the root module and every submodule fit the
-docs' line limit, `--check` fails on any stale README (and on a submodule README whose example does not call
-the submodule as it stands), and the submodules' usage examples are valid Terraform."""
+"""tools/terraform_docs.py: the generated inputs and outputs of the root module (on its reference page) and
+every submodule (in its README) fit the docs' line limit, `--check` fails on any stale one (and on a submodule
+README whose example does not call the submodule as it stands), and the submodules' usage examples are valid
+Terraform."""
 
 from __future__ import annotations
 
@@ -75,9 +76,12 @@ module "widget" {
 
 
 def _repo_with_submodule(tmp_path: Path, readme: str = USAGE) -> Path:
-    """A repository root with a variables-only module and one submodule `modules/widget`."""
+    """A repository root with a variables-only module (its reference page under docs/) and one submodule
+    `modules/widget`."""
     (tmp_path / "variables.tf").write_text('variable "name" {\n  type = string\n}\n')
-    (tmp_path / "README.md").write_text("# root\n\n<!-- BEGIN_TF_DOCS -->\n<!-- END_TF_DOCS -->\n")
+    (tmp_path / "README.md").write_text("# root\n\nSee docs/reference/module-inputs.md.\n")
+    (tmp_path / docs.ROOT_REFERENCE).parent.mkdir(parents=True)
+    (tmp_path / docs.ROOT_REFERENCE).write_text("# inputs\n\n<!-- BEGIN_TF_DOCS -->\n<!-- END_TF_DOCS -->\n")
     widget = tmp_path / "modules" / "widget"
     widget.mkdir(parents=True)
     (widget / "variables.tf").write_text(VARIABLES_TF)
@@ -130,9 +134,21 @@ def test_check_fails_on_a_stale_submodule_readme_and_write_fixes_it(tmp_path: Pa
     variables = repo / "modules" / "widget" / "variables.tf"
     variables.write_text(variables.read_text().replace("How often to retry.", "Retries before giving up."))
     assert _run(repo, "--check") == 1
-    assert _run(repo, "--check", str(repo / "README.md")) == 0  # only the root README asked for
+    assert (
+        _run(repo, "--check", str(repo / docs.ROOT_REFERENCE)) == 0
+    )  # only the root module's page asked for
     assert _run(repo, "--write") == 0
     assert "Retries before giving up." in (repo / "modules" / "widget" / "README.md").read_text()
+
+
+def test_the_root_modules_page_documents_the_root_module_and_the_readme_links_it(tmp_path: Path) -> None:
+    repo = _repo_with_submodule(tmp_path)
+    assert _run(repo, "--write", str(repo / docs.ROOT_REFERENCE)) == 0
+    page = (repo / docs.ROOT_REFERENCE).read_text()
+    assert "- `name`: `string`, required." in page and "retries" not in page  # the root's, not widget's
+    assert (repo / "README.md").read_text() == "# root\n\nSee docs/reference/module-inputs.md.\n"
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert docs.BEGIN_MARKER not in readme and f"]({docs.ROOT_REFERENCE.as_posix()})" in readme
 
 
 def test_a_submodule_without_a_readme_fails_the_check(
@@ -163,9 +179,9 @@ def test_check_fails_when_the_usage_example_does_not_fit_the_submodule(
 
 def test_every_readme_of_this_repository_is_current() -> None:
     targets = [path.relative_to(REPO).as_posix() for path in docs.default_targets(REPO)]
-    assert targets == ["README.md", *(f"modules/{name}/README.md" for name in SUBMODULES)]
+    assert targets == [docs.ROOT_REFERENCE.as_posix(), *(f"modules/{name}/README.md" for name in SUBMODULES)]
     assert docs.main(["--check"]) == 0
-    root = (REPO / "README.md").read_text(encoding="utf-8")
+    root = (REPO / docs.ROOT_REFERENCE).read_text(encoding="utf-8")
     generated = root[root.index(docs.BEGIN_MARKER) : root.index(docs.END_MARKER)]
     assert max(len(line) for line in generated.splitlines()) <= docs.MAX_LINE
     for name in SUBMODULES:  # their prose too: these READMEs are this tool's
