@@ -49,7 +49,7 @@ from adapters.driver import QueueDriver, callback_id_of  # noqa: E402
 from adapters.leftovers import asks, asks_small, fails_open, fire_occurrence, waits_long  # noqa: E402
 from fake_aws import fake_aws_environment  # noqa: E402
 from moto import mock_aws  # noqa: E402
-from reporting import md_table, report_checked_run  # noqa: E402
+from reporting import md_table, report_checked_run, wrap_markdown  # noqa: E402
 from soak_retention import DAY, KNOWN_KINDS, PAYLOADS_MODULE  # noqa: E402
 from stepwell.aws.clients import AwsClients  # noqa: E402
 from stepwell.aws.payloads import RETENTION_TAG_ENDED, RETENTION_TAG_KEY  # noqa: E402
@@ -113,7 +113,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "upgraded": ("started on version 1, upgraded to version 3 while waiting", "SUCCEEDED"),
     "redriven": (
-        "pinned to version 2, deleted by hand: its wake-up fails into the DLQ; upgraded, DLQ redriven",
+        "pinned to version 2, deleted by hand: wake-ups go to the DLQ; upgraded, DLQ redriven",
         "SUCCEEDED",
     ),
     "definitions context": (
@@ -441,7 +441,7 @@ def render(report: Report) -> str:
     if problems:
         lines += ["", "Problems:", "", *(f"- {problem}" for problem in problems)]
         lines += ["", "Left (first 20):", "", *(f"- `{example}`" for example in report.examples)]
-    return "\n".join(lines) + "\n"
+    return wrap_markdown("\n".join(lines)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 """BENCHMARKS.md as a bench run writes it: the run, the targets, how it measures, the prices, then each
-section; the sections `make chaos` and `make soak` wrote are kept."""
+section, its prose wrapped at 120 characters (reporting.wrap_markdown); the sections `make chaos` and
+`make soak` wrote are kept."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from reporting import kept_sections, md_table
+from reporting import kept_sections, md_table, warn_overlong, wrap_markdown
 
 from bench.prices import DURABLE_FUNCTIONS_PER_MILLION, PRICES, STEP_FUNCTIONS_PER_MILLION
 from bench.section import ROOT, SectionResult
@@ -82,12 +83,14 @@ HOW_MEASURED = """\
 
 def _targets_summary(results: Sequence[SectionResult]) -> list[str]:
     rows = [list(row) for result in results for row in result.targets]
-    if not rows:
+    tables = [table for result in results for table in result.target_tables]
+    if not rows and not tables:
         return []
     return [
         "## Against the targets",
         "Computed from the measurements below (a report, not a test: nothing here fails the build).",
-        md_table(["target", "measured", "verdict"], rows),
+        *tables,
+        *([md_table(["target", "measured", "verdict"], rows)] if rows else []),
     ]
 
 
@@ -124,7 +127,7 @@ def render(results: Sequence[SectionResult], started: float, selected: Sequence[
         f"- packages: {_versions()}",
         *_targets_summary(results),
         "## How measured",
-        HOW_MEASURED,
+        HOW_MEASURED.rstrip(),
         "## Prices used (us-east-1, on-demand list prices)",
         "Published prices as of 2026-11 (DynamoDB on-demand: the prices in force since the cut of "
         "2024-11-01). Free tiers ignored.",
@@ -132,9 +135,10 @@ def render(results: Sequence[SectionResult], started: float, selected: Sequence[
     ]
     for result in results:
         parts += [f"## {result.title}", result.markdown]
-    return "\n\n".join(parts).rstrip() + "\n"
+    return wrap_markdown("\n\n".join(parts).rstrip()) + "\n"
 
 
 def write(path: Path, text: str) -> None:
     """Writes the run's `text` to `path`, keeping the sections of `make chaos` and `make soak` there."""
     path.write_text(text + kept_sections(path))
+    warn_overlong(path)

@@ -40,6 +40,9 @@ class SectionResult:
     summary: list[str] = field(default_factory=list)
     # Rows of the summary against the targets at the top of the file: (target, measured, verdict).
     targets: list[tuple[str, str, str]] = field(default_factory=list)
+    # Targets the summary shows as tables of their own (markdown: a line saying what they are, a table), for
+    # targets met or not at each of several sizes or cases, which a row of the summary could not hold.
+    target_tables: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,8 +1,11 @@
-"""The tables the moto sections share: per operation, requests by API, cost by service."""
+"""The tables the moto sections share: per operation, requests by API, cost by service (each laid out to
+fit the file's 120 characters a line)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
+from reporting import md_table
 
 from bench.measurement import Measurement
 from bench.meter import ApiTally
@@ -10,40 +13,44 @@ from bench.prices import DURABLE_FUNCTIONS_PER_MILLION, STEP_FUNCTIONS_PER_MILLI
 from bench.text import fmt, usd
 
 
-def per_op_row(m: Measurement) -> list[str]:
-    total = m.usd_per_million_ops()
-    return [
-        m.label,
-        f"{m.operations:,}",
-        f"{m.modelled.lambda_invocations:,}",
-        fmt(m.per_op(m.service_calls("dynamodb"))),
-        fmt(m.per_op(m.write_units)),
-        fmt(m.per_op(m.read_units)),
-        fmt(m.per_op(m.sqs_requests)),
-        fmt(m.per_op(m.modelled.scheduler_invocations)),
-        fmt(m.per_op(m.s3_puts + m.s3_gets)),
-        usd(total),
-        f"{total / DURABLE_FUNCTIONS_PER_MILLION:.0%}",
-        f"{total / STEP_FUNCTIONS_PER_MILLION:.0%}",
-        fmt(m.wall_seconds, 1),
+def per_op_tables(measurements: Sequence[Measurement]) -> str:
+    """Per operation, one row per measurement, in two tables (one would be too wide for the file); the
+    cost per million operations is in the cost table (`cost_rows`)."""
+    first = [
+        [
+            m.label,
+            f"{m.operations:,}",
+            f"{m.modelled.lambda_invocations:,}",
+            fmt(m.per_op(m.service_calls("dynamodb"))),
+            fmt(m.per_op(m.write_units)),
+            fmt(m.per_op(m.read_units)),
+        ]
+        for m in measurements
     ]
+    second = [
+        [
+            m.label,
+            fmt(m.per_op(m.sqs_requests)),
+            fmt(m.per_op(m.modelled.scheduler_invocations)),
+            fmt(m.per_op(m.s3_puts + m.s3_gets)),
+            fmt(m.wall_seconds, 1),
+        ]
+        for m in measurements
+    ]
+    return "\n\n".join([md_table(PER_OP_HEADERS[0], first), md_table(PER_OP_HEADERS[1], second)])
 
 
-PER_OP_HEADER = [
-    "workflow",
-    "operations",
-    "Lambda invocations",
-    "DynamoDB requests / op",
-    "write units / op",
-    "read units / op",
-    "SQS requests / op",
-    "Scheduler invocations / op",
-    "S3 requests / op",
-    "Stepwell $ / million ops",
-    "of durable functions ($8.00)",
-    "of Step Functions ($25.00)",
-    "wall s (moto)",
-]
+PER_OP_HEADERS = (
+    [
+        "workflow",
+        "operations",
+        "Lambda invocations",
+        "DynamoDB requests / op",
+        "write units / op",
+        "read units / op",
+    ],
+    ["workflow", "SQS requests / op", "Scheduler invocations / op", "S3 requests / op", "wall s (moto)"],
+)
 
 
 def api_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
@@ -91,7 +98,15 @@ def cost_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     rows.append(["**total**"] + [f"**{usd(m.usd_per_million_ops())}**" for m in measurements])
     rows.append(["AWS Lambda durable functions"] + [usd(DURABLE_FUNCTIONS_PER_MILLION) for _ in measurements])
     rows.append(
+        ["Stepwell's total as a share of durable functions"]
+        + [f"{m.usd_per_million_ops() / DURABLE_FUNCTIONS_PER_MILLION:.0%}" for m in measurements]
+    )
+    rows.append(
         ["Step Functions Standard (1 transition / op)"]
         + [usd(STEP_FUNCTIONS_PER_MILLION) for _ in measurements]
+    )
+    rows.append(
+        ["Stepwell's total as a share of Step Functions"]
+        + [f"{m.usd_per_million_ops() / STEP_FUNCTIONS_PER_MILLION:.0%}" for m in measurements]
     )
     return rows

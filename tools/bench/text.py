@@ -1,23 +1,6 @@
-"""Figures as the report writes them: numbers, dollars, verdicts against a target, and prose."""
+"""Figures as the report writes them: numbers, dollars, and prose (one line: the file's writer wraps it)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Mapping
-
-
-def verdict(values: Mapping[int, float], ok: Callable[[float], bool]) -> str:
-    """'met at every size', or which sizes meet a target and which do not."""
-    good = [f"{size:,}" for size, value in sorted(values.items()) if ok(value)]
-    bad = [f"{size:,}" for size, value in sorted(values.items()) if not ok(value)]
-    if not bad:
-        return "met at every size"
-    if not good:
-        return "NOT met at any size"
-    return f"met at {', '.join(good)} steps; NOT met at {', '.join(bad)}"
-
-
-def by_size_text(values: Mapping[int, float], render: Callable[[float], str]) -> str:
-    return ", ".join(f"{size:,}: {render(value)}" for size, value in sorted(values.items()))
 
 
 def fmt(value: float, digits: int = 3) -> str:
