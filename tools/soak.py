@@ -113,7 +113,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "upgraded": ("started on version 1, upgraded to version 3 while waiting", "SUCCEEDED"),
     "redriven": (
-        "pinned to version 2, deleted by hand: wake-ups go to the DLQ; upgraded, DLQ redriven",
+        "pinned to version 2, deleted by hand: wake-ups fail into the DLQ; upgraded, DLQ redriven",
         "SUCCEEDED",
     ),
     "definitions context": (

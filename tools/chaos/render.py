@@ -125,10 +125,8 @@ def render(report: Report) -> str:
         f"bodies kill their worker before the checkpoint; the lease is {settings.lease_seconds:g} s and the "
         "`slow` step's first run outlives it; every SQS message (engine, client and schedules) is sent "
         f"twice, each copy with a random 0-{settings.max_extra_delay} s extra delay, and batches are "
-        "shuffled. "
-        "How it runs and what it "
-        "checks: docs/engine.md, Load and faults. Throughput and the due-to-run delay measure this "
-        f"machine, not the engine: {shared}.",
+        "shuffled. How it runs and what it checks: docs/engine.md, Load and faults. Throughput and the "
+        f"due-to-run delay measure this machine, not the engine: {shared}.",
         "",
         md_table(["result", "value"], rows),
         "",
