@@ -1,0 +1,247 @@
+"""The operations on executions: GetDurableExecution, GetDurableExecutionHistory,
+ListDurableExecutionsByFunction, StopDurableExecution, and the SDK's own GetDurableExecutionState and
+CheckpointDurableExecution (refused: their tokens live inside the worker's run). Each translates the
+engine's answer (Engine.describe_execution, get_execution_history_page, list_executions, stop_execution)
+into the model's shape; none duplicates what the engine does."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from stepwell.features.definitions.interpreter import INTERPRETER_NAME
+from stepwell.features.lambda_api.arns import LATEST, LATEST_PUBLISHED, QUALIFIER_PATTERN, FunctionRef
+from stepwell.features.lambda_api.context import ApiContext
+from stepwell.features.lambda_api.errors import ApiError, invalid, not_found
+from stepwell.features.lambda_api.wire import MAX_RESPONSE_BYTES, Request, Response
+from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, ExecutionRecord
+
+# The model's ExecutionStatus enum (Statuses filter): PAUSING, PAUSED and DELETING are AWS's too.
+STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED", "DELETING", "PAUSING", "PAUSED")
+MAX_STATUSES = 10
+# Store pages one ListDurableExecutionsByFunction call reads at most while its filters leave items out;
+# past them it answers with what it found and a NextMarker to go on.
+MAX_LIST_STORE_PAGES = 10
+MAX_MARKER_LENGTH = 4096
+_ERROR_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData", "StackTrace")
+_TOKEN = re.compile(r"[A-Za-z0-9+/]{1,2048}={0,2}")
+
+
+def error_object(error: object) -> dict[str, Any] | None:
+    """An ErrorObject of the model from an engine's error (its four fields only)."""
+    if not isinstance(error, Mapping):
+        return None
+    return {key: error[key] for key in _ERROR_FIELDS if error.get(key) is not None}
+
+
+def get_execution(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    include = request.query_bool("IncludeExecutionData", True)
+    described = api.engine.describe_execution(execution_id)
+    answer: dict[str, Any] = {
+        "DurableExecutionArn": api.arns.execution_arn(described["ExecutionId"]),
+        "DurableExecutionName": described["ExecutionName"],
+        "FunctionArn": api.arns.function_arn(described["WorkflowName"], described.get("Version")),
+        "Status": described["Status"],
+        "StartTimestamp": described["StartTimestamp"],
+        "ExecutionDataIncluded": include,
+        "DurableConfig": durable_config(api),
+    }
+    if described.get("EndTimestamp") is not None:
+        answer["EndTimestamp"] = described["EndTimestamp"]
+    version = described.get("Version") or (LATEST if api.engine.functions is None else None)
+    if version is not None:
+        answer["Version"] = version
+    if include:
+        if described.get("InputPayload") is not None:
+            answer["InputPayload"] = described["InputPayload"]
+        if described.get("Result") is not None:
+            answer["Result"] = described["Result"]
+        error = error_object(described.get("Error"))
+        if error is not None:
+            answer["Error"] = error
+    return Response.json(answer)
+
+
+def durable_config(api: ApiContext) -> dict[str, Any]:
+    config: dict[str, Any] = {"RetentionPeriodInDays": api.settings.retention_days}
+    if api.settings.kms_key_arn:
+        config["KMSKeyArn"] = api.settings.kms_key_arn
+    return config
+
+
+def get_history(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    include = request.query_bool("IncludeExecutionData", True)
+    reverse = request.query_bool("ReverseOrder", False)
+    max_items = request.query_int("MaxItems", 0, 1000) or None
+    marker = request.query_string("Marker", MAX_MARKER_LENGTH)
+    while True:
+        page = api.engine.get_execution_history_page(
+            execution_id,
+            include_execution_data=include,
+            reverse_order=reverse,
+            max_items=max_items,
+            marker=marker,
+        )
+        events = [_event_with_arns(api, event) for event in page["Events"]]
+        answer: dict[str, Any] = {"Events": events}
+        if page.get("NextMarker"):
+            answer["NextMarker"] = page["NextMarker"]
+        response = Response.json(answer)
+        # A page the function URL could not carry is made smaller; the next one goes on from its end.
+        if len(response.body) <= MAX_RESPONSE_BYTES or len(events) <= 1:
+            return response
+        max_items = max(1, len(events) // 2)
+
+
+def _event_with_arns(api: ApiContext, event: dict[str, Any]) -> dict[str, Any]:
+    """A history event whose child execution (ChainedInvokeStarted) is named by its ARN."""
+    details = event.get("ChainedInvokeStartedDetails")
+    if not isinstance(details, dict) or not isinstance(details.get("DurableExecutionArn"), str):
+        return event
+    child: str = details["DurableExecutionArn"]
+    try:
+        arn = api.arns.execution_arn(child)
+    except ValueError:
+        return event
+    return {**event, "ChainedInvokeStartedDetails": {**details, "DurableExecutionArn": arn}}
+
+
+def list_by_function(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    function = function_ref(api, params["function"], request.query_string("Qualifier", 128))
+    name_filter = request.query_string("DurableExecutionName", 128)
+    if name_filter is not None and not KEY_PART_PATTERN.match(name_filter):
+        raise invalid(f"DurableExecutionName {name_filter!r} is no execution name: {KEY_PART_RULE}")
+    statuses = set(request.query_strings("Statuses", MAX_STATUSES))
+    unknown = sorted(statuses - set(STATUSES))
+    if unknown:
+        raise invalid(f"Statuses {unknown} are not statuses; allowed: {', '.join(STATUSES)}")
+    after = request.query_time("StartedAfter")
+    before = request.query_time("StartedBefore")
+    if request.query_bool("ReverseOrder", False):
+        raise invalid(
+            "ReverseOrder=true (oldest first) is not served: Stepwell lists a function's executions newest "
+            "first only; page through them without ReverseOrder"
+        )
+    max_items = request.query_int("MaxItems", 0, 1000) or 100
+    token = request.query_string("Marker", MAX_MARKER_LENGTH)
+    version = _version_filter(api, function.qualifier)
+
+    def wanted(record: ExecutionRecord) -> bool:
+        return (
+            (not statuses or record.status.value in statuses)
+            and (name_filter is None or record.execution_name == name_filter)
+            and (before is None or record.created_at < before)
+            and (version is None or (record.code_version or LATEST) == version)
+        )
+
+    found: list[dict[str, Any]] = []
+    for _ in range(MAX_LIST_STORE_PAGES):
+        # Never more than the page still needs: the store's token then goes on right after what was read.
+        page = api.engine.list_executions(
+            workflow=function.name, limit=max_items - len(found), next_token=token
+        )
+        token = page.next_token
+        for record in page.items:
+            if after is not None and record.created_at <= after:
+                token = None  # newest first: every later one started before too
+                break
+            if wanted(record):
+                found.append(_listed(api, record))
+        if token is None or len(found) >= max_items:
+            break
+    answer: dict[str, Any] = {"DurableExecutions": found}
+    if token is not None:
+        answer["NextMarker"] = token
+    return Response.json(answer)
+
+
+def _listed(api: ApiContext, record: ExecutionRecord) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "DurableExecutionArn": api.arns.execution_arn(record.execution_id),
+        "DurableExecutionName": record.execution_name,
+        "FunctionArn": api.arns.function_arn(record.workflow_id, record.code_version),
+        "Status": record.status.value,
+        "StartTimestamp": record.created_at,
+    }
+    if record.ended_at is not None:
+        item["EndTimestamp"] = record.ended_at
+    return item
+
+
+def function_ref(api: ApiContext, function_name: str, qualifier: str | None) -> FunctionRef:
+    """The workflow a FunctionName names (with the Qualifier parameter, which must agree with a qualifier
+    in the name), one this deployment has."""
+    function = api.arns.function(function_name)
+    if qualifier is not None:
+        if not QUALIFIER_PATTERN.fullmatch(qualifier):
+            raise invalid(f"Qualifier {qualifier!r} is not a version, an alias, $LATEST or $LATEST.PUBLISHED")
+        if function.qualifier is not None and function.qualifier != qualifier:
+            raise invalid(
+                f"The derived qualifier from the function name ({function.qualifier}) does not match the "
+                f"specified qualifier ({qualifier})"
+            )
+        function = FunctionRef(function.name, qualifier)
+    check_workflow(api, function.name)
+    return function
+
+
+def check_workflow(api: ApiContext, name: str) -> None:
+    """ResourceNotFoundException unless this deployment has the workflow (when it lists them)."""
+    workflows = api.settings.workflows
+    if workflows is not None and name not in workflows and name != INTERPRETER_NAME:
+        listed = ", ".join(sorted(workflows)) or "none"
+        raise not_found(
+            f"Function not found: {api.arns.function_arn(name)} (this deployment's workflows: {listed})"
+        )
+
+
+def _version_filter(api: ApiContext, qualifier: str | None) -> str | None:
+    """The version executions must run on to be listed ($LATEST: not pinned to any); None: any."""
+    if qualifier is None or qualifier == LATEST:
+        return qualifier
+    if qualifier == LATEST_PUBLISHED:
+        current = api.engine.functions.current_version() if api.engine.functions is not None else None
+        return current or LATEST
+    return api.engine.resolve_version(qualifier)
+
+
+def stop(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    error = request.json_object("stop error")
+    stopped_at = api.engine.clock.now()
+    if api.engine.stop_execution(execution_id, error):
+        return Response.json({"StopTimestamp": stopped_at})
+    described = api.engine.describe_execution(execution_id)
+    if described["Status"] == "STOPPED":  # a repeated stop: the first one's answer
+        return Response.json({"StopTimestamp": described["EndTimestamp"]})
+    raise invalid(
+        f"durable execution {api.arns.execution_arn(execution_id)} has already ended {described['Status']}: "
+        "only a running execution can be stopped"
+    )
+
+
+def _refuse_token(api: ApiContext, execution_id: str, token: object) -> ApiError:
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        return invalid("CheckpointToken is required: 1 to 2048 base64 characters")
+    arn = api.arns.execution_arn(execution_id)
+    return invalid(
+        f"CheckpointToken is not the token of a current invocation of {arn}: "
+        "Stepwell hands checkpoint tokens to the workflow's run inside its worker, where the SDK reads the "
+        "state and checkpoints in process. Read an execution's operations with GetDurableExecutionHistory."
+    )
+
+
+def get_state(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    request.query_int("MaxItems", 0, 1000)
+    request.query_string("Marker", MAX_MARKER_LENGTH)
+    raise _refuse_token(api, execution_id, request.query_string("CheckpointToken", 4096))
+
+
+def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    body = request.json_object("checkpoint request") or {}
+    raise _refuse_token(api, execution_id, body.get("CheckpointToken"))

@@ -1,0 +1,68 @@
+"""The API function's own environment (the module's modules/api sets it), besides the deployment's
+StepwellConfig: who may do what, the deployment's workflows, and how long a RequestResponse invoke waits."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from stepwell.core.registry import WORKFLOW_NAME_PATTERN
+from stepwell.features.lambda_api.access import AccessPolicy, PrincipalError
+from stepwell.features.lambda_api.arns import ArnContext
+from stepwell.features.lambda_api.context import MAX_WAIT_SECONDS, ApiSettings
+
+READ_PRINCIPALS_ENV = "STEPWELL_API_READ_PRINCIPALS"
+OPERATE_PRINCIPALS_ENV = "STEPWELL_API_OPERATE_PRINCIPALS"
+CALLBACK_PRINCIPALS_ENV = "STEPWELL_API_CALLBACK_PRINCIPALS"
+WORKFLOWS_ENV = "STEPWELL_API_WORKFLOWS"
+MAX_WAIT_ENV = "STEPWELL_API_MAX_WAIT_SECONDS"
+_SECONDS = re.compile(r"[0-9]{1,4}")
+
+
+class SettingsError(ValueError):
+    """The API function's environment holds a bad value (the message names the variable)."""
+
+
+def api_settings(
+    environ: Mapping[str, str], arns: ArnContext, retention_days: int, kms_key_arn: str
+) -> ApiSettings:
+    """The endpoint's settings from the function's environment and its own ARN's context."""
+    try:
+        access = AccessPolicy.from_json(
+            environ.get(READ_PRINCIPALS_ENV, ""),
+            environ.get(OPERATE_PRINCIPALS_ENV, ""),
+            environ.get(CALLBACK_PRINCIPALS_ENV, ""),
+        )
+    except PrincipalError as error:
+        raise SettingsError(
+            f"{READ_PRINCIPALS_ENV}/{OPERATE_PRINCIPALS_ENV}/{CALLBACK_PRINCIPALS_ENV}: {error}"
+        ) from None
+    wait = environ.get(MAX_WAIT_ENV, "") or "60"
+    if not _SECONDS.fullmatch(wait) or int(wait) > MAX_WAIT_SECONDS:
+        raise SettingsError(f"{MAX_WAIT_ENV} must be whole seconds 0..{MAX_WAIT_SECONDS:.0f}, got {wait!r}")
+    return ApiSettings(
+        arns=arns,
+        access=access,
+        workflows=_workflows(environ.get(WORKFLOWS_ENV, "")),
+        retention_days=retention_days,
+        kms_key_arn=kms_key_arn,
+        max_wait_seconds=float(wait),
+    )
+
+
+def _workflows(text: str) -> frozenset[str] | None:
+    """The deployment's workflow names (a JSON list); None when the variable is unset or null."""
+    if not text:
+        return None
+    try:
+        names = json.loads(text)
+    except ValueError:
+        raise SettingsError(f"{WORKFLOWS_ENV} is not JSON: {text[:200]!r}") from None
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(
+        isinstance(name, str) and WORKFLOW_NAME_PATTERN.match(name) for name in names
+    ):
+        raise SettingsError(f"{WORKFLOWS_ENV} must be a JSON list of workflow names, got {text[:200]!r}")
+    return frozenset(names)
