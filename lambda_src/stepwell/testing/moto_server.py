@@ -6,14 +6,22 @@ moto's decorators; a child also gets its own core for the GIL-heavy request hand
 
 The child corrects moto behaviours that differ from AWS (``_disable_moto_sqs_push``: no push of
 SQS messages to mapped functions; ``_keep_queue_policy_on_other_updates``: SetQueueAttributes keeps
-a policy it does not name; ``_skip_statements_whose_condition_fails``: a policy statement whose
-condition is not met does not apply; ``_version_functions_like_lambda``: version numbers are never
-reused, a version an alias points to or an alias cannot be deleted, ListAliases honours
-FunctionVersion, and an event source mapping on an alias or version keeps that qualified ARN). It serves
-Lambda's recursion-config API, which moto lacks, and adds one route to moto's WSGI app,
+a policy it does not name, also when two updates race; ``_echo_transition_default_minimum_object_size``:
+a bucket lifecycle configuration reads back with the TransitionDefaultMinimumObjectSize it was put with;
+``_skip_statements_whose_condition_fails``: a policy statement whose condition is not met does not apply;
+``_version_functions_like_lambda``: version numbers are never reused, a version an alias points to or
+an alias cannot be deleted, ListAliases honours FunctionVersion, and an event source mapping on an
+alias or version keeps that qualified ARN). It serves Lambda's recursion-config API, which moto lacks,
+and adds one route to moto's WSGI app,
 ``GET /_stepwell/lambda-code?region=..&function=..`` (a name, optionally ``name:version``), that returns
 a function's deployed zip: moto's GetFunction answers with an S3 location it never serves (the same one
 for every version), and the local Lambda runtime needs the code terraform uploaded for each version.
+
+The long waits of a ``terraform apply`` here are not answers that differ from what was put: the AWS
+provider (5.100) reads a resource back until it matched a fixed number of times in a row, as against
+AWS, and moto's answers match from the first read. Each SQS queue, redrive policy and queue policy
+(create, update and delete) waits 6 matching reads 5 s apart (25 s), a bucket lifecycle configuration
+10 s and then 10 matching reads 5 s apart (55 s), a new Lambda function 5 s before its first read.
 
 Run as ``python -m stepwell.testing.moto_server [--host H] [--port P]``; it prints
 ``STEPWELL_MOTO_PORT=<port>`` on stdout once it listens, and exits when its parent dies.
@@ -149,20 +157,62 @@ def _disable_moto_sqs_push() -> None:
 def _keep_queue_policy_on_other_updates() -> None:
     """moto's SetQueueAttributes drops a queue's Policy whenever the call does not name it, so setting
     the redrive policy (or a visibility timeout) after the queue policy silently removes the policy;
-    SQS keeps attributes a call does not mention. Keep it here too."""
+    SQS keeps attributes a call does not mention. Keep it here too, one update at a time: Terraform sets
+    the redrive policy and the queue policy concurrently, and a policy set between another update's read
+    of the old one and moto's reset would be lost."""
     from moto.sqs.models import Queue
 
     original_set_attributes = Queue._set_attributes
+    updating = threading.Lock()
 
     def set_attributes_keeping_policy(
         self: Any, attributes: dict[str, Any], now: float | None = None
     ) -> None:
-        previous_policy = getattr(self, "policy", None)
-        original_set_attributes(self, attributes, now)
-        if "Policy" not in attributes and previous_policy is not None:
-            self.policy = previous_policy
+        with updating:
+            previous_policy = getattr(self, "policy", None)
+            original_set_attributes(self, attributes, now)
+            if "Policy" not in attributes and previous_policy is not None:
+                self.policy = previous_policy
 
     Queue._set_attributes = set_attributes_keeping_policy  # type: ignore[method-assign]
+
+
+TRANSITION_SIZE_HEADER = "x-amz-transition-default-minimum-object-size"
+# S3's default for a lifecycle configuration put without the header (general purpose buckets, since 2024-09).
+DEFAULT_TRANSITION_SIZE = "all_storage_classes_128K"
+
+
+def _echo_transition_default_minimum_object_size() -> None:
+    """moto answers GetBucketLifecycleConfiguration with TransitionDefaultMinimumObjectSize
+    all_storage_classes_128K whatever was put. S3 answers the value put with the configuration (its
+    header on PutBucketLifecycleConfiguration, the default when absent), and the AWS provider reads the
+    configuration back until that value matches: a root that puts varies_by_storage_class would wait
+    out its 3-minute timeout and fail. Keep the value put, per bucket, and answer it on both calls."""
+    from moto.s3.responses import S3Response
+
+    original_put = S3Response._bucket_response_put
+    original_get = S3Response.get_bucket_lifecycle
+
+    def with_size_header(headers: dict[str, Any], size: str) -> dict[str, Any]:
+        kept = {name: value for name, value in headers.items() if name.lower() != TRANSITION_SIZE_HEADER}
+        return {**kept, TRANSITION_SIZE_HEADER: size}
+
+    def bucket_response_put(self: Any, request: Any, bucket_name: str, querystring: dict[str, Any]) -> Any:
+        answer = original_put(self, request, bucket_name, querystring)
+        if "lifecycle" not in querystring or isinstance(answer, tuple):  # a tuple: moto refused the put
+            return answer
+        size = request.headers.get(TRANSITION_SIZE_HEADER) or DEFAULT_TRANSITION_SIZE
+        # An attribute moto does not declare, on the bucket so that a reset drops it with the bucket.
+        self.backend.get_bucket(bucket_name).stepwell_transition_size = size
+        return 200, with_size_header({}, size), ""
+
+    def get_bucket_lifecycle(self: Any) -> Any:
+        status, headers, body = original_get(self)
+        size = getattr(self.backend.get_bucket(self.bucket_name), "stepwell_transition_size", None)
+        return status, with_size_header(dict(headers), size or DEFAULT_TRANSITION_SIZE), body
+
+    S3Response._bucket_response_put = bucket_response_put  # type: ignore[method-assign]
+    S3Response.get_bucket_lifecycle = get_bucket_lifecycle  # type: ignore[method-assign]
 
 
 def _check_retention_without_counting_messages() -> None:
@@ -383,6 +433,7 @@ def serve(host: str, port: int, enforce_iam: bool = False) -> None:
 
     _disable_moto_sqs_push()
     _keep_queue_policy_on_other_updates()
+    _echo_transition_default_minimum_object_size()
     _check_retention_without_counting_messages()
     _sort_items_by_plain_key_values()
     _skip_statements_whose_condition_fails()
