@@ -207,3 +207,55 @@ module "monitoring" {
   status_event_source  = local.status_event_source
   notify_statuses      = var.status_change_events ? var.notify_statuses : []
 }
+
+# The AWS durable execution API (enable_api): the API function behind a function URL with AWS_IAM auth;
+# it runs from the worker's zip and does not depend on the worker.
+module "api" {
+  source = "./modules/api"
+  count  = var.enable_api ? 1 : 0
+
+  name       = var.name
+  tags       = var.tags
+  principals = var.api_principals
+  tables = {
+    executions_name    = module.state.executions_table_name
+    executions_arn     = module.state.executions_table_arn
+    operations_name    = module.state.operations_table_name
+    operations_arn     = module.state.operations_table_arn
+    coordination_name  = module.state.coordination_table_name
+    coordination_arn   = module.state.coordination_table_arn
+    subject_index_name = module.state.subject_index_name
+  }
+  work_queue = {
+    url = module.messaging.work_queue_url
+    arn = module.messaging.work_queue_arn
+  }
+  payload_bucket = {
+    name = module.payloads.bucket_name
+    arn  = module.payloads.bucket_arn
+  }
+  schedule_group = {
+    name = module.scheduler.schedule_group_name
+    arn  = module.scheduler.schedule_group_arn
+  }
+  worker = {
+    function_name = module.engine.function_name
+    function_arn  = module.engine.function_arn
+    alias_name    = module.engine.alias_name
+  }
+  package        = module.engine.package
+  workflow_names = var.workflow_names
+  payload_limits = {
+    execution_input_bytes = var.max_execution_input_bytes
+    callback_result_bytes = var.max_callback_result_bytes
+  }
+  kms_key_arn                    = var.kms_key_arn
+  permissions_boundary_arn       = var.permissions_boundary_arn
+  runtime                        = var.runtime
+  architecture                   = var.architecture
+  timeout                        = var.api_timeout
+  log_retention_days             = var.log_retention_days
+  log_level                      = var.log_level
+  retention_days                 = var.retention_days
+  reserved_concurrent_executions = var.api_reserved_concurrency
+}

@@ -263,3 +263,18 @@ output "callback_function_name" {
   description = "Name of the callbacks Lambda behind the callback URLs; null when callback_urls is false."
   value       = var.callback_urls ? try(module.callback_urls[0].function_name, null) : null
 }
+
+output "api_url" {
+  description = "The AWS durable execution API's URL (enable_api): the endpoint_url of boto3.client(\"lambda\", ...), `aws lambda ... --endpoint-url`, or AWS_ENDPOINT_URL_LAMBDA; null when enable_api is false."
+  value       = var.enable_api ? try(module.api[0].function_url, null) : null
+}
+
+output "api_function_name" {
+  description = "Name of the Lambda behind the API's function URL; null when enable_api is false."
+  value       = var.enable_api ? try(module.api[0].function_name, null) : null
+}
+
+output "api_caller_policy_json" {
+  description = "The IAM policy (JSON) each api_principals role or user attaches to call the API: lambda:InvokeFunctionUrl on the API function for AWS_IAM URLs, and lambda:InvokeFunction only through its URL; null when enable_api is false."
+  value       = var.enable_api ? try(module.api[0].caller_policy_json, null) : null
+}

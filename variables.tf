@@ -851,3 +851,56 @@ variable "callback_url_secret_arn" {
     error_message = "callback_url_secret_arn needs callback_urls = true (it signs the callback URLs' requests)."
   }
 }
+
+# The AWS durable execution API (modules/api): boto3's lambda client, the AWS CLI and any SDK client.
+
+variable "enable_api" {
+  description = "Create the API function behind a Lambda function URL with AWS_IAM auth that speaks Lambda's durable execution API (Invoke of a workflow, GetDurableExecution, its history, ListDurableExecutionsByFunction, StopDurableExecution, the callback sends), so boto3.client(\"lambda\", endpoint_url=api_url) and `aws lambda --endpoint-url` work against this deployment. Off by default: it adds a function, a role, a log group and a URL, and it serves only the principals api_principals names, so turning it on goes with saying who may use it."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "api_principals" {
+  description = "Who may call the API (enable_api), per class of operation: read (GetDurableExecution, GetDurableExecutionHistory, ListDurableExecutionsByFunction), operate (Invoke, StopDurableExecution; pause, resume and delete once served) and callbacks (SendDurableExecutionCallbackSuccess, Failure, Heartbeat). Each entry is an account id, an account's root ARN, an IAM role ARN (any session of the role) or an IAM user ARN. The function URL's resource policy lets every listed principal through (lambda:InvokeFunctionUrl, signed requests only) and the function checks each request's caller against the operation's class. Callers also need the api_caller_policy_json output's grants in their own IAM policy."
+  type = object({
+    read      = optional(list(string), [])
+    operate   = optional(list(string), [])
+    callbacks = optional(list(string), [])
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.enable_api || length(concat(var.api_principals.read, var.api_principals.operate, var.api_principals.callbacks)) == 0
+    error_message = "api_principals needs enable_api = true (they are the API's callers)."
+  }
+
+  validation {
+    condition     = !var.enable_api || length(concat(var.api_principals.read, var.api_principals.operate, var.api_principals.callbacks)) > 0
+    error_message = "enable_api needs at least one principal in api_principals (read, operate or callbacks): the API refuses every caller it does not list."
+  }
+}
+
+variable "api_timeout" {
+  description = "Timeout of the API function in seconds, which is also how long an Invoke with InvocationType RequestResponse waits for the execution to end (past it the answer is the error type Stepwell.ExecutionStillRunning with the execution's ARN, and the execution goes on). Unused without enable_api."
+  type        = number
+  default     = 60
+  nullable    = false
+
+  validation {
+    condition     = var.api_timeout >= 10 && var.api_timeout <= 900 && floor(var.api_timeout) == var.api_timeout
+    error_message = "api_timeout must be a whole number of seconds from 10 to 900 (Lambda's longest)."
+  }
+}
+
+variable "api_reserved_concurrency" {
+  description = "Concurrent executions reserved for the API function, which are also its ceiling (beyond them callers get 429, TooManyRequestsException, and the SDKs retry). null: unreserved. Unused without enable_api."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.api_reserved_concurrency == null || try(var.api_reserved_concurrency >= 1 && floor(var.api_reserved_concurrency) == var.api_reserved_concurrency, false)
+    error_message = "api_reserved_concurrency must be a whole number >= 1, or null for unreserved."
+  }
+}

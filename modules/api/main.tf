@@ -1,0 +1,216 @@
+# Lambda's durable execution API: a small function behind a Lambda function URL with AWS_IAM auth that
+# answers in the wire format of botocore's lambda model (lambda_src/stepwell/features/lambda_api), so
+# boto3's lambda client, the AWS CLI and any SDK client work against the deployment with endpoint_url.
+# A function URL rather than API Gateway: callers sign with SigV4 for service lambda as for Lambda itself,
+# no extra service, resources or per-request cost, and both local backends serve function URLs. Like the
+# callbacks function, it runs from the worker's zip and never depends on the worker.
+
+locals {
+  function_name  = "${var.name}-api"
+  log_group_name = "/aws/lambda/${local.function_name}"
+  handler        = "stepwell.wiring.api_function.handler"
+
+  # Every principal that may call the URL at all; the handler then checks each request's caller against
+  # the class of its operation.
+  principals = distinct(concat(var.principals.read, var.principals.operate, var.principals.callbacks))
+
+  schedules_arn = "${replace(var.schedule_group.arn, ":schedule-group/", ":schedule/")}/*"
+
+  environment = merge(
+    {
+      STEPWELL_NAME                      = var.name
+      STEPWELL_EXECUTIONS_TABLE          = var.tables.executions_name
+      STEPWELL_OPERATIONS_TABLE          = var.tables.operations_name
+      STEPWELL_COORDINATION_TABLE        = var.tables.coordination_name
+      STEPWELL_SUBJECT_INDEX             = var.tables.subject_index_name
+      STEPWELL_WORK_QUEUE_URL            = var.work_queue.url
+      STEPWELL_WORK_QUEUE_ARN            = var.work_queue.arn
+      STEPWELL_PAYLOAD_BUCKET            = var.payload_bucket.name
+      STEPWELL_SCHEDULE_GROUP            = var.schedule_group.name
+      STEPWELL_WORKER_FUNCTION_NAME      = var.worker.function_name
+      STEPWELL_WORKER_ALIAS              = var.worker.alias_name
+      STEPWELL_RETENTION_DAYS            = tostring(var.retention_days)
+      STEPWELL_LOG_LEVEL                 = var.log_level
+      STEPWELL_MAX_EXECUTION_INPUT_BYTES = tostring(var.payload_limits.execution_input_bytes)
+      STEPWELL_MAX_CALLBACK_RESULT_BYTES = tostring(var.payload_limits.callback_result_bytes)
+      STEPWELL_API_READ_PRINCIPALS       = jsonencode(var.principals.read)
+      STEPWELL_API_OPERATE_PRINCIPALS    = jsonencode(var.principals.operate)
+      STEPWELL_API_CALLBACK_PRINCIPALS   = jsonencode(var.principals.callbacks)
+      # RequestResponse invokes wait for the execution's end at most this long (less the time to answer).
+      STEPWELL_API_MAX_WAIT_SECONDS = tostring(var.timeout)
+    },
+    var.workflow_names == null ? {} : { STEPWELL_API_WORKFLOWS = jsonencode(var.workflow_names) },
+    var.kms_key_arn == null ? {} : { STEPWELL_KMS_KEY_ARN = var.kms_key_arn },
+  )
+
+  statements = concat(
+    [
+      {
+        # Describe, list (the workflow index, then the records) and the records a start or a stop reads.
+        Sid      = "ReadExecutions"
+        Effect   = "Allow"
+        Action   = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"]
+        Resource = [var.tables.executions_arn, "${var.tables.executions_arn}/index/*"]
+      },
+      {
+        # Invoke creates an execution's record (a conditional put); a stop ends it (a conditional update).
+        Sid      = "WriteExecutions"
+        Effect   = "Allow"
+        Action   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+        Resource = var.tables.executions_arn
+      },
+      {
+        # The log (history, and whether a repeated start's first run happened); external inputs (a
+        # heartbeat, a stopped child's parent, a result for an execution pinned to a version).
+        Sid      = "ExecutionLogs"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Query", "dynamodb:PutItem"]
+        Resource = var.tables.operations_arn
+      },
+      {
+        # The callback's record (cb#<id>): read it, complete it in a conditional write, reopen it when the
+        # wake-up could not be sent. No other coordination item.
+        Sid      = "CallbackRecords"
+        Effect   = "Allow"
+        Action   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+        Resource = var.tables.coordination_arn
+        Condition = {
+          "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] }
+        }
+      },
+      {
+        # Inputs, results and callback results over the inline limit.
+        Sid      = "Payloads"
+        Effect   = "Allow"
+        Action   = ["s3:GetObject", "s3:PutObject"]
+        Resource = "${var.payload_bucket.arn}/*"
+      },
+      {
+        # The wake-up of a started, stopped or called-back execution.
+        Sid      = "WorkQueue"
+        Effect   = "Allow"
+        Action   = "sqs:SendMessage"
+        Resource = var.work_queue.arn
+      },
+      {
+        # A stopped execution's pending wake-ups, deleted by name.
+        Sid      = "DeleteWakeUps"
+        Effect   = "Allow"
+        Action   = "scheduler:DeleteSchedule"
+        Resource = local.schedules_arn
+      },
+      {
+        # "*": ListSchedules takes no resource-level permission (a stop lists the execution's wake-ups by
+        # name prefix in the group).
+        Sid      = "ListWakeUps"
+        Effect   = "Allow"
+        Action   = "scheduler:ListSchedules"
+        Resource = "*"
+      },
+      {
+        # Invoke's Qualifier: the worker's published versions and the version its alias points to.
+        Sid      = "WorkerVersions"
+        Effect   = "Allow"
+        Action   = ["lambda:GetAlias", "lambda:ListAliases", "lambda:ListVersionsByFunction"]
+        Resource = var.worker.function_arn
+      },
+      {
+        Sid      = "Logs"
+        Effect   = "Allow"
+        Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+        Resource = "${aws_cloudwatch_log_group.api.arn}:*"
+      },
+    ],
+    var.kms_key_arn == null ? [] : [{
+      Sid      = "CustomerKey"
+      Effect   = "Allow"
+      Action   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
+      Resource = var.kms_key_arn
+    }],
+  )
+}
+
+resource "aws_cloudwatch_log_group" "api" {
+  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days variable; a year is the operator's choice, not a default.
+  #checkov:skip=CKV_AWS_158:Logs use the customer key when kms_key_arn is given; CloudWatch's own encryption otherwise.
+  name              = local.log_group_name
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_iam_role" "api" {
+  name                 = local.function_name
+  description          = "Stepwell durable execution API: answers Lambda's durable execution operations for its function URL."
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "lambda.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+    }]
+  })
+}
+
+resource "aws_iam_role_policy" "api" {
+  name   = "stepwell-api"
+  role   = aws_iam_role.api.id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.statements })
+}
+
+resource "aws_lambda_function" "api" {
+  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the function logs structured records instead.
+  #checkov:skip=CKV_AWS_116:Invoked synchronously by its function URL; an async DLQ would never be used.
+  #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
+  #checkov:skip=CKV_AWS_173:Environment holds resource names and principal ARNs only; kms_key_arn encrypts it when given.
+  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable (the root's api_reserved_concurrency), 10 by default; null opts out where the account's pool is too small to reserve.
+  function_name = local.function_name
+  description   = "Stepwell: Lambda's durable execution API (boto3, the AWS CLI) for this deployment."
+  role          = aws_iam_role.api.arn
+  handler       = local.handler
+  runtime       = var.runtime
+  architectures = [var.architecture]
+  memory_size   = var.memory_size
+  timeout       = var.timeout
+  kms_key_arn   = var.kms_key_arn
+  # A cap on what callers can take from the account's concurrency (429 beyond it).
+  reserved_concurrent_executions = var.reserved_concurrent_executions
+  filename                       = var.package.path
+  source_code_hash               = var.package.code_hash
+
+  environment {
+    variables = local.environment
+  }
+
+  tags = var.tags
+
+  depends_on = [
+    aws_cloudwatch_log_group.api,
+    aws_iam_role_policy.api,
+  ]
+}
+
+resource "aws_lambda_function_url" "api" {
+  function_name      = aws_lambda_function.api.function_name
+  authorization_type = "AWS_IAM"
+}
+
+# Who may call the URL: each listed principal, for signed requests only. lambda:InvokeFunction, which
+# function URLs created since October 2025 also need, is deliberately not granted here: provider 5.x
+# (still allowed) cannot limit it to URL requests (lambda:InvokedViaFunctionUrl, provider 6.x's
+# invoked_via_function_url), and granted without that condition it would let a caller invoke the
+# function directly with a forged caller identity in the event. Callers get it from their own IAM
+# policy with that condition (the root module's api_caller_policy_json).
+resource "aws_lambda_permission" "principals" {
+  for_each = toset(local.principals)
+
+  statement_id           = "InvokeUrl${substr(sha256(each.value), 0, 16)}"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = aws_lambda_function.api.function_name
+  principal              = each.value
+  function_url_auth_type = "AWS_IAM"
+}

@@ -1,0 +1,441 @@
+# The AWS durable execution API (enable_api): the API function from the worker's zip behind a function
+# URL with AWS_IAM auth, a resource policy naming exactly api_principals, the function's environment and
+# least-privilege role, the outputs, and the validations of the root and of modules/api.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+variables {
+  name = "unit"
+}
+
+run "off_by_default" {
+  command = plan
+
+  assert {
+    condition     = length(module.api) == 0 && output.api_url == null && output.api_function_name == null && output.api_caller_policy_json == null
+    error_message = "Without enable_api nothing is created and the API's outputs are null."
+  }
+}
+
+run "function_url_principals_and_environment" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    workflow_names = ["orders", "orders.confirm"]
+    api_principals = {
+      read      = ["arn:aws:iam::123456789012:role/ops/reader", "arn:aws:iam::123456789012:role/operator"]
+      operate   = ["arn:aws:iam::123456789012:role/operator"]
+      callbacks = ["arn:aws:iam::123456789012:role/operator", "210987654321"]
+    }
+  }
+
+  assert {
+    condition = (
+      module.api[0].function_name == "unit-api" &&
+      module.api[0].log_group_name == "/aws/lambda/unit-api" &&
+      module.api[0].role_name == "unit-api" &&
+      output.api_function_name == "unit-api"
+    )
+    error_message = "The API function, its log group and its role are named <name>-api."
+  }
+
+  assert {
+    condition     = output.api_url == "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/" && output.api_url == module.api[0].function_url
+    error_message = "api_url is the function URL."
+  }
+
+  assert {
+    condition = (
+      module.api[0].environment.STEPWELL_API_READ_PRINCIPALS == jsonencode(["arn:aws:iam::123456789012:role/ops/reader", "arn:aws:iam::123456789012:role/operator"]) &&
+      module.api[0].environment.STEPWELL_API_OPERATE_PRINCIPALS == jsonencode(["arn:aws:iam::123456789012:role/operator"]) &&
+      module.api[0].environment.STEPWELL_API_CALLBACK_PRINCIPALS == jsonencode(["arn:aws:iam::123456789012:role/operator", "210987654321"]) &&
+      module.api[0].environment.STEPWELL_API_WORKFLOWS == jsonencode(["orders", "orders.confirm"]) &&
+      module.api[0].environment.STEPWELL_API_MAX_WAIT_SECONDS == "60" &&
+      module.api[0].environment.STEPWELL_EXECUTIONS_TABLE == "unit-executions" &&
+      module.api[0].environment.STEPWELL_WORKER_FUNCTION_NAME == "unit-worker" &&
+      module.api[0].environment.STEPWELL_WORKER_ALIAS == "live" &&
+      module.api[0].environment.STEPWELL_MAX_EXECUTION_INPUT_BYTES == "262144" &&
+      !contains(keys(module.api[0].environment), "STEPWELL_KMS_KEY_ARN")
+    )
+    error_message = "The function gets the principals per class, the workflows, its wait, the tables, the worker and the limits."
+  }
+
+  assert {
+    condition = jsondecode(output.api_caller_policy_json).Statement == [
+      {
+        Sid       = "CallTheApiUrl"
+        Effect    = "Allow"
+        Action    = "lambda:InvokeFunctionUrl"
+        Resource  = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+        Condition = { StringEquals = { "lambda:FunctionUrlAuthType" = "AWS_IAM" } }
+      },
+      {
+        Sid       = "InvokeOnlyThroughTheUrl"
+        Effect    = "Allow"
+        Action    = "lambda:InvokeFunction"
+        Resource  = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+        Condition = { Bool = { "lambda:InvokedViaFunctionUrl" = "true" } }
+      },
+    ]
+    error_message = "A caller's policy: InvokeFunctionUrl for AWS_IAM URLs and InvokeFunction only through the URL, on the API function (the mock's function ARN)."
+  }
+}
+
+run "submodule_resources" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = {
+      read    = ["arn:aws:iam::123456789012:role/reader", "123456789012"]
+      operate = ["arn:aws:iam::123456789012:role/operator"]
+    }
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue = {
+      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    }
+    payload_bucket = {
+      name = "unit-payloads"
+      arn  = "arn:aws:s3:::unit-payloads"
+    }
+    schedule_group = {
+      name = "unit"
+      arn  = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit"
+    }
+    worker = {
+      function_name = "unit-worker"
+      function_arn  = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+      alias_name    = "live"
+    }
+    package = {
+      path      = ".terraform/stepwell-build/unit-worker.zip"
+      code_hash = "aGFzaA=="
+    }
+    timeout = 120
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.api.function_name == "unit-api" &&
+      aws_lambda_function.api.handler == "stepwell.wiring.api_function.handler" &&
+      aws_lambda_function.api.filename == ".terraform/stepwell-build/unit-worker.zip" &&
+      aws_lambda_function.api.source_code_hash == "aGFzaA==" &&
+      aws_lambda_function.api.timeout == 120 &&
+      aws_lambda_function.api.environment[0].variables.STEPWELL_API_MAX_WAIT_SECONDS == "120" &&
+      aws_lambda_function.api.reserved_concurrent_executions == 10 &&
+      !contains(keys(aws_lambda_function.api.environment[0].variables), "STEPWELL_API_WORKFLOWS")
+    )
+    error_message = "The API function runs stepwell.wiring.api_function.handler from the worker's zip; it waits as long as its timeout."
+  }
+
+  assert {
+    condition     = aws_lambda_function_url.api.authorization_type == "AWS_IAM" && aws_lambda_function_url.api.function_name == "unit-api"
+    error_message = "The function URL has auth type AWS_IAM: only SigV4-signed requests reach the function."
+  }
+
+  assert {
+    condition = (
+      toset([for permission in aws_lambda_permission.principals : permission.principal]) == toset(["arn:aws:iam::123456789012:role/reader", "123456789012", "arn:aws:iam::123456789012:role/operator"]) &&
+      alltrue([
+        for permission in aws_lambda_permission.principals :
+        permission.action == "lambda:InvokeFunctionUrl" && permission.function_url_auth_type == "AWS_IAM" && permission.function_name == "unit-api"
+      ])
+    )
+    error_message = "The resource policy lets each listed principal (once) call the URL with signed requests, and grants nothing else."
+  }
+
+  assert {
+    condition = jsondecode(aws_iam_role_policy.api.policy).Statement == [
+      {
+        Sid      = "ReadExecutions"
+        Effect   = "Allow"
+        Action   = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"]
+        Resource = ["arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions", "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions/index/*"]
+      },
+      {
+        Sid      = "WriteExecutions"
+        Effect   = "Allow"
+        Action   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+        Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      },
+      {
+        Sid      = "ExecutionLogs"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Query", "dynamodb:PutItem"]
+        Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      },
+      {
+        Sid       = "CallbackRecords"
+        Effect    = "Allow"
+        Action    = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+        Resource  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] } }
+      },
+      {
+        Sid      = "Payloads"
+        Effect   = "Allow"
+        Action   = ["s3:GetObject", "s3:PutObject"]
+        Resource = "arn:aws:s3:::unit-payloads/*"
+      },
+      {
+        Sid      = "WorkQueue"
+        Effect   = "Allow"
+        Action   = "sqs:SendMessage"
+        Resource = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+      },
+      {
+        Sid      = "DeleteWakeUps"
+        Effect   = "Allow"
+        Action   = "scheduler:DeleteSchedule"
+        Resource = "arn:aws:scheduler:eu-west-1:123456789012:schedule/unit/*"
+      },
+      {
+        Sid      = "ListWakeUps"
+        Effect   = "Allow"
+        Action   = "scheduler:ListSchedules"
+        Resource = "*"
+      },
+      {
+        Sid      = "WorkerVersions"
+        Effect   = "Allow"
+        Action   = ["lambda:GetAlias", "lambda:ListAliases", "lambda:ListVersionsByFunction"]
+        Resource = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+      },
+      {
+        Sid    = "Logs"
+        Effect = "Allow"
+        Action = ["logs:CreateLogStream", "logs:PutLogEvents"]
+        # Its own log group's ARN (the mock gives every log group this one).
+        Resource = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/unit-worker:*"
+      },
+    ]
+    error_message = "The API role may exactly: read executions and their indexes, create and end executions, read logs and put external inputs, read and complete callback records, read and write payloads, send wake-ups, delete a stopped execution's wake-ups, read the worker's versions, write its logs."
+  }
+}
+
+run "api_principals_need_enable_api" {
+  command = plan
+
+  variables {
+    api_principals = { read = ["123456789012"] }
+  }
+
+  expect_failures = [var.api_principals]
+}
+
+run "enable_api_needs_a_principal" {
+  command = plan
+
+  variables {
+    enable_api = true
+  }
+
+  expect_failures = [var.api_principals]
+}
+
+run "principals_of_another_form_are_refused" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = { operate = ["arn:aws:iam::123456789012:group/admins"] }
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+  }
+
+  expect_failures = [var.principals]
+}
+
+run "a_wildcard_principal_is_refused" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = { read = ["*"] }
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+  }
+
+  expect_failures = [var.principals]
+}
+
+run "an_assumed_role_session_is_no_principal" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = { read = ["arn:aws:sts::123456789012:assumed-role/reader/session"] }
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+  }
+
+  expect_failures = [var.principals]
+}
+
+run "too_many_principals_are_refused" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = { read = [for index in range(31) : format("1234567890%02d", index)] }
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+  }
+
+  expect_failures = [var.principals]
+}
+
+run "the_submodule_needs_a_principal" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = {}
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+  }
+
+  expect_failures = [var.principals]
+}
+
+run "the_submodule_timeout_is_bounded" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = { read = ["123456789012"] }
+    timeout    = 5
+    tables = {
+      executions_name    = "unit-executions"
+      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+      operations_name    = "unit-operations"
+      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+      coordination_name  = "unit-coordination"
+      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+      subject_index_name = "domain-subjectId-index"
+    }
+    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+  }
+
+  expect_failures = [var.timeout]
+}
+
+run "api_timeout_is_bounded" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { read = ["123456789012"] }
+    api_timeout    = 901
+  }
+
+  expect_failures = [var.api_timeout]
+}
+
+run "api_reserved_concurrency_is_a_whole_number" {
+  command = plan
+
+  variables {
+    api_reserved_concurrency = 0
+  }
+
+  expect_failures = [var.api_reserved_concurrency]
+}
