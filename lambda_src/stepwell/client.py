@@ -2,7 +2,8 @@
 
 Built from the module's `client_config` output (a dict, or the JSON file `terraform output -json
 client_config` writes) or from the worker's environment variables. It runs the engine's API (start,
-describe, list, history, callbacks, stop, upgrades to another code version, flow control status) directly
+describe, list, history, callbacks, stop, pause, resume and delete, upgrades to another code version, flow
+control status) directly
 on the deployment's tables and queue, lists the worker's code versions, and redrives the dead-letter queue.
 
     client = StepwellClient.from_config_file("client_config.json")
@@ -102,7 +103,8 @@ class StepwellClient:
     ) -> None:
         """`workflows`: the deployment's workflow names (client_config's `workflows`): a start or a
         schedule of another is refused. None: every valid name may be started. A `registry` (the workflow
-        code itself) decides instead."""
+        code itself) decides instead. `clock` stamps starts, stops and callbacks; by default the system clock,
+        or a local stack's virtual clock when STEPWELL_CLOCK_OFFSET_FILE names its file (stepwell.clock)."""
         self.config = config
         self.clients = clients or AwsClients(region=config.region or None)
         if registry is None:
@@ -114,8 +116,12 @@ class StepwellClient:
         self.engine = build_engine(config, self.clients, registry, clock)
 
     @classmethod
-    def from_client_config(cls, data: Mapping[str, Any], clients: AwsClients | None = None) -> StepwellClient:
-        return cls(StepwellConfig.from_client_config(data), clients, workflows=deployed_workflows(data))
+    def from_client_config(
+        cls, data: Mapping[str, Any], clients: AwsClients | None = None, clock: Clock | None = None
+    ) -> StepwellClient:
+        return cls(
+            StepwellConfig.from_client_config(data), clients, clock=clock, workflows=deployed_workflows(data)
+        )
 
     @classmethod
     def from_config_file(cls, path: str | Path, clients: AwsClients | None = None) -> StepwellClient:
@@ -172,8 +178,28 @@ class StepwellClient:
         return self.engine.get_execution_history_page(execution_id, **options)
 
     def stop_execution(self, execution_id: str, error: Mapping[str, Any] | None = None) -> bool:
-        """Stop a running execution; False if it had already ended."""
+        """Stop a running (or paused) execution; False if it had already ended."""
         return self.engine.stop_execution(execution_id, error)
+
+    def pause_execution(
+        self, execution_id: str, reason: str | None = None, timeout_paused: bool = True
+    ) -> bool:
+        """Pause a running execution (AWS's PauseDurableExecution): PAUSING until a run in flight reaches
+        its next checkpoint, then PAUSED; nothing is invoked until it is resumed, while its waits and
+        callbacks still complete. `timeout_paused` False: its execution timeout keeps running. False when
+        it is paused already; ExecutionStateConflict when it has ended."""
+        return self.engine.pause_execution(execution_id, reason, timeout_paused)
+
+    def resume_execution(self, execution_id: str, reason: str | None = None) -> bool:
+        """Resume a paused execution (AWS's ResumeDurableExecution): its handler runs again when work is
+        due. False when it is not paused; ExecutionStateConflict when it has ended."""
+        return self.engine.resume_execution(execution_id, reason)
+
+    def delete_execution(self, execution_id: str) -> float:
+        """Delete an ended execution with its history and payloads (AWS's DeleteDurableExecution): it is
+        DELETING until the worker has removed them, then gone. Returns when the deletion was requested
+        (epoch seconds); ExecutionStateConflict when it has not ended."""
+        return self.engine.delete_execution(execution_id)
 
     # --- flow control ---
 

@@ -40,6 +40,11 @@ class ExecutionAlreadyEnded(StepwellError):
     pass
 
 
+class ExecutionStateConflict(StepwellError):
+    """The execution's status does not allow the request (AWS's ResourceConflictException): a pause or a
+    resume of an execution that has ended, a delete of one that has not."""
+
+
 class ExecutionAlreadyExists(StepwellError, ValueError):
     """An execution of that name exists with a different input (the same input returns it)."""
 

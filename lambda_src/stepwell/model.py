@@ -22,10 +22,54 @@ class ExecutionStatus(StrEnum):
     FAILED = "FAILED"
     STOPPED = "STOPPED"
     TIMED_OUT = "TIMED_OUT"
+    # Paused (stepwell.core.lifecycle): PAUSING while a run in flight goes on to its next checkpoint (or its
+    # end), then PAUSED: nothing is invoked, but waits and callbacks still complete. Both have not ended.
+    PAUSING = "PAUSING"
+    PAUSED = "PAUSED"
+    # An ended execution being deleted (DeleteDurableExecution): gone once its items and payloads are.
+    DELETING = "DELETING"
 
     @property
     def is_terminal(self) -> bool:
-        return self is not ExecutionStatus.RUNNING
+        """Whether the execution has ended (DELETING too: only an ended one is deleted)."""
+        return self not in _LIVE_STATUSES
+
+    @property
+    def is_paused(self) -> bool:
+        """PAUSING or PAUSED: nothing invokes its handler until it is resumed."""
+        return self is ExecutionStatus.PAUSING or self is ExecutionStatus.PAUSED
+
+    @property
+    def is_outcome(self) -> bool:
+        """How an execution ended (what complete_execution records): terminal, and not DELETING."""
+        return self.is_terminal and self is not ExecutionStatus.DELETING
+
+
+# The statuses of an execution that has not ended: it runs, or is paused.
+_LIVE_STATUSES = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.PAUSING, ExecutionStatus.PAUSED})
+LIVE_STATUSES: frozenset[ExecutionStatus] = _LIVE_STATUSES
+# The longest an execution with a paused timeout runs (AWS: it still times out 366 days after it started).
+MAX_PAUSED_TIMEOUT_SECONDS = 366 * 86_400
+
+
+@dataclass(frozen=True)
+class PauseState:
+    """A pause of an execution (PauseDurableExecution), kept on its record while it is PAUSING or PAUSED."""
+
+    requested_at: float  # when the pause was requested (PauseRequestTimestamp; it names the pause)
+    timeout_paused: bool = True  # the execution timeout is extended by the time spent paused
+    reason: str | None = None
+    # When the execution reached PAUSED (its ExecutionPaused event); None while PAUSING.
+    paused_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ResumeRequest:
+    """The last resume of an execution (ResumeDurableExecution), kept on its record: the run that resumes
+    it logs ExecutionResumed with these."""
+
+    requested_at: float
+    reason: str | None = None
 
 
 # Parts of an execution id: contextKey = domain#workflowId#subjectId, id = contextKey/instanceId.
@@ -229,6 +273,11 @@ class ExecutionRecord:
     # The secret its callback ids are derived from (stepwell.core.journal.derived_callback_id), made at its
     # creation and never shown; None for an execution created before it (its callback ids are random).
     callback_key: str | None = None
+    # Its pause while PAUSING or PAUSED (None otherwise), the last resume, and how many seconds earlier
+    # pauses with a paused timeout extend its execution timeout by (stepwell.core.lifecycle).
+    pause: PauseState | None = None
+    resumed: ResumeRequest | None = None
+    paused_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -450,6 +499,8 @@ class OutcomeAction(StrEnum):
     # Held back by a flow limit before its first run:
     DELAYED = "delayed"  # by a rate limit, woken at its start time
     WAITING = "waiting"  # in a concurrency limit's queue, started when a slot frees
+    # Deleting an ended execution (DeleteDurableExecution): this message removed its items and payloads.
+    DELETED = "deleted"
 
 
 @dataclass(frozen=True)

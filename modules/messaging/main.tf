@@ -123,7 +123,4 @@ resource "aws_sqs_queue_policy" "work" {
       }],
     )
   })
-
-  # One SetQueueAttributes at a time on the queue: moto drops the policy when another attribute is set.
-  depends_on = [aws_sqs_queue_redrive_policy.work]
 }

@@ -202,11 +202,12 @@ class Endings:
         self.engine.flow.release(record.execution_id, limits)
 
     def _parent_waits(self, record: ExecutionRecord) -> bool:
-        """Whether the ended `record` is a chained invoke's child whose parent still runs."""
+        """Whether the ended `record` is a chained invoke's child whose parent has not ended (a paused one
+        takes the child's end in too, and runs on it once resumed)."""
         if record.parent_execution_id is None:
             return False
         parent = self.engine.store.get_execution(record.parent_execution_id)
-        return parent is not None and parent.status is ExecutionStatus.RUNNING
+        return parent is not None and not parent.status.is_terminal
 
 
 def log_start(engine: Engine, record: ExecutionRecord, journal: Journal, now: float) -> None:

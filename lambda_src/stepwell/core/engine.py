@@ -1,7 +1,8 @@
 """The engine's API on its ports: start, stop, callbacks, describe, list and history. Its bases hold the
 rest of its methods: the log's reading and writing, which the worker and the service client share
-(stepwell.core.log_io.LogIO), and inputs from outside, callback senders' among them
-(stepwell.core.external_inputs.ExternalInputs).
+(stepwell.core.log_io.LogIO), inputs from outside, callback senders' among them
+(stepwell.core.external_inputs.ExternalInputs), and pause, resume and delete
+(stepwell.core.lifecycle.ExecutionLifecycle).
 
 The same Engine runs on the memory backend (stepwell.testing.local) and on AWS (the adapters' store,
 queue, timers and payload store).
@@ -26,6 +27,7 @@ from stepwell.core.invoke_targets import aws_function_name
 from stepwell.core.journal import InvokeRefused, Journal, new_callback_key
 from stepwell.core.journal_cache import JournalCache
 from stepwell.core.journal_state import ChildStart
+from stepwell.core.lifecycle import ExecutionLifecycle
 from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.core.log_io import predates as predates  # re-exported: callers import it from here
 from stepwell.core.metrics import Metrics, NoMetrics
@@ -135,7 +137,7 @@ def _input_json(name: str, input: Any) -> str:
 
 
 @dataclass
-class Engine(ExternalInputs):
+class Engine(ExecutionLifecycle, ExternalInputs):
     store: ExecutionStore
     queue: WorkQueue
     timers: Timers
@@ -157,6 +159,9 @@ class Engine(ExternalInputs):
     journals: JournalCache = field(default_factory=JournalCache, repr=False)
     # How large inputs, results and payloads may be (stepwell.limits; the deployment's max_*_bytes).
     limits: PayloadLimits = field(default_factory=PayloadLimits)
+    # A run in flight reads its execution's status at a checkpoint this many seconds (or more) after it
+    # began or last read it: a pause (PAUSING) then ends the invocation there (stepwell.core.service).
+    pause_check_seconds: float = 1.0
     # Per-key concurrency and rate limits (stepwell.core.flow_control), on this engine's ports.
     flow: FlowControl = field(init=False, repr=False)
 
@@ -471,9 +476,12 @@ class Engine(ExternalInputs):
         self.notify_parent(record, ExecutionStatus.STOPPED, None, stop_error)
         return True
 
-    def announce_status(self, record: ExecutionRecord, *statuses: ExecutionStatus) -> None:
-        """Put the status-change events of `record` reaching `statuses`, in one request."""
-        self.status_events.publish([status_change_detail(record, status) for status in statuses])
+    def announce_status(
+        self, record: ExecutionRecord, *statuses: ExecutionStatus, occurrence: float | None = None
+    ) -> None:
+        """Put the status-change events of `record` reaching `statuses`, in one request (`occurrence`:
+        the request that made a status an execution may reach again, stepwell.core.status_events)."""
+        self.status_events.publish([status_change_detail(record, status, occurrence) for status in statuses])
 
     def notify_parent(
         self,
@@ -629,6 +637,7 @@ class Engine(ExternalInputs):
         if record.code_version is not None:
             description["Version"] = record.code_version
         description["Tags"] = dict(record.tags)
+        description.update(self.pause_description(record))
         return description
 
     def list_executions(

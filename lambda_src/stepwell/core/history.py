@@ -23,9 +23,19 @@ from stepwell.core.batch_keys import (
 )
 from stepwell.errors import InvalidArgument
 
-# The details' members that hold a payload: EventInput, EventResult, EventError.
-_PAYLOAD_HOLDERS = ("Input", "Result", "Error")
-_TIMESTAMP_KEYS = frozenset({"EventTimestamp", "StartTimestamp", "EndTimestamp", "ScheduledEndTimestamp"})
+# The details' members that hold a payload: EventInput, EventResult, EventError, and the Event*Reason of
+# ExecutionPaused and ExecutionResumed.
+_PAYLOAD_HOLDERS = ("Input", "Result", "Error", "Reason")
+_TIMESTAMP_KEYS = frozenset(
+    {
+        "EventTimestamp",
+        "StartTimestamp",
+        "EndTimestamp",
+        "ScheduledEndTimestamp",
+        "PauseRequestTimestamp",
+        "ResumeRequestTimestamp",
+    }
+)
 # GetDurableExecutionHistory's MaxItems when none (or 0) is given (botocore's Lambda model).
 DEFAULT_HISTORY_PAGE_ITEMS = 100
 _HISTORY_MARKER_PREFIX = "events-from-"
@@ -188,6 +198,11 @@ def _event_note(event: dict[str, Any]) -> str:
         notes.append(f"version {details['FromVersion']} -> {details['ToVersion']}")
     if details.get("CallbackId"):
         notes.append(f"callback {details['CallbackId']}")
+    if details.get("ExecutionTimeoutPaused") is not None:
+        notes.append("timeout paused" if details["ExecutionTimeoutPaused"] else "timeout keeps running")
+    reason = details.get("Reason")
+    if isinstance(reason, dict) and reason.get("Payload") is not None:
+        notes.append(f"reason: {reason['Payload']}")
     return "; ".join(notes)
 
 

@@ -132,6 +132,34 @@ class Journal(JournalState):
         self.code_version = version
         self._flags[CODE_VERSION] = version
 
+    @property
+    def logged_pause(self) -> float | None:
+        """The request time of the pause the log's last ExecutionPaused recorded, while no ExecutionResumed
+        followed it (the EXECUTION operation's private state): each pause and resume is logged once."""
+        paused_by = self.meta.get(self.execution_operation_id, {}).get("pausedBy")
+        return float(paused_by) if paused_by is not None else None
+
+    def execution_paused(
+        self, requested_at: float, now: float, reason: str | None, timeout_paused: bool
+    ) -> None:
+        """Record that the execution paused (PauseDurableExecution, requested at `requested_at`)."""
+        details: dict[str, Any] = {
+            "PauseRequestTimestamp": epoch_ms(requested_at),
+            "ExecutionTimeoutPaused": timeout_paused,
+        }
+        if reason is not None:
+            details["Reason"] = {"Payload": reason}
+        self._event("ExecutionPaused", now, None, details)
+        self._set_meta(self.execution_operation_id, pausedBy=requested_at)
+
+    def execution_resumed(self, requested_at: float, now: float, reason: str | None) -> None:
+        """Record that the paused execution resumed (ResumeDurableExecution, requested at `requested_at`)."""
+        details: dict[str, Any] = {"ResumeRequestTimestamp": epoch_ms(requested_at)}
+        if reason is not None:
+            details["Reason"] = {"Payload": reason}
+        self._event("ExecutionResumed", now, None, details)
+        self._set_meta(self.execution_operation_id, pausedBy=None)
+
     def invocation_completed(
         self,
         started_at: float,

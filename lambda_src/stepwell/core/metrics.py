@@ -45,6 +45,11 @@ class Metric(StrEnum):
     # concurrency limit's queue.
     EXECUTIONS_DELAYED = "ExecutionsDelayed"
     EXECUTIONS_WAITING = "ExecutionsWaiting"
+    # Operated on (stepwell.core.lifecycle): paused (its ExecutionPaused logged), resumed (its
+    # ExecutionResumed logged), deleted (its items and payloads removed).
+    EXECUTIONS_PAUSED = "ExecutionsPaused"
+    EXECUTIONS_RESUMED = "ExecutionsResumed"
+    EXECUTIONS_DELETED = "ExecutionsDeleted"
     INVOCATIONS = "Invocations"
     INVOCATION_CRASHES = "InvocationCrashes"
     LEASE_BUSY = "LeaseBusy"

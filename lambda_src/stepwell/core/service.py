@@ -7,6 +7,8 @@ answers with only the operations that changed. A checkpoint that only starts or 
 starts waits or starts callbacks (ids a replay makes again) is not written on its own: the next batch
 takes it in (see `_replayable`). The checkpoint token is `<lease owner>:<next seq>`; when another worker
 took the seq, the token is revoked (no token in the answer) and the SDK ends the invocation with PENDING.
+So does a pause (PAUSING, stepwell.core.lifecycle) found at a written checkpoint: the execution's status is
+read at one every Engine.pause_check_seconds of the invocation at most (a read, not one per checkpoint).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from aws_durable_execution_sdk_python.exceptions import CheckpointError
@@ -29,6 +32,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
 from stepwell.core.journal import Journal
 from stepwell.errors import SequenceConflict, StaleCheckpointToken
 from stepwell.limits import PayloadLimits, PayloadOverLimit
+from stepwell.model import ExecutionStatus
 
 if TYPE_CHECKING:
     from stepwell.core.engine import Engine
@@ -52,6 +56,9 @@ class StoreServiceClient:
         # Callbacks this invocation started whose records an earlier run wrote (derived ids): a completion
         # may be waiting there that no message will announce again, so the worker runs it again too.
         self.callbacks_resolved_before = 0
+        # A pause ended the invocation at a checkpoint (its token revoked): the worker holds it paused.
+        self.paused = False
+        self._status_read_at = time.monotonic()
 
     @property
     def fenced(self) -> bool:
@@ -108,9 +115,25 @@ class StoreServiceClient:
             except SequenceConflict as conflict:
                 self.conflict = conflict
                 return self._revoked(updates)
+            if self._pause_found(updates):
+                # The checkpoint is stored; without a token the SDK ends the invocation with PENDING.
+                self.paused = True
+                return CheckpointOutput(checkpoint_token=None, new_execution_state=_state(flushed.operations))
             return CheckpointOutput(
                 checkpoint_token=self.token, new_execution_state=_state(flushed.operations)
             )
+
+    def _pause_found(self, updates: list[OperationUpdate]) -> bool:
+        """Whether the execution was paused (PAUSING) since the invocation began, read at most every
+        pause_check_seconds. Not at the execution's own end, which the pause lets finish."""
+        if any(update.operation_type is OperationType.EXECUTION for update in updates):
+            return False
+        now = time.monotonic()
+        if now - self._status_read_at < self._engine.pause_check_seconds:
+            return False
+        self._status_read_at = now
+        status = self._engine.store.get_execution_status(self._record.execution_id)
+        return status is ExecutionStatus.PAUSING
 
     def _revoked(self, updates: list[OperationUpdate]) -> CheckpointOutput:
         if any(update.operation_type is OperationType.EXECUTION for update in updates):

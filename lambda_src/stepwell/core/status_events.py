@@ -1,12 +1,15 @@
 """Status-change events: every change of an execution's status (RUNNING, then SUCCEEDED, FAILED, STOPPED
-or TIMED_OUT) as an event on the deployment's bus, so users react to them with their own rules.
+or TIMED_OUT; PAUSED and RUNNING again around a pause; DELETING) as an event on the deployment's bus, so
+users react to them with their own rules.
 
-The event (docs/architecture.md, Status-change events): source `stepwell.executions`, detail-type
-"Stepwell Execution Status Change", detail {executionId, executionName, workflow, domain, subjectId,
-status, startTime, endTime, errorType, version, eventId}. The worker announces a change right before the
-log write only one worker can make (the first batch, the terminal batch), so a duplicated message finds
-the change written and announces nothing; a worker that dies between the announcement and the write
-leaves it to the retry, which announces it again with the same `eventId` (at least once).
+The event (docs/reference/status-events.md): source `stepwell.executions`, detail-type "Stepwell Execution
+Status Change", detail {executionId, executionName, workflow, domain, subjectId, status, startTime,
+endTime, errorType, version, eventId}. The worker announces a change right before the log write only one
+worker can make (the first batch, the terminal batch, the batch logging ExecutionPaused or
+ExecutionResumed), so a duplicated message finds the change written and announces nothing; a worker that
+dies between the announcement and the write leaves it to the retry, which announces it again with the same
+`eventId` (at least once). DELETING is announced by the delete request that sets it (again, with the same
+`eventId`, by a repeated request).
 """
 
 from __future__ import annotations
@@ -27,9 +30,14 @@ class StatusEventNotPut(StepwellError):
     """The bus refused a status-change event: the message fails, so its retry announces it again."""
 
 
-def status_event_id(execution_id: str, status: ExecutionStatus) -> str:
-    """The same for the same execution and status, however often the change is announced."""
-    return hashlib.sha256(f"{execution_id}|{status.value}".encode()).hexdigest()
+def status_event_id(execution_id: str, status: ExecutionStatus, occurrence: float | None = None) -> str:
+    """The same for the same execution and status, however often the change is announced. A status an
+    execution may reach more than once (PAUSED, and RUNNING after a resume) is told apart by `occurrence`:
+    the time of the request that made it (the pause's or the resume's, in epoch milliseconds)."""
+    text = f"{execution_id}|{status.value}"
+    if occurrence is not None:
+        text += f"|{round(occurrence * 1000)}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def iso_timestamp(epoch_seconds: float | None) -> str | None:
@@ -40,8 +48,11 @@ def iso_timestamp(epoch_seconds: float | None) -> str | None:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def status_change_detail(record: ExecutionRecord, status: ExecutionStatus) -> dict[str, Any]:
-    """The event detail of `record` reaching `status` (for a terminal status, the record has ended)."""
+def status_change_detail(
+    record: ExecutionRecord, status: ExecutionStatus, occurrence: float | None = None
+) -> dict[str, Any]:
+    """The event detail of `record` reaching `status` (for a terminal status, the record has ended);
+    `occurrence`: status_event_id's."""
     ended = status.is_terminal
     error_type = record.error.get("ErrorType") if ended and record.error else None
     return {
@@ -55,7 +66,7 @@ def status_change_detail(record: ExecutionRecord, status: ExecutionStatus) -> di
         "endTime": iso_timestamp(record.ended_at) if ended else None,
         "errorType": error_type if isinstance(error_type, str) else None,
         "version": record.code_version,
-        "eventId": status_event_id(record.execution_id, status),
+        "eventId": status_event_id(record.execution_id, status, occurrence),
     }
 
 

@@ -5,7 +5,8 @@ user's handler with the store-backed service client, then act on the handler's o
 FAILED ends the execution (a waiting parent is resumed), PENDING schedules the next wake-up, which the
 lease's release records as armed (one write), with what else the run hands on to the next (HandOff). A
 message that finds nothing new to do (a duplicate, an early timer) changes nothing. What a run's steps
-share is a Run (stepwell.core.run); ending an execution is stepwell.core.endings.
+share is a Run (stepwell.core.run); ending an execution is stepwell.core.endings, holding a paused one
+stepwell.core.pausing, deleting one stepwell.core.deletion.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aws_durable_execution_sdk_python.execution import (
 )
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
+from stepwell.core.deletion import Deletion
 from stepwell.core.endings import Endings, log_start
 from stepwell.core.engine import Engine, predates
 from stepwell.core.invoke_targets import (
@@ -32,8 +34,10 @@ from stepwell.core.invoke_targets import (
     MAX_CHAINED_INVOKE_PAYLOAD_BYTES,
 )
 from stepwell.core.journal import Journal, decode_body
+from stepwell.core.lifecycle import execution_deadline
 from stepwell.core.logs import log_context, workflow_of
 from stepwell.core.metrics import Metric
+from stepwell.core.pausing import Pausing
 from stepwell.core.run import Invocation, Known, Run
 from stepwell.core.service import StoreServiceClient
 from stepwell.core.status_events import iso_timestamp
@@ -133,6 +137,8 @@ class Worker:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._endings = Endings(engine)
+        self._pausing = Pausing(engine, self._absorb, lambda run: _next_wake_at(run.record, run.journal))
+        self._deletion = Deletion(engine)
 
     def handle_message(self, body: Mapping[str, Any], lambda_context: Any | None = None) -> WorkOutcome:
         message = parse_invoke_message(body)
@@ -162,6 +168,8 @@ class Worker:
             record = engine.store.get_execution(execution_id)
         if record is None:
             return WorkOutcome(execution_id, OutcomeAction.IGNORED, details={"reason": "no such execution"})
+        if record.status is ExecutionStatus.DELETING:
+            return self._deletion.delete(record)  # under a lease of its own, which goes with the items
         if self._pinned_elsewhere(record):
             # Its own version runs it (the entry forwards the message); no lease taken here.
             return _forward(record)
@@ -173,6 +181,8 @@ class Worker:
         if lease.taken_over:
             # Its last worker died holding the lease (SQS delivered the message again once the lease ran out).
             engine.metrics.add(Metric.STALLED_EXECUTIONS, 1, record.workflow_id)
+        if lease.never_held and record.status.is_terminal and self._deleted_meanwhile(execution_id):
+            return WorkOutcome(execution_id, OutcomeAction.IGNORED, details={"reason": "deleted"})
         outcome: WorkOutcome | None = None
         try:
             if lease.moved_to is not None and lease.moved_to != record.code_version:
@@ -194,6 +204,17 @@ class Worker:
         return outcome
 
     # ------------------------------------------------------------------
+
+    def _deleted_meanwhile(self, execution_id: str) -> bool:
+        """An ended execution keeps its coordination record (HandOff.ended_at), so a lease never held before
+        on one means a delete may have removed it since this worker read the record: if so (the execution is
+        gone or DELETING), the coordination record this lease just made goes too, lease and all (a release
+        would keep it), and nothing is written."""
+        current = self.engine.store.get_execution(execution_id)
+        if current is not None and current.status is not ExecutionStatus.DELETING:
+            return False
+        self.engine.store.delete_coordination(execution_id, ())
+        return True
 
     def _pinned_elsewhere(self, record: ExecutionRecord) -> bool:
         """A running execution pinned to another version than this worker's (an ended one is settled by
@@ -339,6 +360,8 @@ class Worker:
         )
         if record.status.is_terminal:
             return self._endings.settle(run)
+        if record.status.is_paused:
+            return self._hold_paused(run)
         version = engine.code_version
         if version is None or record.code_version is not None:
             return self._run_on(run)
@@ -388,6 +411,8 @@ class Worker:
             engine.announce_status(record, ExecutionStatus.RUNNING)
             log_start(engine, record, journal, run.now)
         journal.run_on(engine.code_version, run.now)
+        if journal.logged_pause is not None:  # resumed since its pause was logged
+            self._pausing.log_resumed(run)
         deadline = _deadline(record, journal)
         if deadline is not None and run.now >= deadline:
             # Whatever it waits for (a wait, a callback, a child), the execution has run out of time.
@@ -405,6 +430,14 @@ class Worker:
             # Idempotent: recovers a child whose start was lost between its batch and its start.
             engine.start_child(record, child)
         return self._invoke(run)
+
+    def _hold_paused(self, run: Run) -> WorkOutcome:
+        """A paused execution: timed out at its deadline (its timeout runs while paused unless the pause
+        paused it), else held (stepwell.core.pausing)."""
+        deadline = _deadline(run.record, run.journal)
+        if deadline is not None and run.now >= deadline:
+            return self._time_out(run)
+        return self._pausing.hold(run)
 
     def _absorb(self, run: Run) -> WorkOutcome | None:
         """Record the inputs, the results of the callbacks it waits for and the timers due by now in the
@@ -522,10 +555,15 @@ class Worker:
         # After crashes the batch resets their count: written, so a worker that dies before the release
         # cannot leave the log counting them (a carried batch dies with it).
         may_carry = journal.consecutive_crashes == 0
-        run_again = client.timers_fired > 0 or client.callbacks_resolved_before > 0
+        # A pause that ended the invocation at a checkpoint leaves it due: its resume invokes it again.
+        run_again = client.timers_fired > 0 or client.callbacks_resolved_before > 0 or client.paused
         journal.invocation_completed(
             invocation.started_at, end, invocation.request_id, None, run_again=run_again
         )
+        if client.paused:
+            current = engine.store.get_execution(record.execution_id) or record
+            if current.status.is_paused:  # still paused (a resume since goes on as below)
+                return self._pausing.hold(run.of(current))
         if may_carry:
             carried = engine.carry_or_append_journal(record, journal)
         else:
@@ -536,8 +574,7 @@ class Worker:
 
     def _start_deadline(self, record: ExecutionRecord) -> float | None:
         """When the execution times out, before its start is logged (the log then keeps the timeout)."""
-        timeout = self.engine.registry.options(record.workflow_id).execution_timeout
-        return None if timeout is None else record.created_at + timeout
+        return execution_deadline(record, self.engine.registry.options(record.workflow_id).execution_timeout)
 
     def _child_result_too_large(self, record: ExecutionRecord, result: str | None) -> dict[str, Any] | None:
         """The error of a chained invoke's child whose result is over AWS's cap for what reaches the parent:
@@ -625,10 +662,8 @@ class Worker:
 
 
 def _deadline(record: ExecutionRecord, journal: Journal) -> float | None:
-    """When the execution times out (its start plus its timeout), if it has a timeout."""
-    if journal.execution_timeout is None:
-        return None
-    return record.created_at + journal.execution_timeout
+    """When the execution times out (its start plus its timeout, extended by pauses), if it has one."""
+    return execution_deadline(record, journal.execution_timeout)
 
 
 def _next_wake_at(record: ExecutionRecord, journal: Journal) -> float | None:

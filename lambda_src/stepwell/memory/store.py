@@ -24,6 +24,8 @@ from stepwell.model import (
     KeepWake,
     Lease,
     Page,
+    PauseState,
+    ResumeRequest,
     kept_on_callback,
 )
 from stepwell.ports import DUE_SHARDS, SCHEDULE_POINTER_HOLD_SECONDS, check_schedule_pointer
@@ -101,10 +103,13 @@ class MemoryExecutionStore:
         code_version: str | None = None,
     ) -> bool:
         with self._lock:
+            if not status.is_outcome:
+                raise InvalidArgument(f"complete_execution needs an outcome status, got {status.value}")
             self._count("complete_execution")
             record = self._executions.get(execution_id)
-            if record is None or record.status is not ExecutionStatus.RUNNING:
+            if record is None or record.status.is_terminal:
                 return False
+            record.pause = None
             if record.code_version is None:
                 record.code_version = code_version
             record.status = status
@@ -113,6 +118,78 @@ class MemoryExecutionStore:
             record.error = dict(error) if error is not None else None
             record.ended_at = now
             record.updated_at = now
+            return True
+
+    def get_execution_status(self, execution_id: str) -> ExecutionStatus | None:
+        with self._lock:
+            self._count("get_execution_status")
+            record = self._executions.get(execution_id)
+            return record.status if record is not None else None
+
+    def request_pause(self, execution_id: str, pause: PauseState) -> bool:
+        with self._lock:
+            self._count("request_pause")
+            record = self._executions.get(execution_id)
+            if record is None or record.status is not ExecutionStatus.RUNNING:
+                return False
+            record.status = ExecutionStatus.PAUSING
+            record.pause = pause
+            record.updated_at = pause.requested_at
+            return True
+
+    def settle_pause(self, execution_id: str, requested_at: float, paused_at: float) -> bool:
+        with self._lock:
+            self._count("settle_pause")
+            record = self._executions.get(execution_id)
+            if (
+                record is None
+                or record.status is not ExecutionStatus.PAUSING
+                or record.pause is None
+                or record.pause.requested_at != requested_at
+            ):
+                return False
+            record.status = ExecutionStatus.PAUSED
+            record.pause = replace(record.pause, paused_at=paused_at)
+            record.updated_at = paused_at
+            return True
+
+    def end_pause(
+        self, execution_id: str, requested_at: float, resumed: ResumeRequest, paused_seconds: float
+    ) -> bool:
+        with self._lock:
+            self._count("end_pause")
+            record = self._executions.get(execution_id)
+            if (
+                record is None
+                or not record.status.is_paused
+                or record.pause is None
+                or record.pause.requested_at != requested_at
+            ):
+                return False
+            record.status = ExecutionStatus.RUNNING
+            record.pause = None
+            record.resumed = resumed
+            record.paused_seconds = paused_seconds
+            record.updated_at = resumed.requested_at
+            return True
+
+    def begin_deletion(self, execution_id: str, now: float) -> bool:
+        with self._lock:
+            self._count("begin_deletion")
+            record = self._executions.get(execution_id)
+            if record is None or not record.status.is_outcome:
+                return False
+            record.status = ExecutionStatus.DELETING
+            record.updated_at = now
+            return True
+
+    def delete_execution(self, execution_id: str) -> bool:
+        with self._lock:
+            self._count("delete_execution")
+            record = self._executions.get(execution_id)
+            if record is None or record.status is not ExecutionStatus.DELETING:
+                return False
+            del self._executions[execution_id]
             return True
 
     def list_executions(
@@ -164,7 +241,7 @@ class MemoryExecutionStore:
         with self._lock:
             self._count("pin_version")
             record = self._executions.get(execution_id)
-            if record is None or record.status is not ExecutionStatus.RUNNING:
+            if record is None or record.status.is_terminal:
                 return False
             if record.code_version != expected:
                 return False
@@ -178,7 +255,7 @@ class MemoryExecutionStore:
                 (
                     r
                     for r in self._executions.values()
-                    if r.status is ExecutionStatus.RUNNING and r.code_version == version
+                    if not r.status.is_terminal and r.code_version == version
                 ),
                 key=lambda r: (r.created_at, r.execution_id),
             )
@@ -312,6 +389,12 @@ class MemoryExecutionStore:
                 for part in (self._wakes, self._carried, self._log_next, self._log_length, self._moved_to):
                     part.pop(execution_id, None)
 
+    def delete_log(self, execution_id: str) -> int:
+        with self._lock:
+            self._count("delete_log")
+            removed = len(self._batches.pop(execution_id, [])) + len(self._inputs.pop(execution_id, {}))
+            return removed
+
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         with self._lock:
             self._count("delete_external_inputs")
@@ -429,6 +512,24 @@ class MemoryExecutionStore:
         with self._lock:
             self._count("get_callback_results")
             return [self._callback_results[i] for i in callback_ids if i in self._callback_results]
+
+    def delete_coordination(self, execution_id: str, callback_ids: Sequence[str]) -> int:
+        with self._lock:
+            self._count("delete_coordination")
+            removed = 0
+            for callback_id in callback_ids:
+                ref = self._callbacks.get(callback_id)
+                if ref is not None and ref.execution_id == execution_id:
+                    del self._callbacks[callback_id]
+                    self._callback_results.pop(callback_id, None)
+                    removed += 1
+            if execution_id in self._records:
+                removed += 1
+            self._leases.pop(execution_id, None)
+            self._records.discard(execution_id)
+            for part in (self._wakes, self._carried, self._log_next, self._log_length, self._moved_to):
+                part.pop(execution_id, None)
+            return removed
 
     # --- flow control ---
     def get_flow_slots(self, scope: str) -> FlowSlots | None:
@@ -563,6 +664,11 @@ class MemoryExecutionStore:
             self._count("get_flow_start")
             return self._flow_starts.get(execution_id)
 
+    def forget_flow_start(self, execution_id: str) -> None:
+        with self._lock:
+            self._count("forget_flow_start")
+            self._flow_starts.pop(execution_id, None)
+
     def peek_flow_tickets(self, scope: str, first: int, count: int) -> list[str]:
         with self._lock:
             self._count("peek_flow_tickets")
@@ -573,6 +679,20 @@ class MemoryExecutionStore:
     def batch_count(self, execution_id: str) -> int:
         with self._lock:
             return len(self._batches.get(execution_id, []))
+
+    def item_count(self, execution_id: str) -> int:
+        """How many items the execution has, counted as the DynamoDB store's tables would hold them: its
+        record, batches, pending inputs, coordination record, callbacks and reserved start (tests of a
+        delete)."""
+        with self._lock:
+            return (
+                (execution_id in self._executions)
+                + len(self._batches.get(execution_id, []))
+                + len(self._inputs.get(execution_id, {}))
+                + (execution_id in self._records or execution_id in self._leases)
+                + sum(ref.execution_id == execution_id for ref in self._callbacks.values())
+                + (execution_id in self._flow_starts)
+            )
 
 
 def _copy(record: ExecutionRecord) -> ExecutionRecord:
@@ -629,6 +749,14 @@ class MemoryPayloadStore:
         references = self.references(execution_id)
         with self._lock:
             self.retired.update(references)
+        return len(references)
+
+    def delete_execution(self, execution_id: str) -> int:
+        references = self.references(execution_id)
+        with self._lock:
+            for reference in references:
+                self._objects.pop(reference, None)
+                self.retired.discard(reference)
         return len(references)
 
     def expire(self, reference: str) -> None:

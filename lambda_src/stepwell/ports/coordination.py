@@ -60,3 +60,9 @@ class Coordination(Protocol):
         """The results completions left on these callbacks' records (consistent reads; a callback with
         none, unknown or timed out, is left out), as inputs of their operations, `on_callback_record`."""
         ...
+
+    def delete_coordination(self, execution_id: str, callback_ids: Sequence[str]) -> int:
+        """Remove the execution's coordination record and these callbacks' records (deleting it; its
+        callback ids are in its log): how many items went. Idempotent. A lease held on the record goes with
+        it, so a release after this changes nothing."""
+        ...

@@ -1,12 +1,19 @@
-"""The executions port: an execution's record (created once, read, ended once) and the listings of
-executions (by workflow, status, domain and subject, or tag)."""
+"""The executions port: an execution's record (created once, read, paused and resumed, ended once, deleted)
+and the listings of executions (by workflow, status, domain and subject, or tag)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus, Page
+from stepwell.model import (
+    ExecutionQuery,
+    ExecutionRecord,
+    ExecutionStatus,
+    Page,
+    PauseState,
+    ResumeRequest,
+)
 
 
 class ExecutionRecords(Protocol):
@@ -26,10 +33,44 @@ class ExecutionRecords(Protocol):
         error: Mapping[str, Any] | None = None,
         code_version: str | None = None,
     ) -> bool:
-        """Set a terminal status (and result or error) if the execution is still RUNNING (conditional).
-        True if this call ended it, False if it had already ended. `code_version`: the worker version that
-        ran it, recorded unless it was pinned already (a run that ends the execution pins it no other
+        """Set an outcome (ExecutionStatus.is_outcome; and result or error) if the execution has not ended
+        (RUNNING, PAUSING or PAUSED: a paused one may be stopped or time out; conditional), dropping its
+        pause. True if this call ended it, False if it had already ended. `code_version`: the worker version
+        that ran it, recorded unless it was pinned already (a run that ends the execution pins it no other
         way)."""
+        ...
+
+    def get_execution_status(self, execution_id: str) -> ExecutionStatus | None:
+        """The execution's status alone (a consistent read of one attribute: a run in flight checks for a
+        pause at its checkpoints); None when there is no such execution."""
+        ...
+
+    def request_pause(self, execution_id: str, pause: PauseState) -> bool:
+        """RUNNING -> PAUSING with `pause` (conditional on RUNNING); updatedAt becomes its request time.
+        False when the execution is not RUNNING (paused already, ended, or gone)."""
+        ...
+
+    def settle_pause(self, execution_id: str, requested_at: float, paused_at: float) -> bool:
+        """PAUSING -> PAUSED, recording `paused_at`, if its pause is still the one requested at
+        `requested_at` (conditional). False otherwise (resumed, ended, or PAUSED already)."""
+        ...
+
+    def end_pause(
+        self, execution_id: str, requested_at: float, resumed: ResumeRequest, paused_seconds: float
+    ) -> bool:
+        """PAUSING or PAUSED -> RUNNING if its pause is still the one requested at `requested_at`
+        (conditional): the pause goes, `resumed` and `paused_seconds` (ExecutionRecord's) are recorded.
+        False when it is not paused by that pause any more."""
+        ...
+
+    def begin_deletion(self, execution_id: str, now: float) -> bool:
+        """An ended execution (SUCCEEDED, FAILED, STOPPED or TIMED_OUT) -> DELETING, updatedAt `now`
+        (conditional). False when it has not ended, is DELETING already, or is gone."""
+        ...
+
+    def delete_execution(self, execution_id: str) -> bool:
+        """Remove a DELETING execution's record and its tag entries (the record conditional on DELETING,
+        last). True if this call removed the record; False when there was none to remove."""
         ...
 
     def list_executions(

@@ -102,6 +102,10 @@ class FlowControlStore(Protocol):
         """The execution's reserved start time (consistent read), None when it has none."""
         ...
 
+    def forget_flow_start(self, execution_id: str) -> None:
+        """Remove the execution's reserved start time, if it has one (deleting the execution)."""
+        ...
+
     def peek_flow_tickets(self, scope: str, first: int, count: int) -> list[str]:
         """The executions tickets `first`..`first + count - 1` name, in ticket order, skipping skipped
         and missing tickets (read-only: the status shows a key's next waiting executions)."""

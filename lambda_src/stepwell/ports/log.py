@@ -46,6 +46,11 @@ class OperationLog(Protocol):
         Idempotent."""
         ...
 
+    def delete_log(self, execution_id: str) -> int:
+        """Remove every batch and pending input of the execution (deleting it): how many items went.
+        Idempotent."""
+        ...
+
     def keep_log(self, execution_id: str, count: int) -> None:
         """Take the expiry off the log batches seq 0..count-1 (Batch.expires_at): they are kept until
         expire_log, for an execution that waits past their expiry (stepwell.core.log_expiry). Idempotent."""

@@ -84,3 +84,8 @@ class PayloadStore(Protocol):
         """The execution has ended: start its payloads' retention (until now they never expire).
         Idempotent; returns how many payloads were retired."""
         ...
+
+    def delete_execution(self, execution_id: str) -> int:
+        """Delete every payload of the execution (deleting it; a listing of its folder). Idempotent;
+        returns how many were deleted."""
+        ...

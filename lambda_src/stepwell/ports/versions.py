@@ -12,8 +12,8 @@ from stepwell.model import Page
 
 class VersionPins(Protocol):
     def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
-        """Pin a RUNNING execution to `version` if it is pinned to `expected` now (None: not pinned yet);
-        conditional. True if this call pinned it."""
+        """Pin an execution that has not ended (RUNNING, PAUSING or PAUSED) to `version` if it is pinned to
+        `expected` now (None: not pinned yet); conditional. True if this call pinned it."""
         ...
 
     def note_moved_version(self, execution_id: str, version: str) -> None:
@@ -23,9 +23,10 @@ class VersionPins(Protocol):
         ...
 
     def list_pinned(self, version: str, limit: int = 100, next_token: str | None = None) -> Page[str]:
-        """Ids of the RUNNING executions pinned to `version` (oldest first)."""
+        """Ids of the executions pinned to `version` that have not ended (paused ones too: they resume on
+        it), oldest first."""
         ...
 
     def count_pinned(self, version: str) -> int:
-        """How many RUNNING executions are pinned to `version`."""
+        """How many executions that have not ended (paused ones too) are pinned to `version`."""
         ...

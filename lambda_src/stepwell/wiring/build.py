@@ -122,3 +122,6 @@ class _NoPayloadBucket:
 
     def retire(self, execution_id: str) -> int:
         return 0  # nothing was ever offloaded
+
+    def delete_execution(self, execution_id: str) -> int:
+        return 0  # nothing was ever offloaded

@@ -275,3 +275,19 @@ class DynamoDbCoordination(DynamoDbTables):
                 )
             )
         return results
+
+    def delete_coordination(self, execution_id: str, callback_ids: Sequence[str]) -> int:
+        keys = [{"key": _s("lease#" + execution_id)}]
+        keys += [
+            {"key": _s("cb#" + callback_id)} for callback_id in dict.fromkeys(callback_ids) if callback_id
+        ]
+        # Counted by a read of the keys (a BatchWriteItem delete tells nothing of what was there); only
+        # the callbacks of this execution go.
+        found = self._batch_get(self.coordination_table, keys, lambda item: _str(item, "key"))
+        mine = [
+            {"key": item["key"]}
+            for item in found
+            if _str(item, "key") == keys[0]["key"]["S"] or _str(item, "eid") == execution_id
+        ]
+        self._batch_delete(self.coordination_table, mine)
+        return len(mine)

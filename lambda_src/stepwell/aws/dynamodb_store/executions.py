@@ -15,7 +15,16 @@ from stepwell.aws.dynamodb_store.tables import DynamoDbTables
 from stepwell.aws.page_tokens import decode_page_token, encode_page_token
 from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import InvalidArgument
-from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus, FlowLimit, Page
+from stepwell.model import (
+    LIVE_STATUSES,
+    ExecutionQuery,
+    ExecutionRecord,
+    ExecutionStatus,
+    FlowLimit,
+    Page,
+    PauseState,
+    ResumeRequest,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import QueryOutputTypeDef
@@ -69,6 +78,56 @@ def _flow_limit(entry: Item) -> FlowLimit:
     )
 
 
+def _pause_item(pause: PauseState) -> Item:
+    """A pause as its record keeps it (`pa`): rt request time, tp timeout paused, rs reason, pt paused at."""
+    fields: Item = {"rt": _n(pause.requested_at), "tp": {"BOOL": pause.timeout_paused}}
+    if pause.reason is not None:
+        fields["rs"] = _s(pause.reason)
+    if pause.paused_at is not None:
+        fields["pt"] = _n(pause.paused_at)
+    return {"M": fields}
+
+
+def _pause(item: Item) -> PauseState | None:
+    fields = item.get("pa", {}).get("M")
+    if fields is None:
+        return None
+    return PauseState(
+        requested_at=_num(fields, "rt") or 0.0,
+        timeout_paused=_flag(fields, "tp"),
+        reason=_str(fields, "rs"),
+        paused_at=_num(fields, "pt"),
+    )
+
+
+def _resume_item(resumed: ResumeRequest) -> Item:
+    """The last resume as its record keeps it (`ra`): rt request time, rs reason."""
+    fields: Item = {"rt": _n(resumed.requested_at)}
+    if resumed.reason is not None:
+        fields["rs"] = _s(resumed.reason)
+    return {"M": fields}
+
+
+def _resumed(item: Item) -> ResumeRequest | None:
+    fields = item.get("ra", {}).get("M")
+    if fields is None:
+        return None
+    return ResumeRequest(requested_at=_num(fields, "rt") or 0.0, reason=_str(fields, "rs"))
+
+
+def _status_values(statuses: frozenset[ExecutionStatus] | set[ExecutionStatus], prefix: str) -> Item:
+    """Expression values naming each of `statuses` (`:<prefix>0`, ...), in a fixed order."""
+    return {f":{prefix}{i}": _s(status.value) for i, status in enumerate(sorted(statuses))}
+
+
+_LIVE = _status_values(LIVE_STATUSES, "live")
+# The condition that the record is an execution that has not ended (names "#status": "status").
+_NOT_ENDED = (
+    f"attribute_exists(contextKey) AND attribute_not_exists(recordType) AND #status IN ({', '.join(_LIVE)})"
+)
+_OUTCOMES = _status_values({status for status in ExecutionStatus if status.is_outcome}, "ended")
+
+
 class DynamoDbExecutions(DynamoDbTables):
     """ExecutionRecords on the executions table."""
 
@@ -98,7 +157,7 @@ class DynamoDbExecutions(DynamoDbTables):
             item["po"] = _s(record.parent_operation_id)
         if record.code_version is not None:
             item["cv"] = _s(record.code_version)
-            if record.status is ExecutionStatus.RUNNING:
+            if not record.status.is_terminal:
                 item["pinnedVersion"] = _s(record.code_version)
         if record.tags:
             item["tg"] = {"M": {key: _s(value) for key, value in record.tags.items()}}
@@ -106,6 +165,12 @@ class DynamoDbExecutions(DynamoDbTables):
             item["fl"] = {"L": [{"M": _flow_limit_item(limit)} for limit in record.flow]}
         if record.callback_key is not None:
             item["ck"] = _s(record.callback_key)
+        if record.pause is not None:
+            item["pa"] = _pause_item(record.pause)
+        if record.resumed is not None:
+            item["ra"] = _resume_item(record.resumed)
+        if record.paused_seconds:
+            item["pd"] = _n(record.paused_seconds)
         return item
 
     def _record(self, item: Item) -> ExecutionRecord:
@@ -134,6 +199,9 @@ class DynamoDbExecutions(DynamoDbTables):
             tags={key: str(value["S"]) for key, value in item.get("tg", {}).get("M", {}).items()},
             flow=tuple(_flow_limit(entry["M"]) for entry in item.get("fl", {}).get("L", [])),
             callback_key=_str(item, "ck"),
+            pause=_pause(item),
+            resumed=_resumed(item),
+            paused_seconds=_num(item, "pd") or 0.0,
         )
 
     def _execution_ttl(self, ended_at: float) -> int:
@@ -178,8 +246,8 @@ class DynamoDbExecutions(DynamoDbTables):
         error: Mapping[str, Any] | None = None,
         code_version: str | None = None,
     ) -> bool:
-        if not status.is_terminal:
-            raise InvalidArgument(f"complete_execution needs a terminal status, got {status.value}")
+        if not status.is_outcome:
+            raise InvalidArgument(f"complete_execution needs an outcome status, got {status.value}")
         values: Item = {}
         self._put_text(values, "rs", result, result_is_ref, execution_id)
         if error is not None:
@@ -194,18 +262,19 @@ class DynamoDbExecutions(DynamoDbTables):
         )
         names = {f"#a{i}": name for i, name in enumerate(values)}
         expression_values = {f":a{i}": value for i, value in enumerate(values.values())}
-        expression_values[":running"] = _s(ExecutionStatus.RUNNING.value)
+        expression_values.update(_LIVE)
         names["#status"] = "status"
         assignments = ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
         if code_version is not None:  # the version that ran it, unless one was pinned before
             assignments += ", cv = if_not_exists(cv, :cv)"
             expression_values[":cv"] = _s(code_version)
-        running = "attribute_exists(contextKey) AND attribute_not_exists(recordType) AND #status = :running"
+        running = _NOT_ENDED
         update: Item = {
             "TableName": self.executions_table,
             "Key": self._execution_key(execution_id),
-            # An ended execution leaves the version index (its cv stays: which version ran it).
-            "UpdateExpression": f"SET {assignments} REMOVE pinnedVersion",
+            # An ended execution leaves the version index (its cv stays: which version ran it), and a
+            # paused one stopped or timed out its pause.
+            "UpdateExpression": f"SET {assignments} REMOVE pinnedVersion, pa",
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": expression_values,
         }
@@ -223,7 +292,7 @@ class DynamoDbExecutions(DynamoDbTables):
             if (
                 not current
                 or not _is_execution(current)
-                or _str(current, "status") != ExecutionStatus.RUNNING.value
+                or _str(current, "status") not in {status.value for status in LIVE_STATUSES}
                 or "tg" not in current
             ):
                 return False
@@ -232,6 +301,109 @@ class DynamoDbExecutions(DynamoDbTables):
             return self._write_with_tag_entries(
                 {"Update": {**update, "ConditionExpression": running}}, entries
             )
+        return True
+
+    def get_execution_status(self, execution_id: str) -> ExecutionStatus | None:
+        response = self._db.get_item(
+            TableName=self.executions_table,
+            Key=self._execution_key(execution_id),
+            ProjectionExpression="#status, recordType",
+            ExpressionAttributeNames={"#status": "status"},
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        item = response.get("Item")
+        status = _str(item, "status") if item is not None and _is_execution(item) else None
+        return ExecutionStatus(status) if status is not None else None
+
+    def _change_status(self, execution_id: str, update: str, condition: str, values: Item) -> bool:
+        """One conditional UpdateItem of an execution's record ("#status" names its status); False when
+        the condition failed."""
+        try:
+            self._db.update_item(
+                TableName=self.executions_table,
+                Key=self._execution_key(execution_id),
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_exists(contextKey) AND attribute_not_exists(recordType) "
+                f"AND {condition}",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=values,
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def request_pause(self, execution_id: str, pause: PauseState) -> bool:
+        return self._change_status(
+            execution_id,
+            "SET #status = :pausing, pa = :pa, updatedAt = :t",
+            "#status = :running",
+            {
+                ":pausing": _s(ExecutionStatus.PAUSING.value),
+                ":running": _s(ExecutionStatus.RUNNING.value),
+                ":pa": _pause_item(pause),
+                ":t": _n(pause.requested_at),
+            },
+        )
+
+    def settle_pause(self, execution_id: str, requested_at: float, paused_at: float) -> bool:
+        return self._change_status(
+            execution_id,
+            "SET #status = :paused, pa.pt = :pt, updatedAt = :pt",
+            "#status = :pausing AND pa.rt = :rt",
+            {
+                ":paused": _s(ExecutionStatus.PAUSED.value),
+                ":pausing": _s(ExecutionStatus.PAUSING.value),
+                ":pt": _n(paused_at),
+                ":rt": _n(requested_at),
+            },
+        )
+
+    def end_pause(
+        self, execution_id: str, requested_at: float, resumed: ResumeRequest, paused_seconds: float
+    ) -> bool:
+        return self._change_status(
+            execution_id,
+            "SET #status = :running, ra = :ra, pd = :pd, updatedAt = :t REMOVE pa",
+            "#status IN (:pausing, :paused) AND pa.rt = :rt",
+            {
+                ":running": _s(ExecutionStatus.RUNNING.value),
+                ":pausing": _s(ExecutionStatus.PAUSING.value),
+                ":paused": _s(ExecutionStatus.PAUSED.value),
+                ":ra": _resume_item(resumed),
+                ":pd": _n(paused_seconds),
+                ":t": _n(resumed.requested_at),
+                ":rt": _n(requested_at),
+            },
+        )
+
+    def begin_deletion(self, execution_id: str, now: float) -> bool:
+        return self._change_status(
+            execution_id,
+            "SET #status = :deleting, updatedAt = :t",
+            f"#status IN ({', '.join(_OUTCOMES)})",
+            {":deleting": _s(ExecutionStatus.DELETING.value), ":t": _n(now), **_OUTCOMES},
+        )
+
+    def delete_execution(self, execution_id: str) -> bool:
+        record = self.get_execution(execution_id)
+        if record is None or record.status is not ExecutionStatus.DELETING:
+            return False
+        # Its tag entries first: a delete that dies in between leaves the record, and so a retry to finish.
+        entries = _tag_entries(record, None)
+        self._batch_delete(self.executions_table, [self._key_of(entry) for entry in entries])
+        try:
+            self._db.delete_item(
+                TableName=self.executions_table,
+                Key=self._execution_key(execution_id),
+                ConditionExpression="#status = :deleting",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":deleting": _s(ExecutionStatus.DELETING.value)},
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
         return True
 
     def _write_with_tag_entries(self, write: Item, entries: list[Item]) -> bool:

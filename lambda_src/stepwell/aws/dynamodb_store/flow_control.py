@@ -330,6 +330,13 @@ class DynamoDbFlowControl(DynamoDbTables):
         item = self._flow_get(_reservation_key(execution_id))
         return None if item is None else _num(item, "startAt")
 
+    def forget_flow_start(self, execution_id: str) -> None:
+        self._db.delete_item(
+            TableName=self.coordination_table,
+            Key={"key": _s(_reservation_key(execution_id))},
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+
     def peek_flow_tickets(self, scope: str, first: int, count: int) -> list[str]:
         if first < 0 or count < 0:
             raise InvalidArgument(f"tickets are numbered from 0: got first={first}, count={count}")

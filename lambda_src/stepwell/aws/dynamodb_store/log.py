@@ -204,6 +204,27 @@ class DynamoDbOperationLog(DynamoDbTables):
         with ThreadPoolExecutor(max_workers=_EXPIRE_THREADS) as pool:
             list(pool.map(update_one, range(count)))
 
+    def delete_log(self, execution_id: str) -> int:
+        # The execution's partition, keys only, a page at a time: its batches, then its inputs.
+        kwargs: dict[str, Any] = {
+            "TableName": self.operations_table,
+            "KeyConditionExpression": "executionId = :e",
+            "ExpressionAttributeValues": {":e": _s(execution_id)},
+            "ProjectionExpression": "executionId, sk",
+            "ConsistentRead": True,
+            "ReturnConsumedCapacity": _CAPACITY,
+        }
+        removed = 0
+        while True:
+            page = self._db.query(**kwargs)
+            keys = [{"executionId": item["executionId"], "sk": item["sk"]} for item in page.get("Items", [])]
+            self._batch_delete(self.operations_table, keys)
+            removed += len(keys)
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return removed
+            kwargs["ExclusiveStartKey"] = last
+
     def delete_external_inputs(self, execution_id: str, input_ids: list[str]) -> None:
         keys = [{"executionId": _s(execution_id), "sk": _s("in#" + input_id)} for input_id in input_ids]
         self._batch_delete(self.operations_table, keys)

@@ -9,7 +9,7 @@ from stepwell.aws.dynamodb_store.items import _CAPACITY, Item, _item_id, _s
 from stepwell.aws.dynamodb_store.tables import DynamoDbTables
 from stepwell.aws.page_tokens import decode_page_token, encode_page_token
 from stepwell.errors import InvalidArgument
-from stepwell.model import ExecutionStatus, Page
+from stepwell.model import LIVE_STATUSES, Page
 
 _VERSION_INDEX = "version-index"
 
@@ -19,7 +19,8 @@ class DynamoDbVersionPins(DynamoDbTables):
 
     def pin_version(self, execution_id: str, version: str, expected: str | None) -> bool:
         current = "attribute_not_exists(cv)" if expected is None else "cv = :expected"
-        values: Item = {":v": _s(version), ":running": _s(ExecutionStatus.RUNNING.value)}
+        live = {f":live{i}": _s(status.value) for i, status in enumerate(sorted(LIVE_STATUSES))}
+        values: Item = {":v": _s(version), **live}
         if expected is not None:
             values[":expected"] = _s(expected)
         try:
@@ -27,7 +28,9 @@ class DynamoDbVersionPins(DynamoDbTables):
                 TableName=self.executions_table,
                 Key=self._execution_key(execution_id),
                 UpdateExpression="SET cv = :v, pinnedVersion = :v",
-                ConditionExpression=f"attribute_exists(contextKey) AND #status = :running AND {current}",
+                # Not ended: a paused execution is pinned too (it resumes on its version).
+                ConditionExpression=f"attribute_exists(contextKey) AND #status IN ({', '.join(live)}) "
+                f"AND {current}",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=values,
                 ReturnConsumedCapacity=_CAPACITY,
