@@ -104,7 +104,9 @@ class MemoryExecutionStore:
     ) -> bool:
         with self._lock:
             if not status.is_outcome:
-                raise InvalidArgument(f"complete_execution needs an outcome status, got {status.value}")
+                raise InvalidArgument(
+                    f"complete_execution needs a terminal status, got {status.value} (DELETING is none)"
+                )
             self._count("complete_execution")
             record = self._executions.get(execution_id)
             if record is None or record.status.is_terminal:

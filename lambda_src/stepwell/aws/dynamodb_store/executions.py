@@ -247,7 +247,9 @@ class DynamoDbExecutions(DynamoDbTables):
         code_version: str | None = None,
     ) -> bool:
         if not status.is_outcome:
-            raise InvalidArgument(f"complete_execution needs an outcome status, got {status.value}")
+            raise InvalidArgument(
+                f"complete_execution needs a terminal status, got {status.value} (DELETING is none)"
+            )
         values: Item = {}
         self._put_text(values, "rs", result, result_is_ref, execution_id)
         if error is not None:
