@@ -7,6 +7,7 @@ file named by STEPWELL_CONFIG, else the STEPWELL_* environment variables the wor
     stepwell describe 'default#orders#order-7/order-7'     (the id `start` printed)
     stepwell describe order-7 --workflow orders            (the same execution, by its name)
     stepwell list --status RUNNING
+    stepwell pause order-7 --workflow orders --reason "payments down"   (resume, delete likewise)
     stepwell history order-7 --workflow orders [--no-data] [--reverse] [--json]
     stepwell callback success CALLBACK_ID --result '{"approved": true}'   (JSON; --raw: any text)
     stepwell dlq redrive
@@ -228,7 +229,7 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
             args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id, tags
         )
         out.write(execution_id + "\n")
-    elif command in ("describe", "history", "stop"):
+    elif command in ("describe", "history", "stop", "pause", "resume", "delete"):
         execution_id = _execution_id(args)
         try:
             _execution_command(command, args, client, execution_id, out)
@@ -254,10 +255,13 @@ def _execution_command(
 ) -> None:
     if command == "describe":
         description = client.describe_execution(execution_id)
-        for key in ("StartTimestamp", "EndTimestamp"):
-            if isinstance(description.get(key), int | float):
-                description[key] = _stamp(description[key], "milliseconds")
+        for holder, key in _DESCRIBED_TIMES:
+            times = description.get(holder, {}) if holder else description
+            if isinstance(times.get(key), int | float):
+                times[key] = _stamp(times[key], "milliseconds")
         _print_json(description, out)
+    elif command in ("pause", "resume", "delete"):
+        _lifecycle_command(command, args, client, execution_id, out)
     elif command == "history":
         events = client.get_execution_history(
             execution_id, include_execution_data=not args.no_data, reverse_order=args.reverse
@@ -269,6 +273,34 @@ def _execution_command(
     else:
         stopped = client.stop_execution(execution_id, _error_from(args))
         out.write(f"{execution_id}: {'stopped' if stopped else 'had already ended'}\n")
+
+
+# The times `describe` prints in ISO 8601: (the member holding them, or "" for the description, the key).
+_DESCRIBED_TIMES = (
+    ("", "StartTimestamp"),
+    ("", "EndTimestamp"),
+    ("", "ExpectedExecutionTimeoutTimestamp"),
+    ("PauseDetails", "PauseRequestTimestamp"),
+)
+
+
+def _lifecycle_command(
+    command: str, args: argparse.Namespace, client: StepwellClient, execution_id: str, out: TextIO
+) -> None:
+    """pause, resume, delete: what changed, in one line."""
+    if command == "pause":
+        paused = client.pause_execution(execution_id, args.reason, not args.timeout_keeps_running)
+        status = client.describe_execution(execution_id)["Status"]
+        out.write(f"{execution_id}: {'pausing' if paused else 'was paused already'} (now {status})\n")
+    elif command == "resume":
+        resumed = client.resume_execution(execution_id, args.reason)
+        out.write(f"{execution_id}: {'resumed' if resumed else 'was not paused'}\n")
+    else:
+        requested_at = client.delete_execution(execution_id)
+        out.write(
+            f"{execution_id}: deleting (requested {_stamp(requested_at)}); its items and payloads are being "
+            "removed\n"
+        )
 
 
 def _callback(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:

@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_execution_commands(commands)
     executions = commands.add_parser(
         "executions",
-        help="the execution commands (start, describe, list, history, stop), and upgrade",
+        help="the execution commands (start, describe, list, history, stop, pause, resume, delete), "
+        "and upgrade",
         description="The execution commands, also reachable at the top level, and `upgrade`, which moves "
         "running executions to another code version.",
     )
@@ -250,7 +251,8 @@ def _describe_every_command(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_execution_commands(commands: Any) -> None:
-    """start, describe, list, history, stop: at the top level and under `executions`."""
+    """start, describe, list, history, stop, pause, resume, delete: at the top level and under
+    `executions`."""
     start = commands.add_parser(
         "start",
         help="start an execution of a registered workflow",
@@ -350,6 +352,48 @@ def _add_execution_commands(commands: Any) -> None:
     )
     _add_execution_address(stop)
     _add_error_arguments(stop)
+
+    pause = commands.add_parser(
+        "pause",
+        help="pause a running execution: nothing runs until it is resumed",
+        description="Pause a running execution, as AWS's PauseDurableExecution: it is PAUSING until a run in "
+        "flight reaches its next checkpoint, then PAUSED. Nothing of its code runs until `stepwell resume`; "
+        "its waits and callbacks still complete meanwhile, and their results wait for the resume. Its "
+        "execution timeout is paused too (it still times out 366 days after its start) unless "
+        f"--timeout-keeps-running. Pausing it again changes nothing. {EXECUTION_DESCRIPTION}",
+    )
+    _add_execution_address(pause)
+    pause.add_argument(
+        "--reason", metavar="TEXT", help="why it is paused (up to 1024 characters; its history records it)"
+    )
+    pause.add_argument(
+        "--timeout-keeps-running",
+        action="store_true",
+        help="let its execution timeout run on while paused: it times out at its usual time, paused or not "
+        "(AWS's ExecutionTimeoutPaused false)",
+    )
+
+    resume = commands.add_parser(
+        "resume",
+        help="resume a paused execution",
+        description="Resume a paused execution, as AWS's ResumeDurableExecution: it runs again at once when "
+        "work is due (an interrupted run, a wait that ended or a callback that came while it was paused), "
+        f"else it goes on waiting. A PAUSING one's pause is cancelled. {EXECUTION_DESCRIPTION}",
+    )
+    _add_execution_address(resume)
+    resume.add_argument(
+        "--reason", metavar="TEXT", help="why it is resumed (up to 1024 characters; its history records it)"
+    )
+
+    delete = commands.add_parser(
+        "delete",
+        help="delete an ended execution with its history and payloads",
+        description="Delete an ended execution (SUCCEEDED, FAILED, STOPPED or TIMED_OUT), as AWS's "
+        "DeleteDurableExecution: its history, input, result and every other item and payload of it. It is "
+        "DELETING until the worker has removed them, then gone for good. A running or paused one is refused: "
+        f"stop it first. Executions its invokes started stay. {EXECUTION_DESCRIPTION}",
+    )
+    _add_execution_address(delete)
 
 
 def _add_execution_address(
