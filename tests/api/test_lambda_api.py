@@ -394,17 +394,44 @@ def test_the_sdks_own_state_and_checkpoint_operations_are_refused_as_aws_refuses
         client.checkpoint_durable_execution(DurableExecutionArn=arn, CheckpointToken="dG9rZW4=")
 
 
-def test_pause_resume_and_delete_answer_a_modeled_error_until_the_engine_has_them(stack: ApiStack) -> None:
+def test_pause_resume_and_delete_change_the_execution_and_refuse_what_its_status_does_not_allow(
+    stack: ApiStack,
+) -> None:
     client = stack.client()
     arn = _start(client, "approval", {}, "lifecycle")
-    for call in (
-        lambda: client.pause_durable_execution(DurableExecutionArn=arn, Reason="maintenance"),
-        lambda: client.resume_durable_execution(DurableExecutionArn=arn),
-        lambda: client.delete_durable_execution(DurableExecutionArn=arn),
-    ):
-        with pytest.raises(client.exceptions.InvalidParameterValueException) as refused:
-            call()
-        assert "does not pause, resume or delete executions yet" in refused.value.response["Error"]["Message"]
+    stack.local.run_until_idle()
+    paused = client.pause_durable_execution(
+        DurableExecutionArn=arn, Reason="maintenance", ExecutionTimeoutPaused=False
+    )
+    assert paused["ResponseMetadata"]["HTTPStatusCode"] == 202
+    stack.local.run_until_idle()
+    assert client.get_durable_execution(DurableExecutionArn=arn)["Status"] == "PAUSED"
+    pause = stack.local.describe(ARNS.execution_id(arn))["PauseDetails"]
+    assert pause["Reason"] == "maintenance" and pause["ExecutionTimeoutPaused"] is False
+    # A repeat succeeds and changes nothing (the first pause stands).
+    client.pause_durable_execution(DurableExecutionArn=arn, Reason="again")
+    assert stack.local.describe(ARNS.execution_id(arn))["PauseDetails"]["Reason"] == "maintenance"
+    with pytest.raises(client.exceptions.ResourceConflictException) as running:
+        client.delete_durable_execution(DurableExecutionArn=arn)
+    assert "has not ended (PAUSED)" in running.value.response["Error"]["Message"]
+    assert running.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
+
+    resumed = client.resume_durable_execution(DurableExecutionArn=arn, Reason="done")
+    assert resumed["ResponseMetadata"]["HTTPStatusCode"] == 202
+    assert client.get_durable_execution(DurableExecutionArn=arn)["Status"] == "RUNNING"
+    client.stop_durable_execution(DurableExecutionArn=arn)
+    stack.local.run_until_idle()
+    for call in (client.pause_durable_execution, client.resume_durable_execution):
+        with pytest.raises(client.exceptions.ResourceConflictException):
+            call(DurableExecutionArn=arn)
+
+    deleted = client.delete_durable_execution(DurableExecutionArn=arn)
+    assert deleted["ResponseMetadata"]["HTTPStatusCode"] == 202
+    assert abs(deleted["DeletionRequestTimestamp"].timestamp() - stack.local.clock.now()) < 60
+    assert client.get_durable_execution(DurableExecutionArn=arn)["Status"] == "DELETING"
+    stack.local.run_until_idle()
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        client.get_durable_execution(DurableExecutionArn=arn)
     with pytest.raises(client.exceptions.ResourceNotFoundException):
         client.pause_durable_execution(DurableExecutionArn="default#approval#gone/gone")
 

@@ -1,15 +1,17 @@
 """PauseDurableExecution, ResumeDurableExecution and DeleteDurableExecution: the one place that wires
 them to the engine. Their requests are read and checked here as the model defines them (the execution's
-ARN, ClientToken, Reason, ExecutionTimeoutPaused); the engine has no pause, resume or delete yet, so an
-existing execution's request is answered with InvalidParameterValueException saying so (a client error:
-an SDK does not retry it). Once the engine has them, each function calls it and answers the model's shape:
-202 with an empty body for pause and resume, 202 with DeletionRequestTimestamp for delete.
+ARN, ClientToken, Reason, ExecutionTimeoutPaused), then each calls the engine (stepwell.core.lifecycle:
+Engine.pause_execution, resume_execution, delete_execution) and answers the model's shape: 202 with an
+empty body for pause and resume (also when it was paused, or not paused, already: a repeat succeeds), 202
+with DeletionRequestTimestamp for delete. A status that does not allow the request (a pause or resume of an
+ended execution, a delete of one that has not ended) is ResourceConflictException.
 """
 
 from __future__ import annotations
 
 import re
 
+from stepwell.errors import ExecutionStateConflict
 from stepwell.features.lambda_api.context import ApiContext
 from stepwell.features.lambda_api.errors import ApiError, invalid
 from stepwell.features.lambda_api.wire import Request, Response
@@ -40,26 +42,39 @@ def _read(api: ApiContext, request: Request, params: dict[str, str], with_timeou
     return execution_id
 
 
-def _not_yet(api: ApiContext, operation: str, execution_id: str) -> ApiError:
-    return invalid(
-        f"{operation} of {api.arns.execution_arn(execution_id)} is not available: this Stepwell deployment "
-        "does not pause, resume or delete executions yet (StopDurableExecution ends one)"
-    )
+def _conflict(error: ExecutionStateConflict) -> ApiError:
+    return ApiError("ResourceConflictException", str(error))
 
 
 def pause(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
     execution_id = _read(api, request, params, with_timeout=True)
-    raise _not_yet(api, "PauseDurableExecution", execution_id)
+    body = request.json_object("request") or {}
+    timeout_paused = body.get("ExecutionTimeoutPaused")
+    try:
+        api.engine.pause_execution(
+            execution_id, body.get("Reason"), True if timeout_paused is None else timeout_paused
+        )
+    except ExecutionStateConflict as error:
+        raise _conflict(error) from None
+    return Response(202)
 
 
 def resume(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
     execution_id = _read(api, request, params, with_timeout=False)
-    raise _not_yet(api, "ResumeDurableExecution", execution_id)
+    body = request.json_object("request") or {}
+    try:
+        api.engine.resume_execution(execution_id, body.get("Reason"))
+    except ExecutionStateConflict as error:
+        raise _conflict(error) from None
+    return Response(202)
 
 
 def delete(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
     execution_id = api.arns.execution_id(params["execution"])
     if request.json_object("request"):
         raise invalid("DeleteDurableExecution takes no body")
-    api.engine.describe_execution(execution_id)
-    raise _not_yet(api, "DeleteDurableExecution", execution_id)
+    try:
+        requested_at = api.engine.delete_execution(execution_id)
+    except ExecutionStateConflict as error:
+        raise _conflict(error) from None
+    return Response.json({"DeletionRequestTimestamp": requested_at}, status=202)
