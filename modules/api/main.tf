@@ -10,9 +10,14 @@ locals {
   log_group_name = "/aws/lambda/${local.function_name}"
   handler        = "stepwell.wiring.api_function.handler"
 
-  # Every principal that may call the URL at all; the handler then checks each request's caller against
-  # the class of its operation.
-  principals = distinct(concat(var.principals.read, var.principals.operate, var.principals.callbacks))
+  # Every principal that may call the URL at all, keyed by class and position: the keys are known at plan
+  # time even when the ARNs are not (roles created in the same apply). The handler then checks each
+  # request's caller against the class of its operation.
+  principals = merge([
+    for class in ["read", "operate", "callbacks"] : {
+      for index, principal in var.principals[class] : "${class}-${index}" => principal
+    }
+  ]...)
 
   schedules_arn = "${replace(var.schedule_group.arn, ":schedule-group/", ":schedule/")}/*"
 
@@ -206,9 +211,9 @@ resource "aws_lambda_function_url" "api" {
 # function directly with a forged caller identity in the event. Callers get it from their own IAM
 # policy with that condition (the root module's api_caller_policy_json).
 resource "aws_lambda_permission" "principals" {
-  for_each = toset(local.principals)
+  for_each = local.principals
 
-  statement_id           = "InvokeUrl${substr(sha256(each.value), 0, 16)}"
+  statement_id           = "InvokeUrl-${each.key}"
   action                 = "lambda:InvokeFunctionUrl"
   function_name          = aws_lambda_function.api.function_name
   principal              = each.value

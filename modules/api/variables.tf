@@ -39,8 +39,8 @@ variable "principals" {
   validation {
     # The lists travel in the function's environment (4 KB in all) and one resource policy statement
     # each (20 KB in all).
-    condition     = length(jsonencode(var.principals)) <= 2048 && length(distinct(concat(var.principals.read, var.principals.operate, var.principals.callbacks))) <= 30
-    error_message = "principals may name at most 30 distinct principals in at most 2048 characters of JSON (the function's environment and its resource policy are limited); use account ids or fewer roles."
+    condition     = length(jsonencode(var.principals)) <= 2048 && length(concat(var.principals.read, var.principals.operate, var.principals.callbacks)) <= 30
+    error_message = "principals may hold at most 30 entries in all three lists, in at most 2048 characters of JSON (the function's environment and its resource policy, a statement per entry, are limited); use account ids or fewer roles."
   }
 }
 

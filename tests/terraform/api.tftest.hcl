@@ -151,13 +151,18 @@ run "submodule_resources" {
 
   assert {
     condition = (
-      toset([for permission in aws_lambda_permission.principals : permission.principal]) == toset(["arn:aws:iam::123456789012:role/reader", "123456789012", "arn:aws:iam::123456789012:role/operator"]) &&
+      { for key, permission in aws_lambda_permission.principals : key => permission.principal } == {
+        "read-0"    = "arn:aws:iam::123456789012:role/reader"
+        "read-1"    = "123456789012"
+        "operate-0" = "arn:aws:iam::123456789012:role/operator"
+      } &&
+      aws_lambda_permission.principals["read-1"].statement_id == "InvokeUrl-read-1" &&
       alltrue([
         for permission in aws_lambda_permission.principals :
         permission.action == "lambda:InvokeFunctionUrl" && permission.function_url_auth_type == "AWS_IAM" && permission.function_name == "unit-api"
       ])
     )
-    error_message = "The resource policy lets each listed principal (once) call the URL with signed requests, and grants nothing else."
+    error_message = "The resource policy lets each listed principal call the URL with signed requests (a statement per entry), and grants nothing else."
   }
 
   assert {
