@@ -1,9 +1,17 @@
-"""Clocks: the system clock for Lambda, and a virtual clock that local runs skip forward."""
+"""Clocks: the system clock for Lambda, a virtual clock that local runs skip forward, and the clock a
+client follows when a local stack publishes its virtual clock in a file (``STEPWELL_CLOCK_OFFSET_FILE``)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Mapping
+
+# Names a file holding a local stack's virtual clock (`stepwell local` and the harness's LocalStack write it):
+# an offset in seconds from the real clock, or ``at <epoch seconds>`` while the clock is frozen.
+CLOCK_OFFSET_FILE_ENV = "STEPWELL_CLOCK_OFFSET_FILE"
+_FROZEN_PREFIX = "at "
 
 
 class SystemClock:
@@ -37,3 +45,46 @@ class VirtualClock:
     @property
     def skipped_seconds(self) -> float:
         return self._offset
+
+
+def clock_file_text(offset_seconds: float, frozen_at: float | None = None) -> str:
+    """What a clock file holds: ``at <epoch>`` while frozen at that instant, else the offset in seconds."""
+    return f"{_FROZEN_PREFIX}{frozen_at:.6f}" if frozen_at is not None else f"{offset_seconds:.6f}"
+
+
+def _real_time() -> float:
+    """The real wall clock, even in a handler whose time.time() a harness moved by the same offset."""
+    if hasattr(time, "clock_gettime"):
+        return time.clock_gettime(time.CLOCK_REALTIME)
+    return time.time()  # no clock_gettime (Windows): no harness moves time.time there either
+
+
+class OffsetFileClock:
+    """Real time plus the offset a local stack keeps in ``path`` (``clock_file_text``'s format), read at
+    every reading, so a client follows each `stepwell local advance`; no file (yet): no offset."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def now(self) -> float:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                text = handle.read().strip()
+        except FileNotFoundError:
+            return _real_time()
+        try:
+            if text.startswith(_FROZEN_PREFIX):
+                return float(text[len(_FROZEN_PREFIX) :])
+            return _real_time() + float(text or 0.0)
+        except ValueError:
+            raise ValueError(
+                f"{CLOCK_OFFSET_FILE_ENV}={self.path} holds {text!r}, not a clock: seconds, or 'at <epoch>'"
+            ) from None
+
+
+def default_clock(environ: Mapping[str, str] | None = None) -> SystemClock | OffsetFileClock:
+    """A client's clock: the local stack's virtual clock when ``STEPWELL_CLOCK_OFFSET_FILE`` names its file
+    (`stepwell local env` sets it), so its starts, stops and callbacks are stamped on the clock the
+    handlers run by; else the system clock."""
+    path = (os.environ if environ is None else environ).get(CLOCK_OFFSET_FILE_ENV, "")
+    return OffsetFileClock(path) if path else SystemClock()

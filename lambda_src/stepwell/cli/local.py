@@ -38,6 +38,9 @@ STATE_DIR_NAME = ".stepwell"
 STATE_FILE_NAME = "local.json"
 LOG_FILE_NAME = "local.log"
 CLIENT_CONFIG_FILE_NAME = "client_config.json"
+# The server's virtual clock (stepwell.clock.clock_file_text): `env` points STEPWELL_CLOCK_OFFSET_FILE at it,
+# so the CLI, the console and a client stamp starts, stops and callbacks on the clock the handlers run by.
+CLOCK_FILE_NAME = "clock"
 SERVER_MODULE = "stepwell.testing.local_infra"
 # Where `advance`, `env` and `down` look when no PATH is given (`env` prints it), else the current folder.
 PATH_ENV = "STEPWELL_LOCAL_PATH"
@@ -377,7 +380,8 @@ def add_commands(commands: Any) -> None:
         "env",
         help="print the environment of a running local stack, as export lines",
         description="Print the environment variables that point the stepwell CLI, boto3 and the AWS CLI at a "
-        'running local stack, as shell export lines: eval "$(stepwell local env PATH)".',
+        "running local stack, and a Stepwell client at its virtual clock (STEPWELL_CLOCK_OFFSET_FILE), as "
+        'shell export lines: eval "$(stepwell local env PATH)".',
     )
     show.add_argument("path", metavar="PATH", nargs="?", default=_default_path(), help=PATH_HELP)
     move = actions.add_parser(

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from stepwell.aws.clients import AwsClients
-from stepwell.client import StepwellClient, deployed_workflows
-from stepwell.config import StepwellConfig
+from stepwell.client import StepwellClient
+from stepwell.clock import CLOCK_OFFSET_FILE_ENV
 from stepwell.console.timeline import open_callbacks
 from stepwell.testing.backends import Backend, start_backend
 from stepwell.testing.local_infra import next_one_time_due, runtime_and_firer
-from stepwell.testing.scheduler import SchedulerFirer, VirtualClock
+from stepwell.testing.scheduler import EngineClock, SchedulerFirer, VirtualClock, publish_clock
 from stepwell.testing.terraform import REPO_ROOT, TerraformStack
 
 WORKFLOW = "orders.fulfil"
@@ -61,40 +61,28 @@ APPROVER = {"approved_by": "maria@example.com", "note": "cooling-off passed, sto
 MAX_ROUNDS = 60
 
 
-class EngineClock:
-    """The harness's virtual clock as the engine reads a clock: epoch seconds."""
-
-    def __init__(self, clock: VirtualClock) -> None:
-        self.clock = clock
-
-    def now(self) -> float:
-        return self.clock.now_epoch()
-
-
 def operator_client(config: Mapping[str, Any], clients: AwsClients, clock: VirtualClock) -> StepwellClient:
     """The demo's client (the module's `client_config` output) on the clock the deployed handlers follow.
 
     On the wall clock, a start made after the clock skipped ahead would be stamped days before its first
     run and its end, which the handlers stamp: describe and the console would show it ending days after it
     started, and an execution timeout (counted from the start) would have passed at its first run."""
-    return StepwellClient(
-        StepwellConfig.from_client_config(config),
-        clients,
-        clock=EngineClock(clock),
-        workflows=deployed_workflows(config),
-    )
+    return StepwellClient.from_client_config(config, clients, clock=EngineClock(clock))
 
 
 def say(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def stepwell_cli(config_path: Path, backend: Backend, *arguments: str) -> str:
-    """Run the `stepwell` CLI as an operator would, against the demo's deployment."""
+def stepwell_cli(config_path: Path, backend: Backend, *arguments: str, clock_file: Path | None = None) -> str:
+    """Run the `stepwell` CLI as an operator would, against the demo's deployment; with ``clock_file`` (the
+    virtual clock's, kept by publish_clock) on that clock, as `stepwell local env` sets it up."""
     command = [sys.executable, "-m", "stepwell.cli", "--config", str(config_path)]
     command += ["--endpoint-url", backend.endpoint_url, "--region", backend.region, *arguments]
     print("$ stepwell " + " ".join(arguments), flush=True)
     environment = {**os.environ, **backend.environment()}
+    if clock_file is not None:
+        environment[CLOCK_OFFSET_FILE_ENV] = str(clock_file)
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"stepwell {' '.join(arguments)} failed: {done.stderr.strip()}")
@@ -134,6 +122,9 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
 
     # A wake-up schedule invokes the worker's alias: moto runs no code, so the local runtime runs it.
     clock = VirtualClock()
+    # The CLI's callbacks are stamped on the same clock: it reads the clock from this file.
+    clock_file = work_dir / "clock"
+    publish_clock(clock, str(clock_file))
     runtime, firer = runtime_and_firer(backend, work_dir / "lambda", clock)
     clients = backend.aws_clients(runtime.lambda_endpoint_url)
     client = operator_client(config, clients, clock)
@@ -168,6 +159,7 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
                         callback_id,
                         "--result",
                         json.dumps(APPROVER),
+                        clock_file=clock_file,
                     )
                     approved.add(callback_id)
                     acted = True
@@ -208,7 +200,7 @@ def run_story(backend: Backend, work_dir: Path, console_screenshot: Path | None 
             failed += 1
         say("Timelines")
         for execution_id in executions.values():
-            print(stepwell_cli(config_path, backend, "history", execution_id))
+            print(stepwell_cli(config_path, backend, "history", execution_id, clock_file=clock_file))
         if console_screenshot is not None:
             # Imported here: the browser and the console are developer extras the story itself needs not.
             from stepwell.testing.console_browser import save_timeline_screenshot

@@ -9,7 +9,8 @@ Started by the CLI (stepwell.cli.local, which describes the state file and contr
 - runs the deployed functions with the local Lambda runtime (mapped queues polled in the background, the
   Invoke API and function URLs on a local endpoint) and fires due EventBridge Scheduler schedules every
   second, on a virtual clock the handlers follow;
-- writes the client config and its state to PATH/.stepwell/, prints the environment to use, and serves
+- writes the client config, its clock (read by clients through ``STEPWELL_CLOCK_OFFSET_FILE``) and its
+  state to PATH/.stepwell/, prints the environment to use, and serves
   ``POST /advance`` (``advance``: one-time schedules fire at their turn on the way), ``GET /status`` and
   ``POST /stop`` on 127.0.0.1.
 
@@ -37,6 +38,7 @@ from typing import Any
 
 from stepwell.cli.local import (
     CLIENT_CONFIG_FILE_NAME,
+    CLOCK_FILE_NAME,
     LOG_FILE_NAME,
     PATH_ENV,
     READY,
@@ -45,10 +47,11 @@ from stepwell.cli.local import (
     ready_message,
     state_dir_for,
 )
+from stepwell.clock import CLOCK_OFFSET_FILE_ENV
 from stepwell.testing.backends import Backend, BackendUnavailable, start_backend
 from stepwell.testing.deployed_fixtures import client_config_output
 from stepwell.testing.lambda_runtime import LambdaRuntime
-from stepwell.testing.scheduler import FiredSchedule, SchedulerFirer, VirtualClock
+from stepwell.testing.scheduler import FiredSchedule, SchedulerFirer, VirtualClock, publish_clock
 from stepwell.testing.stack_sources import StackCopyError
 from stepwell.testing.terraform import TerraformError, TerraformStack, module_variables
 
@@ -292,6 +295,8 @@ def serve(
             config_path = state_dir / CLIENT_CONFIG_FILE_NAME
             config_path.write_text(json.dumps(client_config_output(outputs), indent=2) + "\n")
             clock = VirtualClock()
+            clock_path = state_dir / CLOCK_FILE_NAME
+            publish_clock(clock, str(clock_path))
             runtime, firer = runtime_and_firer(backend, work_dir / "lambda", clock)
             infra = LocalInfra(runtime, firer, clock)
             infra.start()
@@ -304,6 +309,8 @@ def serve(
                         # A client's wake-ups (Event invokes of the worker) run on the local runtime.
                         "AWS_ENDPOINT_URL_LAMBDA": runtime.lambda_endpoint_url,
                         "STEPWELL_CONFIG": str(config_path),
+                        # A client stamps starts, stops and callbacks on the handlers' virtual clock.
+                        CLOCK_OFFSET_FILE_ENV: str(clock_path),
                         PATH_ENV: str(root_module),
                     }
                     state.status = READY

@@ -35,6 +35,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from stepwell.clock import clock_file_text
 from stepwell.features.schedules import AT_PATTERN, CRON_PATTERN, EXPRESSION_FORMS, RATE_PATTERN
 
 ClientFactory = Callable[[str], Any]
@@ -257,22 +258,42 @@ class VirtualClock:
             listener(self)
 
 
+class EngineClock:
+    """A ``VirtualClock`` as the engine and a client read a clock (epoch seconds): a client built in the
+    harness with ``clock=EngineClock(virtual)`` stamps its starts, stops and callbacks on the clock the
+    deployed handlers follow."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+
+    def now(self) -> float:
+        return self.clock.now_epoch()
+
+
 def write_clock_file(path: str) -> Callable[[VirtualClock], None]:
     """A clock listener that keeps ``path`` holding what a handler's clock should read: ``at <epoch>``
-    while frozen, else the offset in seconds (LocalStack's runtime worker reads it per invocation)."""
+    while frozen, else the offset in seconds (stepwell.clock.clock_file_text). LocalStack's runtime worker
+    reads it per invocation, and a client whose ``STEPWELL_CLOCK_OFFSET_FILE`` names it at each reading
+    (stepwell.clock.OffsetFileClock)."""
 
     def write(clock: VirtualClock) -> None:
-        text = (
-            f"at {clock.frozen_at.timestamp():.6f}"
-            if clock.frozen_at is not None
-            else f"{clock.offset.total_seconds():.6f}"
-        )
+        frozen_at = clock.frozen_at.timestamp() if clock.frozen_at is not None else None
+        text = clock_file_text(clock.offset.total_seconds(), frozen_at)
         staging = f"{path}.{os.getpid()}.tmp"
         with open(staging, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(staging, path)
 
     return write
+
+
+def publish_clock(clock: VirtualClock, path: str) -> None:
+    """Write ``clock``'s reading to ``path`` now and after every change (``write_clock_file``), for the
+    processes that read it there: LocalStack's handlers, and the clients, CLI and console whose
+    ``STEPWELL_CLOCK_OFFSET_FILE`` names it."""
+    writer = write_clock_file(path)
+    clock.listeners.append(writer)
+    writer(clock)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from stepwell.aws.payloads import S3PayloadStore
 from stepwell.aws.status_events import EventBridgeStatusEvents
 from stepwell.aws.timers import WakeScheduler
 from stepwell.aws.work_queue import SqsWorkQueue
-from stepwell.clock import SystemClock
+from stepwell.clock import default_clock
 from stepwell.config import StepwellConfig
 from stepwell.core.engine import Engine
 from stepwell.core.metrics import Metrics, NoMetrics
@@ -60,7 +60,9 @@ def build_engine(
         payloads=payloads,
         retention_days=config.retention_days,
     )
-    engine_clock = clock or SystemClock()
+    # A client without a clock follows a local stack's virtual clock when the environment names its file
+    # (STEPWELL_CLOCK_OFFSET_FILE); the worker's entry and the functions pass the system clock.
+    engine_clock = clock or default_clock()
     queue = SqsWorkQueue(clients.sqs, config.work_queue_url)
     wake_queue: WorkQueue = queue
     if config.direct_wake_ups:
