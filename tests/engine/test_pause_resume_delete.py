@@ -14,6 +14,7 @@ import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from history_model import check_history_against_model
 from stepwell.errors import ExecutionNotFound, ExecutionStateConflict, InvalidArgument
 from stepwell.model import MAX_PAUSED_TIMEOUT_SECONDS, ExecutionStatus, OutcomeAction
 from stepwell.testing.local import LocalStepwell, metric_totals
@@ -290,6 +291,8 @@ def test_the_history_records_the_pause_and_the_resume_as_aws_does(stepwell_local
     stripped = local.engine.get_execution_history(execution_id, include_execution_data=False)
     (paused,) = [event for event in stripped if event["EventType"] == "ExecutionPaused"]
     assert paused["ExecutionPausedDetails"]["Reason"] == {"Truncated": True}
+    for history in (local.history(execution_id), stripped):  # botocore's shapes, as AWS answers
+        assert check_history_against_model(history) == []
 
 
 def test_pause_and_resume_announce_paused_and_running_and_count_them(stepwell_local: LocalStepwell) -> None:

@@ -11,8 +11,10 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   keys of the table and its indexes), and nm (execution name), in/inR (input, is-reference), rs/rsR
   (result), er (error JSON), end (ended at), pe/po (parent execution/operation), ttl (last of the
   execution's items: stepwell.core.log_expiry.NAME_HOLD_SECONDS), cv (the worker
-  version it runs or ran on) and pinnedVersion (= cv while RUNNING only: the sparse version-index's key),
-  tg (tags, a map), ck (the secret its callback ids are derived from). Per tag an entry item: contextKey
+  version it runs or ran on) and pinnedVersion (= cv until it ends, paused too: the sparse version-index's
+  key), tg (tags, a map), ck (the secret its callback ids are derived from), pa (its pause while PAUSING or
+  PAUSED: rt request time, tp timeout paused, rs reason, pt paused at), ra (its last resume: rt, rs) and pd
+  (the seconds pauses extend its timeout by). Per tag an entry item: contextKey
   "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no '#'), instanceId
   "<createdAt ms:015>#<execution id>", ttl once it ended.
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
