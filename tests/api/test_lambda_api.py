@@ -275,8 +275,9 @@ def test_list_by_function_pages_newest_first_with_its_filters(stack: ApiStack) -
     starts = [stack.local.record(ARNS.execution_id(arn)).created_at for arn in arns]
     window = client.list_durable_executions_by_function(
         FunctionName="approval",
-        StartedAfter=datetime.fromtimestamp(starts[1], tz=UTC),
-        StartedBefore=datetime.fromtimestamp(starts[4], tz=UTC),
+        # Half a second off the starts (a second apart): a timestamp travels with microseconds at most.
+        StartedAfter=datetime.fromtimestamp(starts[1] + 0.5, tz=UTC),
+        StartedBefore=datetime.fromtimestamp(starts[4] - 0.5, tz=UTC),
     )
     assert [item["DurableExecutionArn"] for item in window["DurableExecutions"]] == [arns[3], arns[2]]
     latest = client.list_durable_executions_by_function(FunctionName="approval", Qualifier="$LATEST")
