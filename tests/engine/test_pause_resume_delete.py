@@ -15,6 +15,7 @@ import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from history_model import check_history_against_model
+from stepwell import Concurrency
 from stepwell.errors import ExecutionNotFound, ExecutionStateConflict, InvalidArgument
 from stepwell.model import MAX_PAUSED_TIMEOUT_SECONDS, ExecutionStatus, OutcomeAction
 from stepwell.testing.local import LocalStepwell, metric_totals
@@ -338,6 +339,34 @@ def test_repeats_answer_false_and_an_ended_execution_is_refused(stepwell_local: 
             call(execution_id)
     with pytest.raises(ExecutionNotFound):
         local.engine.pause_execution("default#approval#nobody/nobody")
+
+
+def test_a_paused_execution_keeps_its_slot_and_one_paused_in_the_queue_is_not_admitted() -> None:
+    local = LocalStepwell()
+    local.register("limited", waits_for_approval, concurrency=Concurrency(1))
+    holder = local.start("limited", {}, execution_name="holder")
+    queued = local.start("limited", {}, execution_name="queued")
+    third = local.start("limited", {}, execution_name="third")
+    local.run_until_idle()
+    local.engine.pause_execution(holder)
+    local.engine.pause_execution(queued)
+    local.run_until_idle()
+    assert event_types(local, third) == []  # the paused holder keeps its slot
+
+    local.engine.resume_execution(holder)
+    local.run_until_idle()
+    local.engine.send_callback_success(local.callback_id(holder), json.dumps("ok"))
+    local.run_until_idle()
+
+    assert local.record(holder).status is ExecutionStatus.SUCCEEDED
+    assert event_types(local, queued) == []  # skipped while paused: the next one in the queue runs
+    assert event_types(local, third)[0] == "ExecutionStarted"
+    local.engine.resume_execution(queued)
+    local.run_until_idle()
+    assert event_types(local, queued) == []  # queued again behind the running one
+    local.engine.send_callback_success(local.callback_id(third), json.dumps("ok"))
+    local.run_until_idle()
+    assert event_types(local, queued)[0] == "ExecutionStarted"
 
 
 @pytest.mark.parametrize("paused", [False, True])

@@ -162,6 +162,10 @@ class Engine(ExecutionLifecycle, ExternalInputs):
     # A run in flight reads its execution's status at a checkpoint this many seconds (or more) after it
     # began or last read it: a pause (PAUSING) then ends the invocation there (stepwell.core.service).
     pause_check_seconds: float = 1.0
+    # The execution timeouts executions started with, as their logs' first batches hold them (which never
+    # change), by execution id and creation time, so describe_execution reads each once per process
+    # (stepwell.core.lifecycle).
+    started_timeouts: dict[tuple[str, float], int | None] = field(default_factory=dict, repr=False)
     # Per-key concurrency and rate limits (stepwell.core.flow_control), on this engine's ports.
     flow: FlowControl = field(init=False, repr=False)
 

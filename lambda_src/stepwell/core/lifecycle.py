@@ -43,6 +43,8 @@ from stepwell.ports import WorkQueue
 MAX_REASON_LENGTH = 1024
 # A resume reads the record again when a concurrent change beat its conditional write, at most this often.
 _RESUME_ATTEMPTS = 3
+# Engine.started_timeouts keeps at most this many executions' timeouts (then starts again).
+_STARTED_TIMEOUTS_KEPT = 10_000
 
 
 def execution_deadline(record: ExecutionRecord, timeout: int | None) -> float | None:
@@ -76,6 +78,7 @@ class ExecutionLifecycle(LogIO):
     # The Engine's fields and methods this class uses besides LogIO's.
     queue: WorkQueue
     registry: Registry
+    started_timeouts: dict[tuple[str, float], int | None]
     _record: Callable[[str], ExecutionRecord]
     announce_status: Callable[..., None]
 
@@ -171,7 +174,12 @@ class ExecutionLifecycle(LogIO):
 
     def started_timeout(self, record: ExecutionRecord) -> int | None:
         """The execution timeout the execution started with (its log's first batch, or the one its
-        coordination record carries); before its first run, its workflow's as registered here."""
+        coordination record carries: read once per process); before its first run, its workflow's as
+        registered here."""
+        # A new execution under the same id (after a delete, or its retention) is another key.
+        key = (record.execution_id, record.created_at)
+        if key in self.started_timeouts:
+            return self.started_timeouts[key]
         batches, _ = self.store.load_batches(record.execution_id, limit=1)
         if batches:
             first = batches[0]
@@ -185,7 +193,11 @@ class ExecutionLifecycle(LogIO):
         except PayloadMissing:
             return None
         timeout = body.get(EXECUTION_TIMEOUT)
-        return int(timeout) if timeout is not None else None
+        started = int(timeout) if timeout is not None else None
+        if len(self.started_timeouts) >= _STARTED_TIMEOUTS_KEPT:
+            self.started_timeouts.clear()
+        self.started_timeouts[key] = started
+        return started
 
 
 def _ended(record: ExecutionRecord, what: str) -> ExecutionStateConflict:
