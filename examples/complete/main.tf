@@ -75,6 +75,28 @@ resource "aws_lambda_function" "greeter" {
   depends_on = [terraform_data.greeter_package, aws_cloudwatch_log_group.greeter, aws_iam_role_policy.greeter_logs]
 }
 
+# Who uses the AWS durable execution API (enable_api below): an operator role (reads, starts and stops
+# executions, sends callbacks) and a reader role (reads only), each assumable by the account's principals
+# their own policies allow. Each also carries the API's caller policy (module.stepwell.api_caller_policy_json).
+data "aws_caller_identity" "current" {}
+
+resource "aws_iam_role" "api_callers" {
+  for_each    = toset(["operator", "reader"])
+  name        = "${var.name}-api-${each.key}"
+  description = "The example's ${each.key} of the durable execution API (boto3's lambda client, the AWS CLI)."
+  assume_role_policy = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Principal = { AWS = "arn:aws:iam::${data.aws_caller_identity.current.account_id}:root" }, Action = "sts:AssumeRole" }]
+  })
+}
+
+resource "aws_iam_role_policy" "api_callers" {
+  for_each = aws_iam_role.api_callers
+  name     = "stepwell-api"
+  role     = each.value.id
+  policy   = module.stepwell.api_caller_policy_json
+}
+
 module "stepwell" {
   source = "../.."
 
@@ -148,6 +170,18 @@ module "stepwell" {
   callback_url_max_body_bytes       = 65536
   callback_url_reserved_concurrency = 20
 
+  # The AWS durable execution API: boto3.client("lambda", endpoint_url=api_url) and `aws lambda
+  # --endpoint-url` against this deployment (a function URL with AWS_IAM auth). Who may do what, per class
+  # of operation; RequestResponse invokes wait up to api_timeout for the execution's end.
+  enable_api = true
+  api_principals = {
+    read      = [aws_iam_role.api_callers["operator"].arn, aws_iam_role.api_callers["reader"].arn]
+    operate   = [aws_iam_role.api_callers["operator"].arn]
+    callbacks = [aws_iam_role.api_callers["operator"].arn]
+  }
+  api_timeout              = 60
+  api_reserved_concurrency = 10
+
   # Monitoring: every alarm, and every failed or timed-out execution (its status-change event), notifies
   # the module's topic {name}-alarms (subscribe to it: email, chat, pager); the dashboard {name} graphs
   # the engine's metrics per workflow.
@@ -174,6 +208,21 @@ output "client_config" {
 output "callback_url" {
   description = "Base URL of the callback URLs (stepwell.callback_url() builds on it)."
   value       = module.stepwell.callback_url
+}
+
+output "api_url" {
+  description = "The AWS durable execution API's URL (boto3's lambda client's endpoint_url)."
+  value       = module.stepwell.api_url
+}
+
+output "api_function_name" {
+  description = "Name of the Lambda behind the API's URL."
+  value       = module.stepwell.api_function_name
+}
+
+output "api_caller_role_arns" {
+  description = "The roles that may use the API, by what they may do (operator, reader)."
+  value       = { for key, role in aws_iam_role.api_callers : key => role.arn }
 }
 
 output "callback_function_name" {
