@@ -2,7 +2,8 @@
 execution removes every item and payload of it, its record last.
 
 Under the execution's lease, so no run writes meanwhile (a run in flight settling its end finishes first:
-this message finds the lease busy and comes again). In order: its wake-ups (one-time schedules), its log
+this message finds the lease busy and comes again). First DELETING is announced (again by a retry, with the
+same eventId: stepwell.core.status_events), then in order: its wake-ups (one-time schedules), its log
 (batches and pending inputs), its reserved start, its payloads, its coordination record with its callbacks'
 records (their ids are in its log, read first), and its record with its tag entries. The lease goes with
 the coordination record; a delete that fails on the way leaves the record DELETING, and its message's retry
@@ -39,6 +40,7 @@ class Deletion:
             engine.metrics.add(Metric.LEASE_BUSY, 1, record.workflow_id)
             return WorkOutcome(execution_id, OutcomeAction.BUSY, status=ExecutionStatus.DELETING)
         try:
+            engine.announce_status(record, ExecutionStatus.DELETING)
             callback_ids = self._callback_ids(execution_id, lease.hand_off.carried)
             engine.timers.cancel_all(execution_id)
             items = store.delete_log(execution_id)

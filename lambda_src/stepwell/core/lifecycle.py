@@ -10,8 +10,8 @@ stepwell.core.deletion), and the execution timeout a pause extends.
 - resume_execution: PAUSING or PAUSED -> RUNNING (a PAUSING one's run in flight just goes on), the resume
   kept on the record, and a message: its run logs ExecutionResumed and invokes the handler when work is
   due (an interrupted invocation, a wait that ended, a callback that came), else arms the next wake-up.
-- delete_execution: an ended execution -> DELETING and a message: the worker removes its items and
-  payloads, its record last, and then it is gone.
+- delete_execution: an ended execution -> DELETING and a message: the worker announces DELETING and
+  removes its items and payloads, its record last, and then it is gone.
 
 The execution timeout: with ExecutionTimeoutPaused (the default) it is extended by the time the execution
 spends PAUSED, never past 366 days after its start (MAX_PAUSED_TIMEOUT_SECONDS), which is its deadline
@@ -21,6 +21,7 @@ while it is paused; without it the timeout keeps running and a paused execution 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,8 @@ from stepwell.model import (
     ResumeRequest,
 )
 from stepwell.ports import WorkQueue
+
+logger = logging.getLogger(__name__)
 
 # AWS's PauseReason and ResumeReason: at most this many characters.
 MAX_REASON_LENGTH = 1024
@@ -80,7 +83,6 @@ class ExecutionLifecycle(LogIO):
     registry: Registry
     started_timeouts: dict[tuple[str, float], int | None]
     _record: Callable[[str], ExecutionRecord]
-    announce_status: Callable[..., None]
 
     def pause_execution(
         self, execution_id: str, reason: str | None = None, timeout_paused: bool = True
@@ -132,9 +134,10 @@ class ExecutionLifecycle(LogIO):
 
     def delete_execution(self, execution_id: str) -> float:
         """Delete an ended execution and its data (DeleteDurableExecution): it is DELETING until the worker
-        has removed every item and payload of it, then gone (ExecutionNotFound). Returns when the deletion
-        was requested (a repeated request: the first one's time). ExecutionStateConflict when it has not
-        ended. Child executions its chained invokes started stay, as on AWS."""
+        has removed every item and payload of it (stepwell.core.deletion, which announces DELETING: only
+        the worker puts status events), then gone (ExecutionNotFound). Returns when the deletion was
+        requested (a repeated request: the first one's time, and its message again). ExecutionStateConflict
+        when it has not ended. Child executions its chained invokes started stay, as on AWS."""
         record = self._record(execution_id)
         if not record.status.is_terminal:
             raise ExecutionStateConflict(
@@ -147,8 +150,6 @@ class ExecutionLifecycle(LogIO):
                 record = dataclasses.replace(record, status=ExecutionStatus.DELETING, updated_at=now)
             else:
                 record = self._record(execution_id)  # another request began it meanwhile
-        # Again by a repeated request (the same eventId): the first one's may not have been put.
-        self.announce_status(record, ExecutionStatus.DELETING)
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
         return record.updated_at
 
@@ -167,7 +168,17 @@ class ExecutionLifecycle(LogIO):
                 details["Reason"] = pause.reason
             described["PauseDetails"] = details
         if not record.status.is_terminal:
-            deadline = execution_deadline(record, self.started_timeout(record))
+            try:
+                timeout = self.started_timeout(record)
+            except Exception as error:  # an optional field: the rest of the description stands
+                logger.warning(
+                    "the execution timeout of %s could not be read (%s): ExpectedExecutionTimeoutTimestamp "
+                    "left out",
+                    record.execution_id,
+                    type(error).__name__,
+                )
+                timeout = None
+            deadline = execution_deadline(record, timeout)
             if deadline is not None:
                 described["ExpectedExecutionTimeoutTimestamp"] = deadline
         return described

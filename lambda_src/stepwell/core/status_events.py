@@ -8,8 +8,8 @@ endTime, errorType, version, eventId}. The worker announces a change right befor
 worker can make (the first batch, the terminal batch, the batch logging ExecutionPaused or
 ExecutionResumed), so a duplicated message finds the change written and announces nothing; a worker that
 dies between the announcement and the write leaves it to the retry, which announces it again with the same
-`eventId` (at least once). DELETING is announced by the delete request that sets it (again, with the same
-`eventId`, by a repeated request).
+`eventId` (at least once). DELETING is announced by the worker that deletes the execution, before it removes
+anything (again, with the same `eventId`, by a retry).
 """
 
 from __future__ import annotations
