@@ -33,7 +33,12 @@ class ExecutionNotFound(StepwellError, LookupError):
 
 
 class CallbackNotFound(StepwellError, LookupError):
-    """The callback id is unknown, or its callback already completed."""
+    """The callback id is unknown, or its callback already completed (CallbackAlreadyClosed)."""
+
+
+class CallbackAlreadyClosed(CallbackNotFound):
+    """The callback completed or timed out before this send (AWS: "has already been closed"); a
+    CallbackNotFound for callers that treat both alike."""
 
 
 class ExecutionAlreadyEnded(StepwellError):

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from stepwell.errors import CallbackAlreadyClosed, CallbackNotFound
+from stepwell.features.lambda_api.errors import translate
 
 from tests.api.conftest import ACCOUNT, ARNS, REGION, ApiStack, api_stack
 
@@ -381,6 +383,22 @@ def test_a_callback_of_a_stopped_execution_is_closed(stack: ApiStack) -> None:
     with pytest.raises(client.exceptions.CallbackTimeoutException) as closed:
         client.send_durable_execution_callback_success(CallbackId=callback_id, Result=b"{}")
     assert "has ended" in closed.value.response["Error"]["Message"]
+
+
+def test_a_closed_callback_is_told_from_an_unknown_one_by_the_engines_error_type(stack: ApiStack) -> None:
+    arn = _start(stack.client(), "approval", {}, "closed")
+    stack.local.run_until_idle()
+    callback_id = stack.local.callback_id(ARNS.execution_id(arn))
+    stack.local.engine.send_callback_success(callback_id, '"yes"')
+    with pytest.raises(CallbackAlreadyClosed):
+        stack.local.engine.send_callback_success(callback_id, '"again"')
+    with pytest.raises(CallbackNotFound) as unknown:
+        stack.local.engine.send_callback_success("cb" + "A" * 30, None)
+    assert not isinstance(unknown.value, CallbackAlreadyClosed)
+    # The API goes by the type, whatever the message says.
+    operation = "SendDurableExecutionCallbackSuccess"
+    assert translate(CallbackAlreadyClosed("closed"), operation).code == "CallbackTimeoutException"
+    assert translate(CallbackNotFound("already completed"), operation).code == "ResourceNotFoundException"
 
 
 def test_the_sdks_own_state_and_checkpoint_operations_are_refused_as_aws_refuses_a_stale_token(

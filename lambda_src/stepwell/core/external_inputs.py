@@ -15,7 +15,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stepwell.core.log_io import LogIO
-from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, InvalidArgument, PayloadTooLarge
+from stepwell.errors import (
+    CallbackAlreadyClosed,
+    CallbackNotFound,
+    ExecutionAlreadyEnded,
+    InvalidArgument,
+    PayloadTooLarge,
+)
 from stepwell.limits import PayloadLimits
 from stepwell.model import (
     CallbackRef,
@@ -162,7 +168,8 @@ class ExternalInputs(LogIO):
         wake: bool = True,
     ) -> CallbackSent:
         """The first completion wins: one conditional write marks the callback completed and keeps its
-        result on its record, where the execution's next run reads it; a later one is CallbackNotFound."""
+        result on its record, where the execution's next run reads it; a later one is
+        CallbackAlreadyClosed."""
         if not isinstance(callback_id, str) or not callback_id:
             raise InvalidArgument(f"invalid callback id {callback_id!r}: a non-empty string")
         text = json.dumps(dict(error), ensure_ascii=False) if error else payload or ""
@@ -239,5 +246,5 @@ def _open_callback(
     return ref, record
 
 
-def _already_completed(callback_id: str) -> CallbackNotFound:
-    return CallbackNotFound(f"callback {callback_id!r} has already completed (or timed out)")
+def _already_completed(callback_id: str) -> CallbackAlreadyClosed:
+    return CallbackAlreadyClosed(f"callback {callback_id!r} has already completed (or timed out)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from stepwell.errors import (
+    CallbackAlreadyClosed,
     CallbackNotFound,
     ExecutionAlreadyEnded,
     ExecutionAlreadyExists,
@@ -108,10 +109,11 @@ def _stepwell_error(error: StepwellError, operation: str) -> ApiError:
         return ApiError("DurableExecutionAlreadyStartedException", message)
     if isinstance(error, WorkflowNotFound | ExecutionNotFound):
         return not_found(message)
+    if isinstance(error, CallbackAlreadyClosed):
+        # AWS: a callback that completed or timed out "has already been closed".
+        return ApiError("CallbackTimeoutException", message)
     if isinstance(error, CallbackNotFound):
-        # AWS: an unknown callback id is not found; one that completed or timed out is closed.
-        closed = "already completed" in message
-        return ApiError("CallbackTimeoutException", message) if closed else not_found(message)
+        return not_found(message)
     if isinstance(error, ExecutionAlreadyEnded):
         if operation.startswith("SendDurableExecutionCallback"):
             return ApiError("CallbackTimeoutException", message)
