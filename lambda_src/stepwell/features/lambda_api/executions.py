@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from stepwell.core.registry import MAX_EXECUTION_TIMEOUT_SECONDS
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.features.lambda_api.arns import LATEST, LATEST_PUBLISHED, QUALIFIER_PATTERN, FunctionRef
 from stepwell.features.lambda_api.context import ApiContext
@@ -61,7 +62,24 @@ def get_execution(api: ApiContext, request: Request, params: dict[str, str]) -> 
         error = error_object(described.get("Error"))
         if error is not None:
             answer["Error"] = error
+    pause = described.get("PauseDetails")
+    if isinstance(pause, Mapping):
+        answer["PauseDetails"] = pause_details(pause, include)
+    if described.get("ExpectedExecutionTimeoutTimestamp") is not None:
+        answer["ExpectedExecutionTimeoutTimestamp"] = described["ExpectedExecutionTimeoutTimestamp"]
     return Response.json(answer)
+
+
+def pause_details(pause: Mapping[str, Any], include: bool) -> dict[str, Any]:
+    """The model's PauseDetails from describe_execution's: its Reason only with execution data, as the
+    model documents (a reason may hold what the data would)."""
+    details = {
+        "PauseRequestTimestamp": pause["PauseRequestTimestamp"],
+        "ExecutionTimeoutPaused": pause["ExecutionTimeoutPaused"],
+    }
+    if include and pause.get("Reason") is not None:
+        details["Reason"] = pause["Reason"]
+    return details
 
 
 def durable_config(api: ApiContext) -> dict[str, Any]:
@@ -85,7 +103,7 @@ def get_history(api: ApiContext, request: Request, params: dict[str, str]) -> Re
             max_items=max_items,
             marker=marker,
         )
-        events = [_event_with_arns(api, event) for event in page["Events"]]
+        events = [_started_with_timeout(_event_with_arns(api, event)) for event in page["Events"]]
         answer: dict[str, Any] = {"Events": events}
         if page.get("NextMarker"):
             answer["NextMarker"] = page["NextMarker"]
@@ -107,6 +125,17 @@ def _event_with_arns(api: ApiContext, event: dict[str, Any]) -> dict[str, Any]:
     except ValueError:
         return event
     return {**event, "ChainedInvokeStartedDetails": {**details, "DurableExecutionArn": arn}}
+
+
+def _started_with_timeout(event: dict[str, Any]) -> dict[str, Any]:
+    """ExecutionStartedDetails with the ExecutionTimeout the model requires: the engine's event has it only
+    for a workflow with an execution_timeout; one without answers the model's longest (366 days), which
+    Stepwell never ends it at (docs/reference/lambda-api.md)."""
+    details = event.get("ExecutionStartedDetails")
+    if not isinstance(details, dict) or details.get("ExecutionTimeout") is not None:
+        return event
+    started = {**details, "ExecutionTimeout": MAX_EXECUTION_TIMEOUT_SECONDS}
+    return {**event, "ExecutionStartedDetails": started}
 
 
 def list_by_function(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
