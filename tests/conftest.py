@@ -7,7 +7,8 @@
   not pass silently.
 - With pytest-xdist (``make test`` runs ``-n auto``) tests are handed to workers in units
   (``_xdist_unit``): the deployed tests of one backend share one apply (a session fixture), so they are
-  one unit; every other test goes with its module's (module fixtures are set up once).
+  one unit (an example's deployed tests, which apply the example's own root, are one unit per example);
+  every other test goes with its module's (module fixtures are set up once).
 """
 
 from __future__ import annotations
@@ -85,7 +86,13 @@ def _xdist_unit(nodeid: str) -> str:
     module, _, rest = nodeid.partition("::")
     parameters = rest.rpartition("[")[2].rstrip("]") if rest.endswith("]") else ""
     backend = next((name for name in DEPLOYED_BACKENDS if name in parameters.split("-")), None)
-    return f"deployed-{backend}" if backend is not None else module
+    if backend is None:
+        return module
+    if not module.startswith("tests/"):
+        # An example applies its own root (its conftest overrides deployed_stack): its deployed tests are a
+        # unit of their own, which another worker can run beside this suite's shared stack.
+        return f"{module.rpartition('/')[0]}-deployed-{backend}"
+    return f"deployed-{backend}"
 
 
 @pytest.hookimpl(optionalhook=True)
