@@ -4,8 +4,9 @@ Everything runs on the operator's machine with their own AWS credentials through
 docs/console.md for the access policies it needs). Every page is Jinja-autoescaped; the SVG pictures
 escape their own text (stepwell.console.timeline, stepwell.console.graph). A request that changes
 something is a POST carrying the per-process token the pages embed (CSRF), so another site open in the
-same browser cannot make the console stop an execution. Every request needs the console's access token
-(in the start URL's ?token=, then an HttpOnly cookie), so another user of the machine cannot use it.
+same browser cannot make the console stop, pause, resume or delete an execution. Every request needs the
+console's access token (in the start URL's ?token=, then an HttpOnly cookie), so another user of the
+machine cannot use it.
 """
 
 from __future__ import annotations
@@ -236,6 +237,7 @@ def create_app(
         execution_id = _required(request.args, "id")
         description = client.describe_execution(execution_id)
         history = client.get_execution_history(execution_id)
+        status = ExecutionStatus(description["Status"])
         # The SDK's own operations (a wait_for_callback's callback and submitter) only on request.
         show_internal = request.args.get("internal") == "1"
         rows = timeline.build_rows(history, datetime.now(tz=UTC), show_internal=show_internal)
@@ -243,6 +245,12 @@ def create_app(
             "execution.html",
             execution=description,
             execution_id=execution_id,
+            # Which buttons: a live one is stopped, paused or resumed, an ended one deleted; the page
+            # reloads when a live or deleting one's status changes.
+            live=not status.is_terminal,
+            paused=status.is_paused,
+            deletable=status.is_outcome,
+            polled=status is ExecutionStatus.DELETING or not status.is_terminal,
             show_internal=show_internal,
             internal_count=len(internal_operations(history)),
             timeline_svg=Markup(timeline.render_svg(rows)),  # render_svg escapes every text
@@ -269,6 +277,48 @@ def create_app(
             return f"stopped {execution_id}" if stopped else f"{execution_id} had already ended"
 
         _act(stop_it)
+        return redirect(_execution_url(execution_id))
+
+    @app.post("/execution/pause")
+    def pause() -> BaseResponse:
+        execution_id = _required(request.form, "id")
+        reason = request.form.get("reason", "").strip() or None
+        # The form's checkbox is AWS's ExecutionTimeoutPaused false: unchecked, the timeout pauses too.
+        timeout_paused = request.form.get("timeout_keeps_running") is None
+
+        def pause_it() -> str:
+            if client.pause_execution(execution_id, reason=reason, timeout_paused=timeout_paused):
+                return f"pausing {execution_id}: paused once a run in flight reaches its next checkpoint"
+            return f"{execution_id} was paused already (the first pause stands)"
+
+        _act(pause_it)
+        return redirect(_execution_url(execution_id))
+
+    @app.post("/execution/resume")
+    def resume() -> BaseResponse:
+        execution_id = _required(request.form, "id")
+        reason = request.form.get("reason", "").strip() or None
+
+        def resume_it() -> str:
+            if client.resume_execution(execution_id, reason=reason):
+                return f"resumed {execution_id}"
+            return f"{execution_id} was not paused"
+
+        _act(resume_it)
+        return redirect(_execution_url(execution_id))
+
+    @app.post("/execution/delete")
+    def delete() -> BaseResponse:
+        execution_id = _required(request.form, "id")
+
+        def delete_it() -> str:
+            requested_at = client.delete_execution(execution_id)
+            return (
+                f"deleting {execution_id} (requested {stamp(requested_at)}): DELETING until its items and "
+                "payloads are gone, then not found"
+            )
+
+        _act(delete_it)
         return redirect(_execution_url(execution_id))
 
     @app.post("/callback")

@@ -9,15 +9,20 @@ document.addEventListener("submit", (event) => {
   }
 });
 
-// A running execution's page reloads when its status changes (a callback answered, a stop elsewhere).
+// The page of an execution that has not ended, or is being deleted, reloads when its status changes (a
+// callback answered, a stop, pause or resume elsewhere, a pause settled) or when it is gone (deleted).
 document.addEventListener("DOMContentLoaded", () => {
   const summary = document.getElementById("summary");
-  if (!summary || summary.dataset.status !== "RUNNING") {
+  if (!summary || !summary.dataset.poll) {
     return;
   }
   const poll = async () => {
     try {
       const response = await fetch(summary.dataset.poll, { headers: { Accept: "application/json" } });
+      if (response.status === 404) {
+        window.location.reload();
+        return;
+      }
       if (response.ok) {
         const body = await response.json();
         if (body.Execution && body.Execution.Status !== summary.dataset.status) {
