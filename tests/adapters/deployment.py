@@ -25,9 +25,9 @@ class Deployment:
         config = self.config
         return DynamoDbExecutionStore(
             self.clients.dynamodb,
-            config.executions_table,
-            config.operations_table,
-            config.coordination_table,
-            config.subject_index_name,
+            executions_table=config.executions_table,
+            operations_table=config.operations_table,
+            coordination_table=config.coordination_table,
+            subject_index=config.subject_index_name,
             **options,
         )

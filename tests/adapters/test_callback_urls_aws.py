@@ -36,7 +36,7 @@ def _signed(body: str, path: str) -> dict[str, str]:
     stamp = str(int(time.time()))
     return {
         "X-Stepwell-Timestamp": stamp,
-        "X-Stepwell-Signature": signature(KEY.encode(), stamp, "POST", path, body.encode()),
+        "X-Stepwell-Signature": signature(KEY.encode(), stamp, "POST", path, body=body.encode()),
     }
 
 

@@ -398,10 +398,10 @@ def test_without_a_bucket_an_oversized_value_is_a_clear_error(deployment: Deploy
     config = deployment.config
     store = DynamoDbExecutionStore(
         deployment.clients.dynamodb,
-        config.executions_table,
-        config.operations_table,
-        config.coordination_table,
-        config.subject_index_name,
+        executions_table=config.executions_table,
+        operations_table=config.operations_table,
+        coordination_table=config.coordination_table,
+        subject_index=config.subject_index_name,
         inline_limit=100,
     )
     with pytest.raises(InvalidArgument, match="over the item limit 100, and no payload bucket"):

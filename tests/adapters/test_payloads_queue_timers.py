@@ -110,9 +110,9 @@ def _wakes(deployment: Deployment, kms_key_arn: str = "", dead_letter_arn: str =
     return WakeScheduler(
         SqsWorkQueue(deployment.clients.sqs, config.work_queue_url),
         deployment.clients.scheduler,
-        config.schedule_group_name,
-        config.scheduler_role_arn,
-        config.work_queue_arn,
+        schedule_group=config.schedule_group_name,
+        scheduler_role_arn=config.scheduler_role_arn,
+        work_queue_arn=config.work_queue_arn,
         clock=lambda: NOW,
         kms_key_arn=kms_key_arn,
         dead_letter_arn=dead_letter_arn,
@@ -263,9 +263,9 @@ def test_long_wake_without_scheduler_settings_is_a_clear_error(deployment: Deplo
     wakes = WakeScheduler(
         SqsWorkQueue(deployment.clients.sqs, deployment.config.work_queue_url),
         None,
-        "",
-        "",
-        "",
+        schedule_group="",
+        scheduler_role_arn="",
+        work_queue_arn="",
         clock=lambda: NOW,
     )
     with pytest.raises(ValueError, match="more than 900 s ahead needs EventBridge Scheduler"):

@@ -48,9 +48,9 @@ def execution_store(
         clients = AwsClients(region=REGION)
         yield DynamoDbExecutionStore(
             clients.dynamodb,
-            config.executions_table,
-            config.operations_table,
-            config.coordination_table,
-            config.subject_index_name,
+            executions_table=config.executions_table,
+            operations_table=config.operations_table,
+            coordination_table=config.coordination_table,
+            subject_index=config.subject_index_name,
             payloads=S3PayloadStore(clients.s3, config.payload_bucket),
         )

@@ -37,7 +37,9 @@ def test_holders_never_exceed_the_limit_under_racing_threads(execution_store: Ex
 
     def hold(index: int) -> bool:
         start.wait()
-        return execution_store.hold_flow_slot(scope, ids[index], 3, LEASE + index, flow_labels(3))
+        return execution_store.hold_flow_slot(
+            scope, ids[index], limit=3, expires_at=LEASE + index, labels=flow_labels(3)
+        )
 
     with ThreadPoolExecutor(racers) as pool:
         outcomes = list(pool.map(hold, range(racers)))
@@ -52,26 +54,32 @@ def test_holders_never_exceed_the_limit_under_racing_threads(execution_store: Ex
 def test_a_holder_holds_idempotently_and_keeps_its_lease(execution_store: ExecutionStore) -> None:
     scope = flow_scope()
     first, second = flow_ids(2)
-    assert execution_store.hold_flow_slot(scope, first, 1, LEASE, flow_labels(1))
-    assert execution_store.hold_flow_slot(scope, first, 1, LEASE + 60, flow_labels(1))  # a duplicate
-    assert not execution_store.hold_flow_slot(scope, second, 1, LEASE, flow_labels(1))  # full
+    assert execution_store.hold_flow_slot(scope, first, limit=1, expires_at=LEASE, labels=flow_labels(1))
+    # A duplicate hold keeps the first lease.
+    assert execution_store.hold_flow_slot(scope, first, limit=1, expires_at=LEASE + 60, labels=flow_labels(1))
+    # Full.
+    assert not execution_store.hold_flow_slot(scope, second, limit=1, expires_at=LEASE, labels=flow_labels(1))
     state = execution_store.get_flow_slots(scope)
     assert state is not None and state.holders == {first: LEASE}
     # Keys are independent: another key's slot is free.
-    assert execution_store.hold_flow_slot(flow_scope("other"), second, 1, LEASE, flow_labels(1))
+    assert execution_store.hold_flow_slot(
+        flow_scope("other"), second, limit=1, expires_at=LEASE, labels=flow_labels(1)
+    )
 
 
 def test_hold_refuses_while_the_queue_is_not_empty(execution_store: ExecutionStore) -> None:
     scope = flow_scope()
     holder, waiter, newcomer = flow_ids(3)
-    assert execution_store.hold_flow_slot(scope, holder, 3, LEASE, flow_labels(3))
+    assert execution_store.hold_flow_slot(scope, holder, limit=3, expires_at=LEASE, labels=flow_labels(3))
     ticket = execution_store.take_flow_ticket(scope, LEASE, flow_labels(3))
     assert execution_store.put_flow_ticket(scope, ticket, waiter)
     # A slot is free, but one waits: a newcomer does not overtake it.
-    assert not execution_store.hold_flow_slot(scope, newcomer, 3, LEASE, flow_labels(3))
+    assert not execution_store.hold_flow_slot(
+        scope, newcomer, limit=3, expires_at=LEASE, labels=flow_labels(3)
+    )
     assert execution_store.claim_flow_ticket(scope, ticket) == waiter
-    assert execution_store.advance_flow(scope, ticket, waiter, 3, LEASE)
-    assert execution_store.hold_flow_slot(scope, newcomer, 3, LEASE, flow_labels(3))
+    assert execution_store.advance_flow(scope, ticket, execution_id=waiter, limit=3, expires_at=LEASE)
+    assert execution_store.hold_flow_slot(scope, newcomer, limit=3, expires_at=LEASE, labels=flow_labels(3))
     state = execution_store.get_flow_slots(scope)
     assert state is not None and set(state.holders) == {holder, waiter, newcomer}
 
@@ -102,8 +110,8 @@ def test_tickets_are_issued_in_order_and_a_skipped_tickets_late_put_fails(
     assert not execution_store.put_flow_ticket(scope, 1, second)  # too late
     assert execution_store.claim_flow_ticket(scope, 1) is None
     # Once the skipped ticket is served, its late put still fails.
-    assert execution_store.advance_flow(scope, 0, first, 2, LEASE)
-    assert execution_store.advance_flow(scope, 1, None, 2, LEASE)
+    assert execution_store.advance_flow(scope, 0, execution_id=first, limit=2, expires_at=LEASE)
+    assert execution_store.advance_flow(scope, 1, execution_id=None, limit=2, expires_at=LEASE)
     assert not execution_store.put_flow_ticket(scope, 1, third)
     assert execution_store.peek_flow_tickets(scope, 0, 3) == []
 
@@ -111,26 +119,30 @@ def test_tickets_are_issued_in_order_and_a_skipped_tickets_late_put_fails(
 def test_the_queue_is_served_in_order_and_only_into_free_slots(execution_store: ExecutionStore) -> None:
     scope = flow_scope()
     holder, first, second = flow_ids(3)
-    assert execution_store.hold_flow_slot(scope, holder, 2, LEASE, flow_labels(2))
+    assert execution_store.hold_flow_slot(scope, holder, limit=2, expires_at=LEASE, labels=flow_labels(2))
     for waiter in (first, second, first):  # the last: a duplicate ticket of an execution served before
         ticket = execution_store.take_flow_ticket(scope, LEASE, flow_labels(2))
         assert execution_store.put_flow_ticket(scope, ticket, waiter)
 
-    assert not execution_store.advance_flow(scope, 1, second, 2, LEASE)  # not the head
+    # Not the head.
+    assert not execution_store.advance_flow(scope, 1, execution_id=second, limit=2, expires_at=LEASE)
     assert execution_store.claim_flow_ticket(scope, 0) == first
-    assert execution_store.advance_flow(scope, 0, first, 2, LEASE + 1)
-    assert not execution_store.advance_flow(scope, 0, first, 2, LEASE + 1)  # served already
+    assert execution_store.advance_flow(scope, 0, execution_id=first, limit=2, expires_at=LEASE + 1)
+    # Served already.
+    assert not execution_store.advance_flow(scope, 0, execution_id=first, limit=2, expires_at=LEASE + 1)
     assert execution_store.claim_flow_ticket(scope, 1) == second
-    assert not execution_store.advance_flow(scope, 1, second, 2, LEASE)  # both slots held
+    # Both slots are held.
+    assert not execution_store.advance_flow(scope, 1, execution_id=second, limit=2, expires_at=LEASE)
     assert execution_store.release_flow_slot(scope, holder) is not None
-    assert execution_store.advance_flow(scope, 1, second, 2, LEASE + 2)
+    assert execution_store.advance_flow(scope, 1, execution_id=second, limit=2, expires_at=LEASE + 2)
     state = execution_store.get_flow_slots(scope)
     assert state is not None
     assert (state.holders, state.head, state.tail) == ({first: LEASE + 1, second: LEASE + 2}, 2, 3)
 
     assert execution_store.claim_flow_ticket(scope, 2) == first
-    assert not execution_store.advance_flow(scope, 2, first, 3, LEASE)  # it holds a slot already
-    assert execution_store.advance_flow(scope, 2, None, 3, LEASE)  # passed over
+    # It holds a slot already.
+    assert not execution_store.advance_flow(scope, 2, execution_id=first, limit=3, expires_at=LEASE)
+    assert execution_store.advance_flow(scope, 2, execution_id=None, limit=3, expires_at=LEASE)  # passed over
     state = execution_store.get_flow_slots(scope)
     assert state is not None and (state.head, state.tail, state.waiting) == (3, 3, 0)
     assert set(state.holders) == {first, second}
@@ -139,8 +151,8 @@ def test_the_queue_is_served_in_order_and_only_into_free_slots(execution_store: 
 def test_a_slot_is_released_and_renewed_only_from_the_expiry_read(execution_store: ExecutionStore) -> None:
     scope = flow_scope()
     first, second, stranger = flow_ids(3)
-    assert execution_store.hold_flow_slot(scope, first, 2, LEASE, flow_labels(2))
-    assert execution_store.hold_flow_slot(scope, second, 2, LEASE + 5, flow_labels(2))
+    assert execution_store.hold_flow_slot(scope, first, limit=2, expires_at=LEASE, labels=flow_labels(2))
+    assert execution_store.hold_flow_slot(scope, second, limit=2, expires_at=LEASE + 5, labels=flow_labels(2))
     assert execution_store.release_flow_slot(scope, stranger) is None
     assert execution_store.release_flow_slot(flow_scope("nobody"), first) is None
 
@@ -188,10 +200,11 @@ def test_a_rate_key_is_replaced_only_from_the_version_read(execution_store: Exec
     empty = execution_store.get_flow_rate(scope)
     assert (empty.starts, empty.version) == ((), 0)
     labels = {**flow_labels(2), "period": "60"}
-    assert execution_store.put_flow_rate(scope, 0, [NOW], labels)
-    assert not execution_store.put_flow_rate(scope, 0, [NOW + 1], labels)  # a stale writer loses
-    assert execution_store.put_flow_rate(scope, 1, [NOW, NOW + 0.5], labels)
-    assert not execution_store.put_flow_rate(scope, 1, [NOW + 2], labels)
+    assert execution_store.put_flow_rate(scope, expected_version=0, starts=[NOW], labels=labels)
+    # A stale writer loses.
+    assert not execution_store.put_flow_rate(scope, expected_version=0, starts=[NOW + 1], labels=labels)
+    assert execution_store.put_flow_rate(scope, expected_version=1, starts=[NOW, NOW + 0.5], labels=labels)
+    assert not execution_store.put_flow_rate(scope, expected_version=1, starts=[NOW + 2], labels=labels)
     state = execution_store.get_flow_rate(scope)
     assert (state.starts, state.version, state.labels) == ((NOW, NOW + 0.5), 2, labels)
     assert execution_store.get_flow_rate(flow_scope("other", kind="rate")).version == 0
@@ -204,7 +217,9 @@ def test_of_rate_writers_racing_from_one_version_exactly_one_wins(execution_stor
 
     def put(index: int) -> bool:
         start.wait()
-        return execution_store.put_flow_rate(scope, 0, [NOW + index], flow_labels(3))
+        return execution_store.put_flow_rate(
+            scope, expected_version=0, starts=[NOW + index], labels=flow_labels(3)
+        )
 
     with ThreadPoolExecutor(racers) as pool:
         outcomes = list(pool.map(put, range(racers)))

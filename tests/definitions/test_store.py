@@ -469,7 +469,11 @@ def test_contexts_share_the_executions_table_with_engine_items(stores: Stores) -
     from stepwell.model import ExecutionQuery, ExecutionRecord, ExecutionStatus
 
     engine_store = DynamoDbExecutionStore(
-        stores.dynamodb, "sw-executions", "sw-operations", "sw-coordination", SUBJECT_INDEX
+        stores.dynamodb,
+        executions_table="sw-executions",
+        operations_table="sw-operations",
+        coordination_table="sw-coordination",
+        subject_index=SUBJECT_INDEX,
     )
     engine_store.create_execution(
         ExecutionRecord(

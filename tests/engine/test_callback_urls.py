@@ -91,7 +91,7 @@ def signed(
     stamp = str(int(now) if timestamp is None else timestamp)
     return {
         "X-Stepwell-Timestamp": stamp,
-        "X-Stepwell-Signature": signature(secret, stamp, method, path, body.encode("utf-8")),
+        "X-Stepwell-Signature": signature(secret, stamp, method, path, body=body.encode("utf-8")),
     }
 
 
@@ -466,7 +466,7 @@ def test_signature_refuses_what_it_cannot_sign_precisely(
     timestamp: str, method: str, path: str, problem: str
 ) -> None:
     with pytest.raises(InvalidArgument, match=problem):
-        signature(SECRET, timestamp, method, path, b"")
+        signature(SECRET, timestamp, method, path, body=b"")
 
 
 def _fullwidth(digits: str) -> str:

@@ -138,7 +138,9 @@ def test_a_claim_whose_start_never_happened_is_started_by_the_redelivery(
     stepwell_local.register("slow", workflows.three_day_wait)
     crashed = "default#slow#hourly/hourly-20261123T060000Z"
     # A worker claimed the pointer for the 06:00 occurrence and died before it started the execution.
-    assert stepwell_local.store.claim_schedule_pointer("default", "hourly", None, crashed)
+    assert stepwell_local.store.claim_schedule_pointer(
+        "default", "hourly", expected=None, execution_id=crashed
+    )
 
     action, execution_id, _ = deliver(stepwell_local, fired("hourly", "slow", "2026-11-23T06:00:00Z", "SKIP"))
     stepwell_local.run_until_idle()
@@ -154,7 +156,7 @@ def test_the_next_occurrence_starts_when_the_pointer_names_a_missing_execution(
     stepwell_local.register("slow", workflows.three_day_wait)
     # The last occurrence's claim was never followed by its start (or its record has expired).
     missing = "default#slow#hourly/hourly-20261123T060000Z"
-    stepwell_local.store.claim_schedule_pointer("default", "hourly", None, missing)
+    stepwell_local.store.claim_schedule_pointer("default", "hourly", expected=None, execution_id=missing)
 
     action, execution_id, _ = deliver(stepwell_local, fired("hourly", "slow", "2026-11-23T07:00:00Z", "SKIP"))
 

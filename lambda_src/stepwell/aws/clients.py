@@ -130,6 +130,7 @@ class AwsClients:
 
     def __init__(
         self,
+        *,
         region: str | None = None,
         endpoint_url: str | None = None,
         retry_mode: str | None = None,

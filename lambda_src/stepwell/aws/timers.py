@@ -91,6 +91,7 @@ class WakeScheduler:
         self,
         queue: SqsWorkQueue,
         scheduler: EventBridgeSchedulerClient | None,
+        *,
         schedule_group: str,
         scheduler_role_arn: str,
         work_queue_arn: str,

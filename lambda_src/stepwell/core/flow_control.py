@@ -172,7 +172,13 @@ class FlowControl:
             state = self.store.get_flow_rate(rate.scope)
             start_at = next_rate_start(state.starts, rate.limit, rate.period, now)
             starts = sorted([*state.starts, start_at])[-rate.limit :]
-            if self.store.put_flow_rate(rate.scope, state.version, starts, labels, starts[-1] + rate.period):
+            if self.store.put_flow_rate(
+                rate.scope,
+                expected_version=state.version,
+                starts=starts,
+                labels=labels,
+                window_ends=starts[-1] + rate.period,
+            ):
                 # A duplicate message that reserved first wins; its time is the execution's.
                 return RateDecision(self.store.reserve_flow_start(execution_id, start_at), False)
         raise StepwellError(
@@ -185,7 +191,11 @@ class FlowControl:
         labels = flow_labels(limit)
         for _ in range(MAX_FLOW_ATTEMPTS):
             if self.store.hold_flow_slot(
-                limit.scope, execution_id, limit.limit, now + FLOW_LEASE_SECONDS, labels
+                limit.scope,
+                execution_id,
+                limit=limit.limit,
+                expires_at=now + FLOW_LEASE_SECONDS,
+                labels=labels,
             ):
                 return True
             state = self.store.get_flow_slots(limit.scope)
@@ -193,7 +203,11 @@ class FlowControl:
                 if state.waiting:
                     self.serve(limit.scope, limit.limit)
                 if self.store.hold_flow_slot(
-                    limit.scope, execution_id, limit.limit, now + FLOW_LEASE_SECONDS, labels
+                    limit.scope,
+                    execution_id,
+                    limit=limit.limit,
+                    expires_at=now + FLOW_LEASE_SECONDS,
+                    labels=labels,
                 ):
                     return True
             ticket = self.store.take_flow_ticket(limit.scope, now + FLOW_LEASE_SECONDS, labels)
@@ -257,7 +271,11 @@ class FlowControl:
             )
             expires_at = self.clock.now() + FLOW_LEASE_SECONDS
             served = self.store.advance_flow(
-                scope, ticket, execution_id if admit else None, limit, expires_at
+                scope,
+                ticket,
+                execution_id=execution_id if admit else None,
+                limit=limit,
+                expires_at=expires_at,
             )
             if served and admit and execution_id is not None:
                 self.queue.enqueue(InvokeMessage(execution_id).to_body())

@@ -65,7 +65,7 @@ def _check_key_spec(key: object, where: str) -> KeySpec:
     return check_key_path(key, where)
 
 
-def _check_int(value: object, low: int, high: int, label: str, where: str) -> int:
+def _check_int(value: object, low: int, high: int, *, label: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidArgument(f"invalid {label} {value!r} of {where}: a whole number from {low} to {high}")
     return value
@@ -81,7 +81,7 @@ class Concurrency:
     key: KeySpec = None
 
     def __post_init__(self) -> None:
-        _check_int(self.limit, 1, MAX_CONCURRENCY, "limit", "a concurrency limit")
+        _check_int(self.limit, 1, MAX_CONCURRENCY, label="limit", where="a concurrency limit")
         _check_key_spec(self.key, "a concurrency limit")
 
 
@@ -95,8 +95,8 @@ class Rate:
     key: KeySpec = None
 
     def __post_init__(self) -> None:
-        _check_int(self.limit, 1, MAX_RATE, "limit", "a rate limit")
-        _check_int(self.period, 1, MAX_RATE_PERIOD_SECONDS, "period (seconds)", "a rate limit")
+        _check_int(self.limit, 1, MAX_RATE, label="limit", where="a rate limit")
+        _check_int(self.period, 1, MAX_RATE_PERIOD_SECONDS, label="period (seconds)", where="a rate limit")
         _check_key_spec(self.key, "a rate limit")
 
 

@@ -60,6 +60,7 @@ def _version_order(version: str) -> tuple[int, str]:
 def prune_versions(
     store: VersionPins,
     functions: FunctionVersions,
+    *,
     keep: int,
     now: float | None = None,
     grace: float = 0.0,

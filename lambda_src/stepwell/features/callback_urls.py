@@ -105,7 +105,7 @@ def callback_url(callback_id: str, outcome: str = "success", environ: Mapping[st
     return f"{base.rstrip('/')}/callbacks/{quote(callback_id, safe='')}/{outcome}"
 
 
-def signature(secret: bytes, timestamp: str, method: str, path: str, body: bytes) -> str:
+def signature(secret: bytes, timestamp: str, method: str, path: str, *, body: bytes) -> str:
     """The X-Stepwell-Signature header value of a request: HMAC-SHA256(secret,
     "<timestamp>.<METHOD>.<path>.<body>"), hex, after "sha256=". `timestamp` is epoch seconds as text (the
     X-Stepwell-Timestamp header), `method` "POST", `path` the request's path as sent, without scheme, host
@@ -184,6 +184,7 @@ class CallbackUrlHandler:
     def __init__(
         self,
         engine: Engine,
+        *,
         secret: bytes | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         clock: Clock | None = None,
@@ -308,7 +309,7 @@ class CallbackUrlHandler:
             logger.info("callback URL: expired timestamp refused (401)")
             raise Refusal(401, f"X-Stepwell-Timestamp is more than {SIGNATURE_TOLERANCE_SECONDS} s from now")
         # The method and path as received: a signature made for another callback or outcome fails.
-        expected = signature(secret, timestamp, method, path, body)
+        expected = signature(secret, timestamp, method, path, body=body)
         if not hmac.compare_digest(expected.encode("ascii"), given.strip().encode("utf-8", errors="replace")):
             logger.info("callback URL: bad signature refused (401)")
             raise Refusal(

@@ -47,6 +47,7 @@ class Reconciler:
         store: ExecutionStore,
         queue: WorkQueue,
         clock: Clock,
+        *,
         limit_per_shard: int = DEFAULT_LIMIT_PER_SHARD,
         versions: FunctionVersions | None = None,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
@@ -90,7 +91,7 @@ class Reconciler:
                 report.deleted_versions = prune_versions(
                     self._store,
                     self._versions,
-                    self.keep_versions,
+                    keep=self.keep_versions,
                     now=self._clock.now(),
                     grace=self.prune_grace,
                 )

@@ -14,15 +14,15 @@ same occurrence again is the engine's idempotent start by name, so it starts not
 With overlap SKIP, the store keeps a pointer per schedule to the last execution it started
 (ExecutionStore.get_schedule_pointer / claim_schedule_pointer). An occurrence reads it: when it names this
 occurrence's own execution, the start goes on (a duplicate delivery, or a retry after a crash between the
-claim and the start: the start is idempotent); when it names an execution of the same workflow still
-RUNNING, it starts nothing ("skipped"); otherwise (none, ended, expired) it moves the pointer to its own
-execution with a conditional write from the value read and starts it. Of occurrences racing, only the one
-whose write succeeds starts (the others are "skipped"). The cost does not grow with the schedule's
-history: one GetItem of the pointer, at most one GetItem of the last execution and one conditional write
-(then the start). ALLOW never reads or writes the pointer. The pointer has a `ttl`
-(ports.SCHEDULE_POINTER_HOLD_SECONDS past the occurrence that claimed it), so a deleted schedule leaves
-nothing behind; an occurrence skipped for a running execution keeps it that long again (one conditional
-write), so it never expires under a running execution.
+claim and the start: the start is idempotent); when it names an execution of the same workflow that has
+not ended (running, or paused), it starts nothing ("skipped"); otherwise (none, ended, expired) it moves
+the pointer to its own execution with a conditional write from the value read and starts it. Of
+occurrences racing, only the one whose write succeeds starts (the others are "skipped"). The cost does
+not grow with the schedule's history: one GetItem of the pointer, at most one GetItem of the last
+execution and one conditional write (then the start). ALLOW never reads or writes the pointer. The
+pointer has a `ttl` (ports.SCHEDULE_POINTER_HOLD_SECONDS past the occurrence that claimed it), so a
+deleted schedule leaves nothing behind; an occurrence skipped for an execution that has not ended keeps
+it that long again (one conditional write), so it never expires under a running or paused execution.
 
 A message that cannot start anything (an unknown workflow, a bad time) is logged and dropped: a retry would
 fail the same way.
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepwell.core.registry import validate_workflow_name
 from stepwell.errors import InvalidArgument, StepwellError, WorkflowNotFound
-from stepwell.model import ExecutionId, ExecutionStatus, make_execution_id
+from stepwell.model import ExecutionId, make_execution_id
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
@@ -239,7 +239,9 @@ def _claim_or_running(engine: Engine, message: ScheduledStart) -> str | None:
         # execution it names runs, however long, so no later occurrence starts beside it.
         store.keep_schedule_pointer(DEFAULT_DOMAIN, message.schedule, pointer, now)
         return pointer
-    if store.claim_schedule_pointer(DEFAULT_DOMAIN, message.schedule, pointer, own, now):
+    if store.claim_schedule_pointer(
+        DEFAULT_DOMAIN, message.schedule, expected=pointer, execution_id=own, now=now
+    ):
         return None
     # Another delivery moved the pointer since it was read (pointers are never removed): another
     # occurrence's execution, which has just started, or this one's (a duplicate delivery racing this one).
@@ -249,14 +251,16 @@ def _claim_or_running(engine: Engine, message: ScheduledStart) -> str | None:
 
 def _runs(engine: Engine, execution_id: str, workflow: str) -> bool:
     """Whether the execution a pointer names is one of `workflow` (a schedule changed to another workflow
-    does not wait for the old one's) and still RUNNING (an ended or expired one no longer blocks)."""
+    does not wait for the old one's) and has not ended: RUNNING, PAUSING or PAUSED (a paused one resumes
+    later, so an occurrence starting beside it would overlap it; an ended, deleting or expired one no
+    longer blocks)."""
     try:
         if ExecutionId.parse(execution_id).workflow_id != workflow:
             return False
     except ValueError:
         return False
     record = engine.store.get_execution(execution_id)
-    return record is not None and record.status is ExecutionStatus.RUNNING
+    return record is not None and not record.status.is_terminal
 
 
 def _rejected(body: Mapping[str, Any], reason: str) -> ScheduledStartOutcome:
@@ -307,6 +311,7 @@ class ScheduleManager:
         name: str,
         workflow: str,
         expression: str,
+        *,
         input: Any = None,
         timezone: str = "UTC",
         overlap: str = "ALLOW",

@@ -279,7 +279,13 @@ class MemoryExecutionStore:
             return self._schedule_pointers.get((domain, schedule))
 
     def claim_schedule_pointer(
-        self, domain: str, schedule: str, expected: str | None, execution_id: str, now: float | None = None
+        self,
+        domain: str,
+        schedule: str,
+        *,
+        expected: str | None,
+        execution_id: str,
+        now: float | None = None,
     ) -> bool:
         check_schedule_pointer(domain, schedule, execution_id)
         with self._lock:
@@ -541,7 +547,7 @@ class MemoryExecutionStore:
             return _copy_slots(state) if state is not None else None
 
     def hold_flow_slot(
-        self, scope: str, execution_id: str, limit: int, expires_at: float, labels: Mapping[str, str]
+        self, scope: str, execution_id: str, *, limit: int, expires_at: float, labels: Mapping[str, str]
     ) -> bool:
         with self._lock:
             self._count("hold_flow_slot")
@@ -577,7 +583,7 @@ class MemoryExecutionStore:
             return self._flow_tickets.setdefault((scope, ticket), None)
 
     def advance_flow(
-        self, scope: str, ticket: int, execution_id: str | None, limit: int, expires_at: float
+        self, scope: str, ticket: int, *, execution_id: str | None, limit: int, expires_at: float
     ) -> bool:
         with self._lock:
             self._count("advance_flow")
@@ -644,6 +650,7 @@ class MemoryExecutionStore:
     def put_flow_rate(
         self,
         scope: str,
+        *,
         expected_version: int,
         starts: Sequence[float],
         labels: Mapping[str, str],

@@ -19,7 +19,7 @@ class FlowControlStore(Protocol):
         ...
 
     def hold_flow_slot(
-        self, scope: str, execution_id: str, limit: int, expires_at: float, labels: Mapping[str, str]
+        self, scope: str, execution_id: str, *, limit: int, expires_at: float, labels: Mapping[str, str]
     ) -> bool:
         """True if `execution_id` holds a slot of the key after this call: it held one already (left as
         it is), or it took one because fewer than `limit` are held and nobody waits (head == tail).
@@ -43,7 +43,7 @@ class FlowControlStore(Protocol):
         ...
 
     def advance_flow(
-        self, scope: str, ticket: int, execution_id: str | None, limit: int, expires_at: float
+        self, scope: str, ticket: int, *, execution_id: str | None, limit: int, expires_at: float
     ) -> bool:
         """Serve ticket `ticket` if it is the head: head becomes ticket + 1 and, with `execution_id`, that
         execution becomes a holder (only while fewer than `limit` are held and it holds none). False,
@@ -81,6 +81,7 @@ class FlowControlStore(Protocol):
     def put_flow_rate(
         self,
         scope: str,
+        *,
         expected_version: int,
         starts: Sequence[float],
         labels: Mapping[str, str],

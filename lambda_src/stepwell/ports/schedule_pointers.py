@@ -33,7 +33,13 @@ class SchedulePointers(Protocol):
         ...
 
     def claim_schedule_pointer(
-        self, domain: str, schedule: str, expected: str | None, execution_id: str, now: float | None = None
+        self,
+        domain: str,
+        schedule: str,
+        *,
+        expected: str | None,
+        execution_id: str,
+        now: float | None = None,
     ) -> bool:
         """Point the schedule at `execution_id` if its pointer still names `expected` (None: it has no
         pointer yet); conditional, so of claims from the same value exactly one wins. True if this call

@@ -47,16 +47,17 @@ def build_engine(
     clients: AwsClients,
     registry: Registry,
     clock: Clock | None = None,
+    *,
     metrics: Metrics | None = None,
 ) -> Engine:
     """The engine on a deployment's AWS resources (`metrics`: the worker's; a client emits none)."""
     payloads = S3PayloadStore(clients.s3, config.payload_bucket) if config.payload_bucket else None
     store = DynamoDbExecutionStore(
         clients.dynamodb,
-        config.executions_table,
-        config.operations_table,
-        config.coordination_table,
-        config.subject_index_name,
+        executions_table=config.executions_table,
+        operations_table=config.operations_table,
+        coordination_table=config.coordination_table,
+        subject_index=config.subject_index_name,
         payloads=payloads,
         retention_days=config.retention_days,
     )
@@ -70,9 +71,9 @@ def build_engine(
     timers = WakeScheduler(
         queue,
         clients.scheduler if config.schedule_group_name else None,
-        config.schedule_group_name,
-        config.scheduler_role_arn,
-        config.work_queue_arn,
+        schedule_group=config.schedule_group_name,
+        scheduler_role_arn=config.scheduler_role_arn,
+        work_queue_arn=config.work_queue_arn,
         clock=engine_clock.now,
         kms_key_arn=config.kms_key_arn,
         dead_letter_arn=config.dlq_arn,

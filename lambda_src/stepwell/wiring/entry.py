@@ -198,6 +198,7 @@ class EntryRuntime:
         self,
         engine: Engine,
         reconciler: Reconciler | None = None,
+        *,
         event_router: Router | None = None,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
         prune_grace: float = PRUNE_GRACE_SECONDS,
@@ -222,6 +223,7 @@ class EntryRuntime:
         cls,
         config: StepwellConfig,
         clients: AwsClients | None = None,
+        *,
         registry: Registry | None = None,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
@@ -230,7 +232,7 @@ class EntryRuntime:
         chosen = registry if registry is not None else default_registry
         if config.invoke_functions:
             chosen.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(aws))
-        engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics)
+        engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics=metrics)
         grace = prune_grace_seconds(config.work_queue_visibility_seconds)
         return cls(engine, keep_versions=config.keep_versions, prune_grace=grace)
 

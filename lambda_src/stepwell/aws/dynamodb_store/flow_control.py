@@ -101,7 +101,7 @@ class DynamoDbFlowControl(DynamoDbTables):
         return None if item is None else _flow_slots(item)
 
     def hold_flow_slot(
-        self, scope: str, execution_id: str, limit: int, expires_at: float, labels: Mapping[str, str]
+        self, scope: str, execution_id: str, *, limit: int, expires_at: float, labels: Mapping[str, str]
     ) -> bool:
         for _ in range(_FLOW_ATTEMPTS):
             # One conditional write on the key's item: DynamoDB checks size(holders) and adds to it
@@ -180,7 +180,7 @@ class DynamoDbFlowControl(DynamoDbTables):
         return None if item is None else _str(item, "eid")
 
     def advance_flow(
-        self, scope: str, ticket: int, execution_id: str | None, limit: int, expires_at: float
+        self, scope: str, ticket: int, *, execution_id: str | None, limit: int, expires_at: float
     ) -> bool:
         values: Item = {":ticket": _n(ticket), ":next": _n(ticket + 1)}
         update, condition, names = "SET #hd = :next", "#hd = :ticket", {}
@@ -295,6 +295,7 @@ class DynamoDbFlowControl(DynamoDbTables):
     def put_flow_rate(
         self,
         scope: str,
+        *,
         expected_version: int,
         starts: Sequence[float],
         labels: Mapping[str, str],

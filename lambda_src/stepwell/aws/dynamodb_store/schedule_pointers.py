@@ -35,7 +35,13 @@ class DynamoDbSchedulePointers(DynamoDbTables):
         return None if item is None else _str(item, "eid")
 
     def claim_schedule_pointer(
-        self, domain: str, schedule: str, expected: str | None, execution_id: str, now: float | None = None
+        self,
+        domain: str,
+        schedule: str,
+        *,
+        expected: str | None,
+        execution_id: str,
+        now: float | None = None,
     ) -> bool:
         check_schedule_pointer(domain, schedule, execution_id)
         # A deleted schedule's pointer goes on its own (the claim's write carries its ttl at no cost).

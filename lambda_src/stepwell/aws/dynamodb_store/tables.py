@@ -27,6 +27,7 @@ class DynamoDbTables:
     def __init__(
         self,
         dynamodb: DynamoDBClient,
+        *,
         executions_table: str,
         operations_table: str,
         coordination_table: str,
