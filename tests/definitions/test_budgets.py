@@ -148,6 +148,7 @@ def test_a_log_written_before_decisions_were_kept_still_replays(
         state: Any,
         name: str,
         compute: Any,
+        *,
         unrecorded: Any = None,
         record: bool = True,
     ) -> Any:

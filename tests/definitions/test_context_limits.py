@@ -179,13 +179,21 @@ def test_a_failure_escaping_the_interpreter_ends_the_context_through_its_end_obs
 
 def test_the_memory_store_keeps_the_context_data_limit() -> None:
     store = MemoryContextStore()
-    record = ContextRecord("acme", "wf", "u1", "i1", 1, "x", data={"s": ""})
+    record = ContextRecord(
+        domain="acme",
+        workflow_id="wf",
+        subject_id="u1",
+        instance_id="i1",
+        version=1,
+        execution_id="x",
+        data={"s": ""},
+    )
     overhead = len('{"s":""}')
     record.data["s"] = "a" * (MAX_CONTEXT_DATA_BYTES - overhead)  # exactly at the limit
     assert store.create_context(record)
     too_large = {"s": "a" * (MAX_CONTEXT_DATA_BYTES - overhead + 1)}
     with pytest.raises(ContextDataTooLarge) as refused:
-        store.set_waiting(record, "w", "go", "cb", too_large)
+        store.set_waiting(record, node_id="w", event_name="go", callback_id="cb", data=too_large)
     assert str(refused.value) == (
         f"context data is {MAX_CONTEXT_DATA_BYTES + 1:,} bytes as JSON; {LIMIT_TEXT} may be stored"
     )

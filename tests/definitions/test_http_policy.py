@@ -260,7 +260,7 @@ def test_https_verifies_the_url_host_on_the_pinned_address(
 
         def get(host: str) -> outbound.Response:
             url = f"https://{host}:{tls_server.port}/ok"
-            return outbound.send(policy, "GET", url, {}, None, timeout=5, max_bytes=1000, tls=client_tls)
+            return outbound.send(policy, "GET", url, {}, body=None, timeout=5, max_bytes=1000, tls=client_tls)
 
         answer = get("api.partner.test")
         assert (
@@ -565,14 +565,16 @@ def test_a_redirect_from_https_to_http_is_refused(monkeypatch: pytest.MonkeyPatc
     policy = OutboundPolicy.parse(["api.example.com"], [])
     calls: list[str] = []
 
-    def exchange(*args: Any) -> outbound.Response:
+    def exchange(*args: Any, **_: Any) -> outbound.Response:
         target: outbound.Target = args[1]
         calls.append(target.url)
-        return outbound.Response(302, {}, b"", target.url, "http://api.example.com/plain")
+        return outbound.Response(
+            status=302, headers={}, body=b"", url=target.url, location="http://api.example.com/plain"
+        )
 
     monkeypatch.setattr(outbound, "_exchange", exchange)
     with pytest.raises(RequestRefused, match=r"to 'http://api\.example\.com/plain' refused: https to http"):
-        outbound.send(policy, "GET", "https://api.example.com/", {}, None, timeout=5, max_bytes=10)
+        outbound.send(policy, "GET", "https://api.example.com/", {}, body=None, timeout=5, max_bytes=10)
     assert calls == ["https://api.example.com/"]
 
 
@@ -669,7 +671,7 @@ def test_name_resolution_is_inside_the_deadline() -> None:
         outbound.RequestFailed, match=r"no complete answer within 1 s \(resolving api\.example\.com\)"
     ):
         outbound.send(
-            policy, "GET", "https://api.example.com/", {}, None, timeout=1, max_bytes=10, resolver=slow
+            policy, "GET", "https://api.example.com/", {}, body=None, timeout=1, max_bytes=10, resolver=slow
         )
     assert lookups == ["api.example.com"] and time.monotonic() - started < 2
 
@@ -678,7 +680,14 @@ def test_name_resolution_is_inside_the_deadline() -> None:
 
     with pytest.raises(outbound.RequestFailed, match=r"cannot resolve 'api\.example\.com': no such name"):
         outbound.send(
-            policy, "GET", "https://api.example.com/", {}, None, timeout=1, max_bytes=10, resolver=failing
+            policy,
+            "GET",
+            "https://api.example.com/",
+            {},
+            body=None,
+            timeout=1,
+            max_bytes=10,
+            resolver=failing,
         )
 
 
@@ -770,7 +779,7 @@ def test_send_refuses_framing_headers_itself() -> None:
             "POST",
             "https://api.example.com/",
             {"Transfer-Encoding": "chunked"},
-            b"",
+            body=b"",
             timeout=1,
             max_bytes=1,
         )

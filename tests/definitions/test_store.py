@@ -247,7 +247,9 @@ def test_a_waits_record_written_afresh_is_complete_only_if_every_running_context
         db, "sw-definitions", now_ms=stores.clock.now_ms, contexts_table="sw-executions"
     )
     store.set_workflow("acme", waiting("a", "paid"))
-    context = ContextRecord("acme", "a", "u1", "i1", version=1, execution_id="x1")
+    context = ContextRecord(
+        domain="acme", workflow_id="a", subject_id="u1", instance_id="i1", version=1, execution_id="x1"
+    )
     assert stores.contexts.create_context(context)  # RUNNING on version 1; nothing bounds its life
     assert store.delete_workflow("acme", "a")
     stores.clock.t += RETENTION_SECONDS
@@ -412,8 +414,10 @@ def test_waiting_and_finish(stores: Stores) -> None:
     store = stores.contexts
     record = context("u1", "i1")
     store.create_context(record)
-    assert store.set_waiting(record, "act", "activated", "cb-1", {"n": 1})
-    assert store.set_waiting(record, "paid", "paid", "cb-2", {"n": 2}, once=True)
+    assert store.set_waiting(record, node_id="act", event_name="activated", callback_id="cb-1", data={"n": 1})
+    assert store.set_waiting(
+        record, node_id="paid", event_name="paid", callback_id="cb-2", data={"n": 2}, once=True
+    )
     found = store.get_context("acme", "onboarding", "u1", "i1")
     assert found is not None
     assert found.waits_for("activated") == [("act", "cb-1")] and found.data == {"n": 2}
@@ -444,7 +448,9 @@ def test_waiting_and_finish(stores: Stores) -> None:
         )["Item"]
         assert int(item["ttl"]["N"]) == int(stores.clock.t) + 30 * 86400
     missing = context("u9", "gone")
-    assert store.set_waiting(missing, "act", "activated", "cb", {}) is False
+    assert (
+        store.set_waiting(missing, node_id="act", event_name="activated", callback_id="cb", data={}) is False
+    )
     assert store.get_context("acme", "onboarding", "u9", "gone") is None
     with pytest.raises(ValueError, match="invalid context status 'DONE'"):
         store.finish(record, "DONE", {})

@@ -320,7 +320,7 @@ def http_request(inputs: dict[str, Any], context: ActionContext) -> Any:
             method,
             url,
             request_headers,
-            data,
+            body=data,
             timeout=timeout,
             max_bytes=max_bytes,
             follow_redirects=follow,

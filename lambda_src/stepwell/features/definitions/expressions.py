@@ -45,7 +45,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from stepwell.config import DEFAULT_EXPRESSION_CPU_SECONDS
@@ -205,6 +205,7 @@ class Binary:
     op: str
     left: Node
     right: Node
+    _: KW_ONLY
     span: tuple[int, int] = (0, 0)
     depth: int = 1
 
@@ -334,7 +335,14 @@ class _Parser:
             right = self.parse_expression(precedence + 1)
             self.leave()
             node = self.check_depth(
-                Binary(op, node, right, (node.span[0], right.span[1]), 1 + max(node.depth, right.depth)), at
+                Binary(
+                    op,
+                    node,
+                    right,
+                    span=(node.span[0], right.span[1]),
+                    depth=1 + max(node.depth, right.depth),
+                ),
+                at,
             )
 
     def parse_prefix(self, min_precedence: int) -> Node:

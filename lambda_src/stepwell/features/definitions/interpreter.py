@@ -108,7 +108,7 @@ class DefinitionRuntimeError(DefinitionError):
 DECISION_STEP = StepConfig(retry_strategy=lambda _error, _attempts: RetryDecision.no_retry())
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunState:
     data: dict[str, Any]
     event: dict[str, Any]
@@ -133,12 +133,12 @@ class RunState:
         # Each branch counts its own visits: branches run on threads, and operation names must not
         # depend on their interleaving (a replay has to name every operation the same way).
         return RunState(
-            copy.deepcopy(self.data),
-            copy.deepcopy(self.event),
-            dict(self.visits),
-            self.depth,
-            self.chain,
-            self.branch,
+            data=copy.deepcopy(self.data),
+            event=copy.deepcopy(self.event),
+            visits=dict(self.visits),
+            depth=self.depth,
+            chain=self.chain,
+            branch=self.branch,
         )
 
 
@@ -227,6 +227,7 @@ class Walker:
         runtime: DefinitionsRuntime,
         definition: Definition,
         start: StartInput,
+        *,
         budget: RunBudget | None = None,
         recorded: frozenset[str] = frozenset(),
     ) -> None:
@@ -280,7 +281,7 @@ class Walker:
                 self.wait(context, state, node, name)
                 node_id = self.definition.next_node(node_id)
             elif node.type == "trigger_or_timeout":
-                node_id = self.trigger_or_timeout(context, state, node, name, stop_at)
+                node_id = self.trigger_or_timeout(context, state, node, name, stop_at=stop_at)
             elif node.type == "condition":
                 branch = "true" if self.condition(context, state, node, name) else "false"
                 node_id = self.definition.next_node(node_id, branch)
@@ -303,6 +304,7 @@ class Walker:
         state: RunState,
         step_name: str,
         compute: Callable[[], Any],
+        *,
         unrecorded: Callable[[], Any] | None = None,
         record: bool = True,
     ) -> Any:
@@ -407,12 +409,12 @@ class Walker:
                 value = self.evaluate(until, state, node)
                 return _seconds_ahead(_instant(value, node), self.now(context, name), value, node)
 
-            seconds = float(self.decide(context, state, f"{name}:until", ahead, unrecorded))
+            seconds = float(self.decide(context, state, f"{name}:until", ahead, unrecorded=unrecorded))
         if seconds > 0:  # a time already past does not wait; the engine's waits are whole seconds (>= 1)
             context.wait(Duration.from_seconds(max(1, math.ceil(seconds))), name=name)
 
     def trigger_or_timeout(
-        self, context: DurableContext, state: RunState, node: Node, name: str, stop_at: str | None
+        self, context: DurableContext, state: RunState, node: Node, name: str, *, stop_at: str | None
     ) -> str:
         """Wait for the node's event or its timeout; the id of the node its branch leads to."""
         assert node.event is not None and node.timeout is not None
@@ -424,7 +426,14 @@ class Walker:
         snapshot = self.snapshot(state, node)
         once = self.definition.resumes_once(node.id)
         context.step(
-            lambda _: contexts.set_waiting(record, node.id, event_name, callback_id, snapshot, once=once),
+            lambda _: contexts.set_waiting(
+                record,
+                node_id=node.id,
+                event_name=event_name,
+                callback_id=callback_id,
+                data=snapshot,
+                once=once,
+            ),
             name=f"{name}:listen",
         )
         branch = "event"
@@ -548,6 +557,7 @@ def _record_end(
     record: ContextRecord,
     status: str,
     data: Mapping[str, Any] | None,
+    *,
     error: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The context's final status and data. Not a step: only a run that ends the execution gets here, and
@@ -606,15 +616,15 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
                 raise DefinitionRuntimeError(
                     f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
                 )
-            walker = Walker(chosen, definition, start, budget, _recorded_names(context))
+            walker = Walker(chosen, definition, start, budget=budget, recorded=_recorded_names(context))
             walker.run_path(context, state, start.trigger, stop_at=None)
         except InvocationError as error:
             if error.is_retryable():  # the invocation is retried; the run that ends it ends the context
                 raise
-            _record_end(contexts, record, "FAILED", _data_of(state), _error_dict(error))
+            _record_end(contexts, record, "FAILED", _data_of(state), error=_error_dict(error))
             raise
         except Exception as error:  # the SDK's ExecutionError too: it fails the execution
-            _record_end(contexts, record, "FAILED", _data_of(state), _error_dict(error))
+            _record_end(contexts, record, "FAILED", _data_of(state), error=_error_dict(error))
             raise
         refused = _record_end(contexts, record, "SUCCEEDED", state.data)
         if refused is not None:  # the context ended FAILED: so does its execution

@@ -128,7 +128,7 @@ class RequestFailed(OutboundError):
     """The network or the server failed (no connection, no answer within the deadline): may be retried."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Target:
     """A URL that passed the syntax rules: what to connect to and what to ask for."""
 
@@ -239,7 +239,14 @@ def parse_url(url: str) -> Target:
     if any(segment in (".", "..") for segment in segments):
         raise RequestRefused(f"{url!r}: the path may not hold dot segments ('.' or '..', also encoded)")
     request_target = path + (f"?{parts.query}" if parts.query else "")
-    return Target(url, scheme, host, port or DEFAULT_PORTS[scheme], path, request_target)
+    return Target(
+        url=url,
+        scheme=scheme,
+        host=host,
+        port=port or DEFAULT_PORTS[scheme],
+        path=path,
+        request_target=request_target,
+    )
 
 
 def _split(text: str) -> SplitResult:
@@ -424,7 +431,7 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Response:
     status: int
     headers: dict[str, str]
@@ -438,8 +445,8 @@ def send(
     method: str,
     url: str,
     headers: Mapping[str, str],
-    body: bytes | None,
     *,
+    body: bytes | None,
     timeout: float,
     max_bytes: int,
     follow_redirects: bool = True,
@@ -456,7 +463,16 @@ def send(
     while True:
         try:
             response = _exchange(
-                policy, target, method, request_headers, body, deadline, timeout, max_bytes, resolver, tls
+                policy,
+                target,
+                method,
+                headers=request_headers,
+                body=body,
+                deadline=deadline,
+                timeout=timeout,
+                max_bytes=max_bytes,
+                resolver=resolver,
+                tls=tls,
             )
         except RequestRefused as error:
             if redirected_from is None:
@@ -559,6 +575,7 @@ def _exchange(
     policy: OutboundPolicy,
     target: Target,
     method: str,
+    *,
     headers: Mapping[str, str],
     body: bytes | None,
     deadline: float,
@@ -567,7 +584,9 @@ def _exchange(
     resolver: Resolver,
     tls: ssl.SSLContext | None,
 ) -> Response:
-    addresses = policy.check_addresses(target, _resolve_in_time(resolver, target, method, deadline, timeout))
+    addresses = policy.check_addresses(
+        target, _resolve_in_time(resolver, target, method, deadline=deadline, timeout=timeout)
+    )
     sock = _connect(target, addresses, deadline, timeout)
     watchdog = _Watchdog(sock, deadline - time.monotonic())
     connection: http.client.HTTPConnection | None = None
@@ -596,7 +615,13 @@ def _exchange(
         if watchdog.fired.is_set():  # the shut socket may read as a clean end of a body without length
             raise OSError("deadline passed")
         location = answer.getheader("Location")
-        return Response(answer.status, dict(answer.getheaders()), data, target.url, location)
+        return Response(
+            status=answer.status,
+            headers=dict(answer.getheaders()),
+            body=data,
+            url=target.url,
+            location=location,
+        )
     except (OSError, http.client.HTTPException) as error:
         # The socket's own timeout (the time left at connect) and the watchdog both end at the deadline:
         # whichever trips first, the answer is the same.
@@ -611,7 +636,7 @@ def _exchange(
 
 
 def _resolve_in_time(
-    resolver: Resolver, target: Target, method: str, deadline: float, timeout: float
+    resolver: Resolver, target: Target, method: str, *, deadline: float, timeout: float
 ) -> Sequence[str]:
     """The resolver's answer within the deadline. getaddrinfo takes no timeout, so it runs on a thread of
     its own; one that is late is left to finish (daemon) and its answer is dropped."""

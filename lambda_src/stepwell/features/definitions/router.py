@@ -226,6 +226,7 @@ class Router:
         self,
         engine: Engine,
         runtime: DefinitionsRuntime,
+        *,
         extractor: Extractor | None = None,
         paths: Mapping[str, Any] | None = None,
         sources: EventSources | None = None,
@@ -392,12 +393,18 @@ class Router:
                         holds = trigger.filter.evaluate(env, meter)
                     except Exception as error:  # the definition's fault: its context fails, no other
                         reason = f"node {trigger.id!r} (trigger): filter failed: {error}"
-                        self._fail_start(stored, event, reason, error, outcome)
+                        self._fail_start(stored, event, reason, error, outcome=outcome)
                         break
                     if not holds:
                         outcome.skipped.append(f"{stored.workflow_id}: filter of {trigger.id!r} is false")
                         continue
-                self._start(stored, definition.concurrency, trigger.id, event, outcome)
+                self._start(
+                    stored,
+                    concurrency=definition.concurrency,
+                    trigger_id=trigger.id,
+                    event=event,
+                    outcome=outcome,
+                )
                 break  # one context per definition and event
 
     def _context_record(self, stored: StoredWorkflow, event: ExtractedEvent) -> ContextRecord:
@@ -420,6 +427,7 @@ class Router:
         event: ExtractedEvent,
         reason: str,
         error: Exception,
+        *,
         outcome: EventOutcome,
         repeated: bool | None = None,
     ) -> None:
@@ -450,6 +458,7 @@ class Router:
     def _start(
         self,
         stored: StoredWorkflow,
+        *,
         concurrency: str,
         trigger_id: str,
         event: ExtractedEvent,
@@ -475,7 +484,7 @@ class Router:
             repeated = not contexts.create_context(record)
         except ContextDataTooLarge as error:  # the event's data cannot be a context's data
             reason = f"node {trigger_id!r} (trigger): the event's data cannot start a context: {error}"
-            self._fail_start(stored, event, reason, error, outcome)
+            self._fail_start(stored, event, reason, error, outcome=outcome)
             return
         # A chain's start is counted once, by the delivery that made its context (a redelivery must not
         # fail a context an earlier delivery started).
@@ -485,7 +494,9 @@ class Router:
                 f"{event.chain!r} started {CHAIN_STARTS_PER_DAY} contexts today, the most allowed "
                 "(a definition whose events start contexts that emit more of them)"
             )
-            self._fail_start(stored, event, reason, EventChainLimitExceeded(reason), outcome, repeated)
+            self._fail_start(
+                stored, event, reason, EventChainLimitExceeded(reason), outcome=outcome, repeated=repeated
+            )
             return
         start_input = {
             "domain": event.domain,
@@ -511,7 +522,7 @@ class Router:
             )
         except InvalidArgument as error:  # nothing was created: its context fails, the event goes on
             reason = f"node {trigger_id!r} (trigger): {error}"
-            self._fail_start(stored, event, reason, error, outcome, repeated)
+            self._fail_start(stored, event, reason, error, outcome=outcome, repeated=repeated)
             return
         except ExecutionAlreadyExists:
             # An earlier delivery of this event started it, before the definition got a new version.
@@ -576,7 +587,7 @@ class Router:
                 label = f"{context.workflow_id}/{context.instance_id}"
                 callback_ids = [callback_id for _node_id, callback_id in waits]
                 if context.resumed_once(event.name):
-                    self._resume_once(context, callback_ids, event, outcome, label)
+                    self._resume_once(context, callback_ids, event, outcome, label=label)
                     continue
                 # One event resumes a context once: every wait it has open for the event (parallel
                 # branches may wait for the same name), never a wait opened after a redelivery. The claim
@@ -603,6 +614,7 @@ class Router:
         callback_ids: list[str],
         event: ExtractedEvent,
         outcome: EventOutcome,
+        *,
         label: str,
     ) -> None:
         """Resume a context whose waits on the event's name no other wait can follow (resumed_once), with
@@ -624,6 +636,7 @@ class Router:
         callback_ids: list[str],
         event: ExtractedEvent,
         skipped: list[str],
+        *,
         label: str = "",
         recovering: bool = False,
     ) -> int:

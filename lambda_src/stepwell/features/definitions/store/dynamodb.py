@@ -64,6 +64,7 @@ class DynamoDbContextStore:
         dynamodb: DynamoDBClient,
         table: str,
         subject_index: str,
+        *,
         now: Callable[[], float] = time.time,
         retention_days: int = 30,
     ) -> None:
@@ -242,7 +243,7 @@ class DynamoDbContextStore:
         return self._index_page("#d = :d", {":d": {"S": domain}}, limit, next_token)
 
     def _update(
-        self, record: ContextRecord, expression: str, names: dict[str, str], values: Item, condition: str
+        self, record: ContextRecord, expression: str, names: dict[str, str], values: Item, *, condition: str
     ) -> bool:
         values = {**values, ":u": {"N": repr(float(self._now()))}, ":r": {"S": CONTEXT_RECORD}}
         try:
@@ -261,6 +262,7 @@ class DynamoDbContextStore:
     def set_waiting(
         self,
         record: ContextRecord,
+        *,
         node_id: str,
         event_name: str,
         callback_id: str,
@@ -269,11 +271,17 @@ class DynamoDbContextStore:
     ) -> bool:
         wait = _wait_attribute(wait_entry(event_name, callback_id, once))
         return self._update(
-            record, "SET wt.#n = :w, dt = :dt", {"#n": node_id}, {":w": wait, ":dt": _data(data)}, ""
+            record,
+            "SET wt.#n = :w, dt = :dt",
+            {"#n": node_id},
+            {":w": wait, ":dt": _data(data)},
+            condition="",
         )
 
     def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool:
-        return self._update(record, "REMOVE wt.#n SET dt = :dt", {"#n": node_id}, {":dt": _data(data)}, "")
+        return self._update(
+            record, "REMOVE wt.#n SET dt = :dt", {"#n": node_id}, {":dt": _data(data)}, condition=""
+        )
 
     def finish(
         self,
@@ -296,7 +304,9 @@ class DynamoDbContextStore:
         if error is not None:
             expression += ", er = :er"
             values[":er"] = _json(dict(error))
-        return self._update(record, expression, {"#st": "status", "#ttl": "ttl"}, values, "#st = :running")
+        return self._update(
+            record, expression, {"#st": "status", "#ttl": "ttl"}, values, condition="#st = :running"
+        )
 
 
 class DynamoDbEventLog:

@@ -46,6 +46,7 @@ class DynamoDbDefinitionStore:
         self,
         dynamodb: DynamoDBClient,
         table: str,
+        *,
         validator: Validator = default_validator,
         now_ms: Callable[[], int] = epoch_ms,
         retention_days: int = DEFAULT_RETENTION_DAYS,

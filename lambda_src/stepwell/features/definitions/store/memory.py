@@ -226,6 +226,7 @@ class MemoryContextStore:
     def set_waiting(
         self,
         record: ContextRecord,
+        *,
         node_id: str,
         event_name: str,
         callback_id: str,

@@ -140,7 +140,7 @@ def prepare_definition(
 CONTEXT_STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ContextRecord:
     domain: str
     workflow_id: str
@@ -258,6 +258,7 @@ class ContextStore(Protocol):
     def set_waiting(
         self,
         record: ContextRecord,
+        *,
         node_id: str,
         event_name: str,
         callback_id: str,
