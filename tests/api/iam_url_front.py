@@ -151,7 +151,7 @@ class IamFunctionUrlFront:
     def event(
         self, identity: Identity, method: str, path: str, headers: list[tuple[str, str]], body: bytes
     ) -> dict[str, Any]:
-        event = function_url_event(self.url_id, method, path, headers, body, "127.0.0.1")
+        event = function_url_event(self.url_id, method, path, headers, body=body, source_ip="127.0.0.1")
         context = event["requestContext"]
         context["accountId"] = identity.account
         context["authorizer"] = {

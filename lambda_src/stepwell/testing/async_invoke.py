@@ -39,6 +39,7 @@ def destination_record(
     function_arn: str,
     attempts: int,
     error: dict[str, Any],
+    *,
     executed_version: str = "$LATEST",
     condition: str = "RetriesExhausted",
 ) -> dict[str, Any]:
@@ -66,6 +67,7 @@ def invoke_asynchronously(
     run: Callable[[Any], dict[str, Any] | None],
     payload: Any,
     function_arn: str,
+    *,
     maximum_retry_attempts: int = DEFAULT_MAXIMUM_RETRY_ATTEMPTS,
     on_failure: Callable[[dict[str, Any]], None] | None = None,
     executed_version: str = "$LATEST",
@@ -87,7 +89,7 @@ def invoke_asynchronously(
     assert error is not None
     if on_failure is None:
         return AsyncInvokeOutcome(attempts, error)
-    on_failure(destination_record(payload, function_arn, attempts, error, executed_version))
+    on_failure(destination_record(payload, function_arn, attempts, error, executed_version=executed_version))
     return AsyncInvokeOutcome(attempts, error, sent_to_destination=True)
 
 

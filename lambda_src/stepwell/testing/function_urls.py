@@ -89,6 +89,7 @@ class FunctionUrls:
         url: str,
         body: bytes | str = b"",
         headers: dict[str, str] | None = None,
+        *,
         timeout_seconds: float = REQUEST_TIMEOUT_SECONDS,
     ) -> FunctionUrlResponse:
         """Send one request to a function URL (no AWS credentials, no signature) and return the answer."""

@@ -164,7 +164,7 @@ class LocalQueue:
         return len(self._heap)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CodeVersion:
     """One version of the workflow code: its registry and the engine and worker that run it."""
 
@@ -259,7 +259,13 @@ class LocalStepwell:
             engine.inline_limit = self.inline_limit
         if self.limits is not None:
             engine.limits = self.limits
-        return CodeVersion(version, registry, engine, Worker(engine), self.clock.now())
+        return CodeVersion(
+            version=version,
+            registry=registry,
+            engine=engine,
+            worker=Worker(engine),
+            published_at=self.clock.now(),
+        )
 
     # --- code versions ---
     @property

@@ -301,7 +301,7 @@ def _s3_checks(handler: Any, action: str, resource: str) -> list[Check]:
 
 
 def request_checks(
-    handler: Any, service: str, action: str, resource: str, region: str, account: str
+    handler: Any, service: str, action: str, resource: str, *, region: str, account: str
 ) -> list[Check]:
     """What one request needs allowed (see the module docstring)."""
     if service == "dynamodb":
@@ -328,7 +328,7 @@ def _policy_documents(policies: Iterable[Any]) -> list[dict[str, Any]]:
     return [IAMPolicy(policy)._policy_json for policy in policies]
 
 
-def _denied(handler: Any, iam_request: Any, service: str, caller: str, check: Check) -> None:
+def _denied(handler: Any, iam_request: Any, *, service: str, caller: str, check: Check) -> None:
     message = (
         f"User: {caller} is not authorized to perform: {check.action} on resource: {check.resource} "
         "because no identity-based policy allows the action (stepwell.testing.moto_iam)"
@@ -371,12 +371,12 @@ def install() -> None:
         if iam_request._action == "sts:GetCallerIdentity":
             return  # always allowed, as in AWS
         documents = _policy_documents(iam_request._access_key.collect_policies())
-        for check in request_checks(self, service, iam_action, resource, region, account):
+        for check in request_checks(self, service, iam_action, resource, region=region, account=account):
             if not decide(documents, check):
-                _denied(self, iam_request, service, caller, check)
+                _denied(self, iam_request, service=service, caller=caller, check=check)
             if check.action == "sts:AssumeRole":
                 role = iam_backends[account]["aws"].get_role_by_arn(check.resource)
                 if not trusts(json.loads(role.assume_role_policy_document), caller, account):
-                    _denied(self, iam_request, service, caller, check)
+                    _denied(self, iam_request, service=service, caller=caller, check=check)
 
     ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate_and_authorize  # type: ignore[method-assign]

@@ -34,6 +34,7 @@ def function_url_event(
     method: str,
     path_and_query: str,
     headers: list[tuple[str, str]],
+    *,
     body: bytes,
     source_ip: str,
     now: float | None = None,

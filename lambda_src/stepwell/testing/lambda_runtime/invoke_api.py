@@ -137,7 +137,7 @@ def invoke_api_handler(runtime: InvokeApiRuntime) -> type[BaseHTTPRequestHandler
                 return
             source_ip = str(self.client_address[0])
             event = function_url_event(
-                url_id, self.command, self.path, list(self.headers.items()), body, source_ip
+                url_id, self.command, self.path, list(self.headers.items()), body=body, source_ip=source_ip
             )
             result = runtime.run(spec, event, invoked_arn)
             status, headers, answer = function_url_response(result)

@@ -70,7 +70,9 @@ class WorkerPool:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             environment = self._environment(spec, code_dir)
-            worker = WorkerProcess(spec, code_dir, environment, log, self._python_executable)
+            worker = WorkerProcess(
+                spec, code_dir, environment, log, python_executable=self._python_executable
+            )
         with self._lock:
             self._busy.add(worker)
         return worker

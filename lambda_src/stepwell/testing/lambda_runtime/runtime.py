@@ -81,6 +81,7 @@ class LambdaRuntime:
         code_fetcher: CodeFetcher,
         aws_environment: dict[str, str],
         work_dir: str | Path,
+        *,
         region: str = "us-east-1",
         fast_retries: bool = True,
         wait_for_batching_window: bool = True,
@@ -216,7 +217,12 @@ class LambdaRuntime:
             )
 
         return invoke_asynchronously(
-            attempt, payload, invoked_arn, retries, to_destination if destination else None, spec.version
+            attempt,
+            payload,
+            invoked_arn,
+            maximum_retry_attempts=retries,
+            on_failure=to_destination if destination else None,
+            executed_version=spec.version,
         )
 
     def _event_invoke_config(self, function_name: str, qualifier: str | None) -> tuple[int, str]:

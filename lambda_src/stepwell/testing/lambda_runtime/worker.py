@@ -141,6 +141,7 @@ class WorkerProcess:
         code_dir: Path,
         environment: dict[str, str],
         log: IO[bytes],
+        *,
         python_executable: str,
     ) -> None:
         self.spec = spec
