@@ -58,7 +58,8 @@ locals {
         Resource = [var.tables.executions_arn, "${var.tables.executions_arn}/index/*"]
       },
       {
-        # Invoke creates an execution's record (a conditional put); a stop ends it (a conditional update).
+        # Invoke creates an execution's record (a conditional put); a stop ends it, a pause, a resume and a
+        # delete request change its status (conditional updates; the worker deletes it).
         Sid      = "WriteExecutions"
         Effect   = "Allow"
         Action   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
@@ -74,13 +75,24 @@ locals {
       },
       {
         # The callback's record (cb#<id>): read it, complete it in a conditional write, reopen it when the
-        # wake-up could not be sent. No other coordination item.
+        # wake-up could not be sent. Besides, only the execution's lease record is read (ExecutionLeases).
         Sid      = "CallbackRecords"
         Effect   = "Allow"
         Action   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
         Resource = var.tables.coordination_arn
         Condition = {
           "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] }
+        }
+      },
+      {
+        # An execution's coordination record (lease#<id>), read only: a suspended run carries its last
+        # batch there instead of the log, so history and describe (the started timeout) read it.
+        Sid      = "ExecutionLeases"
+        Effect   = "Allow"
+        Action   = "dynamodb:GetItem"
+        Resource = var.tables.coordination_arn
+        Condition = {
+          "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["lease#*"] }
         }
       },
       {
@@ -91,7 +103,7 @@ locals {
         Resource = "${var.payload_bucket.arn}/*"
       },
       {
-        # The wake-up of a started, stopped or called-back execution.
+        # The wake-up of a started, stopped, called-back, paused, resumed or deleted execution.
         Sid      = "WorkQueue"
         Effect   = "Allow"
         Action   = "sqs:SendMessage"

@@ -74,6 +74,28 @@ def granted_actions() -> set[str]:
     return set(re.findall(r'"((?:dynamodb|sqs|s3|scheduler|lambda|logs|kms):[A-Za-z]+)"', MODULE.read_text()))
 
 
+# What modules/api's role may do on the coordination table, by the key's prefix (its dynamodb:LeadingKeys
+# conditions; tests/terraform/api.tftest.hcl asserts the policy exactly): read and complete callback
+# records, read an execution's lease record (its carried batch: history and describe read it).
+COORDINATION_GRANTS = {"dynamodb:GetItem": {"cb#", "lease#"}, "dynamodb:UpdateItem": {"cb#"}}
+
+
+def coordination_keys(operation: str, params: Any, table: str) -> list[tuple[str, str]]:
+    """(action, key prefix) of each coordination-table item a DynamoDB call names."""
+    keys: list[Any] = []
+    if params.get("TableName") == table:
+        keys = [params.get("Key") or params.get("Item") or {}]
+    for name, request in (params.get("RequestItems") or {}).items():
+        if name == table:
+            keys += list(request.get("Keys", []))
+            keys += [entry.get("DeleteRequest", entry.get("PutRequest", {})) for entry in request]
+    found = []
+    for key in keys:
+        value = str(key.get("Key", key).get("key", {}).get("S", ""))
+        found.append((f"dynamodb:{operation}", value.split("#", 1)[0] + "#"))
+    return found
+
+
 @pytest.fixture
 def deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
     for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
@@ -97,11 +119,15 @@ def test_the_handler_serves_boto3_on_the_aws_adapters_with_only_what_its_role_gr
     # The AWS calls the handler makes while it answers a request (the worker's own are not its role's).
     serving = threading.Event()
     used: set[str] = set()
+    coordination: set[tuple[str, str]] = set()
     original = botocore.client.BaseClient._make_api_call
 
     def recording(self: Any, operation: str, params: Any) -> Any:
         if serving.is_set():
-            used.add(f"{self.meta.service_model.signing_name}:{operation}")
+            service = self.meta.service_model.signing_name
+            used.add(f"{service}:{operation}")
+            if service == "dynamodb":
+                coordination.update(coordination_keys(operation, params, config.coordination_table))
         return original(self, operation, params)
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
@@ -160,6 +186,12 @@ def test_the_handler_serves_boto3_on_the_aws_adapters_with_only_what_its_role_gr
         assert api.get_durable_execution(DurableExecutionArn=arn)["Status"] == "SUCCEEDED"
         events = api.get_durable_execution_history(DurableExecutionArn=arn, MaxItems=3)
         assert len(events["Events"]) == 3 and events["NextMarker"]
+        # An ended execution is deleted: DELETING until the worker has removed it.
+        api.delete_durable_execution(DurableExecutionArn=arn)
+        assert api.get_durable_execution(DurableExecutionArn=arn)["Status"] == "DELETING"
+        driver.run_until_quiet(fire_schedules=False)
+        with pytest.raises(api.exceptions.ResourceNotFoundException):
+            api.get_durable_execution(DurableExecutionArn=arn)
 
         # A stop deletes the execution's pending wake-up (a schedule: it is three days away).
         waiting = api.invoke(FunctionName="three_day_wait", Payload=b"{}", InvocationType="Event")[
@@ -169,6 +201,16 @@ def test_the_handler_serves_boto3_on_the_aws_adapters_with_only_what_its_role_gr
         assert driver.deployment.clients.scheduler.list_schedules(GroupName=config.schedule_group_name)[
             "Schedules"
         ]
+        # Its history and description read the batch its suspended run carried on its lease record.
+        history = api.get_durable_execution_history(DurableExecutionArn=waiting)["Events"]
+        assert "WaitStarted" in [event["EventType"] for event in history]
+        api.pause_durable_execution(DurableExecutionArn=waiting, Reason="maintenance")
+        driver.run_until_quiet(fire_schedules=False)
+        paused = api.get_durable_execution(DurableExecutionArn=waiting)
+        assert paused["Status"] == "PAUSED" and paused["PauseDetails"]["Reason"] == "maintenance"
+        api.resume_durable_execution(DurableExecutionArn=waiting)
+        driver.run_until_quiet(fire_schedules=False)
+        assert api.get_durable_execution(DurableExecutionArn=waiting)["Status"] == "RUNNING"
         api.stop_durable_execution(DurableExecutionArn=waiting)
         assert not driver.deployment.clients.scheduler.list_schedules(GroupName=config.schedule_group_name)[
             "Schedules"
@@ -187,3 +229,14 @@ def test_the_handler_serves_boto3_on_the_aws_adapters_with_only_what_its_role_gr
     # Reads, starts, stops and callbacks each touched what the role grants them for.
     assert {"dynamodb:PutItem", "dynamodb:Query", "sqs:SendMessage", "s3:PutObject", "s3:GetObject"} <= used
     assert {"scheduler:ListSchedules", "scheduler:DeleteSchedule", "dynamodb:UpdateItem"} <= used
+    refused = {
+        (action, prefix)
+        for action, prefix in coordination
+        if prefix not in COORDINATION_GRANTS.get(action, ())
+    }
+    assert not refused, f"the handler used coordination items {sorted(refused)} its role's LeadingKeys refuse"
+    assert ("dynamodb:GetItem", "lease#") in coordination  # the carried batch
+    policy = MODULE.read_text()
+    for prefixes in COORDINATION_GRANTS.values():
+        for prefix in prefixes:
+            assert f'"dynamodb:LeadingKeys" = ["{prefix}*"]' in policy

@@ -193,6 +193,13 @@ run "submodule_resources" {
         Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] } }
       },
       {
+        Sid       = "ExecutionLeases"
+        Effect    = "Allow"
+        Action    = "dynamodb:GetItem"
+        Resource  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["lease#*"] } }
+      },
+      {
         Sid      = "Payloads"
         Effect   = "Allow"
         Action   = ["s3:GetObject", "s3:PutObject"]
@@ -230,7 +237,7 @@ run "submodule_resources" {
         Resource = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/unit-worker:*"
       },
     ]
-    error_message = "The API role may exactly: read executions and their indexes, create and end executions, read logs and put external inputs, read and complete callback records, read and write payloads, send wake-ups, delete a stopped execution's wake-ups, read the worker's versions, write its logs."
+    error_message = "The API role may exactly: read executions and their indexes, create and end executions, read logs and put external inputs, read and complete callback records, read execution lease records (the carried batch), read and write payloads, send wake-ups, delete a stopped execution's wake-ups, read the worker's versions, write its logs."
   }
 }
 
