@@ -85,6 +85,29 @@ def test_skip_starts_nothing_while_one_runs_and_starts_after_it_ended(stepwell_l
     assert executions_of(stepwell_local, "hourly") == sorted([str(first_id), later_id])
 
 
+def test_skip_starts_nothing_while_the_last_one_is_paused_and_a_deleting_one_does_not_block(
+    stepwell_local: LocalStepwell,
+) -> None:
+    stepwell_local.register("slow", workflows.three_day_wait)
+    first_id = str(deliver(stepwell_local, fired("hourly", "slow", "2026-11-23T06:00:00Z", "SKIP"))[1])
+    stepwell_local.run_until_idle()
+    assert stepwell_local.engine.pause_execution(first_id)
+    stepwell_local.run_until_idle()
+    assert stepwell_local.record(first_id).status is ExecutionStatus.PAUSED
+
+    # Paused, it has not ended: it resumes later, so the next occurrence would overlap it.
+    action, blocking, _ = deliver(stepwell_local, fired("hourly", "slow", "2026-11-23T07:00:00Z", "SKIP"))
+    assert (action, blocking) == ("skipped", first_id)
+    assert executions_of(stepwell_local, "hourly") == [first_id]
+
+    stepwell_local.engine.stop_execution(first_id)
+    stepwell_local.run_until_idle()
+    stepwell_local.engine.delete_execution(first_id)
+    assert stepwell_local.record(first_id).status is ExecutionStatus.DELETING
+    action, later_id, _ = deliver(stepwell_local, fired("hourly", "slow", "2026-11-23T08:00:00Z", "SKIP"))
+    assert (action, later_id) == ("started", "default#slow#hourly/hourly-20261123T080000Z")
+
+
 def test_skip_looks_only_at_the_schedules_own_workflow(stepwell_local: LocalStepwell) -> None:
     stepwell_local.register("slow", workflows.three_day_wait)
     stepwell_local.register("greet", workflows.greet)

@@ -223,7 +223,7 @@ def _execution_id(message: ScheduledStart) -> str:
 
 
 def _claim_or_running(engine: Engine, message: ScheduledStart) -> str | None:
-    """SKIP: the id of the schedule's execution that still runs (start nothing), or None once the
+    """SKIP: the id of the schedule's execution that has not ended (start nothing), or None once the
     schedule's pointer names this occurrence's execution (start it). The pointer names the last execution
     the schedule started and moves only by a conditional write from the value read, so of occurrences
     racing exactly one moves it; a delivery finding its own execution there (a duplicate, or a retry after
