@@ -507,21 +507,21 @@ variable "max_callback_result_bytes" {
 }
 
 variable "status_change_events" {
-  description = "Put every status change of an execution (RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT) on the bus as an event (source stepwell.executions, detail-type \"Stepwell Execution Status Change\"; docs/architecture.md), for your own rules to react to."
+  description = "Put every status change of an execution on the bus as an event (source stepwell.executions, detail-type \"Stepwell Execution Status Change\"; docs/reference/status-events.md), for your own rules to react to: RUNNING, then SUCCEEDED, FAILED, STOPPED or TIMED_OUT; PAUSED when a pause takes hold and RUNNING again on resume (PAUSING is no event); DELETING when the worker begins deleting an ended execution."
   type        = bool
   default     = true
   nullable    = false
 }
 
 variable "notify_statuses" {
-  description = "Execution statuses whose status-change events go to the alarm topic (the created one or alarm_topic_arn) through an EventBridge rule on the bus; [] creates no rule. Ignored when status_change_events is false."
+  description = "Execution statuses whose status-change events go to the alarm topic (the created one or alarm_topic_arn) through an EventBridge rule on the bus: any of RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT, PAUSED, DELETING (PAUSING is no event); [] creates no rule. Ignored when status_change_events is false."
   type        = list(string)
   default     = ["FAILED", "TIMED_OUT"]
   nullable    = false
 
   validation {
-    condition     = length(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"])) == 0
-    error_message = "notify_statuses must be among RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT; unknown: ${jsonencode(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"]))}."
+    condition     = length(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT", "PAUSED", "DELETING"])) == 0
+    error_message = "notify_statuses must be among RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT, PAUSED, DELETING (a pause is announced when the execution is PAUSED, never PAUSING); unknown: ${jsonencode(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT", "PAUSED", "DELETING"]))}."
   }
 }
 

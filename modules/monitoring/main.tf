@@ -182,6 +182,7 @@ locals {
     { title = "Executions failed", stat = "Sum", metrics = ["ExecutionsFailed"] },
     { title = "Executions stopped and timed out", stat = "Sum", metrics = ["ExecutionsStopped", "ExecutionsTimedOut"] },
     { title = "Executions held back by flow limits", stat = "Sum", metrics = ["ExecutionsDelayed", "ExecutionsWaiting"] },
+    { title = "Executions paused, resumed and deleted", stat = "Sum", metrics = ["ExecutionsPaused", "ExecutionsResumed", "ExecutionsDeleted"] },
     { title = "Invocations", stat = "Sum", metrics = ["Invocations"] },
     { title = "Invocation duration p99 (ms)", stat = "p99", metrics = ["InvocationDuration"] },
     { title = "Crashes and lease conflicts", stat = "Sum", metrics = ["InvocationCrashes", "LeaseBusy", "LeaseFenced"] },

@@ -84,13 +84,13 @@ variable "status_event_source" {
 }
 
 variable "notify_statuses" {
-  description = "Execution statuses whose status-change events the module forwards to the alarm topic (an EventBridge rule on the bus); [] creates no rule. Needs status_change_events."
+  description = "Execution statuses whose status-change events the module forwards to the alarm topic (an EventBridge rule on the bus): any of RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT, PAUSED, DELETING (PAUSING is no event); [] creates no rule. Needs status_change_events."
   type        = list(string)
   default     = ["FAILED", "TIMED_OUT"]
   nullable    = false
 
   validation {
-    condition     = length(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"])) == 0
-    error_message = "notify_statuses must be among RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT; unknown: ${jsonencode(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT"]))}."
+    condition     = length(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT", "PAUSED", "DELETING"])) == 0
+    error_message = "notify_statuses must be among RUNNING, SUCCEEDED, FAILED, STOPPED, TIMED_OUT, PAUSED, DELETING (a pause is announced when the execution is PAUSED, never PAUSING); unknown: ${jsonencode(setsubtract(var.notify_statuses, ["RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "TIMED_OUT", "PAUSED", "DELETING"]))}."
   }
 }

@@ -261,6 +261,7 @@ run "the_dashboard_graphs_every_metric" {
         ExecutionsTimedOut = "Sum", Invocations = "Sum", InvocationDuration = "p99", InvocationCrashes = "Sum",
         LeaseBusy          = "Sum", LeaseFenced = "Sum", WakeUpLag = "p99", OperationsRecorded = "Sum",
         ForwardedMessages  = "Sum", PayloadBytesOffloaded = "Sum", ExecutionsDelayed = "Sum", ExecutionsWaiting = "Sum",
+        ExecutionsPaused   = "Sum", ExecutionsResumed = "Sum", ExecutionsDeleted = "Sum",
       } : "SEARCH('{Stepwell,Deployment,Workflow} Deployment=\"unit\" MetricName=\"${metric}\"', '${stat}', 300)"
     ])
     error_message = "The dashboard must graph every per-workflow engine metric with a SEARCH over the Workflow dimension."
@@ -372,6 +373,37 @@ run "failed_executions_are_sent_to_the_topic" {
     }]
     error_message = "EventBridge may publish to the topic only for this rule."
   }
+}
+
+run "paused_and_deleting_executions_may_be_sent_to_the_topic" {
+  command = plan
+
+  module {
+    source = "./modules/monitoring"
+  }
+
+  variables {
+    notify_statuses = ["PAUSED", "DELETING", "RUNNING"]
+  }
+
+  assert {
+    condition     = jsondecode(aws_cloudwatch_event_rule.status_notifications[0].event_pattern).detail == { status = ["PAUSED", "DELETING", "RUNNING"] }
+    error_message = "The rule takes the status-change events of the statuses a pause, a resume and a delete announce."
+  }
+}
+
+run "the_module_rejects_pausing_which_is_no_event" {
+  command = plan
+
+  module {
+    source = "./modules/monitoring"
+  }
+
+  variables {
+    notify_statuses = ["PAUSED", "PAUSING"]
+  }
+
+  expect_failures = [var.notify_statuses]
 }
 
 run "notifications_alone_create_the_topic" {

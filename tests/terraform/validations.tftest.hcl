@@ -792,6 +792,25 @@ run "rejects_notify_statuses_unknown" {
   expect_failures = [var.notify_statuses]
 }
 
+# A pause is announced when it takes hold (PAUSED): PAUSING is no status-change event.
+run "rejects_notify_statuses_pausing" {
+  command = plan
+
+  variables {
+    notify_statuses = ["PAUSING"]
+  }
+
+  expect_failures = [var.notify_statuses]
+}
+
+run "accepts_notify_statuses_paused_and_deleting" {
+  command = plan
+
+  variables {
+    notify_statuses = ["FAILED", "PAUSED", "DELETING"]
+  }
+}
+
 # schedules: the key (schedule name), workflow name, expression shape, time zone, overlap and input rules.
 
 run "rejects_schedules_key" {
