@@ -42,7 +42,7 @@ from stepwell.core.registry import Registry
 from stepwell.core.service import StoreServiceClient
 from stepwell.errors import CallbackNotFound, SequenceConflict, StaleCheckpointToken
 from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
-from stepwell.model import ExecutionRecord, ExecutionStatus, ExternalInput, HandOff, InputKind
+from stepwell.model import Batch, ExecutionRecord, ExecutionStatus, ExternalInput, HandOff, InputKind
 from stepwell.testing.local import LocalQueue
 from test_journal_and_service import CALLBACK, FAIL, START, STEP, SUCCEED, WAIT, update
 
@@ -168,6 +168,8 @@ class Invocation:
     journal: Journal
     client: StoreServiceClient
     started_at: float
+    # The batch the lease's record carried that it took in at its start (Journal.carry), if any.
+    carried: Batch | None = None
 
 
 @dataclass(frozen=True)
@@ -286,17 +288,18 @@ class JournalMachine(RuleBasedStateMachine):
         lease = self.store.acquire_lease(execution_id, owner, now, 60)
         assert lease is not None
         self.lease_owner[execution_id] = owner
-        if lease.hand_off.carried is not None and journal.carry(
-            lease.hand_off.carried.seq, decode_body(lease.hand_off.carried.body)
-        ):
+        taken = lease.hand_off.carried
+        if taken is not None and journal.carry(taken.seq, decode_body(taken.body)):
             event("invocation start: took in a carried batch")
+        else:
+            taken = None
         if journal.is_empty:
             journal.start_execution(record.input_payload, now)
         journal.absorb(self.store.list_external_inputs(execution_id), now)
         if journal.fire_due_timers(now):
             event("invocation start: timers fired")
         client = StoreServiceClient(self.engine, record, journal, owner=owner)
-        self.invocations.append(Invocation(owner, execution_id, journal, client, now))
+        self.invocations.append(Invocation(owner, execution_id, journal, client, now, taken))
 
     @precondition(lambda self: self._invocations(current=True))
     @rule(pick=st.integers(0, MAX_INVOCATIONS - 1), updates=update_batches)
@@ -543,10 +546,14 @@ class JournalMachine(RuleBasedStateMachine):
             assert is_finished == (results[op_id] == 1), (
                 f"{op_id!r} is {op.status} with {results[op_id]} results"
             )
-            if is_finished:
+        # An operation the log holds ended never changes again. One ended only in the carried batch may: a
+        # run that began before that batch was carried writes the log's next seq itself (the carried batch,
+        # only what a replay records again, is then ignored) and records the end again, at its own time.
+        for op_id, op in logged.operations.items():
+            if op.operation_type is not OperationType.EXECUTION and op.status in TERMINAL_STATUSES:
                 stored = finished.setdefault(op_id, _json(op))
                 assert _json(op) == stored, f"finished operation {op_id!r} changed"
-        assert set(finished) <= set(folded.operations)
+        assert set(finished) <= set(logged.operations)
 
         # Each input absorbed at most once, and an absorbed one is no longer pending.
         absorbed = [input_id for body in bodies for input_id in json.loads(body).get("i", ())]
@@ -556,16 +563,19 @@ class JournalMachine(RuleBasedStateMachine):
 
         for invocation in self.invocations:
             if invocation.execution_id == execution_id and self._is_current(invocation):
-                self._check_live_view(invocation.journal, folded, logged)
+                self._check_live_view(invocation, logged)
 
-    def _check_live_view(self, live: Journal, folded: Journal, logged: Journal) -> None:
-        """The live worker's view equals the log (and the batch its record carries, if it took that in)
-        folded afresh for all it flushed, and equals the log it would leave by flushing the rest now (a
-        copy of it flushes: the worker itself is untouched; its next batch starts with the carried one it
-        took in). One that began before another run carried a batch at the log's next seq would write
-        that seq itself, and the carried batch (only what a replay records again) is then ignored."""
-        if not live.holds_carried:
-            folded = logged
+    def _check_live_view(self, invocation: Invocation, logged: Journal) -> None:
+        """The live worker's view equals the log (and the carried batch it took in at its start, until
+        it writes it) folded afresh for all it flushed, and equals the log it would leave by flushing the
+        rest now (a copy of it flushes: the worker itself is untouched; its next batch starts with the
+        carried one it took in). Not the batch the record carries now: another run may have carried its
+        own since, which this one, the log's next writer, overrides (a replay records it again)."""
+        live, folded = invocation.journal, logged
+        if live.holds_carried:
+            assert invocation.carried is not None
+            folded = copy.deepcopy(logged)
+            assert folded.carry(invocation.carried.seq, decode_body(invocation.carried.body))
         unflushed = set(live.unflushed_operation_ids())
         assert set(folded.operations) - unflushed == set(live.operations) - unflushed
         # The index of open operations a run keeps is the one a journal of its operations builds.
