@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from enum import Enum, StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -173,7 +173,7 @@ class ExecutionId:
         return cls(parts[0], parts[1], parts[2], instance_id)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FlowLimit:
     """One limit of one execution, resolved at its creation. `workflow` is the name the limit is counted
     under (the registered workflow, or a definition's workflow id), `key` the key's value ("" when the
@@ -241,7 +241,7 @@ class FlowRate:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ExecutionRecord:
     """One item of the executions table."""
 
@@ -333,6 +333,7 @@ class ExternalInput:
     kind: InputKind
     created_at: float
     operation_id: str | None = None
+    _: KW_ONLY  # the rest by name (issue 38): payload, error and the flags are never swapped
     payload: str | None = None
     error: dict[str, Any] | None = None
     payload_is_ref: bool = False  # payload holds a PayloadStore reference

@@ -448,7 +448,9 @@ def test_a_rate_key_expires_a_retention_period_after_its_last_start_leaves_the_w
     clock = VirtualClock()
     queue = LocalQueue(clock)
     gate = FlowControl(store, queue, queue, clock)
-    limit = FlowLimit("rate", "default", "orders", "customer-42", 2, period=3600)
+    limit = FlowLimit(
+        kind="rate", domain="default", workflow="orders", key="customer-42", limit=2, period=3600
+    )
     outcomes = []
     for index in range(3):
         record = _record(subject=f"o-{index}", instance=f"i{index}")
@@ -476,7 +478,7 @@ def _concurrency_gate(
     records = [_record(subject=f"{key}-{index}", instance=f"{key}{index}") for index in range(executions)]
     for record in records:
         store.create_execution(record)
-    limit = FlowLimit("concurrency", "default", "orders", key, 1)
+    limit = FlowLimit(kind="concurrency", domain="default", workflow="orders", key=key, limit=1)
     return store, FlowControl(store, queue, queue, clock), limit, records
 
 

@@ -187,7 +187,15 @@ def test_the_lambda_handler_logs_json_and_writes_emf_to_stdout(
     execution_id = make_execution_id("default", "orders", "o-1", "i1")
     now = time.time()
     record = ExecutionRecord(
-        execution_id, "default", "orders", "o-1", "i1", "o-1", ExecutionStatus.RUNNING, now, now
+        execution_id=execution_id,
+        domain="default",
+        workflow_id="orders",
+        subject_id="o-1",
+        instance_id="i1",
+        execution_name="o-1",
+        status=ExecutionStatus.RUNNING,
+        created_at=now,
+        updated_at=now,
     )
     assert store.create_execution(record)
     assert store.acquire_lease(execution_id, "another worker", now, 600) is not None

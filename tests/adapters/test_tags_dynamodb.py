@@ -20,15 +20,15 @@ T0 = 1_800_000_000.0
 
 def _record(instance: str, tags: dict[str, str]) -> ExecutionRecord:
     return ExecutionRecord(
-        f"acme#wf#s/{instance}",
-        "acme",
-        "wf",
-        "s",
-        instance,
-        instance,
-        ExecutionStatus.RUNNING,
-        T0,
-        T0,
+        execution_id=f"acme#wf#s/{instance}",
+        domain="acme",
+        workflow_id="wf",
+        subject_id="s",
+        instance_id=instance,
+        execution_name=instance,
+        status=ExecutionStatus.RUNNING,
+        created_at=T0,
+        updated_at=T0,
         tags=tags,
     )
 

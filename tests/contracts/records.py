@@ -12,15 +12,15 @@ NOW = 1_800_000_000.0
 def record(instance: str, workflow: str = "wf", subject: str = "s", created: float = NOW) -> ExecutionRecord:
     execution_id = f"default#{workflow}#{subject}/{instance}"
     return ExecutionRecord(
-        execution_id,
-        "default",
-        workflow,
-        subject,
-        instance,
-        instance,
-        ExecutionStatus.RUNNING,
-        created,
-        created,
+        execution_id=execution_id,
+        domain="default",
+        workflow_id=workflow,
+        subject_id=subject,
+        instance_id=instance,
+        execution_name=instance,
+        status=ExecutionStatus.RUNNING,
+        created_at=created,
+        updated_at=created,
     )
 
 

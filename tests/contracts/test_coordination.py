@@ -279,7 +279,12 @@ def test_a_completion_keeps_its_result_on_the_callback_record(execution_store: E
     results = execution_store.get_callback_results(["cb-s", "cb-f", "cb-t", "cb-o", "cb-unknown"])
     assert results == [
         ExternalInput(
-            "cb#cb-s", InputKind.CALLBACK_SUCCEEDED, NOW + 1, "op-s", '{"ok": true}', on_callback_record=True
+            "cb#cb-s",
+            InputKind.CALLBACK_SUCCEEDED,
+            NOW + 1,
+            "op-s",
+            payload='{"ok": true}',
+            on_callback_record=True,
         ),
         ExternalInput(
             "cb#cb-f",

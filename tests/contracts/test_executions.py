@@ -128,8 +128,8 @@ def test_a_tag_query_lists_within_a_domain_only() -> None:
 
 def test_an_executions_flow_limits_round_trip(execution_store: ExecutionStore) -> None:
     limits = (
-        FlowLimit("concurrency", "default", "wf", "tenant-7", 5),
-        FlowLimit("rate", "default", "wf", "", 100, 3600),
+        FlowLimit(kind="concurrency", domain="default", workflow="wf", key="tenant-7", limit=5),
+        FlowLimit(kind="rate", domain="default", workflow="wf", key="", limit=100, period=3600),
     )
     limited = dataclasses.replace(record("limited"), flow=limits)
     assert execution_store.create_execution(limited)

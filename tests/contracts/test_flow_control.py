@@ -17,7 +17,7 @@ LEASE = NOW + 900
 
 
 def flow_scope(key: str = "k", kind: str = "concurrency") -> str:
-    return FlowLimit(kind, "default", "wf", key, 0).scope
+    return FlowLimit(kind=kind, domain="default", workflow="wf", key=key, limit=0).scope
 
 
 def flow_labels(limit: int) -> dict[str, str]:

@@ -151,12 +151,12 @@ def test_limits_are_counted_per_domain_definition_and_key_value() -> None:
         concurrency={"limit": 1, "key": "event.data.tenant"}, rate={"limit": 3, "period": "1m"}
     )
     assert definition_flow(DOMAIN, start_input(definition, data={"tenant": "t-7"})) == (
-        FlowLimit("concurrency", DOMAIN, "orders", "t-7", 1),
-        FlowLimit("rate", DOMAIN, "orders", "", 3, 60),
+        FlowLimit(kind="concurrency", domain=DOMAIN, workflow="orders", key="t-7", limit=1),
+        FlowLimit(kind="rate", domain=DOMAIN, workflow="orders", key="", limit=3, period=60),
     )
     by_subject = limited(concurrency={"limit": 4, "key": "subject"})
     assert definition_flow("other", start_input(by_subject, subject="u-9")) == (
-        FlowLimit("concurrency", "other", "orders", "u-9", 4),
+        FlowLimit(kind="concurrency", domain="other", workflow="orders", key="u-9", limit=4),
     )
     by_number = limited(rate={"limit": 2, "period": 10, "key": "event.data.shop"})
     assert definition_flow(DOMAIN, start_input(by_number, data={"shop": 42}))[0].key == "42"
@@ -302,4 +302,6 @@ def test_a_client_resolves_a_contexts_limits_when_it_creates_it() -> None:
         INTERPRETER_NAME, start_input(definition, data={"tenant": "t1"}), domain=DOMAIN
     )
     record = local.engine.store.get_execution(started)
-    assert record is not None and record.flow == (FlowLimit("concurrency", DOMAIN, "orders", "t1", 3),)
+    assert record is not None and record.flow == (
+        FlowLimit(kind="concurrency", domain=DOMAIN, workflow="orders", key="t1", limit=3),
+    )

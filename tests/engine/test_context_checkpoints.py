@@ -81,7 +81,16 @@ def _client(local: LocalStepwell, owner: str) -> StoreServiceClient:
         now = local.clock.now()  # its batches are written on this clock: none predates it (engine.predates)
         local.store.create_execution(
             ExecutionRecord(
-                EXECUTION, "default", "wf", "s", "i", "i", ExecutionStatus.RUNNING, now, now, "null"
+                execution_id=EXECUTION,
+                domain="default",
+                workflow_id="wf",
+                subject_id="s",
+                instance_id="i",
+                execution_name="i",
+                status=ExecutionStatus.RUNNING,
+                created_at=now,
+                updated_at=now,
+                input_payload="null",
             )
         )
     journal = local.engine.load_journal(EXECUTION)

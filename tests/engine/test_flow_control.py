@@ -147,7 +147,9 @@ def test_keys_do_not_block_each_other(stepwell_local: LocalStepwell) -> None:
     assert _started_at(local, first_a) - t0 == pytest.approx(0, abs=1)
     assert _started_at(local, only_b) - t0 == pytest.approx(0, abs=1)
     assert _started_at(local, second_a) - t0 == pytest.approx(HOLD_SECONDS, abs=1)
-    assert local.record(only_b).flow == (FlowLimit("concurrency", "default", "render", "42", 1),)
+    assert local.record(only_b).flow == (
+        FlowLimit(kind="concurrency", domain="default", workflow="render", key="42", limit=1),
+    )
 
 
 def test_without_a_key_the_whole_workflow_is_one_key(stepwell_local: LocalStepwell) -> None:
@@ -340,7 +342,9 @@ def test_the_reconcilers_sweep_reclaims_a_crashed_holder_without_a_new_start(
     report = reconciler.run()
     local.run_until_idle()
 
-    assert report.swept_flow_keys == [FlowLimit("concurrency", "default", "approval", "", 1).scope]
+    assert report.swept_flow_keys == [
+        FlowLimit(kind="concurrency", domain="default", workflow="approval", key="", limit=1).scope
+    ]
     assert local.engine.flow_status("approval")["concurrency"]["holders"] == [waiting]
     assert "ExecutionStarted" in _event_types(local, waiting)
     # The queue is empty: the key is no longer swept.
@@ -358,7 +362,9 @@ def test_a_long_running_holder_keeps_its_slot_when_its_lease_expires(stepwell_lo
 
     status = local.engine.flow_status("approval")["concurrency"]
     assert (status["holders"], status["next"]) == ([holder], [waiting])
-    slots = local.store.get_flow_slots(FlowLimit("concurrency", "default", "approval", "", 1).scope)
+    slots = local.store.get_flow_slots(
+        FlowLimit(kind="concurrency", domain="default", workflow="approval", key="", limit=1).scope
+    )
     assert slots is not None and slots.holders[holder] > local.clock.now()  # renewed
 
 
@@ -367,7 +373,7 @@ def test_a_long_running_holder_keeps_its_slot_when_its_lease_expires(stepwell_lo
 
 def _shared_key(domain: str, parsed_input: Any) -> tuple[FlowLimit, ...]:
     # Two workflows counted under one key: a resolver decides the limits (as the definitions' does).
-    return (FlowLimit("concurrency", domain, "shared", "", 1),)
+    return (FlowLimit(kind="concurrency", domain=domain, workflow="shared", key="", limit=1),)
 
 
 def test_an_execution_timeout_fires_while_waiting(stepwell_local: LocalStepwell) -> None:

@@ -104,7 +104,18 @@ def test_a_stale_invocation_is_fenced_by_the_log_sequence() -> None:
     local = LocalStepwell()
     record_id = "default#wf#s/i"
     local.store.create_execution(
-        ExecutionRecord(record_id, "default", "wf", "s", "i", "i", ExecutionStatus.RUNNING, NOW, NOW, "null")
+        ExecutionRecord(
+            execution_id=record_id,
+            domain="default",
+            workflow_id="wf",
+            subject_id="s",
+            instance_id="i",
+            execution_name="i",
+            status=ExecutionStatus.RUNNING,
+            created_at=NOW,
+            updated_at=NOW,
+            input_payload="null",
+        )
     )
     record = local.record(record_id)
     stale = local.engine.load_journal(record_id)

@@ -219,16 +219,16 @@ class JournalMachine(RuleBasedStateMachine):
         execution_id = f"default#wf#s/{instance}"
         self.store.create_execution(
             ExecutionRecord(
-                execution_id,
-                "default",
-                "wf",
-                "s",
-                instance,
-                instance,
-                ExecutionStatus.RUNNING,
-                NOW,
-                NOW,
-                "{}",
+                execution_id=execution_id,
+                domain="default",
+                workflow_id="wf",
+                subject_id="s",
+                instance_id=instance,
+                execution_name=instance,
+                status=ExecutionStatus.RUNNING,
+                created_at=NOW,
+                updated_at=NOW,
+                input_payload="{}",
             )
         )
         self.executions.append(execution_id)

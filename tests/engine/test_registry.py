@@ -276,7 +276,15 @@ def test_flow_limits_are_options_of_a_registration() -> None:
         return event
 
     def by_tenant(domain: str, parsed_input: Any) -> tuple[FlowLimit, ...]:
-        return (FlowLimit("concurrency", domain, "tenants", str(parsed_input["tenant"]), 2),)
+        return (
+            FlowLimit(
+                kind="concurrency",
+                domain=domain,
+                workflow="tenants",
+                key=str(parsed_input["tenant"]),
+                limit=2,
+            ),
+        )
 
     registry.register("definitions", other_durable, flow_resolver=by_tenant)
 
@@ -359,12 +367,12 @@ def test_flow_keys_resolve_from_the_input() -> None:
         {"items": [{"sku": "a"}, {"sku": "b-2"}], "customer": "c-42"},
     )
     assert limits == (
-        FlowLimit("concurrency", "acme", "orders", "b-2", 2),
-        FlowLimit("rate", "acme", "orders", "C-42", 5, 60),
+        FlowLimit(kind="concurrency", domain="acme", workflow="orders", key="b-2", limit=2),
+        FlowLimit(kind="rate", domain="acme", workflow="orders", key="C-42", limit=5, period=60),
     )
     assert limits[0].scope.startswith("fc#c#") and limits[1].scope.startswith("fc#r#")
     assert resolve_flow("acme", "orders", Concurrency(1), None, None) == (
-        FlowLimit("concurrency", "acme", "orders", "", 1),
+        FlowLimit(kind="concurrency", domain="acme", workflow="orders", key="", limit=1),
     )
     with pytest.raises(
         InvalidArgument, match=r"the rate limit of 'orders' key .*failed: KeyError: 'customer'"

@@ -328,7 +328,7 @@ class FlowControl:
             "concurrency": None,
             "rate": None,
         }
-        slots_scope = FlowLimit("concurrency", domain, workflow, key, 0).scope
+        slots_scope = FlowLimit(kind="concurrency", domain=domain, workflow=workflow, key=key, limit=0).scope
         slots = self.store.get_flow_slots(slots_scope)
         if slots is not None:
             holders = sorted(slots.holders, key=lambda holder: slots.holders[holder])
@@ -341,7 +341,9 @@ class FlowControl:
                 if slots.waiting
                 else [],
             }
-        rate = self.store.get_flow_rate(FlowLimit("rate", domain, workflow, key, 0).scope)
+        rate = self.store.get_flow_rate(
+            FlowLimit(kind="rate", domain=domain, workflow=workflow, key=key, limit=0).scope
+        )
         limit = _label_int(rate.labels, "limit")
         period = _label_int(rate.labels, "period")
         if rate.version and limit is not None and period is not None:

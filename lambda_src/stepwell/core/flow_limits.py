@@ -154,8 +154,14 @@ def resolve_flow(
     limits: list[FlowLimit] = []
     if concurrency is not None:
         key = flow_key_value(concurrency.key, source, f"concurrency limit of {workflow!r}")
-        limits.append(FlowLimit("concurrency", domain, workflow, key, concurrency.limit))
+        limits.append(
+            FlowLimit(kind="concurrency", domain=domain, workflow=workflow, key=key, limit=concurrency.limit)
+        )
     if rate is not None:
         key = flow_key_value(rate.key, source, f"rate limit of {workflow!r}")
-        limits.append(FlowLimit("rate", domain, workflow, key, rate.limit, rate.period))
+        limits.append(
+            FlowLimit(
+                kind="rate", domain=domain, workflow=workflow, key=key, limit=rate.limit, period=rate.period
+            )
+        )
     return tuple(limits)
