@@ -97,6 +97,7 @@ class StepwellClient:
         self,
         config: StepwellConfig,
         clients: AwsClients | None = None,
+        *,
         registry: Registry | None = None,
         clock: Clock | None = None,
         workflows: Iterable[str] | None = None,
@@ -143,6 +144,7 @@ class StepwellClient:
         input: Any = None,
         execution_name: str | None = None,
         domain: str = "default",
+        *,
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> str:
@@ -358,11 +360,11 @@ class StepwellClient:
                 f"deployment {self.config.name!r} has no {', '.join(missing)}: schedules need them"
             )
         target = ScheduleTarget(
-            self.config.schedule_group_name,
-            self.config.work_queue_arn,
-            self.config.scheduler_role_arn,
-            self.config.kms_key_arn,
-            self.config.dlq_arn,
+            group_name=self.config.schedule_group_name,
+            work_queue_arn=self.config.work_queue_arn,
+            role_arn=self.config.scheduler_role_arn,
+            kms_key_arn=self.config.kms_key_arn,
+            dead_letter_arn=self.config.dlq_arn,
         )
         return ScheduleManager(self.clients.scheduler, target)
 
@@ -396,7 +398,7 @@ class StepwellClient:
         return redrive_dead_letters(
             self.clients.sqs,
             self.config.dlq_url,
-            self.config.work_queue_url,
-            self.config.work_queue_arn,
-            max_messages,
+            work_queue_url=self.config.work_queue_url,
+            work_queue_arn=self.config.work_queue_arn,
+            max_messages=max_messages,
         )

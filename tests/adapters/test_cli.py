@@ -285,7 +285,7 @@ def test_an_unexpected_error_is_one_line_unless_debugging(
 ) -> None:
     config_file, _ = cli_env
 
-    def broken(*_: Any) -> Any:
+    def broken(*_: Any, **__: Any) -> Any:
         raise KeyError("Executions")
 
     monkeypatch.setattr(StepwellClient, "list_executions", broken)

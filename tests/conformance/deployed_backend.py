@@ -135,6 +135,7 @@ class StepwellApi(Protocol):
         input: Any = None,
         execution_name: str | None = None,
         domain: str = "default",
+        *,
         subject_id: str | None = None,
     ) -> str: ...
 

@@ -157,7 +157,7 @@ def test_an_event_without_a_usable_name_is_refused(service: DefinitionsService, 
 def test_a_rejected_event_is_an_error(service: DefinitionsService, monkeypatch: pytest.MonkeyPatch) -> None:
     # The CLI checks what the router would reject for; any other rejection still fails the command.
     rejected = EventOutcome(event_id="e1", status="rejected", reason="the event maps to no subject")
-    monkeypatch.setattr(service, "send_event", lambda *_: rejected)
+    monkeypatch.setattr(service, "send_event", lambda *_, **__: rejected)
     with pytest.raises(
         DefinitionsCliError, match="event 'x' for acme/u1 was rejected: the event maps to no subject"
     ):
@@ -192,7 +192,7 @@ def test_put_and_validate_warn_of_actions_not_registered_here(
 
     def run_with_err(*argv: str) -> tuple[str, str]:
         out, err = io.StringIO(), io.StringIO()
-        assert run(parser().parse_args(list(argv)), lambda: service, out, io.StringIO(), err)
+        assert run(parser().parse_args(list(argv)), lambda: service, out, io.StringIO(), err=err)
         return out.getvalue(), err.getvalue()
 
     out, err = run_with_err("definitions", "validate", str(file))

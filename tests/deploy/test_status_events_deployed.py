@@ -139,7 +139,7 @@ def test_each_status_change_is_one_event_for_a_users_rule(
         topic_queue(backend, topic_arn) as topic_url,
     ):
         succeeded = deployed_client.start_execution(
-            "orders.confirm", {"order_id": run, "lines": []}, f"ok-{run}", domain, "order-1"
+            "orders.confirm", {"order_id": run, "lines": []}, f"ok-{run}", domain, subject_id="order-1"
         )
         failed = deployed_client.start_execution("statusevents.unregistered", {}, f"bad-{run}", domain)
         stopped = deployed_client.start_execution("failures.sequence", {"run": run}, f"stop-{run}", domain)

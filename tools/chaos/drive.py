@@ -233,7 +233,9 @@ def _redrive(sqs: Any, dlq_url: str, work_queue_url: str) -> int:
 
     attributes = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
     waiting = int(attributes["Attributes"]["ApproximateNumberOfMessages"])
-    return redrive_dead_letters(sqs, dlq_url, work_queue_url, max_messages=waiting).moved if waiting else 0
+    if not waiting:
+        return 0
+    return redrive_dead_letters(sqs, dlq_url, work_queue_url=work_queue_url, max_messages=waiting).moved
 
 
 def _still_running(client: Any, pending: list[str], per_pass: int = 50) -> list[str]:

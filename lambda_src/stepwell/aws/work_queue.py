@@ -105,6 +105,7 @@ _UNSUPPORTED_CODES = frozenset(
 def redrive_dead_letters(
     sqs: SQSClient,
     dlq_url: str,
+    *,
     work_queue_url: str,
     work_queue_arn: str = "",
     max_messages: int | None = None,

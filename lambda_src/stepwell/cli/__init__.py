@@ -226,13 +226,18 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
                 raise CliError(f"--tag {text!r}: tag {key!r} is given twice")
             tags[key] = value
         execution_id = client.start_execution(
-            args.workflow, _read_input(args, stdin), args.execution_name, args.domain, args.subject_id, tags
+            args.workflow,
+            _read_input(args, stdin),
+            args.execution_name,
+            args.domain,
+            subject_id=args.subject_id,
+            tags=tags,
         )
         out.write(execution_id + "\n")
     elif command in ("describe", "history", "stop", "pause", "resume", "delete"):
         execution_id = _execution_id(args)
         try:
-            _execution_command(command, args, client, execution_id, out)
+            _execution_command(command, args, client, execution_id=execution_id, out=out)
         except ExecutionNotFound as error:
             raise _not_found(args, execution_id, error) from None
     elif command == "list":
@@ -251,7 +256,7 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
 
 
 def _execution_command(
-    command: str, args: argparse.Namespace, client: StepwellClient, execution_id: str, out: TextIO
+    command: str, args: argparse.Namespace, client: StepwellClient, *, execution_id: str, out: TextIO
 ) -> None:
     if command == "describe":
         description = client.describe_execution(execution_id)
@@ -261,7 +266,7 @@ def _execution_command(
                 times[key] = _stamp(times[key], "milliseconds")
         _print_json(description, out)
     elif command in ("pause", "resume", "delete"):
-        _lifecycle_command(command, args, client, execution_id, out)
+        _lifecycle_command(command, args, client, execution_id=execution_id, out=out)
     elif command == "history":
         events = client.get_execution_history(
             execution_id, include_execution_data=not args.no_data, reverse_order=args.reverse
@@ -285,7 +290,7 @@ _DESCRIBED_TIMES = (
 
 
 def _lifecycle_command(
-    command: str, args: argparse.Namespace, client: StepwellClient, execution_id: str, out: TextIO
+    command: str, args: argparse.Namespace, client: StepwellClient, *, execution_id: str, out: TextIO
 ) -> None:
     """pause, resume, delete: what changed, in one line."""
     if command == "pause":
@@ -355,7 +360,13 @@ def _list(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None
     rows: list[dict[str, Any]] = []
     while True:
         page = client.list_executions(
-            args.status, args.workflow, args.domain, args.subject_id, args.limit, token, tag
+            status=args.status,
+            workflow=args.workflow,
+            domain=args.domain,
+            subject_id=args.subject_id,
+            limit=args.limit,
+            next_token=token,
+            tag=tag,
         )
         rows.extend(
             {
@@ -448,7 +459,7 @@ def _console(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> N
             f"the console needs the 'console' extra ({error.name} is not installed): "
             "pip install 'stepwell[console]'"
         ) from error
-    serve(client, out, args.host, args.port, args.open, args.allow_remote)
+    serve(client, out, host=args.host, port=args.port, open_browser=args.open, allow_remote=args.allow_remote)
 
 
 def _versions(args: argparse.Namespace, client: StepwellClient, out: TextIO) -> None:
@@ -564,7 +575,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     try:
         if args.command in definitions_cli.COMMANDS:
             definitions_cli.run(
-                args, lambda: DefinitionsService.for_client(client()), stdout, sys.stdin, stderr
+                args, lambda: DefinitionsService.for_client(client()), stdout, sys.stdin, err=stderr
             )
             return 0
         return run(args, client(), stdout, sys.stdin)

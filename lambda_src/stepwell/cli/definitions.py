@@ -170,12 +170,13 @@ def run(
     service: Callable[[], DefinitionsService],
     out: TextIO,
     stdin: TextIO,
+    *,
     err: TextIO | None = None,
 ) -> bool:
     """Run a definitions/contexts/event command; False if `args.command` is not one of them.
     `service` is called only by commands that need the deployment; warnings go to `err` (stderr)."""
     if args.command == "definitions":
-        _definitions(args, service, out, stdin, err or sys.stderr)
+        _definitions(args, service, out, stdin, err=err or sys.stderr)
     elif args.command == "contexts":
         _contexts(args, service(), out)
     elif args.command == "event":
@@ -195,6 +196,7 @@ def _definitions(
     service: Callable[[], DefinitionsService],
     out: TextIO,
     stdin: TextIO,
+    *,
     err: TextIO,
 ) -> None:
     command = args.definitions_command
@@ -264,7 +266,9 @@ def _contexts(args: argparse.Namespace, service: DefinitionsService, out: TextIO
     token = args.next_token
     rows: list[dict[str, Any]] = []
     while True:
-        page = service.list_contexts(args.domain, args.subject_id, args.workflow_id, args.limit, token)
+        page = service.list_contexts(
+            args.domain, args.subject_id, args.workflow_id, limit=args.limit, next_token=token
+        )
         rows.extend(record.to_dict() for record in page.items)
         token = page.next_token
         if not args.all or token is None:
@@ -295,10 +299,10 @@ def _event(args: argparse.Namespace, service: DefinitionsService, out: TextIO) -
         )
     data = None if args.data is None else load_json_text(args.data, "--data")
     if args.via_bus:
-        event_id = service.publish_event(args.domain, args.subject_id, args.name, data, args.source)
+        event_id = service.publish_event(args.domain, args.subject_id, args.name, data, source=args.source)
         out.write(f"published {args.name} for {args.domain}/{args.subject_id} as event {event_id}\n")
         return
-    outcome = service.send_event(args.domain, args.subject_id, args.name, data, args.event_id)
+    outcome = service.send_event(args.domain, args.subject_id, args.name, data, event_id=args.event_id)
     _dump(outcome.to_dict(), out)
     if outcome.status == "rejected":
         raise DefinitionsCliError(

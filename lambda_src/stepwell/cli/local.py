@@ -159,7 +159,7 @@ def server_running(pid: int) -> bool:
     return True
 
 
-def _control(state: LocalState, method: str, route: str, body: Any, timeout: float) -> dict[str, Any]:
+def _control(state: LocalState, method: str, route: str, *, body: Any, timeout: float) -> dict[str, Any]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(f"{state.control_url}{route}", data=data, method=method)
     request.add_header("Content-Type", "application/json")
@@ -273,7 +273,7 @@ def env(args: argparse.Namespace, out: TextIO) -> int:
 def advance(args: argparse.Namespace, out: TextIO) -> int:
     seconds = parse_duration(args.duration)
     state = _running_state(Path(args.path))
-    answer = _control(state, "POST", "/advance", {"seconds": seconds}, ADVANCE_TIMEOUT_SECONDS)
+    answer = _control(state, "POST", "/advance", body={"seconds": seconds}, timeout=ADVANCE_TIMEOUT_SECONDS)
     fired = answer.get("fired", [])
     out.write(f"clock moved {args.duration}: now {answer.get('now')}; fired {len(fired)} schedule(s)\n")
     for each in fired:
@@ -314,7 +314,7 @@ def down(args: argparse.Namespace, out: TextIO) -> int:
     if server_running(state.pid):
         if state.control_url:
             with contextlib.suppress(OSError, LocalError):
-                _control(state, "POST", "/stop", {}, 10)
+                _control(state, "POST", "/stop", body={}, timeout=10)
         else:
             _signal_server(state, signal.SIGTERM)  # still applying: no endpoint yet
         if not _wait_for_exit(state.pid, STOP_TIMEOUT_SECONDS):

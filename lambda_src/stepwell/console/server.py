@@ -75,6 +75,7 @@ def start_url(server: BaseWSGIServer, access_token: str) -> str:
 def serve(
     client: StepwellClient,
     out: TextIO,
+    *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     open_browser: bool = False,

@@ -97,6 +97,7 @@ class MemoryExecutionStore:
         execution_id: str,
         status: ExecutionStatus,
         now: float,
+        *,
         result: str | None = None,
         result_is_ref: bool = False,
         error: Mapping[str, Any] | None = None,

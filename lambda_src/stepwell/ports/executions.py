@@ -28,6 +28,7 @@ class ExecutionRecords(Protocol):
         execution_id: str,
         status: ExecutionStatus,
         now: float,
+        *,
         result: str | None = None,
         result_is_ref: bool = False,
         error: Mapping[str, Any] | None = None,

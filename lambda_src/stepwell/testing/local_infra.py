@@ -260,6 +260,7 @@ def _remove_state(state_dir: Path) -> None:
 
 def serve(
     root_module: Path,
+    *,
     source_root: Path | None = None,
     region: str = "us-east-1",
     variables: dict[str, str] | None = None,
@@ -354,7 +355,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--var", type=_assignment, action="append", default=[])
     parser.add_argument("--detached", action="store_true", help="started by `stepwell local up --detach`")
     args = parser.parse_args(argv)
-    return serve(args.root_module, args.source_root, args.region, dict(args.var), args.detached)
+    return serve(
+        args.root_module,
+        source_root=args.source_root,
+        region=args.region,
+        variables=dict(args.var),
+        detached=args.detached,
+    )
 
 
 if __name__ == "__main__":

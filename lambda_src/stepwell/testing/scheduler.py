@@ -137,7 +137,7 @@ def _parse_cron_value(token: str, names: dict[str, int], expression: str) -> int
 
 
 def _parse_cron_field(
-    text: str, low: int, high: int, expression: str, names: dict[str, int] | None = None
+    text: str, low: int, high: int, *, expression: str, names: dict[str, int] | None = None
 ) -> _CronField:
     lookup = names or {}
     if text in ("*", "?"):
@@ -191,12 +191,12 @@ def parse_schedule_expression(expression: str, timezone: str = "UTC") -> Schedul
         if days_of_month != "?" and days_of_week != "?":
             raise _expression_error(expression, "one of day-of-month and day-of-week must be '?'")
         return CronExpression(
-            minutes=_parse_cron_field(minutes, 0, 59, expression),
-            hours=_parse_cron_field(hours, 0, 23, expression),
-            days_of_month=_parse_cron_field(days_of_month, 1, 31, expression),
-            months=_parse_cron_field(months, 1, 12, expression, _MONTHS_UPPER),
-            days_of_week=_parse_cron_field(days_of_week, 1, 7, expression, _WEEKDAYS),
-            years=_parse_cron_field(years, 1970, 2199, expression),
+            minutes=_parse_cron_field(minutes, 0, 59, expression=expression),
+            hours=_parse_cron_field(hours, 0, 23, expression=expression),
+            days_of_month=_parse_cron_field(days_of_month, 1, 31, expression=expression),
+            months=_parse_cron_field(months, 1, 12, expression=expression, names=_MONTHS_UPPER),
+            days_of_week=_parse_cron_field(days_of_week, 1, 7, expression=expression, names=_WEEKDAYS),
+            years=_parse_cron_field(years, 1970, 2199, expression=expression),
         )
     raise _expression_error(expression, "not an at(), rate() or cron() expression")
 
@@ -435,9 +435,15 @@ class SchedulerFirer:
                     deleted = True
                 else:
                     self._last_fired[self._key(schedule)] = now
-                target_arn = schedule["Target"]["Arn"]
-                group = schedule["GroupName"]
-                fired.append(FiredSchedule(group, schedule["Name"], target_arn, scheduled_time, deleted))
+                fired.append(
+                    FiredSchedule(
+                        group_name=schedule["GroupName"],
+                        name=schedule["Name"],
+                        target_arn=schedule["Target"]["Arn"],
+                        scheduled_time=scheduled_time,
+                        deleted=deleted,
+                    )
+                )
             self.fired.extend(fired)
             return fired
 

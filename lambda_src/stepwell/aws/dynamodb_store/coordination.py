@@ -228,9 +228,13 @@ class DynamoDbCoordination(DynamoDbTables):
         update = "SET done = :now, #ttl = :ttl"
         if result is not None:
             fields: Item = {"k": _s(result.kind.value)}
-            self._put_text(fields, "p", result.payload, result.payload_is_ref, execution_id)
+            self._put_text(
+                fields, "p", result.payload, is_ref=result.payload_is_ref, execution_id=execution_id
+            )
             if result.error is not None:
-                self._put_text(fields, "er", json.dumps(result.error), False, execution_id)
+                self._put_text(
+                    fields, "er", json.dumps(result.error), is_ref=False, execution_id=execution_id
+                )
             for name, value in fields.items():
                 names[f"#r_{name}"] = name
                 values[f":r_{name}"] = value

@@ -144,10 +144,16 @@ class DynamoDbExecutions(DynamoDbTables):
                 "nm": _s(record.execution_name),
             }
         )
-        self._put_text(item, "in", record.input_payload, record.input_is_ref, record.execution_id)
-        self._put_text(item, "rs", record.result, record.result_is_ref, record.execution_id)
+        self._put_text(
+            item, "in", record.input_payload, is_ref=record.input_is_ref, execution_id=record.execution_id
+        )
+        self._put_text(
+            item, "rs", record.result, is_ref=record.result_is_ref, execution_id=record.execution_id
+        )
         if record.error is not None:
-            self._put_text(item, "er", json.dumps(record.error), False, record.execution_id)
+            self._put_text(
+                item, "er", json.dumps(record.error), is_ref=False, execution_id=record.execution_id
+            )
         if record.ended_at is not None:
             item["end"] = _n(record.ended_at)
             item["ttl"] = _n(self._execution_ttl(record.ended_at))
@@ -241,6 +247,7 @@ class DynamoDbExecutions(DynamoDbTables):
         execution_id: str,
         status: ExecutionStatus,
         now: float,
+        *,
         result: str | None = None,
         result_is_ref: bool = False,
         error: Mapping[str, Any] | None = None,
@@ -251,9 +258,9 @@ class DynamoDbExecutions(DynamoDbTables):
                 f"complete_execution needs a terminal status, got {status.value} (DELETING is none)"
             )
         values: Item = {}
-        self._put_text(values, "rs", result, result_is_ref, execution_id)
+        self._put_text(values, "rs", result, is_ref=result_is_ref, execution_id=execution_id)
         if error is not None:
-            self._put_text(values, "er", json.dumps(dict(error)), False, execution_id)
+            self._put_text(values, "er", json.dumps(dict(error)), is_ref=False, execution_id=execution_id)
         values.update(
             {
                 "status": _s(status.value),

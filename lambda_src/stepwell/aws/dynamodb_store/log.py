@@ -51,7 +51,7 @@ class DynamoDbOperationLog(DynamoDbTables):
         if packed is not None:
             item["bd"] = {"B": packed}
         else:
-            self._put_text(item, "b", batch.body, batch.body_is_ref, execution_id)
+            self._put_text(item, "b", batch.body, is_ref=batch.body_is_ref, execution_id=execution_id)
         if batch.terminal:
             item["x"] = {"BOOL": True}
         if batch.expires_at is not None:
@@ -134,9 +134,9 @@ class DynamoDbOperationLog(DynamoDbTables):
         }
         if item.operation_id is not None:
             record["op"] = _s(item.operation_id)
-        self._put_text(record, "p", item.payload, item.payload_is_ref, execution_id)
+        self._put_text(record, "p", item.payload, is_ref=item.payload_is_ref, execution_id=execution_id)
         if item.error is not None:
-            self._put_text(record, "er", json.dumps(item.error), False, execution_id)
+            self._put_text(record, "er", json.dumps(item.error), is_ref=False, execution_id=execution_id)
         self._db.put_item(TableName=self.operations_table, Item=record, ReturnConsumedCapacity=_CAPACITY)
 
     def list_external_inputs(self, execution_id: str) -> list[ExternalInput]:

@@ -45,7 +45,7 @@ class DynamoDbTables:
         self.retention_seconds = retention_days * 86400
         self.inline_limit = inline_limit
 
-    def _put_text(self, item: Item, name: str, text: str | None, is_ref: bool, execution_id: str) -> None:
+    def _put_text(self, item: Item, name: str, text: str | None, *, is_ref: bool, execution_id: str) -> None:
         """Set `name` (and `name`R when it holds a reference), offloading text too large for an item."""
         if text is None:
             return

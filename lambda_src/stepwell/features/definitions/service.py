@@ -175,6 +175,7 @@ class DefinitionsService:
         domain: str,
         subject_id: str | None = None,
         workflow_id: str | None = None,
+        *,
         limit: int = 100,
         next_token: str | None = None,
     ) -> Page[ContextRecord]:
@@ -220,7 +221,7 @@ class DefinitionsService:
     # --- events ---
 
     def send_event(
-        self, domain: str, subject_id: str, name: str, data: Any = None, event_id: str | None = None
+        self, domain: str, subject_id: str, name: str, data: Any = None, *, event_id: str | None = None
     ) -> EventOutcome:
         """Process an event for `domain` here (as the worker would, through the extractor's defaults)."""
         check_id("domain", domain)
@@ -241,7 +242,13 @@ class DefinitionsService:
         return self.router.process_event(event, domain)
 
     def publish_event(
-        self, domain: str, subject_id: str, name: str, data: Any = None, source: str = "stepwell.client"
+        self,
+        domain: str,
+        subject_id: str,
+        name: str,
+        data: Any = None,
+        *,
+        source: str = "stepwell.client",
     ) -> str:
         """Put the event on the bus (the default extractor's layout); the bus rule takes it to the worker,
         which accepts it only if the module's event_sources lets `source` speak for `domain`."""
