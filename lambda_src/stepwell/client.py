@@ -159,6 +159,7 @@ class StepwellClient:
         self,
         status: ExecutionStatus | str | None = None,
         workflow: str | None = None,
+        *,
         domain: str | None = None,
         subject_id: str | None = None,
         limit: int = 100,

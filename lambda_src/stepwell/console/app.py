@@ -439,12 +439,12 @@ def _list(client: StepwellClient, query: Mapping[str, str]) -> tuple[list[Execut
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE_SIZE:
         raise ValueError(f"limit {limit_text!r} is not a whole number from 1 to {MAX_PAGE_SIZE}")
     page = client.list_executions(
-        query.get("status"),
-        query.get("workflow"),
-        query.get("domain"),
-        query.get("subject"),
-        int(limit_text),
-        request.args.get("next_token") or None,
+        status=query.get("status"),
+        workflow=query.get("workflow"),
+        domain=query.get("domain"),
+        subject_id=query.get("subject"),
+        limit=int(limit_text),
+        next_token=request.args.get("next_token") or None,
     )
     return page.items, page.next_token
 
