@@ -240,6 +240,9 @@ class Walker:
         # Parallel branches run at once, but only this many of their actions (each may hold an HTTP
         # response of up to 10 MiB): one definition must not take the worker's memory from the others.
         self.actions_at_once = threading.BoundedSemaphore(MAX_ACTIONS_AT_ONCE)
+        # Whether a condition is worth a step, per condition node: a replay visits a loop's conditions once
+        # per iteration, and estimating each visit made a run's cost grow with its history.
+        self._worth_a_step: dict[str, bool] = {}
 
     def snapshot(self, state: RunState, node: Node) -> dict[str, Any]:
         """The context's data to store at `node`; over the store's limit it fails the context here, with
@@ -340,7 +343,9 @@ class Walker:
         assert expression is not None
         # Whether the branch is worth a step is a property of the definition, so every run agrees; and a
         # replay follows the log whatever it says (decide), so changing RECORD_COST breaks no execution.
-        record = estimate_cost(expression, ROOT_BYTES) > RECORD_COST
+        record = self._worth_a_step.get(node.id)
+        if record is None:
+            record = self._worth_a_step[node.id] = estimate_cost(expression, ROOT_BYTES) > RECORD_COST
         return bool(
             self.decide(
                 context,
