@@ -294,7 +294,7 @@ class FunctionVersion:
 class Batch:
     """One append-only log entry of an execution: the operations it changed and the events it produced.
 
-    `body` is compact JSON, opaque to stores (see stepwell.core.journal): {"o": [operation states],
+    `body` is compact JSON, opaque to stores (its keys: stepwell.core.batch_keys): {"o": [operation states],
     "e": [history events, compact], "i": [absorbed external input ids], "d": {operation id: private
     state}, plus flags}. When the body is too big for an item, the engine stores it with the
     PayloadStore and `body` holds the reference (`body_is_ref`).

@@ -19,6 +19,7 @@ from typing import Any
 
 from aws_durable_execution_sdk_python.lambda_service import Operation
 
+from stepwell.core.batch_keys import CODE_VERSION
 from stepwell.errors import InvalidArgument
 from stepwell.model import Batch, ExecutionQuery, ExecutionStatus, FunctionVersion
 from stepwell.ports import ExecutionStore, FunctionVersions, VersionPins
@@ -160,7 +161,7 @@ def _logged_without_versions(store: ExecutionStore, execution_id: str) -> bool:
         body = json.loads(first.body)
     except ValueError:
         return False
-    return isinstance(body, dict) and "v" not in body
+    return isinstance(body, dict) and CODE_VERSION not in body
 
 
 def prune_grace_seconds(visibility_timeout: float) -> float:
