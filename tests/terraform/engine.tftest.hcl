@@ -522,7 +522,7 @@ run "package_selection_excludes_harness_and_console" {
   }
 
   assert {
-    condition     = contains(local.engine_files, "engine.py") && contains(local.engine_files, "definitions/schema.json")
+    condition     = contains(local.engine_files, "core/engine.py") && contains(local.engine_files, "features/definitions/schema.json")
     error_message = "The engine's own files are hashed into the package."
   }
 
