@@ -156,8 +156,9 @@ def test_the_console_lists_draws_answers_and_stops_in_a_browser(
             )
         ]
         assert states == ["retrying", "retry-delay", "succeeded"]
+        # The SDK's callback and submitter fold into the wait_for_callback's row, which waits.
         waiting = driver.find_elements(  # type: ignore[attr-defined]
-            By.CSS_SELECTOR, '#timeline g.row[data-kind="Callback"] rect[data-state="waiting"]'
+            By.CSS_SELECTOR, '#timeline g.row[data-kind="WaitForCallback"] rect[data-state="waiting"]'
         )
         assert len(waiting) == 1
 

@@ -384,8 +384,17 @@ def test_only_lambda_may_assume_the_functions_roles(enforced: EnforcedStack) -> 
 # -- every policy document the module renders, linted -----------------------------------------------
 
 PARLIAMENT_FAILING_SEVERITIES = ("MEDIUM", "HIGH", "CRITICAL")
-# Findings parliament reports that are known to be wrong for these documents: (policy, issue, why).
-PARLIAMENT_ALLOWED: list[tuple[str, str, str]] = []
+# Findings parliament reports that are known to be wrong for these documents: (policy label prefix, issue,
+# a text of the finding's detail, why).
+PARLIAMENT_ALLOWED: list[tuple[str, str, str, str]] = [
+    (
+        "role stepwell-demo-api-",
+        "UNKNOWN_CONDITION_FOR_ACTION",
+        "lambda:InvokedViaFunctionUrl",
+        "the API's caller policy (api_caller_policy_json) limits lambda:InvokeFunction to function URL "
+        "requests with this key, which AWS added in 2025 and parliament 1.6's IAM data predates",
+    ),
+]
 
 
 def _rendered_policies(enforced: EnforcedStack) -> dict[str, str]:
@@ -427,7 +436,10 @@ def test_every_policy_the_module_renders_passes_parliament(enforced: EnforcedSta
     for label, document in sorted(documents.items()):
         for finding in analyze_policy_string(document).findings:
             severity = config.get(finding.issue, {}).get("severity", "MEDIUM")
-            allowed = any(label.startswith(p) and finding.issue == i for p, i, _ in PARLIAMENT_ALLOWED)
+            allowed = any(
+                label.startswith(prefix) and finding.issue == issue and text in str(finding.detail)
+                for prefix, issue, text, _ in PARLIAMENT_ALLOWED
+            )
             if severity in PARLIAMENT_FAILING_SEVERITIES and not allowed:
                 problems.append(f"{label}: {finding.issue} ({severity}) {finding.detail}")
     assert problems == []
