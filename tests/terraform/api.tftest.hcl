@@ -7,8 +7,23 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The name, and modules/api's inputs for the runs that plan it alone (a run against the root ignores them).
 variables {
   name = "unit"
+  tables = {
+    executions_name    = "unit-executions"
+    executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+    operations_name    = "unit-operations"
+    operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+    coordination_name  = "unit-coordination"
+    coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+    subject_index_name = "domain-subjectId-index"
+  }
+  work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+  payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
+  schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+  worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+  package        = { path = "worker.zip", code_hash = "aGFzaA==" }
 }
 
 run "off_by_default" {
@@ -270,20 +285,6 @@ run "principals_of_another_form_are_refused" {
 
   variables {
     principals = { operate = ["arn:aws:iam::123456789012:group/admins"] }
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
-    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
   }
 
   expect_failures = [var.principals]
@@ -298,20 +299,6 @@ run "a_wildcard_principal_is_refused" {
 
   variables {
     principals = { read = ["*"] }
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
-    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
   }
 
   expect_failures = [var.principals]
@@ -326,20 +313,6 @@ run "an_assumed_role_session_is_no_principal" {
 
   variables {
     principals = { read = ["arn:aws:sts::123456789012:assumed-role/reader/session"] }
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
-    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
   }
 
   expect_failures = [var.principals]
@@ -354,20 +327,6 @@ run "too_many_principals_are_refused" {
 
   variables {
     principals = { read = [for index in range(31) : format("1234567890%02d", index)] }
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
-    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
   }
 
   expect_failures = [var.principals]
@@ -382,20 +341,6 @@ run "the_submodule_needs_a_principal" {
 
   variables {
     principals = {}
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
-    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
   }
 
   expect_failures = [var.principals]
@@ -411,20 +356,6 @@ run "the_submodule_timeout_is_bounded" {
   variables {
     principals = { read = ["123456789012"] }
     timeout    = 5
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue     = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
-    payload_bucket = { name = "unit-payloads", arn = "arn:aws:s3:::unit-payloads" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
   }
 
   expect_failures = [var.timeout]
