@@ -60,22 +60,39 @@ def _real_time() -> float:
 
 
 class OffsetFileClock:
-    """Real time plus the offset a local stack keeps in ``path`` (``clock_file_text``'s format), read at
-    every reading, so a client follows each `stepwell local advance`; no file (yet): no offset."""
+    """Real time plus the offset a local stack keeps in ``path`` (``clock_file_text``'s format), so a client
+    follows each `stepwell local advance`; no file (yet): no offset. The file is read again only when its
+    stat changes (a worker process asks for the time at every checkpoint; a stat is cheaper than a read)."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._seen: tuple[int, int, int] | None = None
+        self._frozen_at: float | None = None
+        self._offset = 0.0
 
     def now(self) -> float:
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            self._seen = None
+            return _real_time()
+        seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if seen != self._seen:
+            self._read()
+            self._seen = seen
+        return self._frozen_at if self._frozen_at is not None else _real_time() + self._offset
+
+    def _read(self) -> None:
         try:
             with open(self.path, encoding="utf-8") as handle:
                 text = handle.read().strip()
         except FileNotFoundError:
-            return _real_time()
+            text = ""
         try:
             if text.startswith(_FROZEN_PREFIX):
-                return float(text[len(_FROZEN_PREFIX) :])
-            return _real_time() + float(text or 0.0)
+                self._frozen_at, self._offset = float(text[len(_FROZEN_PREFIX) :]), 0.0
+            else:
+                self._frozen_at, self._offset = None, float(text or 0.0)
         except ValueError:
             raise ValueError(
                 f"{CLOCK_OFFSET_FILE_ENV}={self.path} holds {text!r}, not a clock: seconds, or 'at <epoch>'"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +23,3 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
             if isinstance(value, dict):
                 records.append(value)
     return records
-
-
-class OffsetFileClock:
-    """The engine's clock in a worker process: real time plus the offset the parent writes (in
-    stepwell.testing.scheduler.write_clock_file's format), re-read when the file changes."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._stamp = -1
-        self._offset = 0.0
-
-    def now(self) -> float:
-        with contextlib.suppress(FileNotFoundError):
-            stamp = os.stat(self._path).st_mtime_ns
-            if stamp != self._stamp:
-                self._offset = float(self._path.read_text().strip() or 0.0)
-                self._stamp = stamp
-        return time.time() + self._offset

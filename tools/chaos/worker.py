@@ -16,7 +16,7 @@ from typing import Any
 import chaos_workflows
 
 from chaos.settings import REGION, Settings
-from chaos.workdir import ASYNC_QUEUE_FILE, OffsetFileClock
+from chaos.workdir import ASYNC_QUEUE_FILE
 
 # Lambda runs an asynchronous invocation at most this often (the module's maximum_retry_attempts 2 + 1).
 ASYNC_ATTEMPTS = 3
@@ -27,6 +27,7 @@ def worker_process(workdir: Path) -> None:
     import boto3
     from botocore.retries.standard import ExponentialBackoff
     from stepwell.aws.clients import AwsClients
+    from stepwell.clock import OffsetFileClock
     from stepwell.config import StepwellConfig
     from stepwell.core.logs import install_json_logging
     from stepwell.core.metrics import EmfMetrics
