@@ -150,7 +150,9 @@ class StepwellClient:
     ) -> str:
         """Start workflow `name` with up to 10 `tags`; idempotent on `execution_name` (a repeat keeps the
         first start's tags). Returns the execution id."""
-        return self.engine.start_execution(name, input, execution_name, domain, subject_id, tags)
+        return self.engine.start_execution(
+            name, input, execution_name, domain, subject_id=subject_id, tags=tags
+        )
 
     def describe_execution(self, execution_id: str) -> dict[str, Any]:
         return self.engine.describe_execution(execution_id)
@@ -169,7 +171,15 @@ class StepwellClient:
         """One page of executions: by status, by workflow, by domain (and subject), or by `tag` (key,
         value) within `domain` (default "default"), newest first, optionally of one status. Pass the
         page's `next_token` back for the next one."""
-        return self.engine.list_executions(status, workflow, domain, subject_id, limit, next_token, tag)
+        return self.engine.list_executions(
+            status,
+            workflow,
+            domain=domain,
+            subject_id=subject_id,
+            limit=limit,
+            next_token=next_token,
+            tag=tag,
+        )
 
     def get_execution_history(self, execution_id: str, **options: Any) -> list[dict[str, Any]]:
         """The execution's events in GetDurableExecutionHistory's vocabulary; `options` are

@@ -181,11 +181,12 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         execution_name: str | None = None,
         domain: str = "default",
         subject_id: str | None = None,
+        *,
         tags: Mapping[str, str] | None = None,
     ) -> str:
         """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
         return self.start_execution_json(
-            name, _input_json(name, input), execution_name, domain, subject_id, tags
+            name, _input_json(name, input), execution_name, domain, subject_id=subject_id, tags=tags
         )
 
     def start_execution_to_run(
@@ -200,7 +201,15 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         with worker.Known(record, fresh=created)): no message is sent. The record as stored, and whether
         this call created it (a repeated start finds the one stored; the caller runs it again, as a first
         start may have died before its run)."""
-        return self._start(name, _input_json(name, input), execution_name, domain, subject_id, None, False)
+        return self._start(
+            name,
+            _input_json(name, input),
+            execution_name=execution_name,
+            domain=domain,
+            subject_id=subject_id,
+            tags=None,
+            wake=False,
+        )
 
     def start_execution_json(
         self,
@@ -208,18 +217,28 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         input_payload: str | None,
         execution_name: str | None = None,
         domain: str = "default",
+        *,
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> str:
         """Start workflow `name` with its input as JSON text; idempotent on `execution_name` (the first
         start's tags stay: a repeat with other tags returns the same execution, as AWS)."""
-        record, _ = self._start(name, input_payload, execution_name, domain, subject_id, tags, True)
+        record, _ = self._start(
+            name,
+            input_payload,
+            execution_name=execution_name,
+            domain=domain,
+            subject_id=subject_id,
+            tags=tags,
+            wake=True,
+        )
         return record.execution_id
 
     def _start(
         self,
         name: str,
         input_payload: str | None,
+        *,
         execution_name: str | None,
         domain: str,
         subject_id: str | None,
@@ -257,6 +276,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         self,
         ids: ExecutionId,
         input_payload: str | None,
+        *,
         parent: ExecutionRecord | None = None,
         parent_operation_id: str | None = None,
         tags: dict[str, str] | None = None,
@@ -648,6 +668,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         self,
         status: ExecutionStatus | str | None = None,
         workflow: str | None = None,
+        *,
         domain: str | None = None,
         subject_id: str | None = None,
         limit: int = 100,
