@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from stepwell.errors import InvalidArgument
 from stepwell.model import ExecutionQuery, ExecutionStatus, FlowLimit
 from stepwell.ports import ExecutionStore
 
@@ -37,6 +38,38 @@ def test_list_by_workflow_is_newest_first_and_paged(execution_store: ExecutionSt
 
     assert [r.instance_id for r in first.items] == ["i2", "i1"]
     assert [r.instance_id for r in rest.items] == ["i0"] and rest.next_token is None
+
+
+def test_oldest_first_reads_the_workflow_status_and_tag_listings_the_other_way_and_pages(
+    execution_store: ExecutionStore,
+) -> None:
+    for index in range(3):
+        execution_store.create_execution(
+            dataclasses.replace(
+                tagged(f"i{index}", {"team": "a"}, created=NOW + index), updated_at=NOW + index
+            )
+        )
+    execution_store.create_execution(record("other", workflow="other", created=NOW - 5))
+
+    def listed(query: ExecutionQuery) -> list[list[str]]:
+        pages: list[list[str]] = []
+        token: str | None = None
+        while True:
+            page = execution_store.list_executions(query, limit=2, next_token=token, oldest_first=True)
+            pages.append([r.instance_id for r in page.items])
+            token = page.next_token
+            if token is None:
+                return pages
+
+    assert listed(ExecutionQuery(workflow_id="wf")) == [["i0", "i1"], ["i2"]]
+    assert listed(ExecutionQuery(tag=("team", "a"), domain="default")) == [["i0", "i1"], ["i2"]]
+    by_status = [name for page in listed(ExecutionQuery(status=ExecutionStatus.RUNNING)) for name in page]
+    assert by_status == ["other", "i0", "i1", "i2"]
+    newest = execution_store.list_executions(ExecutionQuery(workflow_id="wf"), limit=3)
+    assert [r.instance_id for r in newest.items] == ["i2", "i1", "i0"]
+    # A domain's executions are listed by subject: no time to read the other way.
+    with pytest.raises(InvalidArgument, match="oldest_first lists by workflow, status or tag"):
+        execution_store.list_executions(ExecutionQuery(domain="default"), oldest_first=True)
 
 
 def test_a_query_needs_exactly_one_key() -> None:

@@ -196,10 +196,20 @@ class MemoryExecutionStore:
             return True
 
     def list_executions(
-        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+        self,
+        query: ExecutionQuery,
+        limit: int = 100,
+        next_token: str | None = None,
+        *,
+        oldest_first: bool = False,
     ) -> Page[ExecutionRecord]:
         if not 1 <= limit <= 1000:  # as the DynamoDB store's
             raise InvalidArgument(f"limit must be 1..1000, got {limit}")
+        if oldest_first and query.tag is None and query.domain is not None:
+            raise InvalidArgument(
+                "oldest_first lists by workflow, status or tag: a domain's executions are listed by subject, "
+                "not by time"
+            )
         with self._lock:
             self._count("list_executions")
             records = list(self._executions.values())
@@ -237,6 +247,9 @@ class MemoryExecutionStore:
                 ),
                 key=lambda r: (r.subject_id, r.execution_id),
             )
+        if oldest_first:
+            chosen.reverse()
+        # An offset does not tell the directions apart; the DynamoDB store refuses the other one's token.
         return _page([_copy(r) for r in chosen], limit, next_token)
 
     # --- code versions ---

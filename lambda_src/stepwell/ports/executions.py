@@ -75,8 +75,15 @@ class ExecutionRecords(Protocol):
         ...
 
     def list_executions(
-        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+        self,
+        query: ExecutionQuery,
+        limit: int = 100,
+        next_token: str | None = None,
+        *,
+        oldest_first: bool = False,
     ) -> Page[ExecutionRecord]:
         """Newest first for workflow (createdAt), status (updatedAt) and a tag within its domain
-        (createdAt; the tag's entries are written with the record); by subject for domain."""
+        (createdAt; the tag's entries are written with the record); by subject for domain. `oldest_first`
+        reads the same index the other way (InvalidArgument for domain, whose order is no time's); a
+        token continues only the listing and direction that returned it."""
         ...

@@ -33,6 +33,9 @@ _STATUS_INDEX = "status-index"
 _WORKFLOW_INDEX = "workflow-index"
 # Tag entries evaluated per listing call at most when a status filter leaves most out (the page is short).
 _MAX_TAG_ENTRIES_PER_CALL = 1000
+_NO_OLDEST_FIRST = (
+    "oldest_first lists by workflow, status or tag: a domain's executions are listed by subject, not by time"
+)
 
 
 def _is_execution(item: Item) -> bool:
@@ -430,12 +433,19 @@ class DynamoDbExecutions(DynamoDbTables):
         return True
 
     def list_executions(
-        self, query: ExecutionQuery, limit: int = 100, next_token: str | None = None
+        self,
+        query: ExecutionQuery,
+        limit: int = 100,
+        next_token: str | None = None,
+        *,
+        oldest_first: bool = False,
     ) -> Page[ExecutionRecord]:
         if not 1 <= limit <= 1000:
             raise InvalidArgument(f"limit must be 1..1000, got {limit}")
+        if oldest_first and query.tag is None and query.domain is not None:
+            raise InvalidArgument(_NO_OLDEST_FIRST)
         if query.tag is not None:
-            return self._list_by_tag(query, limit, next_token)
+            return self._list_by_tag(query, limit, next_token, oldest_first)
         kwargs: dict[str, Any] = {"TableName": self.executions_table, "Limit": limit}
         if query.status is not None:
             kwargs.update(
@@ -443,7 +453,7 @@ class DynamoDbExecutions(DynamoDbTables):
                 KeyConditionExpression="#k = :k",
                 ExpressionAttributeNames={"#k": "status"},
                 ExpressionAttributeValues={":k": _s(query.status.value)},
-                ScanIndexForward=False,
+                ScanIndexForward=oldest_first,
             )
         elif query.workflow_id is not None:
             kwargs.update(
@@ -451,7 +461,7 @@ class DynamoDbExecutions(DynamoDbTables):
                 KeyConditionExpression="#k = :k",
                 ExpressionAttributeNames={"#k": "workflowId"},
                 ExpressionAttributeValues={":k": _s(query.workflow_id)},
-                ScanIndexForward=False,
+                ScanIndexForward=oldest_first,
             )
         else:
             assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
@@ -469,6 +479,8 @@ class DynamoDbExecutions(DynamoDbTables):
                 ExpressionAttributeValues=values,
             )
         listing = f"{kwargs['IndexName']}|{json.dumps(kwargs['ExpressionAttributeValues'], sort_keys=True)}"
+        if oldest_first:  # a token of one direction does not continue the other
+            listing += "|oldest-first"
         if next_token:
             kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
         response = self._query_page(kwargs, next_token)
@@ -494,7 +506,7 @@ class DynamoDbExecutions(DynamoDbTables):
         return response
 
     def _list_by_tag(
-        self, query: ExecutionQuery, limit: int, next_token: str | None
+        self, query: ExecutionQuery, limit: int, next_token: str | None, oldest_first: bool
     ) -> Page[ExecutionRecord]:
         """Newest first: a consistent Query of the tag's entries (written with their records), then the
         records themselves (BatchGetItem). With a status filter, Queries follow until the page is full or
@@ -502,7 +514,7 @@ class DynamoDbExecutions(DynamoDbTables):
         assert query.tag is not None and query.domain is not None  # ExecutionQuery guarantees both
         partition = tag_entry_partition(query.domain, *query.tag)
         status = query.status.value if query.status is not None else None
-        listing = f"tag|{partition}|{status}"
+        listing = f"tag|{partition}|{status}" + ("|oldest-first" if oldest_first else "")
         start_key = decode_page_token(listing, next_token) if next_token else None
         records: list[ExecutionRecord] = []
         evaluated = 0
@@ -511,7 +523,7 @@ class DynamoDbExecutions(DynamoDbTables):
                 "TableName": self.executions_table,
                 "KeyConditionExpression": "contextKey = :p",
                 "ExpressionAttributeValues": {":p": _s(partition)},
-                "ScanIndexForward": False,
+                "ScanIndexForward": oldest_first,
                 "ConsistentRead": True,
                 "Limit": limit - len(records),
             }
