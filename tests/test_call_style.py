@@ -24,9 +24,6 @@ ALLOWED = frozenset(
         # pending: features/definitions/router.py (in flux, issue 38) passes subject_id fifth by position
         "core/engine.py::Engine.start_execution",
         "core/engine.py::Engine.start_execution_to_run",
-        "core/external_inputs.py::ExternalInputs.deliver",  # pending: file in flux (issue 38)
-        "core/external_inputs.py::ExternalInputs._external_input",  # pending: file in flux (issue 38)
-        "core/external_inputs.py::ExternalInputs._complete_callback",  # pending: file in flux (issue 38)
         # pending: core/engine.py (in flux, issue 38) calls these two positionally
         "core/flow_control.py::FlowControl.__init__",
         "core/flow_limits.py::resolve_flow",

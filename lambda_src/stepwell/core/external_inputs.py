@@ -92,12 +92,13 @@ class ExternalInputs(LogIO):
         execution_id: str,
         kind: InputKind,
         operation_id: str | None,
+        *,
         payload: str | None = None,
         error: Mapping[str, Any] | None = None,
     ) -> None:
         """Write an external input for the execution and wake it."""
         self.store.put_external_input(
-            execution_id, self._external_input(execution_id, kind, operation_id, payload, error)
+            execution_id, self._external_input(execution_id, kind, operation_id, payload=payload, error=error)
         )
         self.queue.enqueue(InvokeMessage(execution_id).to_body())
 
@@ -106,6 +107,7 @@ class ExternalInputs(LogIO):
         execution_id: str,
         kind: InputKind,
         operation_id: str | None,
+        *,
         payload: str | None,
         error: Mapping[str, Any] | None,
     ) -> ExternalInput:
@@ -163,6 +165,7 @@ class ExternalInputs(LogIO):
         self,
         callback_id: str,
         kind: InputKind,
+        *,
         payload: str | None = None,
         error: Mapping[str, Any] | None = None,
         wake: bool = True,
@@ -183,14 +186,16 @@ class ExternalInputs(LogIO):
         if size <= min(SMALL_CALLBACK_RESULT_BYTES, self.inline_limit):
             # A small result needs no object, so it is written without reading the record first: the
             # write answers with the record, then the execution is read as before.
-            result = self._external_input("", kind, None, payload, error)
+            result = self._external_input("", kind, None, payload=payload, error=error)
             ref, record = self._completed_callback(callback_id, result)
             result = replace(result, operation_id=ref.operation_id)
             kept = kept_on_callback(result, callback_id, ref.operation_id, result.created_at)
         else:
             ref, record = self._callback(callback_id)
             # Built (and offloaded) before the write that may lose the race.
-            result = self._external_input(ref.execution_id, kind, ref.operation_id, payload, error)
+            result = self._external_input(
+                ref.execution_id, kind, ref.operation_id, payload=payload, error=error
+            )
             if not self.store.complete_callback(callback_id, result.created_at, result, ref.execution_id):
                 raise _already_completed(callback_id)
             kept = None  # its record may keep an object's reference: the run reads it
