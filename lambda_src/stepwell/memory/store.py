@@ -450,6 +450,33 @@ class MemoryExecutionStore:
             self._records.add(execution_id)
             return lease
 
+    def resume_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+        with self._lock:
+            self._count("resume_lease")
+            held = self._leases.get(execution_id)
+            if held is None or held.owner != owner or held.expires_at <= now:
+                return None
+            lease = Lease(
+                execution_id=execution_id,
+                owner=owner,
+                expires_at=now + duration,
+                hand_off=HandOff(
+                    wake_at=self._wakes.get(execution_id),
+                    carried=self._carried.get(execution_id),
+                    log_next=self._log_next.get(execution_id),
+                    log_length=self._log_length.get(execution_id),
+                ),
+                moved_to=self._moved_to.get(execution_id),
+            )
+            self._leases[execution_id] = lease
+            return lease
+
+    def lease_holder(self, execution_id: str, now: float) -> str | None:
+        with self._lock:
+            self._count("lease_holder")
+            held = self._leases.get(execution_id)
+            return held.owner if held is not None and held.expires_at > now else None
+
     def release_lease(self, execution_id: str, owner: str, hand_off: HandOff) -> None:
         with self._lock:
             self._count("release_lease")

@@ -21,6 +21,17 @@ class Coordination(Protocol):
         the next (HandOff's fields say what each records, and which ones a release leaves as they are)."""
         ...
 
+    def resume_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+        """Take the execution's lease again for `owner` only if `owner` still holds it unexpired, extending
+        it to now + duration (one conditional write): a run that ended without releasing it (a remote
+        function's invocation, stepwell.core.remote_runs) goes on as that owner. None when the lease was
+        released, expired or is another's: never taken from a free record, unlike acquire_lease."""
+        ...
+
+    def lease_holder(self, execution_id: str, now: float) -> str | None:
+        """The owner holding the execution's lease unexpired at `now` (a consistent read), else None."""
+        ...
+
     def get_carried_batch(self, execution_id: str) -> Batch | None:
         """The batch the execution's coordination record carries (HandOff.carried), if any."""
         ...

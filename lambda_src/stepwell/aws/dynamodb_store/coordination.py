@@ -81,6 +81,53 @@ class DynamoDbCoordination(DynamoDbTables):
             never_held=not before,
         )
 
+    def resume_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+        if duration <= 0:
+            raise InvalidArgument(f"lease duration must be positive seconds, got {duration}")
+        try:
+            response = self._db.update_item(
+                TableName=self.coordination_table,
+                Key={"key": _s("lease#" + execution_id)},
+                UpdateExpression="SET #x = :expires",
+                ConditionExpression="o = :owner AND #x > :now",
+                ExpressionAttributeNames={"#x": "exp"},
+                ExpressionAttributeValues={
+                    ":owner": _s(owner),
+                    ":expires": _n(now + duration),
+                    ":now": _n(now),
+                },
+                ReturnValues="ALL_NEW",
+                ReturnConsumedCapacity=_CAPACITY,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return None
+        item = response.get("Attributes") or {}
+        return Lease(
+            execution_id=execution_id,
+            owner=owner,
+            expires_at=now + duration,
+            hand_off=HandOff(
+                wake_at=_num(item, "w"),
+                carried=_carried_batch(item),
+                log_next=int(next_seq) if (next_seq := _num(item, "n")) is not None else None,
+                log_length=int(length) if (length := _num(item, "ln")) is not None else None,
+            ),
+            moved_to=_str(item, "mv"),
+        )
+
+    def lease_holder(self, execution_id: str, now: float) -> str | None:
+        response = self._db.get_item(
+            TableName=self.coordination_table,
+            Key={"key": _s("lease#" + execution_id)},
+            ProjectionExpression="o, #x",
+            ExpressionAttributeNames={"#x": "exp"},
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        item = response.get("Item") or {}
+        expires_at = _num(item, "exp")
+        return _str(item, "o") if expires_at is not None and expires_at > now else None
+
     def release_lease(self, execution_id: str, owner: str, hand_off: HandOff) -> None:
         wake, ended_at, carried = hand_off.wake_at, hand_off.ended_at, hand_off.carried
         log_next, log_length = hand_off.log_next, hand_off.log_length
