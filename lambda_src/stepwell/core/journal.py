@@ -166,6 +166,7 @@ class Journal(JournalState):
         now: float,
         request_id: str,
         error: dict[str, Any] | None,
+        *,
         run_again: bool = False,
     ) -> None:
         """Record the end of an invocation. `run_again`: something became ready while it ran."""
