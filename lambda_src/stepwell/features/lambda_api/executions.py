@@ -1,20 +1,20 @@
 """The operations on executions: GetDurableExecution, GetDurableExecutionHistory,
 ListDurableExecutionsByFunction, StopDurableExecution, and the SDK's own GetDurableExecutionState and
-CheckpointDurableExecution (refused: their tokens live inside the worker's run). Each translates the
+CheckpointDurableExecution (a remote durable function's calls: data_plane.py). Each translates the
 engine's answer (Engine.describe_execution, get_execution_history_page, list_executions, stop_execution)
 into the model's shape; none duplicates what the engine does."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from stepwell.core.registry import MAX_EXECUTION_TIMEOUT_SECONDS
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
+from stepwell.features.lambda_api import data_plane
 from stepwell.features.lambda_api.arns import LATEST, LATEST_PUBLISHED, QUALIFIER_PATTERN, FunctionRef
 from stepwell.features.lambda_api.context import ApiContext
-from stepwell.features.lambda_api.errors import ApiError, invalid, not_found
+from stepwell.features.lambda_api.errors import invalid, not_found
 from stepwell.features.lambda_api.wire import MAX_RESPONSE_BYTES, Request, Response
 from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, ExecutionRecord
 
@@ -26,7 +26,6 @@ MAX_STATUSES = 10
 MAX_LIST_STORE_PAGES = 10
 MAX_MARKER_LENGTH = 4096
 _ERROR_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData", "StackTrace")
-_TOKEN = re.compile(r"[A-Za-z0-9+/]{1,2048}={0,2}")
 
 
 def error_object(error: object) -> dict[str, Any] | None:
@@ -252,25 +251,11 @@ def stop(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
     )
 
 
-def _refuse_token(api: ApiContext, execution_id: str, token: object) -> ApiError:
-    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-        return invalid("CheckpointToken is required: 1 to 2048 base64 characters")
-    arn = api.arns.execution_arn(execution_id)
-    return invalid(
-        f"CheckpointToken is not the token of a current invocation of {arn}: "
-        "Stepwell hands checkpoint tokens to the workflow's run inside its worker, where the SDK reads the "
-        "state and checkpoints in process. Read an execution's operations with GetDurableExecutionHistory."
-    )
-
-
 def get_state(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
-    execution_id = api.arns.execution_id(params["execution"])
-    request.query_int("MaxItems", 0, 1000)
-    request.query_string("Marker", MAX_MARKER_LENGTH)
-    raise _refuse_token(api, execution_id, request.query_string("CheckpointToken", 4096))
+    """GetDurableExecutionState of a remote durable function's invocation (data_plane.py)."""
+    return data_plane.get_state(api, request, params)
 
 
 def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
-    execution_id = api.arns.execution_id(params["execution"])
-    body = request.json_object("checkpoint request") or {}
-    raise _refuse_token(api, execution_id, body.get("CheckpointToken"))
+    """CheckpointDurableExecution of a remote durable function's invocation (data_plane.py)."""
+    return data_plane.checkpoint(api, request, params)
