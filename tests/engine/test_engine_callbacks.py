@@ -10,11 +10,7 @@ import pytest
 import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
-from stepwell.errors import (
-    CallbackNotFound,
-    ExecutionAlreadyEnded,
-    InvalidArgument,
-)
+from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, InvalidArgument
 from stepwell.model import ExecutionStatus, OutcomeAction
 from stepwell.testing.local import LocalStepwell
 

@@ -11,12 +11,7 @@ import pytest
 import workflows
 from local_history import event_types
 from stepwell.aws.work_queue import QueueError
-from stepwell.errors import (
-    ExecutionNotFound,
-    InvalidArgument,
-    InvalidWorkflowName,
-    WorkflowNotFound,
-)
+from stepwell.errors import ExecutionNotFound, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
 from stepwell.memory.store import MemoryExecutionStore
 from stepwell.model import ExecutionStatus
 from stepwell.testing.local import LocalStepwell
