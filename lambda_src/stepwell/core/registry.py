@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import CodeType
-from typing import Any, TypedDict, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 from aws_durable_execution_sdk_python import durable_execution
 
@@ -38,6 +38,9 @@ from stepwell.core.invoke_targets import (
 )
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, InvalidWorkflowName, WorkflowNotFound
 from stepwell.model import ExecutionRecord
+
+if TYPE_CHECKING:
+    from stepwell.core.remote_functions import AsyncLambdaInvoker, RemoteFunction
 
 # Told of an execution's end when its code did not see it (a stop, a time-out, crashes, a stop racing its
 # last run): the ended record and the execution's input, parsed.
@@ -240,6 +243,11 @@ class Registry:
         self._registrations: dict[str, _Registration] = {}
         self._lambda_targets: tuple[LambdaTarget, ...] = ()
         self._invoker: LambdaInvoker | None = None
+        # Remote durable functions (stepwell.core.remote_functions): workflows whose code is a Lambda
+        # function of the user's, invoked asynchronously; the ARN maker names executions as AWS does.
+        self._remote: dict[str, RemoteFunction] = {}
+        self._remote_invoker: AsyncLambdaInvoker | None = None
+        self._execution_arn: Callable[[str, str], str] | None = None
         self._lock = threading.Lock()
 
     def register(self, name: str, handler: Handler, **settings: Unpack[WorkflowSettings]) -> Handler:
@@ -309,6 +317,41 @@ class Registry:
             self._lambda_targets = targets
             self._invoker = invoker
 
+    def allow_remote_functions(
+        self,
+        functions: Mapping[str, RemoteFunction],
+        invoker: AsyncLambdaInvoker,
+        execution_arn: Callable[[str, str], str],
+    ) -> None:
+        """Make these Lambda functions workflows (the deployment's durable_functions): started, listed and
+        stopped like the others, each run an asynchronous invoke of the function through `invoker`, which
+        checkpoints against the API. `execution_arn(execution_id, function_arn)`: the execution's ARN in
+        AWS's shape, handed to the function. Replaces an earlier list; a name registered here in-process
+        too is refused (DuplicateWorkflow)."""
+        for name in functions:
+            validate_workflow_name(name)
+        with self._lock:
+            clash = sorted(set(functions) & set(self._registrations))
+            if clash:
+                raise DuplicateWorkflow(
+                    f"durable functions {clash} are also registered in-process; a name is one or the other"
+                )
+            self._remote = dict(functions)
+            self._remote_invoker = invoker
+            self._execution_arn = execution_arn
+
+    def remote(self, name: str) -> RemoteFunction | None:
+        """The remote function that runs workflow `name`, if it is one."""
+        return self._remote.get(name)
+
+    def remote_invoker(self) -> tuple[AsyncLambdaInvoker, Callable[[str, str], str]]:
+        """The invoker of remote functions and the ARN maker (allow_remote_functions set both)."""
+        if self._remote_invoker is None or self._execution_arn is None:
+            raise WorkflowNotFound(
+                "no remote durable functions are allowed here (STEPWELL_DURABLE_FUNCTIONS)"
+            )
+        return self._remote_invoker, self._execution_arn
+
     def copy(self, *, registrations: bool = True) -> Registry:
         """A new registry with the same allowed Lambda functions (deployment settings) and, unless
         `registrations` is False, the same workflows and functions (the code)."""
@@ -318,6 +361,9 @@ class Registry:
                 copied._registrations = dict(self._registrations)
             copied._lambda_targets = self._lambda_targets
             copied._invoker = self._invoker
+            copied._remote = dict(self._remote)
+            copied._remote_invoker = self._remote_invoker
+            copied._execution_arn = self._execution_arn
         return copied
 
     def lambda_targets(self) -> list[str]:
@@ -332,6 +378,11 @@ class Registry:
         registration = self._registrations.get(name)
         if registration is not None:
             return registration.handler
+        if name in self._remote:
+            raise WorkflowNotFound(
+                f"workflow {name!r} is the remote durable function {self._remote[name].qualified_arn}: "
+                "the worker invokes it (stepwell.core.remote_runs), it has no handler here"
+            )
         target = self._lambda_target(name)
         assert self._invoker is not None  # set together with the targets
         return lambda_target_handler(target, self._invoker)
@@ -368,7 +419,7 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        if name in self._registrations:
+        if name in self._registrations or name in self._remote:
             return True
         try:
             self._lambda_target(name)
@@ -377,8 +428,8 @@ class Registry:
         return True
 
     def names(self) -> list[str]:
-        """The registered names (durable workflows and plain functions)."""
-        return sorted(self._registrations)
+        """The registered names (durable workflows, remote ones included, and plain functions)."""
+        return sorted({*self._registrations, *self._remote})
 
     def options(self, name: str) -> WorkflowOptions:
         """How `name` runs. An allowed Lambda function is plain; a name not known here (a client that does
@@ -386,12 +437,14 @@ class Registry:
         registration = self._registrations.get(name)
         if registration is not None:
             return registration.options
+        if name in self._remote:
+            return WorkflowOptions()
         return WorkflowOptions(plain=True) if name in self else WorkflowOptions()
 
     def is_durable(self, name: str) -> bool:
         """Whether `name` is a registered durable workflow (an invoke of it has a DurableExecutionArn)."""
         registration = self._registrations.get(name)
-        return registration is not None and not registration.options.plain
+        return (registration is not None and not registration.options.plain) or name in self._remote
 
     def invoke_name(self, target: str, code_version: str | None) -> str:
         """The name an invoke's target runs under: the target itself for a registered name or an allowed
@@ -400,7 +453,7 @@ class Registry:
         them) the bare name, when the qualifier is one Stepwell honours: $LATEST, $LATEST.PUBLISHED, or the
         version the invoke runs on (`code_version`, the caller's). WorkflowNotFound otherwise: a refused
         qualifier names the target and what it allows."""
-        if target in self._registrations:
+        if target in self._registrations or target in self._remote:
             return target
         bare, colon, qualifier = target.rpartition(":")
         if colon and bare in self._registrations:
@@ -422,6 +475,8 @@ class Registry:
         None for an unknown name."""
         if name in self._registrations:
             return code_version or LATEST_VERSION
+        if name in self._remote:
+            return self._remote[name].qualifier or LATEST_VERSION
         try:
             target = self._lambda_target(name)
         except WorkflowNotFound:

@@ -87,25 +87,15 @@ class StoreServiceClient:
                 raise StaleCheckpointToken(
                     f"checkpoint token {checkpoint_token!r} is not the current one {self.token!r}"
                 )
-            # Before any update is applied: a refused checkpoint stores nothing, and the SDK fails the
-            # execution with the error (not retryable, as AWS's refusal of a payload over its limit).
-            for update in updates:
-                problem = _over_limit(update, self._engine.limits)
-                if problem is not None:
-                    raise PayloadOverLimit(problem)
-            now = self._engine.clock.now()
             journal = self._journal
             # Timers due by now complete here too: a refresh inside parallel branches sees its wait end.
-            self.timers_fired += journal.fire_due_timers(now)
-            for update in updates:
-                journal.apply_update(update, now)
+            fired, resolved_before = apply_updates(
+                self._engine, self._record, journal, updates, fire_timers=True
+            )
+            self.timers_fired += fired
             if not journal.has_unflushed:
                 return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state([]))
-            # New callback ids resolve before the SDK hands them to user code (right after this returns). A
-            # derived one an earlier run resolved may have its completion: the run goes again to read it.
-            self.callbacks_resolved_before += journal.resolve_new_callbacks(
-                functools.partial(self._engine.resolve_callbacks, self._record)
-            )
+            self.callbacks_resolved_before += resolved_before
             if _replayable(updates, journal) and not journal.has_unflushed_side_effects:
                 self.deferred += 1
                 changed = [journal.operations[op_id] for op_id in journal.unflushed_operation_ids()]
@@ -162,6 +152,40 @@ class StoreServiceClient:
     def _check_arn(self, arn: str) -> None:
         if arn != self._record.execution_id:
             raise ValueError(f"this client serves execution {self._record.execution_id!r}, not {arn!r}")
+
+
+def apply_updates(
+    engine: Engine,
+    record: ExecutionRecord,
+    journal: Journal,
+    updates: list[OperationUpdate],
+    *,
+    fire_timers: bool,
+) -> tuple[int, int]:
+    """Apply one checkpoint's updates to the journal (not written): the rules every checkpoint follows,
+    in process or through the API (stepwell.core.remote_checkpoints). Payloads over a limit refuse the
+    whole checkpoint before anything changes (PayloadOverLimit: the SDK fails the execution with it, as
+    AWS's refusal of a payload over its limit). With `fire_timers`, the timers due by now complete first.
+    Answers how many timers fired, and how many new callback ids an earlier run had resolved (their
+    records may hold a completion: the run goes again to read it). New callback ids resolve here, before
+    the SDK hands them to user code (right after the checkpoint answers)."""
+    for update in updates:
+        problem = _over_limit(update, engine.limits)
+        if problem is not None:
+            raise PayloadOverLimit(problem)
+    now = engine.clock.now()
+    fired = journal.fire_due_timers(now) if fire_timers else 0
+    for update in updates:
+        journal.apply_update(update, now)
+    if not journal.has_unflushed:
+        return fired, 0
+    resolved_before = journal.resolve_new_callbacks(functools.partial(engine.resolve_callbacks, record))
+    return fired, resolved_before
+
+
+def changed_state(operations: list[Operation]) -> CheckpointUpdatedExecutionState:
+    """A checkpoint's NewExecutionState: the operations it changed."""
+    return _state(operations)
 
 
 def _over_limit(update: OperationUpdate, limits: PayloadLimits) -> str | None:

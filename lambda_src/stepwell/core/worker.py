@@ -38,6 +38,8 @@ from stepwell.core.lifecycle import execution_deadline
 from stepwell.core.logs import log_context, workflow_of
 from stepwell.core.metrics import Metric
 from stepwell.core.pausing import Pausing
+from stepwell.core.remote_functions import RemoteResult, is_remote_result, parse_remote_result
+from stepwell.core.remote_runs import RemoteInvocationEnded, RemoteRuns, keeps_lease
 from stepwell.core.run import Invocation, Known, Run
 from stepwell.core.service import StoreServiceClient
 from stepwell.core.status_events import iso_timestamp
@@ -136,9 +138,10 @@ def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
 class Worker:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._endings = Endings(engine)
-        self._pausing = Pausing(engine, self._absorb, lambda run: _next_wake_at(run.record, run.journal))
+        self.endings = Endings(engine)
+        self._pausing = Pausing(engine, self.absorb, lambda run: _next_wake_at(run.record, run.journal))
         self._deletion = Deletion(engine)
+        self._remote = RemoteRuns(self)
 
     def handle_message(self, body: Mapping[str, Any], lambda_context: Any | None = None) -> WorkOutcome:
         message = parse_invoke_message(body)
@@ -153,6 +156,15 @@ class Worker:
                 self.engine.metrics.add(Metric.OVERDUE_WAKE_UPS, 1, workflow)
         return outcome
 
+    def finish_remote(self, body: Mapping[str, Any]) -> WorkOutcome:
+        """A remote function's destination record (stepwell.core.remote_runs, phase C): its run goes on as
+        the owner of the lease it kept, or the record is dropped when that run lost it."""
+        if not is_remote_result(body):
+            raise InvalidMessage("not a remote durable function's destination record")
+        result = parse_remote_result(body)
+        with log_context(result.token.execution_id):
+            return self._run(result.token.execution_id, None, Known(), result)
+
     def run(
         self, execution_id: str, lambda_context: Any | None = None, known: Known | None = None
     ) -> WorkOutcome:
@@ -161,7 +173,9 @@ class Worker:
         with log_context(execution_id):
             return self._run(execution_id, lambda_context, known or Known())
 
-    def _run(self, execution_id: str, lambda_context: Any | None, known: Known) -> WorkOutcome:
+    def _run(
+        self, execution_id: str, lambda_context: Any | None, known: Known, result: RemoteResult | None = None
+    ) -> WorkOutcome:
         engine = self.engine
         record = known.record
         if record is None or record.execution_id != execution_id:
@@ -173,8 +187,14 @@ class Worker:
         if self._pinned_elsewhere(record):
             # Its own version runs it (the entry forwards the message); no lease taken here.
             return _forward(record)
-        owner = uuid.uuid4().hex
-        lease = engine.store.acquire_lease(execution_id, owner, engine.clock.now(), engine.lease_seconds)
+        owner = uuid.uuid4().hex if result is None else result.token.owner
+        duration, now = self._remote.lease_seconds(record.workflow_id), engine.clock.now()
+        if result is not None:  # a remote function's result: only the run that invoked it goes on
+            lease = engine.store.resume_lease(execution_id, owner, now, duration)
+            if lease is None:
+                return self._remote.stale(record, result)
+        else:
+            lease = engine.store.acquire_lease(execution_id, owner, now, duration)
         if lease is None:
             engine.metrics.add(Metric.LEASE_BUSY, 1, record.workflow_id)
             return WorkOutcome(execution_id, OutcomeAction.BUSY, status=record.status)
@@ -191,7 +211,7 @@ class Worker:
                 if self._pinned_elsewhere(record):
                     outcome = _forward(record)
                     return outcome
-            outcome = self._run_leased(record, lease, lambda_context, known)
+            outcome = self._run_leased(record, lease, lambda_context, known, result=result)
             unneeded = _unneeded_wake(lease.armed, outcome)
             if unneeded is not None:
                 # While the lease is held: no other run can arm that wake-up again meanwhile.
@@ -199,8 +219,10 @@ class Worker:
         except SequenceConflict as conflict:
             outcome = self._fenced(record, conflict)
         finally:
-            # One write drops the lease and records what the run hands on (see _hand_off).
-            engine.store.release_lease(execution_id, owner, _hand_off(outcome, engine.clock.now()))
+            # One write drops the lease and records what the run hands on (see _hand_off); a remote
+            # function's invocation keeps it (stepwell.core.remote_runs).
+            if not keeps_lease(outcome):
+                engine.store.release_lease(execution_id, owner, _hand_off(outcome, engine.clock.now()))
         return outcome
 
     # ------------------------------------------------------------------
@@ -232,7 +254,7 @@ class Worker:
         if open_callbacks and all(callback_id in known.callback_results for callback_id in open_callbacks):
             # Every one it waits for was completed by this run's caller, whose results these are.
             return self._resolved([known.callback_results[callback_id] for callback_id in open_callbacks])
-        return self._resolved(self._endings.stored_callback_results(journal))
+        return self._resolved(self.endings.stored_callback_results(journal))
 
     def _resolved(self, inputs: list[ExternalInput]) -> list[ExternalInput]:
         engine = self.engine
@@ -246,7 +268,13 @@ class Worker:
         ]
 
     def _run_leased(
-        self, record: ExecutionRecord, lease: Lease, lambda_context: Any | None, known: Known
+        self,
+        record: ExecutionRecord,
+        lease: Lease,
+        lambda_context: Any | None,
+        known: Known,
+        *,
+        result: RemoteResult | None = None,
     ) -> WorkOutcome:
         """Read the execution's log and run it. The engine keeps the fold of its log for the next run when
         this one leaves it whole."""
@@ -258,7 +286,13 @@ class Worker:
         try:
             try:
                 outcome = self._run_journal(
-                    record, journal, pending, lease=lease, known=known, lambda_context=lambda_context
+                    record,
+                    journal,
+                    pending,
+                    lease=lease,
+                    known=known,
+                    lambda_context=lambda_context,
+                    result=result,
                 )
             except SequenceConflict:
                 raise  # another worker runs it
@@ -328,7 +362,7 @@ class Worker:
     def _payloads_missing(self, record: ExecutionRecord, missing: PayloadMissing) -> WorkOutcome:
         if not record.status.is_terminal:
             raise missing
-        return self._endings.expired(record)
+        return self.endings.expired(record)
 
     def _run_journal(
         self,
@@ -339,6 +373,7 @@ class Worker:
         lease: Lease,
         known: Known,
         lambda_context: Any | None,
+        result: RemoteResult | None = None,
     ) -> WorkOutcome:
         """Begin the run once its log is read: settle an ended execution, forward one another version
         runs, or run it here (pinning a first run to this worker's version)."""
@@ -359,7 +394,9 @@ class Worker:
             now=engine.clock.now(),
         )
         if record.status.is_terminal:
-            return self._endings.settle(run)
+            return self.endings.settle(run)
+        if result is not None:
+            return self._remote.finish(run, result)
         if record.status.is_paused:
             return self._hold_paused(run)
         version = engine.code_version
@@ -374,7 +411,7 @@ class Worker:
                 return _forward(record)
             current = engine.store.get_execution(execution_id) or record  # ended or moved meanwhile
             if current.status.is_terminal:
-                return self._endings.settle(run.of(current))
+                return self.endings.settle(run.of(current))
             if self._pinned_elsewhere(current):
                 return _forward(current)
             return self._run_on(run.of(current))
@@ -420,8 +457,8 @@ class Worker:
             # callback that arrived after the deadline, and nothing follows ExecutionTimedOut.
             return self._time_out(run)
         if flow_failure is not None:
-            return self._endings.end(run, ExecutionStatus.FAILED, at=run.now, error=_error(flow_failure))
-        missing = self._absorb(run)
+            return self.endings.end(run, ExecutionStatus.FAILED, at=run.now, error=_error(flow_failure))
+        missing = self.absorb(run)
         if missing is not None:
             return missing
         if not journal.needs_invocation:
@@ -439,7 +476,7 @@ class Worker:
             return self._time_out(run)
         return self._pausing.hold(run)
 
-    def _absorb(self, run: Run) -> WorkOutcome | None:
+    def absorb(self, run: Run) -> WorkOutcome | None:
         """Record the inputs, the results of the callbacks it waits for and the timers due by now in the
         log (not written yet); the outcome when a callback's payload has expired."""
         try:
@@ -471,12 +508,15 @@ class Worker:
     def _invoke(self, run: Run) -> WorkOutcome:
         """Call the workflow's handler once (an invocation) and act on what it returns."""
         engine, record = self.engine, run.record
+        remote = engine.registry.remote(record.workflow_id)
+        if remote is not None:
+            return self._remote.invoke(run, remote)
         try:
             handler = engine.registry.get(record.workflow_id)
         except WorkflowNotFound as error:
             # Logged as an invocation that failed at once, with no request id: no handler ran.
             failed_at_once = Invocation(request_id="", started_at=run.now)
-            return self._endings.end(
+            return self.endings.end(
                 run, ExecutionStatus.FAILED, at=run.now, error=_error(error), invocation=failed_at_once
             )
         client = StoreServiceClient(engine, record, run.journal, run.lease.owner)
@@ -500,7 +540,7 @@ class Worker:
         except BaseException as crash:
             if isinstance(crash, KeyboardInterrupt):
                 raise
-            return self._crashed(run, invocation, client, crash)
+            return self.crashed(run, invocation, client, crash)
         finally:
             engine.metrics.add(Metric.INVOCATIONS, 1, record.workflow_id)
             engine.metrics.add(
@@ -508,9 +548,9 @@ class Worker:
             )
         if client.fenced:
             return self._fenced(record, client.conflict)
-        return self._act_on_output(run, invocation, client, output)
+        return self.act_on_output(run, invocation, client, output)
 
-    def _act_on_output(
+    def act_on_output(
         self, run: Run, invocation: Invocation, client: StoreServiceClient, output: Any
     ) -> WorkOutcome:
         """End the execution as its handler's output says, or suspend it (PENDING); an output that is none
@@ -524,10 +564,10 @@ class Worker:
                 result = journal.execution_result
             too_large = self._child_result_too_large(run.record, result) or self._result_over_limit(result)
             if too_large is not None:
-                return self._endings.end(
+                return self.endings.end(
                     run, ExecutionStatus.FAILED, at=end, error=too_large, invocation=invocation
                 )
-            return self._endings.end(
+            return self.endings.end(
                 run, ExecutionStatus.SUCCEEDED, at=end, result=result, invocation=invocation, by_handler=True
             )
         if status == "FAILED":
@@ -537,14 +577,14 @@ class Worker:
             failure = explain_replay_mismatch(
                 dict(failure or {}), journal.operations, self.engine.code_version
             )
-            return self._endings.end(
+            return self.endings.end(
                 run, ExecutionStatus.FAILED, at=end, error=failure, invocation=invocation, by_handler=True
             )
         if status != "PENDING":
             unknown = InvalidMessage(
                 f"handler of {run.record.workflow_id!r} returned an unknown output {output!r}"
             )
-            return self._crashed(run, invocation, client, unknown)
+            return self.crashed(run, invocation, client, unknown)
         return self._suspend(run, invocation, client, end)
 
     def _suspend(
@@ -606,7 +646,7 @@ class Worker:
         }
         self.engine.timers.cancel_all(record.execution_id)
         journal.absorbed_input_ids.update(item.input_id for item in inputs)
-        outcome = self._endings.end(run, ExecutionStatus.TIMED_OUT, at=run.now, error=error)
+        outcome = self.endings.end(run, ExecutionStatus.TIMED_OUT, at=run.now, error=error)
         if inputs:
             self.engine.store.delete_external_inputs(record.execution_id, [item.input_id for item in inputs])
         return outcome
@@ -623,7 +663,7 @@ class Worker:
             record.execution_id, OutcomeAction.RAN, status=ExecutionStatus.RUNNING, next_wake_at=wake_at
         )
 
-    def _crashed(
+    def crashed(
         self, run: Run, invocation: Invocation, client: StoreServiceClient, crash: BaseException
     ) -> WorkOutcome:
         """The handler's process died (or returned no output it could): run it again soon, or fail the
@@ -637,11 +677,13 @@ class Worker:
             "Runtime.ExitError" if isinstance(crash, SystemExit) else f"Runtime.{type(crash).__name__}"
         )
         error = {"ErrorType": error_type, "ErrorMessage": str(crash) or type(crash).__name__}
+        if isinstance(crash, RemoteInvocationEnded):  # the remote function's own error, as reported
+            error_type, error = crash.error["ErrorType"], crash.error
         # The type only: the message may quote the handler's data (it is in the execution's history).
         logger.warning("invocation of %s crashed: %s", record.execution_id, error_type)
         journal.invocation_completed(invocation.started_at, now, invocation.request_id, error)
         if journal.consecutive_crashes >= MAX_CONSECUTIVE_CRASHES:
-            return self._endings.end(run, ExecutionStatus.FAILED, at=now, error=error)
+            return self.endings.end(run, ExecutionStatus.FAILED, at=now, error=error)
         engine.append_journal(record, journal)
         delay = min(CRASH_RETRY_BASE_SECONDS * 2 ** (journal.consecutive_crashes - 1), 300)
         retry_at = min(now + delay, _deadline(record, journal) or now + delay)

@@ -1,0 +1,142 @@
+"""CheckpointDurableExecution and GetDurableExecutionState on the wire (botocore's `lambda` model): the
+SDKs' two calls from a remote durable function the worker invoked (issue 41). The token checks, the
+updates' rules and the paging are the engine's (stepwell.core.remote_checkpoints); this module reads the
+request as hostile input (bounded, validated) and writes the model's answer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aws_durable_execution_sdk_python.lambda_service import Operation, OperationUpdate
+
+from stepwell.core.remote_checkpoints import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_UPDATES, RemoteCheckpoints
+from stepwell.errors import StaleCheckpointToken
+from stepwell.features.lambda_api.context import ApiContext
+from stepwell.features.lambda_api.errors import ApiError, invalid
+from stepwell.features.lambda_api.wire import Request, Response
+from stepwell.limits import PayloadOverLimit
+
+MAX_TOKEN_LENGTH = 2048
+MAX_MARKER_LENGTH = 64
+_CLIENT_TOKEN = re.compile(r"[\x21-\x7e]{1,64}")
+# The model's OperationUpdate members and their types (an object's members likewise), checked before the
+# SDK's from_dict builds it: a wrong type is the caller's error, never the engine's.
+_UPDATE_FIELDS: dict[str, Any] = {
+    "Id": str,
+    "ParentId": str,
+    "Name": str,
+    "Type": str,
+    "SubType": str,
+    "Action": str,
+    "Payload": str,
+    "Error": {"ErrorType": str, "ErrorMessage": str, "ErrorData": str, "StackTrace": list},
+    "ContextOptions": {"ReplayChildren": bool},
+    "StepOptions": {"NextAttemptDelaySeconds": int},
+    "WaitOptions": {"WaitSeconds": int},
+    "CallbackOptions": {"TimeoutSeconds": int, "HeartbeatTimeoutSeconds": int},
+    "ChainedInvokeOptions": {"FunctionName": str, "TenantId": str},
+}
+
+
+def get_state(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    max_items = request.query_int("MaxItems", 0, 1000) or 0
+    marker = request.query_string("Marker", MAX_MARKER_LENGTH)
+    token = _token(request.query_string("CheckpointToken", MAX_TOKEN_LENGTH))
+    try:
+        page = RemoteCheckpoints(api.engine).get_state(execution_id, token, marker, max_items)
+    except StaleCheckpointToken as stale:
+        raise invalid(str(stale)) from None
+    answer: dict[str, Any] = {"Operations": [_wire(op) for op in page.operations]}
+    if page.next_marker is not None:
+        answer["NextMarker"] = page.next_marker
+    return Response.json(answer)
+
+
+def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
+    execution_id = api.arns.execution_id(params["execution"])
+    if len(request.body) > MAX_CHECKPOINT_BYTES:
+        raise ApiError(
+            "RequestTooLargeException",
+            f"the checkpoint request is {len(request.body)} bytes; at most {MAX_CHECKPOINT_BYTES}",
+        )
+    body = request.json_object("checkpoint request") or {}
+    unknown = sorted(set(body) - {"CheckpointToken", "Updates", "ClientToken"})
+    if unknown:
+        raise invalid(
+            f"unknown checkpoint request fields {unknown[:5]}; allowed: CheckpointToken, Updates, ClientToken"
+        )
+    token = _token(body.get("CheckpointToken"))
+    client_token = body.get("ClientToken")
+    if client_token is not None and (
+        not isinstance(client_token, str) or not _CLIENT_TOKEN.fullmatch(client_token)
+    ):
+        raise invalid("ClientToken must be 1 to 64 printable ASCII characters")
+    updates = _updates(body.get("Updates"))
+    try:
+        answer = RemoteCheckpoints(api.engine).checkpoint(execution_id, token, updates, client_token)
+    except (StaleCheckpointToken, PayloadOverLimit) as refused:
+        raise invalid(str(refused)) from None
+    except ValueError as error:  # an update the journal's rules refuse (an action its type has not)
+        raise invalid(f"Updates: {error}") from None
+    result: dict[str, Any] = {"NewExecutionState": {"Operations": [_wire(op) for op in answer.operations]}}
+    if answer.token is not None:
+        result["CheckpointToken"] = answer.token
+    return Response.json(result)
+
+
+def _token(value: object) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_TOKEN_LENGTH:
+        raise invalid(f"CheckpointToken is required: 1 to {MAX_TOKEN_LENGTH} characters")
+    return value
+
+
+def _updates(value: object) -> list[OperationUpdate]:
+    """The request's Updates as the SDK's OperationUpdate, each checked for its required fields."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise invalid(f"Updates must be a list of operation updates, got {type(value).__name__}")
+    if len(value) > MAX_CHECKPOINT_UPDATES:
+        raise invalid(f"Updates has {len(value)} updates; at most {MAX_CHECKPOINT_UPDATES} per checkpoint")
+    updates = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise invalid(f"Updates[{index}] must be an object, got {type(item).__name__}")
+        _check_fields(f"Updates[{index}]", item, _UPDATE_FIELDS)
+        try:
+            update = OperationUpdate.from_dict(item)
+        except (KeyError, ValueError, TypeError, AttributeError) as error:
+            raise invalid(
+                f"Updates[{index}] is no operation update (Id, Type and Action are required): {error}"
+            ) from None
+        if not 1 <= len(update.operation_id) <= 64:
+            raise invalid(f"Updates[{index}].Id must be 1 to 64 characters")
+        updates.append(update)
+    return updates
+
+
+def _check_fields(where: str, item: dict[str, Any], fields: dict[str, Any]) -> None:
+    """InvalidParameterValueException naming the member of `item` that is unknown or of the wrong type."""
+    for key, value in item.items():
+        expected = fields.get(key)
+        if expected is None:
+            raise invalid(f"{where} has an unknown member {str(key)[:64]!r}; allowed: {', '.join(fields)}")
+        if value is None:
+            continue
+        if isinstance(expected, dict):
+            if not isinstance(value, dict):
+                raise invalid(f"{where}.{key} must be an object")
+            _check_fields(f"{where}.{key}", value, expected)
+        elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise invalid(f"{where}.{key} must be a {expected.__name__}, got {type(value).__name__}")
+
+
+def _wire(operation: Operation) -> dict[str, Any]:
+    """An operation as the model's Operation (timestamps as datetimes: Response writes epoch seconds)."""
+    return dict(operation.to_dict())
+
+
+__all__ = ["checkpoint", "get_state"]
