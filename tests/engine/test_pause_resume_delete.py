@@ -15,6 +15,7 @@ import workflows
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
 from history_model import check_history_against_model
+from local_history import event_types
 from stepwell import Concurrency
 from stepwell.errors import ExecutionNotFound, ExecutionStateConflict, InvalidArgument
 from stepwell.model import MAX_PAUSED_TIMEOUT_SECONDS, ExecutionStatus, OutcomeAction
@@ -42,10 +43,6 @@ def waits_for_approval(event: Any, context: DurableContext) -> Any:
 @pytest.fixture(autouse=True)
 def no_calls() -> None:
     CALLS.clear()
-
-
-def event_types(local: LocalStepwell, execution_id: str) -> list[str]:
-    return [event["EventType"] for event in local.history(execution_id)]
 
 
 def test_while_paused_a_wait_ends_and_a_callback_arrives_and_the_resume_completes_with_both(
