@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from stepwell.core.engine import Engine
 from stepwell.features.lambda_api.access import AccessPolicy
 from stepwell.features.lambda_api.arns import ArnContext
+from stepwell.features.lambda_api.tenants import TenantLimits, TenantScope
 
 # How long Invoke's RequestResponse waits for the execution's end at most (Lambda's synchronous limit);
 # the function's own timeout bounds it further (ApiSettings.max_wait_seconds, the request's remaining time).
@@ -24,6 +25,8 @@ class ApiSettings:
 
     arns: ArnContext
     access: AccessPolicy
+    # The principals limited to some tenants (STEPWELL_API_TENANT_PRINCIPALS); none by default.
+    tenants: TenantLimits = field(default_factory=TenantLimits)
     # The deployment's workflows (the module's workflow_names): Invoke of another is ResourceNotFound.
     # None: not listed, so any valid name is started (the worker fails one it does not have).
     workflows: frozenset[str] | None = None
@@ -51,6 +54,8 @@ class ApiContext:
     # Seconds the request has left (the Lambda context's remaining time), None: unbounded.
     remaining_seconds: float | None = None
     started_at: float = field(default=0.0)
+    # The tenants the caller reaches, when a tenant-scoped principal admits it (None: every tenant).
+    scope: TenantScope | None = None
 
     @property
     def arns(self) -> ArnContext:

@@ -1,5 +1,5 @@
-"""The operations on executions: GetDurableExecution, GetDurableExecutionHistory,
-ListDurableExecutionsByFunction, StopDurableExecution, and the SDK's own GetDurableExecutionState and
+"""The operations on executions: GetDurableExecution, GetDurableExecutionHistory, StopDurableExecution
+(ListDurableExecutionsByFunction: listing.py), and the SDK's own GetDurableExecutionState and
 CheckpointDurableExecution (a remote durable function's calls: data_plane.py). Each translates the
 engine's answer (Engine.describe_execution, get_execution_history_page, list_executions, stop_execution)
 into the model's shape; none duplicates what the engine does."""
@@ -16,14 +16,7 @@ from stepwell.features.lambda_api.arns import LATEST, LATEST_PUBLISHED, QUALIFIE
 from stepwell.features.lambda_api.context import ApiContext
 from stepwell.features.lambda_api.errors import invalid, not_found
 from stepwell.features.lambda_api.wire import MAX_RESPONSE_BYTES, Request, Response
-from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE, ExecutionRecord
 
-# The model's ExecutionStatus enum (Statuses filter): PAUSING, PAUSED and DELETING are AWS's too.
-STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED", "DELETING", "PAUSING", "PAUSED")
-MAX_STATUSES = 10
-# Store pages one ListDurableExecutionsByFunction call reads at most while its filters leave items out;
-# past them it answers with what it found and a NextMarker to go on.
-MAX_LIST_STORE_PAGES = 10
 MAX_MARKER_LENGTH = 4096
 _ERROR_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData", "StackTrace")
 
@@ -137,68 +130,6 @@ def _started_with_timeout(event: dict[str, Any]) -> dict[str, Any]:
     return {**event, "ExecutionStartedDetails": started}
 
 
-def list_by_function(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
-    function = function_ref(api, params["function"], request.query_string("Qualifier", 128))
-    name_filter = request.query_string("DurableExecutionName", 128)
-    if name_filter is not None and not KEY_PART_PATTERN.match(name_filter):
-        raise invalid(f"DurableExecutionName {name_filter!r} is no execution name: {KEY_PART_RULE}")
-    statuses = set(request.query_strings("Statuses", MAX_STATUSES))
-    unknown = sorted(statuses - set(STATUSES))
-    if unknown:
-        raise invalid(f"Statuses {unknown} are not statuses; allowed: {', '.join(STATUSES)}")
-    after = request.query_time("StartedAfter")
-    before = request.query_time("StartedBefore")
-    if request.query_bool("ReverseOrder", False):
-        raise invalid(
-            "ReverseOrder=true (oldest first) is not served: Stepwell lists a function's executions newest "
-            "first only; page through them without ReverseOrder"
-        )
-    max_items = request.query_int("MaxItems", 0, 1000) or 100
-    token = request.query_string("Marker", MAX_MARKER_LENGTH)
-    version = _version_filter(api, function.qualifier)
-
-    def wanted(record: ExecutionRecord) -> bool:
-        return (
-            (not statuses or record.status.value in statuses)
-            and (name_filter is None or record.execution_name == name_filter)
-            and (before is None or record.created_at < before)
-            and (version is None or (record.code_version or LATEST) == version)
-        )
-
-    found: list[dict[str, Any]] = []
-    for _ in range(MAX_LIST_STORE_PAGES):
-        # Never more than the page still needs: the store's token then goes on right after what was read.
-        page = api.engine.list_executions(
-            workflow=function.name, limit=max_items - len(found), next_token=token
-        )
-        token = page.next_token
-        for record in page.items:
-            if after is not None and record.created_at <= after:
-                token = None  # newest first: every later one started before too
-                break
-            if wanted(record):
-                found.append(_listed(api, record))
-        if token is None or len(found) >= max_items:
-            break
-    answer: dict[str, Any] = {"DurableExecutions": found}
-    if token is not None:
-        answer["NextMarker"] = token
-    return Response.json(answer)
-
-
-def _listed(api: ApiContext, record: ExecutionRecord) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "DurableExecutionArn": api.arns.execution_arn(record.execution_id),
-        "DurableExecutionName": record.execution_name,
-        "FunctionArn": api.arns.function_arn(record.workflow_id, record.code_version),
-        "Status": record.status.value,
-        "StartTimestamp": record.created_at,
-    }
-    if record.ended_at is not None:
-        item["EndTimestamp"] = record.ended_at
-    return item
-
-
 def function_ref(api: ApiContext, function_name: str, qualifier: str | None) -> FunctionRef:
     """The workflow a FunctionName names (with the Qualifier parameter, which must agree with a qualifier
     in the name), one this deployment has."""
@@ -226,7 +157,7 @@ def check_workflow(api: ApiContext, name: str) -> None:
         )
 
 
-def _version_filter(api: ApiContext, qualifier: str | None) -> str | None:
+def version_filter(api: ApiContext, qualifier: str | None) -> str | None:
     """The version executions must run on to be listed ($LATEST: not pinned to any); None: any."""
     if qualifier is None or qualifier == LATEST:
         return qualifier

@@ -1,7 +1,8 @@
 """The endpoint: a function URL event in, the operation's answer out. Route by method and path, check the
-caller's class of operation, read and check the request, run it on the engine, and answer in the model's
-shape or with the modeled error. A request never sees a Python error: anything unexpected is a
-ServiceException (500) and the log says which kind of error it was, never what the request carried."""
+caller's class of operation (and, for a tenant-scoped caller, the execution's tenant), read and check the
+request, run it on the engine, and answer in the model's shape or with the modeled error. A request never
+sees a Python error: anything unexpected is a ServiceException (500) and the log says which kind of error
+it was, never what the request carried."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from typing import Any
 
 from stepwell.core.engine import Engine
 from stepwell.features.callback_urls import error_kind
-from stepwell.features.lambda_api import callbacks, executions, invoke, lifecycle
+from stepwell.features.lambda_api import callbacks, executions, invoke, lifecycle, listing
 from stepwell.features.lambda_api.access import caller_of
 from stepwell.features.lambda_api.context import ApiContext, ApiSettings
 from stepwell.features.lambda_api.errors import ApiError, translate
 from stepwell.features.lambda_api.routes import route
 from stepwell.features.lambda_api.wire import MAX_RESPONSE_BYTES, Request, Response
+from stepwell.model import ExecutionId
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +30,7 @@ OPERATIONS: dict[str, Operation] = {
     "GetDurableExecution": executions.get_execution,
     "GetDurableExecutionHistory": executions.get_history,
     "GetDurableExecutionState": executions.get_state,
-    "ListDurableExecutionsByFunction": executions.list_by_function,
+    "ListDurableExecutionsByFunction": listing.list_by_function,
     "StopDurableExecution": executions.stop,
     "CheckpointDurableExecution": executions.checkpoint,
     "PauseDurableExecution": lifecycle.pause,
@@ -71,9 +73,14 @@ class LambdaApiHandler:
             if len(resource) > MAX_RESOURCE_SHOWN:
                 resource = resource[:MAX_RESOURCE_SHOWN] + "..."
             self.settings.access.check(caller, found.operation.kind, operation, resource)
+            scope = self.settings.tenants.scope_of(caller)
             api = ApiContext(
-                self.engine, self.settings, self.sleep, self.monotonic, remaining_seconds, started
+                self.engine, self.settings, self.sleep, self.monotonic, remaining_seconds, started, scope
             )
+            if scope is not None and "execution" in params:
+                # The ARN names the tenant: refused before anything is read, whether it exists or not.
+                execution_id = api.arns.execution_id(params["execution"])
+                scope.check(ExecutionId.parse(execution_id).domain, operation, params["execution"])
             response = OPERATIONS[operation](api, request, params)
         except Exception as error:
             refused = translate(error, operation)

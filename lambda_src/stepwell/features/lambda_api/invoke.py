@@ -1,8 +1,11 @@
 """Invoke of a workflow: starts a durable execution, as Invoke of a durable function does on AWS.
 
 - FunctionName is the workflow (a name, a partial or a full ARN); Qualifier (or a qualifier in the name)
-  may be $LATEST, $LATEST.PUBLISHED or the version new executions start on (the worker alias's; a number
-  or the alias): an execution runs on the version that runs it first, so no other version can be asked for.
+  may be $LATEST or $LATEST.PUBLISHED (the live version: its worker runs the execution first and pins it),
+  or a published worker version, by number or alias: the execution starts pinned to that version, which
+  runs it to its end as it does any pinned execution (the live worker forwards it); a version the
+  deployment does not have is ResourceNotFoundException.
+- A tenant-scoped caller (tenants.py) starts executions only with a TenantId among its tenants.
 - X-Amz-Durable-Execution-Name is the execution name: the same name with the same payload is the same
   execution; with another payload, DurableExecutionAlreadyStartedException.
 - X-Amz-Tenant-Id is the execution's domain (its tenant), default "default".
@@ -19,22 +22,23 @@ import json
 import re
 from typing import Any
 
+from stepwell.errors import VersionNotFound
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.features.lambda_api.arns import LATEST, LATEST_PUBLISHED, FunctionRef
 from stepwell.features.lambda_api.context import ApiContext
 from stepwell.features.lambda_api.errors import invalid, not_found
 from stepwell.features.lambda_api.executions import check_workflow, error_object, function_ref
+from stepwell.features.lambda_api.tenants import DEFAULT_TENANT, is_tenant
 from stepwell.features.lambda_api.wire import Request, Response
-from stepwell.model import KEY_PART_PATTERN, KEY_PART_RULE
+from stepwell.model import KEY_PART_RULE, InvokeMessage
 
 INVOCATION_TYPES = ("RequestResponse", "Event", "DryRun")
 STILL_RUNNING = "Stepwell.ExecutionStillRunning"
 TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED"})
 FIRST_POLL_SECONDS = 0.05
 LONGEST_POLL_SECONDS = 1.0
-# The model's patterns of the execution name and the tenant id.
+# The model's pattern of the execution name.
 _EXECUTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_TENANT_ID = re.compile(r"[A-Za-z0-9._:/=+@ -]{1,256}")
 MAX_CLIENT_CONTEXT = 3583 * 2
 
 
@@ -53,16 +57,24 @@ def invoke(api: ApiContext, request: Request, params: dict[str, str]) -> Respons
     if name is not None and not _EXECUTION_NAME.fullmatch(name):
         raise invalid(f"DurableExecutionName {name!r} must be 1 to 64 letters, digits, '-' or '_'")
     tenant = request.header("X-Amz-Tenant-Id", 512)
-    if tenant is not None and not (_TENANT_ID.fullmatch(tenant) and KEY_PART_PATTERN.match(tenant)):
+    if tenant is not None and not is_tenant(tenant):
         raise invalid(f"TenantId {tenant!r} is no tenant (an execution's domain): {KEY_PART_RULE}")
+    if api.scope is not None:
+        shown = api.arns.function_arn(function.name, function.qualifier)
+        api.scope.check(tenant or DEFAULT_TENANT, "Invoke", f"{shown} (TenantId {tenant or DEFAULT_TENANT})")
     payload = _payload(request)
-    _check_startable(api, function)
+    version = _start_version(api, function)
     if invocation_type == "DryRun":
         api.engine.limits.execution_input.check(f"the input of workflow {function.name!r}", payload)
         return Response(204)
-    execution_id = api.engine.start_execution_json(
-        function.name, payload, execution_name=name, domain=tenant or "default"
-    )
+    if version is None:
+        execution_id = api.engine.start_execution_json(
+            function.name, payload, execution_name=name, domain=tenant or DEFAULT_TENANT
+        )
+    else:
+        execution_id = _start_pinned(
+            api, function.name, payload, name=name, tenant=tenant or DEFAULT_TENANT, version=version
+        )
     arn = api.arns.execution_arn(execution_id)
     if invocation_type == "Event":
         return Response(202, headers={"X-Amz-Durable-Execution-Arn": arn})
@@ -77,7 +89,10 @@ def _payload(request: Request) -> str:
     return request.body.decode("utf-8")
 
 
-def _check_startable(api: ApiContext, function: FunctionRef) -> None:
+def _start_version(api: ApiContext, function: FunctionRef) -> str | None:
+    """The worker version the execution is to start pinned to; None: unpinned, the live version's worker
+    runs (and pins) it. ResourceNotFoundException for a workflow or a version the deployment does not
+    have."""
     if function.name == INTERPRETER_NAME:
         raise not_found(
             f"Function not found: {api.arns.function_arn(function.name)} (the definitions' interpreter: a "
@@ -86,22 +101,48 @@ def _check_startable(api: ApiContext, function: FunctionRef) -> None:
     check_workflow(api, function.name)
     qualifier = function.qualifier
     if qualifier is None or qualifier in (LATEST, LATEST_PUBLISHED):
-        return
+        return None
+    arn = api.arns.function_arn(function.name, qualifier)
     versions = api.engine.functions
     if versions is None:
-        arn = api.arns.function_arn(function.name, qualifier)
         raise not_found(
             f"Function not found: {arn} (this deployment's worker "
             "is not versioned: invoke it without a qualifier or with $LATEST)"
         )
-    asked = api.engine.resolve_version(qualifier)
-    live = versions.current_version()
-    if asked != live:
-        raise invalid(
-            f"Qualifier {qualifier!r} is version {asked}, but new executions start on version {live} (the "
-            "worker's alias): an execution runs on the version that runs it first. Invoke without a "
-            f"qualifier or with {live}; move a running execution to another version with `stepwell upgrade`."
-        )
+    try:
+        # The live version too: the alias may move before the first run, and the caller asked for this one.
+        return api.engine.resolve_version(qualifier)
+    except VersionNotFound as error:
+        raise not_found(f"Function not found: {arn} ({error})") from None
+
+
+def _start_pinned(
+    api: ApiContext, workflow: str, payload: str, *, name: str | None, tenant: str, version: str
+) -> str:
+    """Start the execution pinned to the published worker `version` before its first run, which the
+    live worker then forwards to that version (as it does an execution pinned by its own first run).
+
+    The execution is created without its first message, pinned (a conditional write), then woken: no run
+    can begin before the pin. A repeated Invoke finds it as the first left it: one that is unpinned and
+    has not run (the first Invoke died before its pin) is pinned and woken; one pinned to the version and not
+    run yet is woken again (its message may have died with the first Invoke); one that ran, or another
+    version has, is left as it is."""
+    engine = api.engine
+    record, created = engine.start_execution_to_run(
+        workflow, json.loads(payload), execution_name=name, domain=tenant
+    )
+    execution_id = record.execution_id
+    if created:
+        if engine.store.pin_version(execution_id, version, expected=None):
+            engine.queue.enqueue(InvokeMessage(execution_id).to_body())
+        return execution_id
+    if record.status.is_terminal or engine.store.load_batches(execution_id, limit=1)[0]:
+        return execution_id
+    if record.code_version == version or (
+        record.code_version is None and engine.store.pin_version(execution_id, version, expected=None)
+    ):
+        engine.queue.enqueue(InvokeMessage(execution_id).to_body())
+    return execution_id
 
 
 def _wait(api: ApiContext, execution_id: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The API function's own environment (the module's modules/api sets it), besides the deployment's
-StepwellConfig: who may do what, the deployment's workflows, and how long a RequestResponse invoke waits."""
+StepwellConfig: who may do what (and which principals reach only some tenants), the deployment's
+workflows, and how long a RequestResponse invoke waits."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from stepwell.core.registry import WORKFLOW_NAME_PATTERN
 from stepwell.features.lambda_api.access import AccessPolicy, PrincipalError
 from stepwell.features.lambda_api.arns import ArnContext
 from stepwell.features.lambda_api.context import MAX_WAIT_SECONDS, ApiSettings
+from stepwell.features.lambda_api.tenants import TenantLimits
 
 READ_PRINCIPALS_ENV = "STEPWELL_API_READ_PRINCIPALS"
 OPERATE_PRINCIPALS_ENV = "STEPWELL_API_OPERATE_PRINCIPALS"
 CALLBACK_PRINCIPALS_ENV = "STEPWELL_API_CALLBACK_PRINCIPALS"
+TENANT_PRINCIPALS_ENV = "STEPWELL_API_TENANT_PRINCIPALS"
 WORKFLOWS_ENV = "STEPWELL_API_WORKFLOWS"
 MAX_WAIT_ENV = "STEPWELL_API_MAX_WAIT_SECONDS"
 _SECONDS = re.compile(r"[0-9]{1,4}")
@@ -38,12 +41,19 @@ def api_settings(
         raise SettingsError(
             f"{READ_PRINCIPALS_ENV}/{OPERATE_PRINCIPALS_ENV}/{CALLBACK_PRINCIPALS_ENV}: {error}"
         ) from None
+    try:
+        tenants = TenantLimits.from_json(environ.get(TENANT_PRINCIPALS_ENV, ""))
+    except PrincipalError as error:
+        raise SettingsError(
+            f"{TENANT_PRINCIPALS_ENV} must be a JSON object of tenant id -> list of principals: {error}"
+        ) from None
     wait = environ.get(MAX_WAIT_ENV, "") or "60"
     if not _SECONDS.fullmatch(wait) or int(wait) > MAX_WAIT_SECONDS:
         raise SettingsError(f"{MAX_WAIT_ENV} must be whole seconds 0..{MAX_WAIT_SECONDS:.0f}, got {wait!r}")
     return ApiSettings(
         arns=arns,
         access=access,
+        tenants=tenants,
         workflows=_workflows(environ.get(WORKFLOWS_ENV, "")),
         retention_days=retention_days,
         kms_key_arn=kms_key_arn,
