@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 # A boto3 client on the backend for a service name ("lambda", "sqs").
@@ -14,6 +15,35 @@ ClientFactory = Callable[[str], Any]
 CodeFetcher = Callable[[str], bytes]
 
 LATEST = "$LATEST"
+
+
+class RuntimeKind(Enum):
+    """Which worker runs a function version's code: the harness's Python or the machine's ``node``."""
+
+    PYTHON = "python"
+    NODE = "node"
+
+
+# The Node.js Runtime values the pinned AWS provider (5.100) accepts; each runs on the machine's one
+# ``node`` (v20 here), whatever major version it names. Every python3.* runs on the harness's Python; moto
+# stores any string, and "" (a function created without one) runs as Python, as before Node was run.
+NODE_RUNTIMES = ("nodejs18.x", "nodejs20.x", "nodejs22.x")
+
+
+class UnsupportedRuntime(ValueError):
+    """A function version whose Runtime the local runtime cannot run (java21, provided.al2023, ...)."""
+
+
+def runtime_kind(runtime: str) -> RuntimeKind:
+    """The worker a version of Runtime ``runtime`` runs in; UnsupportedRuntime names the ones allowed."""
+    if runtime in NODE_RUNTIMES:
+        return RuntimeKind.NODE
+    if runtime.startswith("python3.") or runtime == "":
+        return RuntimeKind.PYTHON
+    raise UnsupportedRuntime(
+        f"Runtime {runtime!r} is not run by the local Lambda runtime; it runs python3.* and "
+        f"{', '.join(NODE_RUNTIMES)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -42,6 +72,13 @@ class FunctionSpec:
     code_sha256: str
     last_modified: str
     role: str = ""  # the function's execution role ARN
+    runtime: str = ""  # Lambda's Runtime (python3.13, nodejs20.x, ...); "" when the function names none
+
+    @property
+    def qualified_arn(self) -> str:
+        """The ARN of this version (``...:function:name:$LATEST`` or ``...:name:3``), as destination
+        records name the function that ran."""
+        return f"{self.arn}:{self.version}"
 
 
 class InvalidFunctionReference(ValueError):
@@ -95,4 +132,5 @@ def read_function_spec(lambda_client: Any, function_name: str, qualifier: str | 
         code_sha256=configuration.get("CodeSha256", ""),
         last_modified=configuration.get("LastModified", ""),
         role=str(configuration.get("Role", "")),
+        runtime=str(configuration.get("Runtime") or ""),
     )

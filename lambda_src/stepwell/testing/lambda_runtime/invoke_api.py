@@ -3,12 +3,13 @@
 Lambda client reaches it).
 
 Invoke: ``POST /2015-03-31/functions/{name, name:qualifier, partial or full ARN}/invocations`` (query
-``Qualifier``, header ``X-Amz-Invocation-Type``: RequestResponse, Event (202, run in the background as
-``invoke_event`` runs it), DryRun (204)) runs the addressed version's code on the runtime and answers as
-Lambda does (``X-Amz-Executed-Version``; a handler error with ``X-Amz-Function-Error: Unhandled`` and the
-error as the payload; an unknown function or version is moto's ResourceNotFoundException). Every other
-request is relayed unchanged to the backend and its answer back, so ListVersionsByFunction, GetAlias or
-DeleteFunction from a handler reach moto.
+``Qualifier``, header ``X-Amz-Invocation-Type``: RequestResponse, Event (202 at once, then run in a
+thread of its own as ``invoke_event`` runs it: retries, event age, on-success and on-failure
+destinations), DryRun (204)) runs the addressed version's code on the runtime and answers as Lambda does
+(``X-Amz-Executed-Version``, ``x-amzn-RequestId``: the context's request id; a handler error with
+``X-Amz-Function-Error: Unhandled`` and the error as the payload; an unknown function or version is
+moto's ResourceNotFoundException). Every other request is relayed unchanged to the backend and its
+answer back, so ListVersionsByFunction, GetAlias or DeleteFunction from a handler reach moto.
 
 Function URLs: moto stores a function's URL configuration but serves nothing. This endpoint answers
 requests whose Host header is a function URL's host (``<url-id>.lambda-url.<region>.on.aws``, as moto's
@@ -26,6 +27,7 @@ import http.client
 import json
 import re
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -69,10 +71,18 @@ class InvokeApiRuntime(Protocol):
 
     def function_url_target(self, url_id: str) -> tuple[FunctionSpec, str, str] | None: ...
 
-    def run(self, spec: FunctionSpec, payload: Any, invoked_arn: str) -> InvocationResult: ...
+    def run(
+        self, spec: FunctionSpec, payload: Any, invoked_arn: str, request_id: str | None = None
+    ) -> InvocationResult: ...
 
     def run_in_background(
-        self, spec: FunctionSpec, payload: Any, invoked_arn: str, qualifier: str | None = None
+        self,
+        spec: FunctionSpec,
+        payload: Any,
+        invoked_arn: str,
+        qualifier: str | None = None,
+        *,
+        request_id: str | None = None,
     ) -> None: ...
 
 
@@ -191,15 +201,22 @@ def invoke_api_handler(runtime: InvokeApiRuntime) -> type[BaseHTTPRequestHandler
                 )
                 return
             invoked_arn = invocation_arn(spec, resolved_qualifier)
+            # The invocation's request id: the context's awsRequestId, in every attempt of an Event one, and
+            # the requestId of its destination record, as in Lambda.
+            request_id = str(uuid.uuid4())
             if invocation_type == "DryRun":
-                self._answer(204, b"")
+                self._answer(204, b"", {"x-amzn-RequestId": request_id})
                 return
             if invocation_type == "Event":
-                runtime.run_in_background(spec, event, invoked_arn, resolved_qualifier)
-                self._answer(202, b"")
+                runtime.run_in_background(spec, event, invoked_arn, resolved_qualifier, request_id=request_id)
+                self._answer(202, b"", {"x-amzn-RequestId": request_id})
                 return
-            result = runtime.run(spec, event, invoked_arn)
-            headers = {"Content-Type": "application/json", "X-Amz-Executed-Version": spec.version}
+            result = runtime.run(spec, event, invoked_arn, request_id)
+            headers = {
+                "Content-Type": "application/json",
+                "X-Amz-Executed-Version": spec.version,
+                "x-amzn-RequestId": request_id,
+            }
             if result.error is not None:
                 headers["X-Amz-Function-Error"] = "Unhandled"
             self._answer(

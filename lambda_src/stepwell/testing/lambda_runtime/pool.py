@@ -32,11 +32,14 @@ class WorkerPool:
         code_fetcher: CodeFetcher,
         environment: WorkerEnvironment,
         python_executable: str,
+        *,
+        node_executable: str | None = None,
     ) -> None:
         self.work_dir = work_dir
         self._code_fetcher = code_fetcher
         self._environment = environment
         self._python_executable = python_executable
+        self._node_executable = node_executable
         self._idle: dict[tuple[str, str], list[WorkerProcess]] = {}
         self._busy: set[WorkerProcess] = set()
         # Guards the pools only; never held while a handler runs, so a handler may invoke another
@@ -71,7 +74,12 @@ class WorkerPool:
         with open(log_path, "ab") as log:
             environment = self._environment(spec, code_dir)
             worker = WorkerProcess(
-                spec, code_dir, environment, log, python_executable=self._python_executable
+                spec,
+                code_dir,
+                environment,
+                log,
+                python_executable=self._python_executable,
+                node_executable=self._node_executable,
             )
         with self._lock:
             self._busy.add(worker)

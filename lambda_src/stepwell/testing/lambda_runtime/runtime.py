@@ -1,5 +1,5 @@
-"""``LambdaRuntime``: runs deployed Python functions on a backend that stores functions but never runs
-them (moto), and drives their SQS event source mappings.
+"""``LambdaRuntime``: runs deployed Python and Node.js functions on a backend that stores functions but
+never runs them (moto), and drives their SQS event source mappings.
 
 It reads each function version's configuration (handler, environment, timeout) from the Lambda API,
 fetches that version's deployed zip, and runs the handler in a warm worker process (pool.py, worker.py)
@@ -18,10 +18,18 @@ fast-forwarded schedule finds its timer due (the context's remaining time stays 
 ``fast_retries`` (the default) failed messages are received again at once, as if their visibility
 timeout had passed, so tests see retries and redrive without waiting.
 
+Node.js versions (Runtime nodejs18.x, 20.x, 22.x) run in warm ``node`` workers (``node_executable``,
+default the ``node`` on PATH; node_bootstrap.mjs) with Lambda's Node.js handler resolution, context and
+error shapes; ``function_environment`` adds variables to a function's workers last, after the harness's
+own (e.g. an ``AWS_ENDPOINT_URL_LAMBDA`` of its own), as ``function_credentials`` does for credentials.
+
 Asynchronous invocations (an Event invoke, a Scheduler target): ``invoke_event`` runs the event, and
 when the function fails runs it again up to the MaximumRetryAttempts of the version's or alias's event
-invoke config (GetFunctionEventInvokeConfig; default 2), then sends Lambda's destination record to its
-on-failure SQS destination, if any (stepwell.testing.async_invoke), without Lambda's waits between.
+invoke config (GetFunctionEventInvokeConfig; default 2) while the event is younger than its
+MaximumEventAgeInSeconds, then sends Lambda's destination record to its on-failure SQS destination, if
+any; a successful event goes to its on-success destination with the function's answer
+(stepwell.testing.async_invoke), without Lambda's waits between. Every attempt has the invocation's
+request id (the one the Invoke API answered with), as in Lambda.
 
 Use ``poll_once()``, ``drain()`` (until the mapped queues settle, bounded by batches and seconds),
 ``start()``/``stop()`` (a background thread), ``invoke(function_name, payload, qualifier=None)`` and
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -44,11 +53,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from stepwell.aws.clients import error_code
-from stepwell.testing.async_invoke import (
-    DEFAULT_MAXIMUM_RETRY_ATTEMPTS,
-    AsyncInvokeOutcome,
-    invoke_asynchronously,
-)
+from stepwell.testing.async_invoke import AsyncInvokeOutcome, Attempt, play_event
 from stepwell.testing.lambda_runtime.event_sources import (
     IDLE_POLL_SECONDS,
     DrainResult,
@@ -63,17 +68,21 @@ from stepwell.testing.lambda_runtime.functions import (
     CodeFetcher,
     FunctionSpec,
     InvocationResult,
+    RuntimeKind,
+    UnsupportedRuntime,
     invocation_arn,
     read_function_spec,
+    runtime_kind,
     split_function_reference,
 )
 from stepwell.testing.lambda_runtime.invoke_api import start_invoke_api
+from stepwell.testing.lambda_runtime.invoke_config import EventInvokeConfig, read_event_invoke_config
 from stepwell.testing.lambda_runtime.pool import WorkerPool
 from stepwell.testing.lambda_runtime.worker import InvocationTimeout
 
 
 class LambdaRuntime:
-    """Runs deployed Python functions and drives their SQS event source mappings."""
+    """Runs deployed Python and Node.js functions and drives their SQS event source mappings."""
 
     def __init__(
         self,
@@ -90,12 +99,19 @@ class LambdaRuntime:
         clock_offset: Callable[[], float] | None = None,
         backend_endpoint_url: str | None = None,
         function_credentials: Callable[[FunctionSpec], Mapping[str, str]] | None = None,
+        node_executable: str | None = None,
+        function_environment: Callable[[FunctionSpec], Mapping[str, str]] | None = None,
     ) -> None:
         self._client_factory = client_factory
         # Where a handler's credentials come from instead of aws_environment's: on an IAM-enforcing
         # backend, its role's STS session (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
         # as Lambda gives a function; asked once per warm worker.
         self.function_credentials = function_credentials
+        # Variables a function's workers get last (asked once per warm worker): what Lambda would give it
+        # that the harness cannot know, e.g. its own AWS_ENDPOINT_URL_LAMBDA on a local endpoint.
+        self.function_environment = function_environment
+        # Where Node.js versions run; None (no node on PATH): they fail to start, with that said.
+        self.node_executable = node_executable or shutil.which("node")
         self._aws_environment = dict(aws_environment)
         self.work_dir = Path(work_dir)
         self.region = region
@@ -106,7 +122,13 @@ class LambdaRuntime:
         self.clock_offset = clock_offset
         # Where the local Invoke API relays every other Lambda request.
         self.backend_endpoint_url = backend_endpoint_url or self._aws_environment.get("AWS_ENDPOINT_URL")
-        self._workers = WorkerPool(self.work_dir, code_fetcher, self._worker_environment, python_executable)
+        self._workers = WorkerPool(
+            self.work_dir,
+            code_fetcher,
+            self._worker_environment,
+            python_executable,
+            node_executable=self.node_executable,
+        )
         self._queues = MappedQueues(client_factory, function_names)
         # Guards the endpoint and the count of events in flight only; never held while a handler runs, so
         # a handler may invoke another version (or its own) through the endpoint without waiting on itself.
@@ -146,8 +168,21 @@ class LambdaRuntime:
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_seconds),
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
             "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[{spec.version}]{uuid.uuid4().hex}",
+            **self._runtime_environment(spec, code_dir),
             **(self.function_credentials(spec) if self.function_credentials is not None else {}),
+            **(self.function_environment(spec) if self.function_environment is not None else {}),
         }
+
+    @staticmethod
+    def _runtime_environment(spec: FunctionSpec, code_dir: Path) -> dict[str, str]:
+        """What Lambda's runtime of ``spec`` adds: its name, and for Node.js the function's folder as
+        NODE_PATH (CommonJS requires by name find the function's own packages there, as in /var/task)."""
+        if not spec.runtime:
+            return {}
+        extra = {"AWS_EXECUTION_ENV": f"AWS_Lambda_{spec.runtime}"}
+        if runtime_kind(spec.runtime) is RuntimeKind.NODE:
+            extra["NODE_PATH"] = str(code_dir)
+        return extra
 
     def log_path(self, function_name: str) -> Path:
         """The log every version of the function writes to."""
@@ -160,15 +195,22 @@ class LambdaRuntime:
         spec = self.function_spec(name, resolved_qualifier)
         return self.run(spec, payload, invocation_arn(spec, resolved_qualifier))
 
-    def run(self, spec: FunctionSpec, payload: Any, invoked_arn: str) -> InvocationResult:
-        """Run the version ``spec`` describes, as invoked by ``invoked_arn``."""
+    def run(
+        self, spec: FunctionSpec, payload: Any, invoked_arn: str, request_id: str | None = None
+    ) -> InvocationResult:
+        """Run the version ``spec`` describes, as invoked by ``invoked_arn``, with ``request_id`` as the
+        context's request id (None: a new one)."""
         if isinstance(payload, bytes | bytearray):
             payload = json.loads(payload or b"null")
-        request_id = str(uuid.uuid4())
+        request_id = request_id or str(uuid.uuid4())
+        answer: dict[str, Any]
         try:
+            runtime_kind(spec.runtime)
             worker = self._workers.checkout(spec)
+        except UnsupportedRuntime as error:  # Lambda's Invoke error for a runtime it cannot run
+            answer = {"error": {"errorType": "InvalidRuntimeException", "errorMessage": str(error)}}
         except RuntimeError as error:
-            answer: dict[str, Any] = {
+            answer = {
                 "error": {"errorType": "Runtime.ExitError", "errorMessage": str(error), "stackTrace": []}
             }
         else:
@@ -193,57 +235,68 @@ class LambdaRuntime:
         self, function_name: str, payload: Any, qualifier: str | None = None
     ) -> AsyncInvokeOutcome:
         """An asynchronous (Event) invocation, run now in the caller's thread: retried and then sent to its
-        on-failure destination as the function's event invoke config says."""
+        destinations as the function's event invoke config says."""
         name, resolved_qualifier = split_function_reference(function_name, qualifier)
         spec = self.function_spec(name, resolved_qualifier)
         return self.run_event(spec, payload, invocation_arn(spec, resolved_qualifier), resolved_qualifier)
 
+    def event_invoke_config(self, function_name: str, qualifier: str | None = None) -> EventInvokeConfig:
+        """The event invoke config of a version or alias, read now from the backend."""
+        return read_event_invoke_config(self._client_factory("lambda"), function_name, qualifier)
+
     def run_event(
-        self, spec: FunctionSpec, payload: Any, invoked_arn: str, qualifier: str | None
+        self,
+        spec: FunctionSpec,
+        payload: Any,
+        invoked_arn: str,
+        qualifier: str | None,
+        *,
+        request_id: str | None = None,
     ) -> AsyncInvokeOutcome:
+        """Play an Event invocation of ``spec`` (``request_id``: the one its Invoke answered with)."""
         if isinstance(payload, bytes | bytearray):
             payload = json.loads(payload or b"null")
-        retries, destination = self._event_invoke_config(spec.name, qualifier)
+        config = self.event_invoke_config(spec.name, qualifier)
+        request_id = request_id or str(uuid.uuid4())
 
-        def attempt(event: Any) -> dict[str, Any] | None:
-            result = self.run(spec, event, invoked_arn)
+        def attempt(event: Any) -> Attempt:
+            result = self.run(spec, event, invoked_arn, request_id)
             if result.succeeded:
+                return Attempt(payload=result.payload)
+            return Attempt(error=result.error or {"errorType": "Unknown", "errorMessage": "no error object"})
+
+        def sender(queue_arn: str) -> Callable[[dict[str, Any]], None] | None:
+            if not queue_arn:
                 return None
-            return result.error or {"errorType": "Unknown", "errorMessage": "no error object"}
 
-        def to_destination(record: dict[str, Any]) -> None:
-            self._client_factory("sqs").send_message(
-                QueueUrl=self._queues.queue_url(destination), MessageBody=json.dumps(record)
-            )
+            def send(record: dict[str, Any]) -> None:
+                self._client_factory("sqs").send_message(
+                    QueueUrl=self._queues.queue_url(queue_arn), MessageBody=json.dumps(record)
+                )
 
-        return invoke_asynchronously(
+            return send
+
+        return play_event(
             attempt,
             payload,
-            invoked_arn,
-            maximum_retry_attempts=retries,
-            on_failure=to_destination if destination else None,
+            # The record names what ran: the alias or version invoked, else the unqualified call's $LATEST.
+            invoked_arn if qualifier else spec.qualified_arn,
+            maximum_retry_attempts=config.maximum_retry_attempts,
+            maximum_event_age_seconds=config.maximum_event_age_seconds,
+            on_success=sender(config.on_success),
+            on_failure=sender(config.on_failure),
             executed_version=spec.version,
+            request_id=request_id,
         )
 
-    def _event_invoke_config(self, function_name: str, qualifier: str | None) -> tuple[int, str]:
-        """MaximumRetryAttempts and the on-failure SQS destination ("" = none) of a version or alias."""
-        request: dict[str, str] = {"FunctionName": function_name}
-        if qualifier:
-            request["Qualifier"] = qualifier
-        try:
-            config = self._client_factory("lambda").get_function_event_invoke_config(**request)
-        except ClientError as error:
-            if error_code(error) != "ResourceNotFoundException":
-                raise
-            return DEFAULT_MAXIMUM_RETRY_ATTEMPTS, ""
-        retries = int(config.get("MaximumRetryAttempts", DEFAULT_MAXIMUM_RETRY_ATTEMPTS))
-        destination = str(config.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination", ""))
-        if destination and not destination.startswith("arn:aws:sqs:"):
-            raise ValueError(f"on-failure destination {destination!r}: only SQS queues are played locally")
-        return retries, destination
-
     def run_in_background(
-        self, spec: FunctionSpec, payload: Any, invoked_arn: str, qualifier: str | None = None
+        self,
+        spec: FunctionSpec,
+        payload: Any,
+        invoked_arn: str,
+        qualifier: str | None = None,
+        *,
+        request_id: str | None = None,
     ) -> None:
         """``run_event`` in a thread of its own, for an Event invocation: nobody waits for it, so a failure
         to run it at all goes to background_errors. ``drain`` waits for it, as for a queued message."""
@@ -252,7 +305,7 @@ class LambdaRuntime:
 
         def run() -> None:
             try:
-                self.run_event(spec, payload, invoked_arn, qualifier)
+                self.run_event(spec, payload, invoked_arn, qualifier, request_id=request_id)
             except Exception as error:
                 self.background_errors.append(error)
             finally:

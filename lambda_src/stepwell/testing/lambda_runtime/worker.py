@@ -6,6 +6,10 @@ interpreter running the harness (it provides boto3, as Lambda's runtime does) an
 environment. There ``run_worker`` imports the handler once and serves invocations: one JSON request per
 stdin line, one JSON answer per line. The handler's prints go to stderr, the function's log.
 
+A Node.js version (Runtime nodejs18.x, 20.x, 22.x) runs ``node node_bootstrap.mjs CODE_DIR HANDLER FD``
+instead, which speaks the same protocol; its answers come on a pipe of their own (descriptor FD), since
+Node cannot move its own stdout aside as the Python worker does: stdout and stderr are its log.
+
 This file runs alone as that process, where only the function's own package is importable (``-P`` keeps
 this folder off sys.path, so the function's copy of stepwell, not the harness's, is what its imports
 see): it imports nothing outside the standard library at run time.
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
     from stepwell.testing.lambda_runtime.functions import FunctionSpec
 
 WORKER_START_TIMEOUT_SECONDS = 60.0
+NODE_BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -133,7 +138,8 @@ class InvocationTimeout(RuntimeError):
 
 
 class WorkerProcess:
-    """The harness's handle on one worker process running ``spec``: one invocation at a time."""
+    """The harness's handle on one worker process running ``spec``: one invocation at a time. A Node.js
+    version runs on ``node_executable`` (None: no ``node`` was found, and the version cannot start)."""
 
     def __init__(
         self,
@@ -143,30 +149,57 @@ class WorkerProcess:
         log: IO[bytes],
         *,
         python_executable: str,
+        node_executable: str | None = None,
     ) -> None:
+        # Here, not at the top: this file also runs alone as the Python worker, on the standard library.
+        from stepwell.testing.lambda_runtime.functions import RuntimeKind, runtime_kind
+
         self.spec = spec
-        self.process = subprocess.Popen(
-            # -P: run this file as a script without putting its folder on sys.path, so the function's
-            # own code (its PYTHONPATH) is what imports see, not the harness package.
-            [python_executable, "-P", __file__, "--worker", str(code_dir), spec.handler],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=environment,
-            cwd=code_dir,
-            text=True,
-        )
+        if runtime_kind(spec.runtime) is RuntimeKind.NODE:
+            if node_executable is None:
+                raise RuntimeError(f"{spec.name} is a {spec.runtime} function and no node was found")
+            read_end, write_end = os.pipe()
+            try:
+                self.process = subprocess.Popen(
+                    [node_executable, str(NODE_BOOTSTRAP), str(code_dir), spec.handler, str(write_end)],
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=log,
+                    env=environment,
+                    cwd=code_dir,
+                    text=True,
+                    pass_fds=(write_end,),
+                )
+            except BaseException:
+                os.close(read_end)
+                raise
+            finally:
+                os.close(write_end)  # the child holds its copy: the pipe ends when the worker does
+            self._answers: IO[str] = os.fdopen(read_end, "r", encoding="utf-8")
+        else:
+            self.process = subprocess.Popen(
+                # -P: run this file as a script without putting its folder on sys.path, so the function's
+                # own code (its PYTHONPATH) is what imports see, not the harness package.
+                [python_executable, "-P", __file__, "--worker", str(code_dir), spec.handler],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=environment,
+                cwd=code_dir,
+                text=True,
+            )
+            assert self.process.stdout is not None
+            self._answers = self.process.stdout
         ready = self._read_line(WORKER_START_TIMEOUT_SECONDS)
         if ready is None or not json.loads(ready).get("ready"):
             self.kill()
             raise RuntimeError(f"the worker for {spec.name} did not start (see its log)")
 
     def _read_line(self, timeout_seconds: float) -> str | None:
-        assert self.process.stdout is not None
-        readable, _, _ = select.select([self.process.stdout], [], [], timeout_seconds)
+        readable, _, _ = select.select([self._answers], [], [], timeout_seconds)
         if not readable:
             return None
-        line = self.process.stdout.readline()
+        line = self._answers.readline()
         return line or None
 
     def invoke(
@@ -188,9 +221,9 @@ class WorkerProcess:
             timed_out = self.process.poll() is None
             self.kill()
             if timed_out:
-                raise InvocationTimeout(
-                    f"{self.spec.name} timed out after {self.spec.timeout_seconds} s (request {request_id})"
-                )
+                # Lambda's words for it (the Sandbox.Timedout error's message).
+                seconds = f"{self.spec.timeout_seconds:.2f} seconds"
+                raise InvocationTimeout(f"RequestId: {request_id} Error: Task timed out after {seconds}")
             raise RuntimeError(f"the worker for {self.spec.name} exited with code {self.process.returncode}")
         answer: dict[str, Any] = json.loads(line)
         return answer
@@ -202,8 +235,8 @@ class WorkerProcess:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
+        for stream in (self.process.stdin, self.process.stdout, self._answers):
+            if stream is not None and not stream.closed:
                 stream.close()
 
 
