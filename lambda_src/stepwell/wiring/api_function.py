@@ -4,8 +4,9 @@ execution API (stepwell.features.lambda_api) on an engine built from the environ
 Who may call: the module's api_principals, listed per class of operation in the function's environment
 (STEPWELL_API_READ_PRINCIPALS, ..._OPERATE_..., ..._CALLBACK_...) and granted lambda:InvokeFunctionUrl in
 its resource policy; the handler checks each request's signed caller (requestContext.authorizer.iam)
-against the class of the operation. The deployment's ARNs (partition, region, account) are the function's
-own, from its Lambda context.
+against the class of the operation; STEPWELL_API_TENANT_PRINCIPALS limits listed principals to some
+tenants' executions (stepwell.features.lambda_api.tenants). The deployment's ARNs (partition, region,
+account) are the function's own, from its Lambda context.
 """
 
 from __future__ import annotations
