@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from stepwell.core.invoke_targets import parse_function_arn, parse_target
+from stepwell.core.registry import validate_workflow_name
+from stepwell.core.remote_functions import DURABLE_FUNCTIONS_ENV, RemoteFunction, parse_durable_functions
 from stepwell.errors import InvalidArgument
 from stepwell.limits import (
     DEFAULT_MAX_CALLBACK_RESULT_BYTES,
@@ -52,6 +54,8 @@ _ENV_BY_CLIENT_KEY: dict[str, str] = {
 _JSON_OBJECT_ENV: dict[str, str] = {
     "event_extractor": "STEPWELL_EVENT_EXTRACTOR",
     "event_sources": "STEPWELL_EVENT_SOURCES",
+    # Remote durable functions (stepwell.core.remote_functions): workflow name -> {function_arn, qualifier}.
+    "durable_functions": "STEPWELL_DURABLE_FUNCTIONS",
 }
 
 INVOKE_FUNCTIONS_ENV = "STEPWELL_INVOKE_FUNCTIONS"
@@ -154,6 +158,9 @@ class StepwellConfig:
     status_events: bool = True
     # Lambda functions context.invoke may call (unqualified function ARNs; the module's invoke_function_arns).
     invoke_functions: tuple[str, ...] = ()
+    # Lambda functions of the user's that are workflows (the module's durable_functions): workflow name ->
+    # {"function_arn": unqualified ARN, "qualifier": str or null, "timeout_seconds": 1..900, optional}.
+    durable_functions: Mapping[str, Any] = field(default_factory=dict)
     # Payload limits in bytes (stepwell.limits; the module's max_*_bytes): the client and CLI refuse what
     # the deployment would, before sending it.
     max_execution_input_bytes: int = DEFAULT_MAX_EXECUTION_INPUT_BYTES
@@ -197,10 +204,20 @@ class StepwellConfig:
             except InvalidArgument as error:
                 raise ConfigError(f"invoke_functions ({INVOKE_FUNCTIONS_ENV}): {error}") from None
         try:
+            for name in self.remote_functions:
+                validate_workflow_name(name)
+        except (InvalidArgument, ValueError) as error:
+            raise ConfigError(f"durable_functions ({DURABLE_FUNCTIONS_ENV}): {error}") from None
+        try:
             _ = self.payload_limits  # checks the four values
         except ValueError as error:
             raise ConfigError(str(error)) from None
         check_cpu_budgets(self.definitions_run_cpu_seconds, self.definitions_expression_cpu_seconds)
+
+    @property
+    def remote_functions(self) -> dict[str, RemoteFunction]:
+        """The registered remote durable functions (durable_functions, checked)."""
+        return parse_durable_functions(self.durable_functions, "durable_functions")
 
     @property
     def payload_limits(self) -> PayloadLimits:

@@ -21,7 +21,14 @@ from stepwell.core.registry import Registry, validate_workflow_name
 from stepwell.core.status_events import NoStatusEvents
 from stepwell.core.versions import running_version
 from stepwell.features.definitions.interpreter import register_interpreter
+from stepwell.features.lambda_api.arns import ArnContext
 from stepwell.ports import Clock, WorkQueue
+
+
+def remote_execution_arn(execution_id: str, function_arn: str) -> str:
+    """The ARN a remote durable function is handed for an execution: AWS's shape, in the function's own
+    partition, region and account (the API, deployed beside it, maps it back: ArnContext.execution_id)."""
+    return ArnContext.from_function_arn(function_arn).execution_arn(execution_id)
 
 
 class AnyWorkflowRegistry(Registry):

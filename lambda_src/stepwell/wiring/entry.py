@@ -60,6 +60,7 @@ from stepwell.core.engine import Engine
 from stepwell.core.logs import install_json_logging, log_context, workflow_of
 from stepwell.core.metrics import EmfMetrics, Metric, Metrics
 from stepwell.core.registry import Registry, default_registry, import_workflow_modules
+from stepwell.core.remote_functions import is_remote_result
 from stepwell.core.status_events import STATUS_EVENT_SOURCE
 from stepwell.core.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds
 from stepwell.core.worker import Worker, parse_invoke_message
@@ -76,7 +77,7 @@ from stepwell.features.reconciler import Reconciler
 from stepwell.features.schedules import SCHEDULED_START, start_scheduled
 from stepwell.model import InvokeMessage, OutcomeAction
 from stepwell.ports import Clock
-from stepwell.wiring.build import build_engine
+from stepwell.wiring.build import build_engine, remote_execution_arn
 from stepwell.wiring.events import (
     CALLBACK_DETAIL_TYPES,
     CALLBACK_EVENT_SOURCE,
@@ -145,8 +146,8 @@ def is_destination_record(body: Mapping[str, Any]) -> bool:
 def unwrap_destination_record(body: dict[str, Any]) -> dict[str, Any]:
     """The invocation payload in an on-failure destination record (a direct wake-up whose runs all
     failed, handed to the work queue to be retried there), or `body` itself when it is no such record."""
-    if not is_destination_record(body):
-        return body
+    if not is_destination_record(body) or is_remote_result(body):
+        return body  # a remote durable function's result is read as it is (Worker.finish_remote)
     payload = body["requestPayload"]
     condition = body["requestContext"].get("condition")
     if not isinstance(payload, dict) or is_destination_record(payload):
@@ -232,6 +233,11 @@ class EntryRuntime:
         chosen = registry if registry is not None else default_registry
         if config.invoke_functions:
             chosen.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(aws))
+        if config.durable_functions:
+            # The user's own durable functions (stepwell.core.remote_runs), invoked asynchronously.
+            chosen.allow_remote_functions(
+                config.remote_functions, BotoLambdaInvoker(aws), remote_execution_arn
+            )
         engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics=metrics)
         grace = prune_grace_seconds(config.work_queue_visibility_seconds)
         return cls(engine, keep_versions=config.keep_versions, prune_grace=grace)
@@ -543,6 +549,10 @@ class EntryRuntime:
             started = start_scheduled(self.engine, body)
             details = {"reason": started.reason} if started.reason else {}
             return MessageResult(SCHEDULED_START, started.action, started.execution_id, details)
+        if kind is None and is_remote_result(body):
+            outcome = self.worker.finish_remote(body)
+            result = {"status": outcome.status.value if outcome.status else None, **outcome.details}
+            return MessageResult("result", outcome.action, outcome.execution_id, result)
         if kind is None and is_bus_envelope(body):
             return self._bus_event(body, context)
         raise InvalidMessage(
