@@ -42,6 +42,12 @@ exports.handler = async (event, context) => {
     throw error;
   }
   if (event.reject) return Promise.reject("plain " + event.reject);
+  if (event.crash) {
+    setTimeout(() => {
+      throw new RangeError(event.crash);
+    }, 0);
+    return new Promise(() => {}); // never settles: the uncaught error ends the invocation
+  }
   console.log("handled", JSON.stringify(event));
   return {
     echo: event,
@@ -207,14 +213,17 @@ def test_es_modules_and_callback_handlers_resolve_as_in_lambda(
         "index.handler",
     )
     callbacks = functions.create("cb", {"src/app.js": COMMONJS_SOURCE}, "src/app.nested.callbacks.handler")
+    folder = functions.create("folder", {"lib/index.js": "exports.run = async () => 'folder';\n"}, "lib.run")
     with _runtime(moto_backend, tmp_path) as runtime:
         by_mjs = runtime.invoke(mjs, {"n": 4})
         by_type = runtime.invoke(typed, {"n": 5})
         called = runtime.invoke(callbacks, {"n": 6})
+        by_folder = runtime.invoke(folder, {})
         failed = runtime.invoke(callbacks, {"fail": "bad callback"})
     assert by_mjs.payload == {"module": "esm", "doubled": 8}, by_mjs.error
     assert by_type.payload == {"module": "esm", "doubled": 10}, by_type.error
     assert called.payload == {"called": 6}, called.error
+    assert by_folder.payload == "folder", by_folder.error
     assert failed.error is not None
     assert (failed.error["errorType"], failed.error["errorMessage"]) == ("TypeError", "bad callback")
 
@@ -231,6 +240,9 @@ def test_errors_are_reported_as_lambdas_nodejs_runtime_reports_them(
         )
         thrown = json.loads(answer["Payload"].read())
         rejected = runtime.invoke(name, {"reject": "reason"})
+        before_crash = runtime.invoke(name, {"n": 1})
+        crashed = runtime.invoke(name, {"crash": "out of range"})
+        after_crash = runtime.invoke(name, {"n": 2})
         missing_export = runtime.invoke(no_export, {})
         missing_module = runtime.invoke(no_module, {})
     assert answer["FunctionError"] == "Unhandled"
@@ -238,6 +250,9 @@ def test_errors_are_reported_as_lambdas_nodejs_runtime_reports_them(
     assert thrown["trace"][0] == "OrderRejected: no stock"
     assert any("app.js" in frame for frame in thrown["trace"][1:])
     assert rejected.error == {"errorType": "string", "errorMessage": "plain reason", "trace": []}
+    assert crashed.error is not None
+    assert (crashed.error["errorType"], crashed.error["errorMessage"]) == ("RangeError", "out of range")
+    assert after_crash.payload["pid"] != before_crash.payload["pid"]  # the crash ended its environment
     assert missing_export.error is not None and missing_module.error is not None
     assert missing_export.error["errorType"] == "Runtime.HandlerNotFound"
     assert missing_export.error["errorMessage"] == "app.missing is undefined or not exported"

@@ -113,7 +113,7 @@ function packageTypeIsModule(folder) {
 
 async function loadModule(root, moduleRoot, moduleName) {
   const base = path.resolve(root, moduleRoot, moduleName);
-  if (fs.existsSync(base) && fs.statSync(base).isFile()) return require(base);
+  if (fs.existsSync(base)) return require(base); // an extensionless file, or a folder with its index.js
   const jsIsModule = fs.existsSync(`${base}.js`) && packageTypeIsModule(path.dirname(`${base}.js`));
   if (!jsIsModule && fs.existsSync(`${base}.js`)) return require(`${base}.js`);
   if (jsIsModule) return await import(pathToFileURL(`${base}.js`).href);
