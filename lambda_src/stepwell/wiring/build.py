@@ -21,14 +21,23 @@ from stepwell.core.registry import Registry, validate_workflow_name
 from stepwell.core.status_events import NoStatusEvents
 from stepwell.core.versions import running_version
 from stepwell.features.definitions.interpreter import register_interpreter
-from stepwell.features.lambda_api.arns import ArnContext
+from stepwell.features.lambda_api.arns import LATEST, ArnContext, arn_name
+from stepwell.model import ExecutionId
 from stepwell.ports import Clock, WorkQueue
 
 
 def remote_execution_arn(execution_id: str, function_arn: str) -> str:
-    """The ARN a remote durable function is handed for an execution: AWS's shape, in the function's own
-    partition, region and account (the API, deployed beside it, maps it back: ArnContext.execution_id)."""
-    return ArnContext.from_function_arn(function_arn).execution_arn(execution_id)
+    """The DurableExecutionArn a remote durable function is handed for an execution: AWS's shape, in the
+    function's own partition, region and account, ending with the id of the execution's EXECUTION operation
+    (its instance id), where the SDKs look for it (the Python SDK's ExecutionState.get_execution_operation
+    takes the ARN's last part). The API maps it back with the checkpoint token, which names the execution
+    (stepwell.features.lambda_api.data_plane)."""
+    arns = ArnContext.from_function_arn(function_arn)
+    ids = ExecutionId.parse(execution_id)
+    return (
+        f"arn:{arns.partition}:lambda:{arns.region}:{arns.account}:function:{ids.workflow_id}:{LATEST}"
+        f"/durable-execution/{arn_name(ids.instance_id)}/{ids.instance_id}"
+    )
 
 
 class AnyWorkflowRegistry(Registry):

@@ -11,15 +11,29 @@ from typing import Any
 
 from aws_durable_execution_sdk_python.lambda_service import Operation, OperationUpdate
 
-from stepwell.core.remote_checkpoints import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_UPDATES, RemoteCheckpoints
+from stepwell.core.remote_checkpoints import (
+    INVALID_TOKEN,
+    MAX_CHECKPOINT_BYTES,
+    MAX_CHECKPOINT_UPDATES,
+    RemoteCheckpoints,
+)
+from stepwell.core.remote_functions import decode_token
 from stepwell.errors import StaleCheckpointToken
 from stepwell.features.lambda_api.context import ApiContext
 from stepwell.features.lambda_api.errors import ApiError, invalid
 from stepwell.features.lambda_api.wire import Request, Response
 from stepwell.limits import PayloadOverLimit
+from stepwell.model import ExecutionId
 
 MAX_TOKEN_LENGTH = 2048
 MAX_MARKER_LENGTH = 64
+MAX_SHOWN = 300
+# The ARN a remote function is handed: the id part is the execution's instance id (a key part).
+_REMOTE_ARN = re.compile(
+    r"arn:(?P<partition>aws[a-z-]{0,20}):lambda:(?P<region>[a-z0-9-]{1,32}):(?P<account>[0-9]{12}):"
+    r"function:(?P<function>[A-Za-z0-9_.-]{1,64}):\$LATEST/durable-execution/[A-Za-z0-9_-]{1,64}/"
+    r"(?P<id>[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127})"
+)
 _CLIENT_TOKEN = re.compile(r"[\x21-\x7e]{1,64}")
 # The model's OperationUpdate members and their types (an object's members likewise), checked before the
 # SDK's from_dict builds it: a wrong type is the caller's error, never the engine's.
@@ -40,11 +54,37 @@ _UPDATE_FIELDS: dict[str, Any] = {
 }
 
 
+def execution_of(api: ApiContext, arn: str, token: str) -> str:
+    """The execution a data-plane call names: the DurableExecutionArn as the worker handed it to the function
+    (AWS's shape ending with the EXECUTION operation's id: wiring.build.remote_execution_arn), which must
+    name the token's execution, or any form the other operations take (ArnContext.execution_id)."""
+    match = _REMOTE_ARN.fullmatch(arn)
+    decoded = decode_token(token)
+    if match is not None and decoded is not None:
+        here = (match["partition"], match["region"], match["account"])
+        ids = ExecutionId.parse(decoded.execution_id)
+        if (
+            here == (api.arns.partition, api.arns.region, api.arns.account)
+            and ids.workflow_id == match["function"]
+            and ids.instance_id == match["id"]
+        ):
+            return decoded.execution_id
+    try:
+        return api.arns.execution_id(arn)
+    except ApiError:
+        if match is None:
+            raise
+    raise invalid(
+        f"{INVALID_TOKEN}: the CheckpointToken is not the current one of {arn[:MAX_SHOWN]} (it belongs to "
+        "another execution, or is no token of this deployment)"
+    )
+
+
 def get_state(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
-    execution_id = api.arns.execution_id(params["execution"])
     max_items = request.query_int("MaxItems", 0, 1000) or 0
     marker = request.query_string("Marker", MAX_MARKER_LENGTH)
     token = _token(request.query_string("CheckpointToken", MAX_TOKEN_LENGTH))
+    execution_id = execution_of(api, params["execution"], token)
     try:
         page = RemoteCheckpoints(api.engine).get_state(execution_id, token, marker, max_items)
     except StaleCheckpointToken as stale:
@@ -56,7 +96,6 @@ def get_state(api: ApiContext, request: Request, params: dict[str, str]) -> Resp
 
 
 def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Response:
-    execution_id = api.arns.execution_id(params["execution"])
     if len(request.body) > MAX_CHECKPOINT_BYTES:
         raise ApiError(
             "RequestTooLargeException",
@@ -69,6 +108,7 @@ def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Res
             f"unknown checkpoint request fields {unknown[:5]}; allowed: CheckpointToken, Updates, ClientToken"
         )
     token = _token(body.get("CheckpointToken"))
+    execution_id = execution_of(api, params["execution"], token)
     client_token = body.get("ClientToken")
     if client_token is not None and (
         not isinstance(client_token, str) or not _CLIENT_TOKEN.fullmatch(client_token)
