@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from aws_durable_execution_sdk_python.lambda_service import Operation, OperationType, OperationUpdate
 
-from stepwell.core.batch_body import decode_body
+from stepwell.core.batch_body import decode_body, operation_from_json, operation_to_json
 from stepwell.core.batch_keys import OPERATIONS
 from stepwell.core.journal import Journal
 from stepwell.core.remote_functions import CheckpointToken, decode_token
@@ -134,10 +134,12 @@ class RemoteCheckpoints:
             except SequenceConflict:
                 raise _stale("another call of its invocation wrote that seq first") from None
             keep = True
+            # As stored (times to the millisecond): a retry's answer, read back from the log, is the same.
+            changed = [operation_from_json(operation_to_json(op)) for op in flushed.operations]
             if _paused(record, updates):
                 # Stored; without a token the SDK ends the invocation with PENDING, and the worker holds it.
-                return CheckpointAnswer(None, flushed.operations)
-            return CheckpointAnswer(token.next(journal.next_seq).encode(), flushed.operations)
+                return CheckpointAnswer(None, changed)
+            return CheckpointAnswer(token.next(journal.next_seq).encode(), changed)
         finally:
             engine.close_journal(journal, keep)
 

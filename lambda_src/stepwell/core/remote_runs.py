@@ -226,7 +226,27 @@ class RemoteRuns:
             ExecutionStatus.PAUSING,
             ExecutionStatus.PAUSED,
         )
+        if output["Status"] == "PENDING" and not client.paused and not _waits(run):
+            # Nothing would ever wake it: a crash of that invocation (retried, bounded), not a hang.
+            idle = RemoteInvocationEnded(
+                INVALID_OUTPUT_TYPE,
+                "the function returned PENDING, but the execution waits for nothing (no wait, retry, "
+                "callback or chained invoke is pending)",
+            )
+            return worker.crashed(run, invocation, client, idle)
         return worker.act_on_output(run, invocation, client, output)
+
+
+def _waits(run: Run) -> bool:
+    """Whether the execution waits for anything that wakes it: something ready now (absorbed), a timer (a
+    wait, a step's retry, a callback's timeout), a callback, or a chained invoke's child."""
+    journal = run.journal
+    return bool(
+        journal.has_unflushed
+        or journal.next_wake_at() is not None
+        or journal.open_callbacks()
+        or journal.waiting_children()
+    )
 
 
 def _checked_output(result: RemoteResult) -> tuple[Mapping[str, Any], RemoteInvocationEnded | None]:

@@ -1,0 +1,1 @@
+"""Fixtures of the remote durable functions' tests (tests/remote/harness.py)."""
