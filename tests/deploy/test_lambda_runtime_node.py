@@ -22,6 +22,7 @@ from urllib.parse import unquote
 import boto3
 import botocore.session
 import pytest
+from botocore.exceptions import ClientError
 from stepwell.testing.backends import Backend, start_backend
 from stepwell.testing.lambda_runtime import FunctionSpec, LambdaRuntime
 
@@ -374,6 +375,26 @@ def test_a_failed_event_goes_to_the_on_failure_destination_after_its_retries_or_
     assert exhausted["responsePayload"]["errorMessage"] == "down"
     assert too_old["requestContext"]["approximateInvokeCount"] == 1
     assert too_old["requestPayload"] == {"raise": "still down"}
+
+
+def test_an_event_payload_over_lambdas_one_megabyte_quota_is_refused_and_runs_nothing(
+    functions: NodeFunctions, moto_backend: Backend, tmp_path: Path
+) -> None:
+    name = functions.create("quota", {"app.js": COMMONJS_SOURCE}, "app.handler")
+    fits = json.dumps({"pad": "x" * (1024 * 1024 - 20)}).encode()
+    too_big = json.dumps({"pad": "x" * (1024 * 1024)}).encode()
+    with _runtime(moto_backend, tmp_path) as runtime:
+        lambda_api = _lambda_api(runtime, moto_backend)
+        with pytest.raises(ClientError) as refused:
+            lambda_api.invoke(FunctionName=name, InvocationType="Event", Payload=too_big)
+        accepted = lambda_api.invoke(FunctionName=name, InvocationType="Event", Payload=fits)
+        synchronous = lambda_api.invoke(FunctionName=name, Payload=too_big)  # under the 6 MB of a sync invoke
+        assert runtime.drain(timeout_seconds=60).settled
+    assert refused.value.response["Error"]["Code"] == "RequestEntityTooLargeException"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 413
+    assert accepted["StatusCode"] == 202
+    assert "FunctionError" not in synchronous
+    assert len(runtime.invocations) == 2  # the refused one never ran
 
 
 # ---------------------------------------------------------------------------------------------------

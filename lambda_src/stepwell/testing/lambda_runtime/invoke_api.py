@@ -8,7 +8,8 @@ thread of its own as ``invoke_event`` runs it: retries, event age, on-success an
 destinations), DryRun (204)) runs the addressed version's code on the runtime and answers as Lambda does
 (``X-Amz-Executed-Version``, ``x-amzn-RequestId``: the context's request id; a handler error with
 ``X-Amz-Function-Error: Unhandled`` and the error as the payload; an unknown function or version is
-moto's ResourceNotFoundException). Every other request is relayed unchanged to the backend and its
+moto's ResourceNotFoundException; a payload over Lambda's quota, 6 MB or 1 MB for an Event invoke, is
+RequestEntityTooLargeException). Every other request is relayed unchanged to the backend and its
 answer back, so ListVersionsByFunction, GetAlias or DeleteFunction from a handler reach moto.
 
 Function URLs: moto stores a function's URL configuration but serves nothing. This endpoint answers
@@ -51,6 +52,10 @@ from stepwell.testing.lambda_runtime.functions import (
 
 INVOKE_PATH = re.compile(r"/2015-03-31/functions/(?P<function>[^/]+)/invocations/?")
 INVOCATION_TYPES = ("RequestResponse", "Event", "DryRun")
+# Lambda's payload quotas: 6 MB for a synchronous invoke, 1 MB for an asynchronous one (256 KB before
+# October 2025); a larger request is refused with RequestEntityTooLargeException (413) and runs nothing.
+SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024
+ASYNC_PAYLOAD_LIMIT_BYTES = 1024 * 1024
 BACKEND_TIMEOUT_SECONDS = 120.0
 _URL_ERROR_HEADERS = {"Content-Type": "application/json"}
 _ACCESS_DENIED = {"x-amzn-ErrorType": "AccessDeniedException"}
@@ -181,6 +186,11 @@ def invoke_api_handler(runtime: InvokeApiRuntime) -> type[BaseHTTPRequestHandler
             if invocation_type not in INVOCATION_TYPES:
                 message = f"invocation type {invocation_type!r} is not one of {', '.join(INVOCATION_TYPES)}"
                 self._error(400, "InvalidParameterValueException", message)
+                return
+            limit = ASYNC_PAYLOAD_LIMIT_BYTES if invocation_type == "Event" else SYNC_PAYLOAD_LIMIT_BYTES
+            if len(body) > limit:
+                message = f"Request must be smaller than {limit} bytes for the InvokeFunction operation"
+                self._error(413, "RequestEntityTooLargeException", message)
                 return
             try:
                 name, resolved_qualifier = split_function_reference(reference, qualifier)

@@ -3,8 +3,9 @@
 // It loads the handler once as Lambda's Node.js runtime does (handler "dir/file.export.path": file.js,
 // file.mjs, file.cjs, a package's "type", then a module by name) and serves invocations: one JSON request per
 // stdin line ({event, request_id, deadline_epoch_ms, function_arn, clock_offset_seconds}), one JSON answer
-// per line on ANSWER_FD ({result} or {error: {errorType, errorMessage, trace}}), after {"ready": true}. The
-// function's stdout and stderr are its log, so answers go to a descriptor of their own.
+// per line on ANSWER_FD ({result} or {error: {errorType, errorMessage, trace}}, with ending: true when the
+// environment ends with it), after {"ready": true}. The function's stdout and stderr are its log, so answers
+// go to a descriptor of their own.
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -201,7 +202,8 @@ function invoke(handler, request) {
 
 // An error no invocation caught ends the one in flight and the environment, as in Lambda (exit 129 / 128).
 function endEnvironment(error, code, label) {
-  if (inFlight) send({ error: errorObject(error) });
+  // "ending": the harness ends this worker before it would hand it another invocation.
+  if (inFlight) send({ error: errorObject(error), ending: true });
   else console.error(label, errorObject(error));
   process.exit(code);
 }

@@ -226,6 +226,8 @@ class WorkerProcess:
                 raise InvocationTimeout(f"RequestId: {request_id} Error: Task timed out after {seconds}")
             raise RuntimeError(f"the worker for {self.spec.name} exited with code {self.process.returncode}")
         answer: dict[str, Any] = json.loads(line)
+        if answer.pop("ending", False):  # the environment ends with this answer: never reuse it
+            self.kill()
         return answer
 
     def alive(self) -> bool:
