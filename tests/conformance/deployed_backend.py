@@ -8,15 +8,17 @@ case_registration.py, the registration the local backend uses too). The package 
 logger's lines (records carrying `executionArn`) to the function's log with a `[conformance-log]` prefix,
 so `ExpectedLogs` is checked on what the deployed handler logged.
 
-How a batch of cases runs (`run_cases`): every case is started with the client, then rounds follow
-until every execution ended: the work queue is processed (on moto by the harness's Lambda runtime, on
-LocalStack by its own event source mapping) until nothing is visible or in flight; each running
-execution's `CallbackDriver` (the runner's) performs its next `CallbackActions` entry, a `Delay` being
-waited in real time for that execution only; when nothing is left to do but wait for timers, the
-harness's virtual clock (which the deployed handlers' `time.time()` follows) skips to the earliest
-wake-up in the coordination table's due-timer records and an invoke message is sent for each execution
-then due, as the delayed SQS message would have been (the real one arrives later and finds nothing new).
-Wake-ups kept in EventBridge Scheduler (over 900 s ahead) fire through the scheduler firer.
+How a batch of cases runs (`run_cases`): every case is started through an `ExecutionApi` (the Stepwell
+client by default, `ClientApi`; AWS's durable execution API with api_backend.LambdaApiExecutions), which
+also reads, calls back and stops it; then rounds follow until every execution ended: the work queue is
+processed (on moto by the harness's Lambda runtime, on LocalStack by its own event source mapping) until
+nothing is visible or in flight; each running execution's `Driver` (the runner's) polls and performs
+its `CallbackActions` entries; when nothing is left to do but wait (for timers or an action's `Delay`),
+the harness's virtual clock (which the deployed handlers' `time.time()` follows) skips to the earliest
+wake-up in the coordination table's due-timer records or the drivers' next action, and an invoke message
+is sent for each execution then due, as the delayed SQS message would have been (the real one arrives
+later and finds nothing new). Wake-ups kept in EventBridge Scheduler (over 900 s ahead) fire through
+the scheduler firer.
 """
 
 from __future__ import annotations
@@ -237,37 +239,61 @@ class DeployedTarget:
         return True
 
 
-class _CaseBackend:
-    """What a case's Driver needs of the deployed stack (history, send_callback, stop); `run_cases` drives
-    every execution together on the one virtual clock, so time and work are the loop's, not this."""
+class ExecutionApi(Protocol):
+    """The surface the cases are started, read, called back and stopped through: the Stepwell client
+    (`ClientApi`) or AWS's durable execution API (api_backend.LambdaApiExecutions). Ids are that surface's
+    own (Stepwell ids or ARNs); `engine_id` gives the Stepwell id the harness's timers are keyed by."""
 
-    def __init__(self, target: DeployedTarget) -> None:
-        self.target = target
+    def start(self, case: Case, event: Any) -> str: ...
+
+    def describe(self, execution_id: str) -> dict[str, Any]: ...
+
+    def history(self, execution_id: str) -> list[dict[str, Any]]: ...
+
+    def send_callback(self, callback_id: str, operation: str, payload: Any) -> None: ...
+
+    def stop(self, execution_id: str, error: dict[str, Any] | None) -> None: ...
+
+    def engine_id(self, execution_id: str) -> str: ...
+
+
+class ClientApi:
+    """The cases through the Stepwell client (`stepwell.client.StepwellClient`)."""
+
+    def __init__(self, client: StepwellApi) -> None:
+        self.client = client
+
+    def start(self, case: Case, event: Any) -> str:
+        return self.client.start_execution(workflow_name(case), event)
+
+    def describe(self, execution_id: str) -> dict[str, Any]:
+        return self.client.describe_execution(execution_id)
 
     def history(self, execution_id: str) -> list[dict[str, Any]]:
-        return self.target.client.get_execution_history(execution_id)
+        return self.client.get_execution_history(execution_id)
 
     def stop(self, execution_id: str, error: dict[str, Any] | None) -> None:
-        self.target.client.stop_execution(execution_id, error)
+        self.client.stop_execution(execution_id, error)
 
     def send_callback(self, callback_id: str, operation: str, payload: Any) -> None:
-        client = self.target.client
         if operation == "success":
-            client.send_callback_success(callback_id, payload)
+            self.client.send_callback_success(callback_id, payload)
         elif operation == "failure":
-            client.send_callback_failure(callback_id, payload)
+            self.client.send_callback_failure(callback_id, payload)
         elif operation == "heartbeat":
-            client.send_callback_heartbeat(callback_id)
+            self.client.send_callback_heartbeat(callback_id)
         else:
             raise ValueError(
                 f"unknown CallbackAction Operation {operation!r}; allowed: success, failure, heartbeat"
             )
 
+    def engine_id(self, execution_id: str) -> str:
+        return execution_id
+
 
 @dataclass
 class _Running:
     case: Case
-    backend: _CaseBackend
     driver: Driver
     may_invoke: bool = False  # its handler calls context.invoke, so it may have child executions
     children: set[str] = field(default_factory=set)
@@ -283,16 +309,23 @@ class _Running:
         return self.driver.ended is not None and not self.driver.sends
 
 
-def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float = 900.0) -> list[CaseResult]:
-    """Run every case on the deployed stack at once, each driven and judged as the runner does."""
+def run_cases(
+    cases: list[Case],
+    target: DeployedTarget,
+    *,
+    api: ExecutionApi | None = None,
+    timeout_seconds: float = 900.0,
+) -> list[CaseResult]:
+    """Run every case on the deployed stack at once, each driven and judged as the runner does, through
+    `api` (default: the Stepwell client)."""
+    api = api or ClientApi(target.client)
     runs: list[_Running] = []
     for case in cases:
         names, event = start_case(case)
-        backend = _CaseBackend(target)
-        execution_id = target.client.start_execution(workflow_name(case), event)
+        execution_id = api.start(case, event)
         driver = Driver.for_case(case.data, names, execution_id, target.clock.now_epoch())
         may_invoke = ".invoke(" in case.handler_path.read_text()
-        runs.append(_Running(case, backend, driver, may_invoke=may_invoke))
+        runs.append(_Running(case, driver, may_invoke=may_invoke))
     deadline = time.monotonic() + timeout_seconds
     target.clock.freeze()
     try:
@@ -301,12 +334,10 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
             running = [run for run in runs if not run.done]
             acted = False
             for run in running:
-                status = str(target.client.describe_execution(run.execution_id).get("Status"))
-                acted = (
-                    run.driver.act(run.backend, target.clock.now_epoch(), idle=True, status=status) or acted
-                )
+                status = str(api.describe(run.execution_id).get("Status"))
+                acted = run.driver.act(api, target.clock.now_epoch(), idle=True, status=status) or acted
                 if run.done:
-                    run.history = target.client.get_execution_history(run.execution_id)
+                    run.history = api.history(run.execution_id)
             running = [run for run in running if not run.done]
             if not running:
                 break
@@ -317,7 +348,7 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
                 )
             if acted or target.queue_busy():
                 continue
-            _skip_to_next_wake_up(target, running)
+            _skip_to_next_wake_up(target, api, running)
         # What the ends set going (a child's stop after its parent's) settles before children are read.
         target.process_queue()
     finally:
@@ -325,17 +356,15 @@ def run_cases(cases: list[Case], target: DeployedTarget, timeout_seconds: float 
     lines = [
         LogLine.from_json(line.partition(LOG_PREFIX)[2]) for line in target.log_lines() if LOG_PREFIX in line
     ]
-    results: list[CaseResult] = []
-    for run in runs:
-        client = target.client
-        errors = judge(
-            run.case, run.driver, run.history, client.describe_execution, client.get_execution_history, lines
+    return [
+        CaseResult(
+            run.case, judge(run.case, run.driver, run.history, api.describe, api.history, lines), run.history
         )
-        results.append(CaseResult(run.case, errors, run.history))
-    return results
+        for run in runs
+    ]
 
 
-def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> None:
+def _skip_to_next_wake_up(target: DeployedTarget, api: ExecutionApi, running: list[_Running]) -> None:
     """Nothing to do but wait: move the virtual clock just past the earliest wake-up (a recorded timer
     of a running execution or of its child executions, or a callback action's delay) and deliver what is
     then due. Children count so that their timers keep their order with everyone else's on the one
@@ -343,16 +372,18 @@ def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> No
     watched = {run.execution_id for run in running}
     for run in running:
         if run.may_invoke:
-            history = target.client.get_execution_history(run.execution_id)
+            history = api.history(run.execution_id)
             run.children.update(child_id for _, child_id in child_executions(history))
             watched |= run.children
+    # The timers are the engine's, keyed by Stepwell ids; the drivers know the API's ids.
+    engine_ids = {api.engine_id(execution_id): execution_id for execution_id in watched}
     timers = {
-        execution_id: due_at
-        for execution_id, due_at in target.due_timers(watched).items()
+        engine_id: due_at
+        for engine_id, due_at in target.due_timers(engine_ids).items()
         # A wake-up already delivered stays recorded until its invocation runs.
-        if (execution_id, due_at) not in target.nudged
+        if (engine_id, due_at) not in target.nudged
     }
-    drivers = [run.driver.next_time(timers.get(run.execution_id)) for run in running]
+    drivers = [run.driver.next_time(timers.get(api.engine_id(run.execution_id))) for run in running]
     upcoming = [*timers.values(), *(when for when in drivers if when is not None)]
     if not upcoming:
         # No wake-up recorded (yet): let real time pass for what is on its way.
@@ -364,10 +395,10 @@ def _skip_to_next_wake_up(target: DeployedTarget, running: list[_Running]) -> No
         target.clock.advance_seconds(gap)
     now = target.clock.now_epoch()
     sent = 0
-    for execution_id, due_at in sorted(timers.items()):
+    for engine_id, due_at in sorted(timers.items()):
         if due_at <= now:
-            target.nudged.add((execution_id, due_at))
-            target.send_invoke(execution_id, due_at)
+            target.nudged.add((engine_id, due_at))
+            target.send_invoke(engine_id, due_at)
             sent += 1
     target.fire_schedules()
     if not sent and not any(when <= now for when in drivers if when is not None):

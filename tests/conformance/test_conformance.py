@@ -1,7 +1,9 @@
 """Every conformance case on a backend (see README.md for the contract).
 
 STEPWELL_CONFORMANCE_BACKEND picks the backend: "local" (default: the in-process engine on a virtual
-clock) or "module:Class" naming any class with the ConformanceBackend methods (e.g. a deployed stack).
+clock) or "module:Class" naming any class with the ConformanceBackend methods, e.g.
+"local_api_backend:LocalApiBackend" (the same engine, driven through AWS's durable execution API). A
+backend's `close()`, when it has one, is called after its case.
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ def test_case(conformance_case: Case | None) -> None:
             f"CI=true but AWS's shared conformance cases were not found: {SHARED_CONFORMANCE_DIR} is absent"
         )
         pytest.skip("AWS's shared conformance cases are absent")
-    result = run_case(conformance_case, make_backend())
+    backend = make_backend()
+    try:
+        result = run_case(conformance_case, backend)
+    finally:
+        close = getattr(backend, "close", None)  # a backend with a server (local_api_backend) shuts it
+        if callable(close):
+            close()
     assert result.passed, "\n".join(
         [*result.errors, "actual history:", *(str(event) for event in result.history)]
     )
