@@ -169,3 +169,38 @@ class AccessPolicy:
                 f"User: {caller.arn} is not authorized to perform: lambda:{operation} on resource: "
                 f"{resource} (the module's api_principals.{kind.value} lists who may)",
             )
+
+
+# The data plane's class (issue 41): the two operations only remote durable functions call.
+FUNCTION_PRINCIPALS_ENV = "STEPWELL_API_FUNCTION_PRINCIPALS"
+DATA_PLANE_OPERATIONS = frozenset({"CheckpointDurableExecution", "GetDurableExecutionState"})
+
+
+@dataclass(frozen=True)
+class FunctionAccess:
+    """Who may call the data plane (DATA_PLANE_OPERATIONS): the registered durable functions' execution
+    roles, a JSON list of principals (PRINCIPAL_RULE) in STEPWELL_API_FUNCTION_PRINCIPALS. Each call's
+    checkpoint token binds it to one execution and one invocation besides
+    (stepwell.core.remote_checkpoints)."""
+
+    principals: tuple[Principal, ...] = ()
+
+    @classmethod
+    def from_json(cls, text: str) -> FunctionAccess:
+        try:
+            value = json.loads(text) if text else []
+        except ValueError:
+            raise PrincipalError(f"the functions' principals are not a JSON list: {text[:200]!r}") from None
+        if not isinstance(value, list):
+            raise PrincipalError(f"the functions' principals are not a JSON list: {text[:200]!r}")
+        return cls(tuple(map(Principal.parse, value)))
+
+    def check(self, caller: Caller | None, operation: str, resource: str) -> None:
+        """AccessDeniedException unless `caller` is one of the functions' principals."""
+        if caller is None or not any(principal.admits(caller) for principal in self.principals):
+            who = caller.arn if caller is not None else "an unsigned caller"
+            raise ApiError(
+                "AccessDeniedException",
+                f"User: {who} is not authorized to perform: lambda:{operation} on resource: {resource} (only "
+                "the registered durable functions' roles may: the module's durable_functions)",
+            )
