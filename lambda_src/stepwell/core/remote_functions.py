@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -131,7 +132,9 @@ class CheckpointToken:
         text = ".".join(
             (self.owner, self.request_id, f"{self.seq:x}", f"{self.started_ms:x}", f"{self.wake_ms:x}")
         )
-        raw = f"1.{text}.{self.execution_id}".encode()
+        body = f"1.{text}.{self.execution_id}"
+        # A checksum: a token cut short or edited reads as no token, never as another execution's.
+        raw = f"{body}.{zlib.crc32(body.encode()):08x}".encode()
         token = base64.b32encode(raw).decode("ascii").rstrip("=")
         if len(token) > MAX_TOKEN_LENGTH:
             raise InvalidArgument(
@@ -153,6 +156,9 @@ def decode_token(token: object) -> CheckpointToken | None:
     try:
         raw = base64.b32decode(token + "=" * (-len(token) % 8)).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    raw, _, checksum = raw.rpartition(".")
+    if checksum != f"{zlib.crc32(raw.encode()):08x}":
         return None
     parts = raw.split(".", 6)
     if len(parts) != 7 or parts[0] != "1":
