@@ -6,9 +6,7 @@
 # callbacks function, it runs from the worker's zip and never depends on the worker.
 
 locals {
-  function_name  = "${var.name}-api"
-  log_group_name = "/aws/lambda/${local.function_name}"
-  handler        = "stepwell.wiring.api_function.handler"
+  function_name = "${var.name}-api"
 
   # Every principal that may call the URL at all, keyed by class and position: the keys are known at plan
   # time even when the ARNs are not (roles created in the same apply). The handler then checks each
@@ -48,172 +46,142 @@ locals {
     var.kms_key_arn == null ? {} : { STEPWELL_KMS_KEY_ARN = var.kms_key_arn },
   )
 
-  statements = concat(
-    [
-      {
-        # Describe, list (the workflow index, then the records) and the records a start or a stop reads.
-        Sid      = "ReadExecutions"
-        Effect   = "Allow"
-        Action   = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"]
-        Resource = [var.tables.executions_arn, "${var.tables.executions_arn}/index/*"]
-      },
-      {
-        # Invoke creates an execution's record (a conditional put); a stop ends it, a pause, a resume and a
-        # delete request change its status (conditional updates; the worker deletes it).
-        Sid      = "WriteExecutions"
-        Effect   = "Allow"
-        Action   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
-        Resource = var.tables.executions_arn
-      },
-      {
-        # The log (history, and whether a repeated start's first run happened); external inputs (a
-        # heartbeat, a stopped child's parent, a result for an execution pinned to a version).
-        Sid      = "ExecutionLogs"
-        Effect   = "Allow"
-        Action   = ["dynamodb:Query", "dynamodb:PutItem"]
-        Resource = var.tables.operations_arn
-      },
-      {
-        # The callback's record (cb#<id>): read it, complete it in a conditional write, reopen it when the
-        # wake-up could not be sent. Besides, only the execution's lease record is read (ExecutionLeases).
-        Sid      = "CallbackRecords"
-        Effect   = "Allow"
-        Action   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
-        Resource = var.tables.coordination_arn
-        Condition = {
-          "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] }
-        }
-      },
-      {
-        # An execution's coordination record (lease#<id>), read only: a suspended run carries its last
-        # batch there instead of the log, so history and describe (the started timeout) read it.
-        Sid      = "ExecutionLeases"
-        Effect   = "Allow"
-        Action   = "dynamodb:GetItem"
-        Resource = var.tables.coordination_arn
-        Condition = {
-          "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["lease#*"] }
-        }
-      },
-      {
-        # Inputs, results and callback results over the inline limit.
-        Sid      = "Payloads"
-        Effect   = "Allow"
-        Action   = ["s3:GetObject", "s3:PutObject"]
-        Resource = "${var.payload_bucket.arn}/*"
-      },
-      {
-        # The wake-up of a started, stopped, called-back, paused, resumed or deleted execution.
-        Sid      = "WorkQueue"
-        Effect   = "Allow"
-        Action   = "sqs:SendMessage"
-        Resource = var.work_queue.arn
-      },
-      {
-        # A stopped execution's pending wake-ups, deleted by name.
-        Sid      = "DeleteWakeUps"
-        Effect   = "Allow"
-        Action   = "scheduler:DeleteSchedule"
-        Resource = local.schedules_arn
-      },
-      {
-        # "*": ListSchedules takes no resource-level permission (a stop lists the execution's wake-ups by
-        # name prefix in the group).
-        Sid      = "ListWakeUps"
-        Effect   = "Allow"
-        Action   = "scheduler:ListSchedules"
-        Resource = "*"
-      },
-      {
-        # Invoke's Qualifier: the worker's published versions and the version its alias points to.
-        Sid      = "WorkerVersions"
-        Effect   = "Allow"
-        Action   = ["lambda:GetAlias", "lambda:ListAliases", "lambda:ListVersionsByFunction"]
-        Resource = var.worker.function_arn
-      },
-      {
-        Sid      = "Logs"
-        Effect   = "Allow"
-        Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-        Resource = "${aws_cloudwatch_log_group.api.arn}:*"
-      },
-    ],
-    var.kms_key_arn == null ? [] : [{
-      Sid      = "CustomerKey"
+  # The role's own grants; modules/function_url adds writing its logs and, with kms_key_arn, the key.
+  statements = [
+    {
+      # Describe, list (the workflow index, then the records) and the records a start or a stop reads.
+      Sid      = "ReadExecutions"
       Effect   = "Allow"
-      Action   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
-      Resource = var.kms_key_arn
-    }],
-  )
-}
-
-resource "aws_cloudwatch_log_group" "api" {
-  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days variable; a year is the operator's choice, not a default.
-  #checkov:skip=CKV_AWS_158:Logs use the customer key when kms_key_arn is given; CloudWatch's own encryption otherwise.
-  name              = local.log_group_name
-  retention_in_days = var.log_retention_days
-  kms_key_id        = var.kms_key_arn
-  tags              = var.tags
-}
-
-resource "aws_iam_role" "api" {
-  name                 = local.function_name
-  description          = "Stepwell durable execution API: answers Lambda's durable execution operations for its function URL."
-  permissions_boundary = var.permissions_boundary_arn
-  tags                 = var.tags
-
-  assume_role_policy = jsonencode({
-    Version = "2012-10-17"
-    Statement = [{
-      Effect    = "Allow"
-      Principal = { Service = "lambda.amazonaws.com" }
-      Action    = "sts:AssumeRole"
-    }]
-  })
-}
-
-resource "aws_iam_role_policy" "api" {
-  name   = "stepwell-api"
-  role   = aws_iam_role.api.id
-  policy = jsonencode({ Version = "2012-10-17", Statement = local.statements })
-}
-
-resource "aws_lambda_function" "api" {
-  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the function logs structured records instead.
-  #checkov:skip=CKV_AWS_116:Invoked synchronously by its function URL; an async DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
-  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
-  #checkov:skip=CKV_AWS_173:Environment holds resource names and principal ARNs only; kms_key_arn encrypts it when given.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable (the root's api_reserved_concurrency), 10 by default; null opts out where the account's pool is too small to reserve.
-  function_name = local.function_name
-  description   = "Stepwell: Lambda's durable execution API (boto3, the AWS CLI) for this deployment."
-  role          = aws_iam_role.api.arn
-  handler       = local.handler
-  runtime       = var.runtime
-  architectures = [var.architecture]
-  memory_size   = var.memory_size
-  timeout       = var.timeout
-  kms_key_arn   = var.kms_key_arn
-  # A cap on what callers can take from the account's concurrency (429 beyond it).
-  reserved_concurrent_executions = var.reserved_concurrent_executions
-  filename                       = var.package.path
-  source_code_hash               = var.package.code_hash
-
-  environment {
-    variables = local.environment
-  }
-
-  tags = var.tags
-
-  depends_on = [
-    aws_cloudwatch_log_group.api,
-    aws_iam_role_policy.api,
+      Action   = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"]
+      Resource = [var.tables.executions_arn, "${var.tables.executions_arn}/index/*"]
+    },
+    {
+      # Invoke creates an execution's record (a conditional put); a stop ends it, a pause, a resume and a
+      # delete request change its status (conditional updates; the worker deletes it).
+      Sid      = "WriteExecutions"
+      Effect   = "Allow"
+      Action   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+      Resource = var.tables.executions_arn
+    },
+    {
+      # The log (history, and whether a repeated start's first run happened); external inputs (a
+      # heartbeat, a stopped child's parent, a result for an execution pinned to a version).
+      Sid      = "ExecutionLogs"
+      Effect   = "Allow"
+      Action   = ["dynamodb:Query", "dynamodb:PutItem"]
+      Resource = var.tables.operations_arn
+    },
+    {
+      # The callback's record (cb#<id>): read it, complete it in a conditional write, reopen it when the
+      # wake-up could not be sent. Besides, only the execution's lease record is read (ExecutionLeases).
+      Sid      = "CallbackRecords"
+      Effect   = "Allow"
+      Action   = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+      Resource = var.tables.coordination_arn
+      Condition = {
+        "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["cb#*"] }
+      }
+    },
+    {
+      # An execution's coordination record (lease#<id>), read only: a suspended run carries its last
+      # batch there instead of the log, so history and describe (the started timeout) read it.
+      Sid      = "ExecutionLeases"
+      Effect   = "Allow"
+      Action   = "dynamodb:GetItem"
+      Resource = var.tables.coordination_arn
+      Condition = {
+        "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["lease#*"] }
+      }
+    },
+    {
+      # Inputs, results and callback results over the inline limit.
+      Sid      = "Payloads"
+      Effect   = "Allow"
+      Action   = ["s3:GetObject", "s3:PutObject"]
+      Resource = "${var.payload_bucket.arn}/*"
+    },
+    {
+      # The wake-up of a started, stopped, called-back, paused, resumed or deleted execution.
+      Sid      = "WorkQueue"
+      Effect   = "Allow"
+      Action   = "sqs:SendMessage"
+      Resource = var.work_queue.arn
+    },
+    {
+      # A stopped execution's pending wake-ups, deleted by name.
+      Sid      = "DeleteWakeUps"
+      Effect   = "Allow"
+      Action   = "scheduler:DeleteSchedule"
+      Resource = local.schedules_arn
+    },
+    {
+      # "*": ListSchedules takes no resource-level permission (a stop lists the execution's wake-ups by
+      # name prefix in the group).
+      Sid      = "ListWakeUps"
+      Effect   = "Allow"
+      Action   = "scheduler:ListSchedules"
+      Resource = "*"
+    },
+    {
+      # Invoke's Qualifier: the worker's published versions and the version its alias points to.
+      Sid      = "WorkerVersions"
+      Effect   = "Allow"
+      Action   = ["lambda:GetAlias", "lambda:ListAliases", "lambda:ListVersionsByFunction"]
+      Resource = var.worker.function_arn
+    },
   ]
 }
 
-resource "aws_lambda_function_url" "api" {
-  function_name      = aws_lambda_function.api.function_name
+module "function_url" {
+  source = "../function_url"
+
+  function_name        = local.function_name
+  function_description = "Stepwell: Lambda's durable execution API (boto3, the AWS CLI) for this deployment."
+  role_description     = "Stepwell durable execution API: answers Lambda's durable execution operations for its function URL."
+  handler              = "stepwell.wiring.api_function.handler"
+  package              = var.package
+  environment          = local.environment
+  policy_name          = "stepwell-api"
+  policy_statements    = jsonencode(local.statements)
+  # Only SigV4-signed requests of the principals the resource policy below lets in reach the function.
   authorization_type = "AWS_IAM"
+  memory_size        = var.memory_size
+  timeout            = var.timeout
+  # A cap on what callers can take from the account's concurrency (429 beyond it).
+  reserved_concurrent_executions = var.reserved_concurrent_executions
+  runtime                        = var.runtime
+  architecture                   = var.architecture
+  kms_key_arn                    = var.kms_key_arn
+  permissions_boundary_arn       = var.permissions_boundary_arn
+  log_retention_days             = var.log_retention_days
+  tags                           = var.tags
+}
+
+# The function, its role, policy, log group and URL were this module's own resources before
+# modules/function_url: an existing deployment's are moved into it, not destroyed and created again.
+moved {
+  from = aws_cloudwatch_log_group.api
+  to   = module.function_url.aws_cloudwatch_log_group.this
+}
+
+moved {
+  from = aws_iam_role.api
+  to   = module.function_url.aws_iam_role.this
+}
+
+moved {
+  from = aws_iam_role_policy.api
+  to   = module.function_url.aws_iam_role_policy.this
+}
+
+moved {
+  from = aws_lambda_function.api
+  to   = module.function_url.aws_lambda_function.this
+}
+
+moved {
+  from = aws_lambda_function_url.api
+  to   = module.function_url.aws_lambda_function_url.this
 }
 
 # Who may call the URL: each listed principal, for signed requests only. lambda:InvokeFunction, which
@@ -227,7 +195,7 @@ resource "aws_lambda_permission" "principals" {
 
   statement_id           = "InvokeUrl-${each.key}"
   action                 = "lambda:InvokeFunctionUrl"
-  function_name          = aws_lambda_function.api.function_name
+  function_name          = module.function_url.function_name
   principal              = each.value
   function_url_auth_type = "AWS_IAM"
 }

@@ -1,31 +1,31 @@
 output "function_name" {
   description = "Name of the API Lambda."
-  value       = try(aws_lambda_function.api.function_name, null)
+  value       = module.function_url.function_name
 }
 
 output "function_arn" {
   description = "ARN of the API Lambda."
-  value       = try(aws_lambda_function.api.arn, null)
+  value       = module.function_url.function_arn
 }
 
 output "function_url" {
   description = "The function URL (https://<id>.lambda-url.<region>.on.aws/): the endpoint_url of boto3's lambda client, `aws lambda --endpoint-url`, or AWS_ENDPOINT_URL_LAMBDA."
-  value       = try(aws_lambda_function_url.api.function_url, null)
+  value       = module.function_url.function_url
 }
 
 output "role_name" {
   description = "Name of the API function's IAM role."
-  value       = try(aws_iam_role.api.name, null)
+  value       = module.function_url.role_name
 }
 
 output "role_arn" {
   description = "ARN of the API function's IAM role."
-  value       = try(aws_iam_role.api.arn, null)
+  value       = module.function_url.role_arn
 }
 
 output "policy_json" {
   description = "The API role's inline policy document (JSON)."
-  value       = try(aws_iam_role_policy.api.policy, null)
+  value       = module.function_url.policy_json
 }
 
 output "caller_policy_json" {
@@ -37,14 +37,14 @@ output "caller_policy_json" {
         Sid       = "CallTheApiUrl"
         Effect    = "Allow"
         Action    = "lambda:InvokeFunctionUrl"
-        Resource  = aws_lambda_function.api.arn
+        Resource  = module.function_url.function_arn
         Condition = { StringEquals = { "lambda:FunctionUrlAuthType" = "AWS_IAM" } }
       },
       {
         Sid       = "InvokeOnlyThroughTheUrl"
         Effect    = "Allow"
         Action    = "lambda:InvokeFunction"
-        Resource  = aws_lambda_function.api.arn
+        Resource  = module.function_url.function_arn
         Condition = { Bool = { "lambda:InvokedViaFunctionUrl" = "true" } }
       },
     ]
@@ -53,7 +53,7 @@ output "caller_policy_json" {
 
 output "log_group_name" {
   description = "Name of the API function's log group."
-  value       = try(aws_cloudwatch_log_group.api.name, null)
+  value       = module.function_url.log_group_name
 }
 
 output "environment" {

@@ -5,9 +5,7 @@
 # worker, so the worker can be given its URL (STEPWELL_CALLBACK_URL) without a cycle.
 
 locals {
-  function_name  = "${var.name}-callbacks"
-  log_group_name = "/aws/lambda/${local.function_name}"
-  handler        = "stepwell.wiring.callback_function.handler"
+  function_name = "${var.name}-callbacks"
 
   environment = merge(
     {
@@ -27,6 +25,7 @@ locals {
 
   secret_is_parameter = var.secret_arn != null && can(regex("^arn:aws[a-z-]*:ssm:", var.secret_arn))
 
+  # The role's own grants; modules/function_url adds writing its logs and, with kms_key_arn, the key.
   statements = concat(
     [
       {
@@ -62,12 +61,6 @@ locals {
         Action   = "sqs:SendMessage"
         Resource = var.work_queue.arn
       },
-      {
-        Sid      = "Logs"
-        Effect   = "Allow"
-        Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-        Resource = "${aws_cloudwatch_log_group.callbacks.arn}:*"
-      },
     ],
     var.secret_arn == null || local.secret_is_parameter ? [] : [{
       Sid      = "SigningSecret"
@@ -81,83 +74,60 @@ locals {
       Action   = "ssm:GetParameter"
       Resource = var.secret_arn
     }],
-    var.kms_key_arn == null ? [] : [{
-      Sid      = "CustomerKey"
-      Effect   = "Allow"
-      Action   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
-      Resource = var.kms_key_arn
-    }],
   )
 }
 
-resource "aws_cloudwatch_log_group" "callbacks" {
-  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days variable; a year is the operator's choice, not a default.
-  #checkov:skip=CKV_AWS_158:Logs use the customer key when kms_key_arn is given; CloudWatch's own encryption otherwise.
-  name              = local.log_group_name
-  retention_in_days = var.log_retention_days
-  kms_key_id        = var.kms_key_arn
-  tags              = var.tags
-}
+module "function_url" {
+  source = "../function_url"
 
-resource "aws_iam_role" "callbacks" {
-  name                 = local.function_name
-  description          = "Stepwell callback URLs: completes callbacks for requests to the function URL."
-  permissions_boundary = var.permissions_boundary_arn
-  tags                 = var.tags
-
-  assume_role_policy = jsonencode({
-    Version = "2012-10-17"
-    Statement = [{
-      Effect    = "Allow"
-      Principal = { Service = "lambda.amazonaws.com" }
-      Action    = "sts:AssumeRole"
-    }]
-  })
-}
-
-resource "aws_iam_role_policy" "callbacks" {
-  name   = "stepwell-callbacks"
-  role   = aws_iam_role.callbacks.id
-  policy = jsonencode({ Version = "2012-10-17", Statement = local.statements })
-}
-
-resource "aws_lambda_function" "callbacks" {
-  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the function logs structured records instead.
-  #checkov:skip=CKV_AWS_116:Invoked synchronously by its function URL; an async DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
-  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
-  #checkov:skip=CKV_AWS_173:Environment holds resource names and the secret's ARN only, never the secret; kms_key_arn encrypts it when given.
-  #checkov:skip=CKV_AWS_115:Reserved concurrency is the reserved_concurrent_executions variable (the root's callback_url_reserved_concurrency), 10 by default; null opts out where the account's pool is too small to reserve.
-  function_name = local.function_name
-  description   = "Stepwell callback URLs: completes, fails or heartbeats a callback for an HTTPS request."
-  role          = aws_iam_role.callbacks.arn
-  handler       = local.handler
-  runtime       = var.runtime
-  architectures = [var.architecture]
-  memory_size   = 256
-  timeout       = 30
-  kms_key_arn   = var.kms_key_arn
+  function_name        = local.function_name
+  function_description = "Stepwell callback URLs: completes, fails or heartbeats a callback for an HTTPS request."
+  role_description     = "Stepwell callback URLs: completes callbacks for requests to the function URL."
+  handler              = "stepwell.wiring.callback_function.handler"
+  package              = var.package
+  environment          = local.environment
+  policy_name          = "stepwell-callbacks"
+  policy_statements    = jsonencode(local.statements)
+  # A callback URL is for third parties without AWS credentials: the callback id and the optional
+  # signature are the check (docs/security.md).
+  authorization_type = "NONE"
+  memory_size        = 256
+  timeout            = 30
   # A cap on what a flood of requests to the public URL can take (429 beyond it).
   reserved_concurrent_executions = var.reserved_concurrent_executions
-  filename                       = var.package.path
-  source_code_hash               = var.package.code_hash
-
-  environment {
-    variables = local.environment
-  }
-
-  tags = var.tags
-
-  depends_on = [
-    aws_cloudwatch_log_group.callbacks,
-    aws_iam_role_policy.callbacks,
-  ]
+  runtime                        = var.runtime
+  architecture                   = var.architecture
+  kms_key_arn                    = var.kms_key_arn
+  permissions_boundary_arn       = var.permissions_boundary_arn
+  log_retention_days             = var.log_retention_days
+  tags                           = var.tags
 }
 
-resource "aws_lambda_function_url" "callbacks" {
-  #checkov:skip=CKV_AWS_258:A callback URL is for third parties without AWS credentials; the callback id and the optional HMAC signature are the check (docs/security.md).
-  function_name      = aws_lambda_function.callbacks.function_name
-  authorization_type = "NONE"
+# The function, its role, policy, log group and URL were this module's own resources before
+# modules/function_url: an existing deployment's are moved into it, not destroyed and created again.
+moved {
+  from = aws_cloudwatch_log_group.callbacks
+  to   = module.function_url.aws_cloudwatch_log_group.this
+}
+
+moved {
+  from = aws_iam_role.callbacks
+  to   = module.function_url.aws_iam_role.this
+}
+
+moved {
+  from = aws_iam_role_policy.callbacks
+  to   = module.function_url.aws_iam_role_policy.this
+}
+
+moved {
+  from = aws_lambda_function.callbacks
+  to   = module.function_url.aws_lambda_function.this
+}
+
+moved {
+  from = aws_lambda_function_url.callbacks
+  to   = module.function_url.aws_lambda_function_url.this
 }
 
 # AuthType NONE still needs the function's resource policy to let anyone call the URL.
@@ -165,7 +135,7 @@ resource "aws_lambda_permission" "function_url" {
   #checkov:skip=CKV_AWS_301:The function URL is public by design (auth type NONE): a callback URL for third parties (docs/security.md).
   statement_id           = "PublicFunctionUrl"
   action                 = "lambda:InvokeFunctionUrl"
-  function_name          = aws_lambda_function.callbacks.function_name
+  function_name          = module.function_url.function_name
   principal              = "*"
   function_url_auth_type = "NONE"
 }
@@ -180,6 +150,6 @@ resource "aws_lambda_permission" "invoke" {
   #checkov:skip=CKV_AWS_301:The function is public by design (a callback URL for third parties); see the comment above.
   statement_id  = "PublicInvokeForFunctionUrl"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.callbacks.function_name
+  function_name = module.function_url.function_name
   principal     = "*"
 }

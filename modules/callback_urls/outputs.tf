@@ -1,36 +1,36 @@
 output "function_name" {
   description = "Name of the callbacks Lambda."
-  value       = try(aws_lambda_function.callbacks.function_name, null)
+  value       = module.function_url.function_name
 }
 
 output "function_arn" {
   description = "ARN of the callbacks Lambda."
-  value       = try(aws_lambda_function.callbacks.arn, null)
+  value       = module.function_url.function_arn
 }
 
 output "function_url" {
   description = "The function URL (https://<id>.lambda-url.<region>.on.aws/): the base of every callback URL."
-  value       = try(aws_lambda_function_url.callbacks.function_url, null)
+  value       = module.function_url.function_url
 }
 
 output "role_name" {
   description = "Name of the callbacks function's IAM role."
-  value       = try(aws_iam_role.callbacks.name, null)
+  value       = module.function_url.role_name
 }
 
 output "role_arn" {
   description = "ARN of the callbacks function's IAM role."
-  value       = try(aws_iam_role.callbacks.arn, null)
+  value       = module.function_url.role_arn
 }
 
 output "policy_json" {
   description = "The callbacks role's inline policy document (JSON)."
-  value       = try(aws_iam_role_policy.callbacks.policy, null)
+  value       = module.function_url.policy_json
 }
 
 output "log_group_name" {
   description = "Name of the callbacks function's log group."
-  value       = try(aws_cloudwatch_log_group.callbacks.name, null)
+  value       = module.function_url.log_group_name
 }
 
 output "environment" {

@@ -112,32 +112,6 @@ run "submodule_resources" {
       read    = ["arn:aws:iam::123456789012:role/reader", "123456789012"]
       operate = ["arn:aws:iam::123456789012:role/operator"]
     }
-    tables = {
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    payload_bucket = {
-      name = "unit-payloads"
-      arn  = "arn:aws:s3:::unit-payloads"
-    }
-    schedule_group = {
-      name = "unit"
-      arn  = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit"
-    }
-    worker = {
-      function_name = "unit-worker"
-      function_arn  = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
-      alias_name    = "live"
-    }
     package = {
       path      = ".terraform/stepwell-build/unit-worker.zip"
       code_hash = "aGFzaA=="
@@ -147,20 +121,22 @@ run "submodule_resources" {
 
   assert {
     condition = (
-      aws_lambda_function.api.function_name == "unit-api" &&
-      aws_lambda_function.api.handler == "stepwell.wiring.api_function.handler" &&
-      aws_lambda_function.api.filename == ".terraform/stepwell-build/unit-worker.zip" &&
-      aws_lambda_function.api.source_code_hash == "aGFzaA==" &&
-      aws_lambda_function.api.timeout == 120 &&
-      aws_lambda_function.api.environment[0].variables.STEPWELL_API_MAX_WAIT_SECONDS == "120" &&
-      aws_lambda_function.api.reserved_concurrent_executions == 10 &&
-      !contains(keys(aws_lambda_function.api.environment[0].variables), "STEPWELL_API_WORKFLOWS")
+      module.function_url.function_name == "unit-api" &&
+      module.function_url.configuration.handler == "stepwell.wiring.api_function.handler" &&
+      module.function_url.configuration.filename == ".terraform/stepwell-build/unit-worker.zip" &&
+      module.function_url.configuration.source_code_hash == "aGFzaA==" &&
+      module.function_url.configuration.timeout == 120 &&
+      module.function_url.configuration.memory_size == 256 &&
+      module.function_url.configuration.environment.STEPWELL_API_MAX_WAIT_SECONDS == "120" &&
+      module.function_url.configuration.environment == tomap(output.environment) &&
+      module.function_url.configuration.reserved_concurrent_executions == 10 &&
+      !contains(keys(module.function_url.configuration.environment), "STEPWELL_API_WORKFLOWS")
     )
     error_message = "The API function runs stepwell.wiring.api_function.handler from the worker's zip; it waits as long as its timeout."
   }
 
   assert {
-    condition     = aws_lambda_function_url.api.authorization_type == "AWS_IAM" && aws_lambda_function_url.api.function_name == "unit-api"
+    condition     = module.function_url.authorization_type == "AWS_IAM" && module.function_url.function_name == "unit-api"
     error_message = "The function URL has auth type AWS_IAM: only SigV4-signed requests reach the function."
   }
 
@@ -181,7 +157,7 @@ run "submodule_resources" {
   }
 
   assert {
-    condition = jsondecode(aws_iam_role_policy.api.policy).Statement == [
+    condition = jsondecode(module.function_url.policy_json).Statement == [
       {
         Sid      = "ReadExecutions"
         Effect   = "Allow"

@@ -7,8 +7,20 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The name, and modules/callback_urls' inputs for the runs that plan it alone (a run against the root
+# ignores them).
 variables {
   name = "unit"
+  tables = {
+    executions_name   = "unit-executions"
+    executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+    operations_name   = "unit-operations"
+    operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+    coordination_name = "unit-coordination"
+    coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+  }
+  work_queue = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work" }
+  package    = { path = "worker.zip", code_hash = "aGFzaA==" }
 }
 
 run "off_by_default" {
@@ -76,18 +88,6 @@ run "submodule_resources" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
     package = {
       path      = ".terraform/stepwell-build/unit-worker.zip"
       code_hash = "aGFzaA=="
@@ -97,23 +97,26 @@ run "submodule_resources" {
 
   assert {
     condition = (
-      aws_lambda_function.callbacks.function_name == "unit-callbacks" &&
-      aws_lambda_function.callbacks.handler == "stepwell.wiring.callback_function.handler" &&
-      aws_lambda_function.callbacks.filename == ".terraform/stepwell-build/unit-worker.zip" &&
-      aws_lambda_function.callbacks.source_code_hash == "aGFzaA==" &&
-      aws_lambda_function.callbacks.runtime == "python3.13" &&
-      aws_lambda_function.callbacks.environment[0].variables.STEPWELL_CALLBACK_MAX_BODY_BYTES == "1000"
+      module.function_url.function_name == "unit-callbacks" &&
+      module.function_url.configuration.handler == "stepwell.wiring.callback_function.handler" &&
+      module.function_url.configuration.filename == ".terraform/stepwell-build/unit-worker.zip" &&
+      module.function_url.configuration.source_code_hash == "aGFzaA==" &&
+      module.function_url.configuration.runtime == "python3.13" &&
+      module.function_url.configuration.memory_size == 256 &&
+      module.function_url.configuration.timeout == 30 &&
+      module.function_url.configuration.environment == tomap(output.environment) &&
+      module.function_url.configuration.environment.STEPWELL_CALLBACK_MAX_BODY_BYTES == "1000"
     )
-    error_message = "The callbacks function runs stepwell.wiring.callback_function.handler from the worker's zip."
+    error_message = "The callbacks function runs stepwell.wiring.callback_function.handler from the worker's zip, with 256 MB for 30 s at most and its environment."
   }
 
   assert {
-    condition     = aws_lambda_function.callbacks.reserved_concurrent_executions == 10
+    condition     = module.function_url.configuration.reserved_concurrent_executions == 10
     error_message = "The submodule reserves 10 concurrent executions for the callbacks function by default."
   }
 
   assert {
-    condition     = aws_lambda_function_url.callbacks.authorization_type == "NONE" && aws_lambda_function_url.callbacks.function_name == "unit-callbacks"
+    condition     = module.function_url.authorization_type == "NONE" && module.function_url.function_name == "unit-callbacks"
     error_message = "The function URL has auth type NONE (the callback id, and the signature when configured, are the check)."
   }
 
@@ -130,12 +133,12 @@ run "submodule_resources" {
   }
 
   assert {
-    condition     = aws_cloudwatch_log_group.callbacks.name == "/aws/lambda/unit-callbacks" && aws_cloudwatch_log_group.callbacks.retention_in_days == 30
+    condition     = module.function_url.log_group_name == "/aws/lambda/unit-callbacks" && module.function_url.log_retention_days == 30
     error_message = "The function has its own log group with the retention."
   }
 
   assert {
-    condition = jsondecode(aws_iam_role_policy.callbacks.policy).Statement == [
+    condition = jsondecode(module.function_url.policy_json).Statement == [
       {
         Sid       = "CallbackRecords"
         Effect    = "Allow"
@@ -181,28 +184,12 @@ run "secret_and_key_grants" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     secret_arn  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stepwell/callbacks-AbCdEf"
     kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
   }
 
   assert {
-    condition = [for s in jsondecode(aws_iam_role_policy.callbacks.policy).Statement : s if contains(["SigningSecret", "CustomerKey"], s.Sid)] == [
+    condition = [for s in jsondecode(module.function_url.policy_json).Statement : s if contains(["SigningSecret", "CustomerKey"], s.Sid)] == [
       {
         Sid      = "SigningSecret"
         Effect   = "Allow"
@@ -220,7 +207,7 @@ run "secret_and_key_grants" {
   }
 
   assert {
-    condition     = aws_lambda_function.callbacks.environment[0].variables.STEPWELL_CALLBACK_SECRET_ARN == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stepwell/callbacks-AbCdEf"
+    condition     = module.function_url.configuration.environment.STEPWELL_CALLBACK_SECRET_ARN == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:stepwell/callbacks-AbCdEf"
     error_message = "The function is given the secret's ARN (never its value)."
   }
 }
@@ -298,27 +285,11 @@ run "submodule_reserved_concurrency" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     reserved_concurrent_executions = 5
   }
 
   assert {
-    condition     = aws_lambda_function.callbacks.reserved_concurrent_executions == 5
+    condition     = module.function_url.configuration.reserved_concurrent_executions == 5
     error_message = "The callbacks function reserves (and is capped at) the given concurrency."
   }
 }
@@ -333,22 +304,6 @@ run "submodule_rejects_reserved_concurrency_zero" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     reserved_concurrent_executions = 0
   }
 
@@ -363,22 +318,6 @@ run "submodule_rejects_name" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     name = "Bad_Name"
   }
 
@@ -393,22 +332,6 @@ run "submodule_rejects_kms_key_arn" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     kms_key_arn = "arn:aws:s3:::bucket"
   }
 
@@ -423,22 +346,6 @@ run "submodule_rejects_permissions_boundary_arn" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     permissions_boundary_arn = "arn:aws:iam::123456789012:role/x"
   }
 
@@ -453,22 +360,6 @@ run "submodule_rejects_runtime" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     runtime = "python3.9"
   }
 
@@ -483,22 +374,6 @@ run "submodule_rejects_architecture" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     architecture = "ppc64"
   }
 
@@ -513,22 +388,6 @@ run "submodule_rejects_log_retention_days" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     log_retention_days = 2
   }
 
@@ -543,22 +402,6 @@ run "submodule_rejects_log_level" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     log_level = "TRACE"
   }
 
@@ -573,22 +416,6 @@ run "submodule_rejects_retention_days" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     retention_days = 0
   }
 
@@ -603,22 +430,6 @@ run "submodule_rejects_max_body_bytes_over_200_kb" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     max_body_bytes = 204801
   }
 
@@ -633,22 +444,6 @@ run "submodule_rejects_max_body_bytes_zero" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     max_body_bytes = 0
   }
 
@@ -663,22 +458,6 @@ run "submodule_rejects_secret_arn" {
   }
 
   variables {
-    tables = {
-      executions_name   = "unit-executions"
-      executions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name   = "unit-operations"
-      operations_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name = "unit-coordination"
-      coordination_arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-    }
-    work_queue = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-    }
-    package = {
-      path      = "worker.zip"
-      code_hash = "aGFzaA=="
-    }
     secret_arn = "arn:aws:ssm:eu-west-1:123456789012:document/x"
   }
 

@@ -6,8 +6,30 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The name, and modules/engine's inputs for the runs that plan it alone (a run against the root ignores them).
 variables {
   name = "unit"
+  tables = {
+    definitions_name   = "unit-definitions"
+    definitions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions"
+    executions_name    = "unit-executions"
+    executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+    operations_name    = "unit-operations"
+    operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+    coordination_name  = "unit-coordination"
+    coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+    subject_index_name = "domain-subjectId-index"
+  }
+  work_queue = {
+    url                        = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+    arn                        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    visibility_timeout_seconds = 360
+  }
+  dlq                 = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq" }
+  event_bus           = { name = "unit", arn = "arn:aws:events:eu-west-1:123456789012:event-bus/unit" }
+  schedule_group_name = "unit"
+  scheduler_role_arn  = "arn:aws:iam::123456789012:role/unit-scheduler"
+  payload_bucket      = { name = "unit-payloads-123456789012", arn = "arn:aws:s3:::unit-payloads-123456789012" }
 }
 
 run "defaults_are_at_least_as_strict_as_aws" {
@@ -136,37 +158,6 @@ run "engine_submodule_limits_default_per_attribute" {
   }
 
   variables {
-    name = "unit"
-    tables = {
-      definitions_name   = "unit-definitions"
-      definitions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions"
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue = {
-      url                        = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn                        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-      visibility_timeout_seconds = 360
-    }
-    dlq = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
-    }
-    event_bus = {
-      name = "unit"
-      arn  = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
-    }
-    schedule_group_name = "unit"
-    scheduler_role_arn  = "arn:aws:iam::123456789012:role/unit-scheduler"
-    payload_bucket = {
-      name = "unit-payloads-123456789012"
-      arn  = "arn:aws:s3:::unit-payloads-123456789012"
-    }
     payload_limits = { operation_payload_bytes = 4096 }
   }
 
@@ -189,37 +180,6 @@ run "engine_submodule_rejects_a_limit_past_aws" {
   }
 
   variables {
-    name = "unit"
-    tables = {
-      definitions_name   = "unit-definitions"
-      definitions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions"
-      executions_name    = "unit-executions"
-      executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
-      operations_name    = "unit-operations"
-      operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
-      coordination_name  = "unit-coordination"
-      coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
-      subject_index_name = "domain-subjectId-index"
-    }
-    work_queue = {
-      url                        = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
-      arn                        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
-      visibility_timeout_seconds = 360
-    }
-    dlq = {
-      url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
-      arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
-    }
-    event_bus = {
-      name = "unit"
-      arn  = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
-    }
-    schedule_group_name = "unit"
-    scheduler_role_arn  = "arn:aws:iam::123456789012:role/unit-scheduler"
-    payload_bucket = {
-      name = "unit-payloads-123456789012"
-      arn  = "arn:aws:s3:::unit-payloads-123456789012"
-    }
     payload_limits = { callback_result_bytes = 1048577 }
   }
 
