@@ -23,6 +23,7 @@ from stepwell.core.remote_functions import RemoteFunction
 from stepwell.core.worker import InvocationContext
 from stepwell.features.lambda_api.context import ApiSettings
 from stepwell.features.lambda_api.handler import LambdaApiHandler
+from stepwell.ports import ExecutionStore
 from stepwell.testing.local import LocalStepwell
 from stepwell.wiring.build import remote_execution_arn
 from stepwell.wiring.entry import EntryRuntime, MessageResult
@@ -165,13 +166,18 @@ def remote_stack(
     remote: dict[str, Callable[..., Any]],
     in_worker: dict[str, Callable[..., Any]] | None = None,
     timeout_seconds: int = 900,
+    store: ExecutionStore | None = None,
 ) -> RemoteStack:
     """`remote`: workflow name -> the undecorated handler function, deployed as "its own function"; the
-    `in_worker` ones (undecorated too) are registered in the worker as usual."""
+    `in_worker` ones (undecorated too) are registered in the worker as usual. `store`: the store the
+    worker and the API share (the harness's memory store by default)."""
     registry = Registry()
     for name, fn in (in_worker or {}).items():
         registry.register(name, durable_execution(fn))
     local = LocalStepwell(registry)
+    if store is not None:  # the same harness on another store (its unversioned code built on it)
+        local.store = store
+        local._unversioned = local._code(None, registry)
     fake_lambda = FakeLambda()
     functions = {name: RemoteFunction(function_arn(name), None, timeout_seconds) for name in remote}
     registry.allow_remote_functions(functions, fake_lambda, remote_execution_arn)

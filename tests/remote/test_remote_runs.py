@@ -16,6 +16,7 @@ from stepwell.core.remote_runs import INVALID_OUTPUT_TYPE, INVOCATION_LOST_TYPE
 from stepwell.core.worker import MAX_CONSECUTIVE_CRASHES
 from stepwell.limits import PAYLOAD_OVER_LIMIT_TYPE
 from stepwell.model import ExecutionStatus, OutcomeAction
+from stepwell.ports import ExecutionStore
 from stepwell.testing.local import LocalStepwell
 
 from tests.remote.harness import EventInvoke, Ran, RemoteStack, destination_record, function_arn, remote_stack
@@ -40,10 +41,12 @@ def one_step(event: Any, context: DurableContext) -> Any:
 
 
 @pytest.fixture
-def stack() -> Iterator[RemoteStack]:
+def stack(execution_store: ExecutionStore) -> Iterator[RemoteStack]:
+    """On the memory store, then on the DynamoDB store (moto): the worker's and the API's."""
     built = remote_stack(
         {"flow_remote": flow, "quiet": quiet, "one_step": one_step, "missing": quiet, "denied": quiet},
         {"flow_local": flow},
+        store=execution_store,
     )
     yield built
     built.close()
