@@ -217,6 +217,8 @@ module "api" {
   name       = var.name
   tags       = var.tags
   principals = var.api_principals
+  # Principals limited to one tenant; each is one of api_principals too (the variable's validation).
+  tenant_principals = var.api_tenant_principals
   tables = {
     executions_name    = module.state.executions_table_name
     executions_arn     = module.state.executions_table_arn

@@ -882,6 +882,49 @@ variable "api_principals" {
   }
 }
 
+variable "api_tenant_principals" {
+  description = "Principals of the API (enable_api) limited to one tenant: a tenant id (an execution's domain) to the principals that may act only on that tenant's executions, in the classes api_principals gives them. Each principal takes the forms api_principals accepts and must also be listed there (which lets it through the function URL's resource policy). The API function gets the map as STEPWELL_API_TENANT_PRINCIPALS (JSON). {}: no principal is limited to a tenant."
+  type        = map(list(string))
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = var.enable_api || length(var.api_tenant_principals) == 0
+    error_message = "api_tenant_principals needs enable_api = true (they are the API's callers)."
+  }
+
+  validation {
+    condition     = alltrue([for tenant in keys(var.api_tenant_principals) : can(regex("^[A-Za-z0-9._:/=+@ -]{1,256}$", tenant))])
+    error_message = "api_tenant_principals' keys must be tenant ids (an execution's domain): 1-256 letters, digits, spaces or ._:/=+@- characters, and no '#'."
+  }
+
+  validation {
+    condition     = alltrue([for tenant, principals in var.api_tenant_principals : length(principals) > 0 && length(distinct(principals)) == length(principals)])
+    error_message = "api_tenant_principals must list at least one principal for each tenant, each once (a tenant without principals limits nobody)."
+  }
+
+  validation {
+    condition = alltrue([
+      for principal in flatten(values(var.api_tenant_principals)) :
+      can(regex("^([0-9]{12}|arn:aws[a-z-]*:iam::[0-9]{12}:(root|(role|user)/([A-Za-z0-9+=,.@_/-]*/)?[A-Za-z0-9+=,.@_-]{1,128}))$", principal))
+    ])
+    error_message = "api_tenant_principals' principals must be account ids (123456789012), account root ARNs (arn:aws:iam::123456789012:root), IAM role ARNs (arn:aws:iam::123456789012:role/NAME) or IAM user ARNs (arn:aws:iam::123456789012:user/NAME), as in api_principals."
+  }
+
+  validation {
+    condition = alltrue([
+      for principal in flatten(values(var.api_tenant_principals)) :
+      contains(concat(var.api_principals.read, var.api_principals.operate, var.api_principals.callbacks), principal)
+    ])
+    error_message = "Every principal in api_tenant_principals must also be listed in api_principals (read, operate or callbacks): that gives it its classes of operation and lets it through the function URL's resource policy."
+  }
+
+  validation {
+    condition     = length(jsonencode(var.api_tenant_principals)) <= 1024
+    error_message = "api_tenant_principals may hold at most 1024 characters of JSON (it travels in the API function's environment, which Lambda limits to 4 KB in all); use fewer tenants, or account ids."
+  }
+}
+
 variable "api_timeout" {
   description = "Timeout of the API function in seconds, which is also how long an Invoke with InvocationType RequestResponse waits for the execution to end (past it the answer is the error type Stepwell.ExecutionStillRunning with the execution's ARN, and the execution goes on). Unused without enable_api."
   type        = number

@@ -10,7 +10,8 @@ locals {
 
   # Every principal that may call the URL at all, keyed by class and position: the keys are known at plan
   # time even when the ARNs are not (roles created in the same apply). The handler then checks each
-  # request's caller against the class of its operation.
+  # request's caller against the class of its operation, and a tenant_principals entry's against its
+  # tenant too; those are class principals as well (a validation), so this lets them through.
   principals = merge([
     for class in ["read", "operate", "callbacks"] : {
       for index, principal in var.principals[class] : "${class}-${index}" => principal
@@ -43,6 +44,8 @@ locals {
       STEPWELL_API_MAX_WAIT_SECONDS = tostring(var.timeout)
     },
     var.workflow_names == null ? {} : { STEPWELL_API_WORKFLOWS = jsonencode(var.workflow_names) },
+    # {"<tenant>": ["<principal>", ...]}: these principals act only on that tenant's executions.
+    length(var.tenant_principals) == 0 ? {} : { STEPWELL_API_TENANT_PRINCIPALS = jsonencode(var.tenant_principals) },
     var.kms_key_arn == null ? {} : { STEPWELL_KMS_KEY_ARN = var.kms_key_arn },
   )
 

@@ -65,3 +65,8 @@ output "principals" {
   description = "Who may call the API, per class of operation (read, operate, callbacks), as given."
   value       = var.principals
 }
+
+output "tenant_principals" {
+  description = "Principals limited to one tenant (tenant id to principals), as given."
+  value       = var.tenant_principals
+}

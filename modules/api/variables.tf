@@ -225,3 +225,44 @@ variable "reserved_concurrent_executions" {
     error_message = "reserved_concurrent_executions must be a whole number >= 1, or null."
   }
 }
+
+variable "tenant_principals" {
+  description = "Principals limited to one tenant: a tenant id (an execution's domain) to the principals that may act only on that tenant's executions, in the classes principals gives them. Each principal must also be listed in principals (which lets it through the function URL's resource policy); the function gets the map as STEPWELL_API_TENANT_PRINCIPALS (JSON). {}: no principal is limited to a tenant."
+  type        = map(list(string))
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for tenant in keys(var.tenant_principals) : can(regex("^[A-Za-z0-9._:/=+@ -]{1,256}$", tenant))])
+    error_message = "tenant_principals' keys must be tenant ids (an execution's domain): 1-256 letters, digits, spaces or ._:/=+@- characters, and no '#'."
+  }
+
+  validation {
+    condition     = alltrue([for tenant, principals in var.tenant_principals : length(principals) > 0 && length(distinct(principals)) == length(principals)])
+    error_message = "tenant_principals must list at least one principal for each tenant, each once (a tenant without principals limits nobody)."
+  }
+
+  validation {
+    condition = alltrue([
+      for principal in flatten(values(var.tenant_principals)) :
+      can(regex("^([0-9]{12}|arn:aws[a-z-]*:iam::[0-9]{12}:(root|(role|user)/([A-Za-z0-9+=,.@_/-]*/)?[A-Za-z0-9+=,.@_-]{1,128}))$", principal))
+    ])
+    error_message = "tenant_principals' principals must be account ids (123456789012), account root ARNs (arn:aws:iam::123456789012:root), IAM role ARNs (arn:aws:iam::123456789012:role/NAME) or IAM user ARNs (arn:aws:iam::123456789012:user/NAME), as in principals."
+  }
+
+  validation {
+    # The resource policy lets through the principals it lists (a statement each): a tenant's principal
+    # outside them could never call the URL.
+    condition = alltrue([
+      for principal in flatten(values(var.tenant_principals)) :
+      contains(concat(var.principals.read, var.principals.operate, var.principals.callbacks), principal)
+    ])
+    error_message = "Every principal in tenant_principals must also be listed in principals (read, operate or callbacks): that gives it its classes of operation and lets it through the function URL's resource policy."
+  }
+
+  validation {
+    # It travels in the function's environment, 4 KB in all with principals' lists (at most 2048).
+    condition     = length(jsonencode(var.tenant_principals)) <= 1024
+    error_message = "tenant_principals may hold at most 1024 characters of JSON (it travels in the function's environment, which Lambda limits to 4 KB in all); use fewer tenants, or account ids."
+  }
+}

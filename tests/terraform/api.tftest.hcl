@@ -358,3 +358,255 @@ run "api_reserved_concurrency_is_a_whole_number" {
 
   expect_failures = [var.api_reserved_concurrency]
 }
+
+# Principals limited to one tenant (api_tenant_principals): the function's STEPWELL_API_TENANT_PRINCIPALS,
+# the resource policy that lets them through as class principals, and the validations.
+
+run "tenant_principals_reach_the_function" {
+  command = plan
+
+  variables {
+    enable_api = true
+    api_principals = {
+      read    = ["arn:aws:iam::123456789012:role/acme-reader", "arn:aws:iam::123456789012:role/operator"]
+      operate = ["arn:aws:iam::123456789012:role/operator", "210987654321"]
+    }
+    api_tenant_principals = {
+      "acme"          = ["arn:aws:iam::123456789012:role/acme-reader"]
+      "globex:eu/1 @" = ["210987654321", "arn:aws:iam::123456789012:role/acme-reader"]
+    }
+  }
+
+  assert {
+    condition = (
+      module.api[0].environment.STEPWELL_API_TENANT_PRINCIPALS == "{\"acme\":[\"arn:aws:iam::123456789012:role/acme-reader\"],\"globex:eu/1 @\":[\"210987654321\",\"arn:aws:iam::123456789012:role/acme-reader\"]}" &&
+      jsondecode(module.api[0].environment.STEPWELL_API_TENANT_PRINCIPALS) == {
+        "acme"          = ["arn:aws:iam::123456789012:role/acme-reader"]
+        "globex:eu/1 @" = ["210987654321", "arn:aws:iam::123456789012:role/acme-reader"]
+      }
+    )
+    error_message = "The API function gets api_tenant_principals as the JSON object STEPWELL_API_TENANT_PRINCIPALS, tenant id to principals."
+  }
+
+  assert {
+    condition     = module.api[0].environment.STEPWELL_API_READ_PRINCIPALS == jsonencode(["arn:aws:iam::123456789012:role/acme-reader", "arn:aws:iam::123456789012:role/operator"])
+    error_message = "A tenant's principals keep their classes from api_principals."
+  }
+}
+
+run "no_tenant_principals_no_variable" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { read = ["123456789012"] }
+  }
+
+  assert {
+    condition     = !contains(keys(module.api[0].environment), "STEPWELL_API_TENANT_PRINCIPALS") && length(module.api[0].tenant_principals) == 0
+    error_message = "Without api_tenant_principals the function gets no STEPWELL_API_TENANT_PRINCIPALS (no principal is limited to a tenant)."
+  }
+}
+
+run "submodule_lets_tenant_principals_through" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals = {
+      read      = ["arn:aws:iam::123456789012:role/acme-reader"]
+      callbacks = ["arn:aws:iam::123456789012:user/globex-hooks"]
+    }
+    tenant_principals = {
+      acme   = ["arn:aws:iam::123456789012:role/acme-reader"]
+      globex = ["arn:aws:iam::123456789012:user/globex-hooks"]
+    }
+  }
+
+  assert {
+    condition = alltrue([
+      for principal in flatten(values(var.tenant_principals)) : length([
+        for permission in aws_lambda_permission.principals : permission
+        if permission.principal == principal && permission.action == "lambda:InvokeFunctionUrl" && permission.function_url_auth_type == "AWS_IAM"
+      ]) == 1
+    ])
+    error_message = "The function URL's resource policy lets each tenant's principal through (signed requests), once, as a class principal."
+  }
+
+  assert {
+    condition     = jsondecode(module.function_url.configuration.environment.STEPWELL_API_TENANT_PRINCIPALS) == { acme = ["arn:aws:iam::123456789012:role/acme-reader"], globex = ["arn:aws:iam::123456789012:user/globex-hooks"] }
+    error_message = "The function's environment carries the tenants' principals as JSON."
+  }
+}
+
+run "tenant_principals_need_enable_api" {
+  command = plan
+
+  variables {
+    api_tenant_principals = { acme = ["123456789012"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "a_tenant_id_with_a_hash_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { "acme#eu" = ["123456789012"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "a_tenant_id_over_256_characters_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { (format("%0257d", 0)) = ["123456789012"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "an_empty_tenant_id_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { "" = ["123456789012"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "a_tenant_without_principals_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { acme = [] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "a_tenant_principal_of_another_form_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { acme = ["arn:aws:iam::123456789012:group/acme"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "a_tenant_principal_outside_api_principals_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { acme = ["arn:aws:iam::123456789012:role/acme-reader"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "tenant_principals_over_1024_characters_are_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { for index in range(40) : format("tenant-%02d-of-the-many", index) => ["123456789012"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+run "the_submodule_refuses_a_tenant_principal_outside_principals" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals        = { read = ["123456789012"] }
+    tenant_principals = { acme = ["210987654321"] }
+  }
+
+  expect_failures = [var.tenant_principals]
+}
+
+run "the_submodule_refuses_a_tenant_id" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals        = { read = ["123456789012"] }
+    tenant_principals = { "acme#1" = ["123456789012"] }
+  }
+
+  expect_failures = [var.tenant_principals]
+}
+
+run "the_submodule_refuses_a_tenant_principal_of_another_form" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals        = { read = ["123456789012"] }
+    tenant_principals = { acme = ["*"] }
+  }
+
+  expect_failures = [var.tenant_principals]
+}
+
+run "the_submodule_refuses_a_tenant_without_principals" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals        = { read = ["123456789012"] }
+    tenant_principals = { acme = [] }
+  }
+
+  expect_failures = [var.tenant_principals]
+}
+
+run "the_submodule_refuses_tenant_principals_over_1024_characters" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals        = { read = ["123456789012"] }
+    tenant_principals = { for index in range(40) : format("tenant-%02d-of-the-many", index) => ["123456789012"] }
+  }
+
+  expect_failures = [var.tenant_principals]
+}
