@@ -382,3 +382,19 @@ def test_a_record_delivered_twice_has_no_second_effect(stack: RemoteStack) -> No
     assert again.action == OutcomeAction.IGNORED and again.details["reason"] == "stale result"
     assert stack.local.history(execution_id) == history
     assert stack.local.record(execution_id).status is ExecutionStatus.SUCCEEDED
+
+
+def test_a_stop_while_the_function_runs_refuses_its_checkpoints_and_its_result_settles_it(
+    stack: RemoteStack,
+) -> None:
+    execution_id, invoke = _pending(stack, "one_step")
+    assert stack.local.engine.stop_execution(execution_id)
+    stack.local.run_until_idle()  # the stop's message finds the lease held: it comes back later
+    ran = stack.run_invoke(invoke)  # its step's checkpoint is refused: the invocation ends with an error
+    assert ran.error is not None and "Invalid checkpoint token" in str(ran.error)
+    settled = stack.deliver(destination_record(ran))  # as its owner: the stop is settled, nothing runs
+    assert settled.details["status"] == "STOPPED"
+    assert stack.run(execution_id).status is ExecutionStatus.STOPPED
+    events = [event["EventType"] for event in stack.local.history(execution_id)]
+    assert events[-1] == "ExecutionStopped" and "StepSucceeded" not in events
+    assert not stack.fake_lambda.pending

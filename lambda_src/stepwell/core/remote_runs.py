@@ -142,7 +142,9 @@ class RemoteRuns:
         if journal.has_unflushed or journal.holds_carried:
             engine.append_journal(record, journal)  # the function reads the stored log
         request_id = uuid.uuid4().hex
-        wake_at = float(int(run.lease.expires_at) + 1)  # past the expiry: that run takes the lease over
+        # Past the expiry (that run takes the lease over), with the log kept at least as long.
+        wake_at = float(int(run.lease.expires_at) + 1)
+        wake_at = engine.keep_log_until(journal, run.now, wake_at) or wake_at
         token = CheckpointToken(
             record.execution_id,
             run.lease.owner,
