@@ -398,3 +398,20 @@ def test_a_stop_while_the_function_runs_refuses_its_checkpoints_and_its_result_s
     events = [event["EventType"] for event in stack.local.history(execution_id)]
     assert events[-1] == "ExecutionStopped" and "StepSucceeded" not in events
     assert not stack.fake_lambda.pending
+
+
+def test_a_pause_while_the_function_runs_ends_its_invocation_at_a_checkpoint_and_holds_it(
+    stack: RemoteStack,
+) -> None:
+    execution_id, invoke = _pending(stack, "one_step")
+    assert stack.local.engine.pause_execution(execution_id)
+    ran = stack.run_invoke(invoke)  # its step's checkpoint is stored, answered without a token
+    assert ran.output == {"Status": "PENDING"}
+    stack.deliver(destination_record(ran))
+    stack.local.run_until_idle()
+    assert stack.local.record(execution_id).status is ExecutionStatus.PAUSED
+    assert not stack.fake_lambda.pending  # nothing invoked while paused
+    assert stack.local.engine.resume_execution(execution_id)
+    assert stack.run(execution_id).status is ExecutionStatus.SUCCEEDED
+    events = [event["EventType"] for event in stack.local.history(execution_id)]
+    assert events.count("StepSucceeded") == 1 and "ExecutionPaused" in events and "ExecutionResumed" in events
