@@ -6,7 +6,8 @@ FAILED ends the execution (a waiting parent is resumed), PENDING schedules the n
 lease's release records as armed (one write), with what else the run hands on to the next (HandOff). A
 message that finds nothing new to do (a duplicate, an early timer) changes nothing. What a run's steps
 share is a Run (stepwell.core.run); ending an execution is stepwell.core.endings, holding a paused one
-stepwell.core.pausing, deleting one stepwell.core.deletion.
+stepwell.core.pausing, deleting one stepwell.core.deletion; a remote workflow (the user's own Lambda
+function) is invoked and its result acted on by stepwell.core.remote_runs.
 """
 
 from __future__ import annotations
