@@ -31,8 +31,10 @@ MAX_STATUSES = 10
 MAX_LIST_STORE_PAGES = 10
 # How long a tenant-scoped caller's page is filled at most (besides the request's remaining time).
 LIST_SECONDS = 10.0
-# Executions a store page holds at least while filters leave some out (fewer, larger reads).
-FILTERED_READ = 100
+# The most executions one store read asks for: each read while filters leave executions out asks for
+# twice the one before (and at least what the page still needs), so a filter that keeps most costs no
+# more than no filter, and one that keeps few takes few reads.
+MAX_READ = 1000
 # Reads of a store page's beginning at most to place a marker after an execution (the listing may
 # change between reads: executions started or deleted meanwhile).
 MARKER_READS = 3
@@ -66,12 +68,6 @@ class _Filters:
             (not self.statuses or record.status.value in self.statuses)
             and (self.name is None or record.execution_name == self.name)
             and (self.version is None or (record.code_version or LATEST) == self.version)
-        )
-
-    @property
-    def filtering(self) -> bool:
-        return bool(self.statuses) or any(
-            value is not None for value in (self.name, self.after, self.before, self.version)
         )
 
 
@@ -148,9 +144,10 @@ class _Lister:
         last: tuple[str | None, int] | None = None
         token = marker
         reads = 0
+        asked = 0
         while True:
             need = max_items - len(found)
-            asked = min(1000, max(need, FILTERED_READ)) if self.filters.filtering or scoped else need
+            asked = min(MAX_READ, max(need, asked * 2))
             page = self._read(asked, token)
             reads += 1
             kept: list[int] = []
