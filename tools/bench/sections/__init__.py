@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench.section import Options, SectionResult
+from bench.sections.api import section_api
 from bench.sections.aws import section_aws
 from bench.sections.cpu import section_cpu
 from bench.sections.definitions import section_definitions, start_definitions
@@ -23,6 +24,7 @@ SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("definitions", section_definitions),
     ("definitions-replay", section_definitions_replay),
     ("cpu", section_cpu),
+    ("api", section_api),
 ]
 # Started before the sections run (in the background), for the sections selected: name -> starter.
 STARTERS: dict[str, Callable[[Options], None]] = {"definitions": start_definitions}
