@@ -188,10 +188,10 @@ class Worker:
         if self._pinned_elsewhere(record):
             # Its own version runs it (the entry forwards the message); no lease taken here.
             return _forward(record)
-        owner = uuid.uuid4().hex if result is None else result.token.owner
+        owner = uuid.uuid4().hex
         duration, now = self._remote.lease_seconds(record.workflow_id), engine.clock.now()
-        if result is not None:  # a remote function's result: only the run that invoked it goes on
-            lease = engine.store.resume_lease(execution_id, owner, now, duration)
+        if result is not None:  # a remote function's result: taken over from the run that invoked it
+            lease = engine.store.resume_lease(execution_id, result.token.owner, owner, now, duration)
             if lease is None:
                 return self._remote.stale(record, result)
         else:

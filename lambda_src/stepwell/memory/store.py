@@ -450,7 +450,9 @@ class MemoryExecutionStore:
             self._records.add(execution_id)
             return lease
 
-    def resume_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+    def resume_lease(
+        self, execution_id: str, owner: str, successor: str, now: float, duration: float
+    ) -> Lease | None:
         with self._lock:
             self._count("resume_lease")
             held = self._leases.get(execution_id)
@@ -458,7 +460,7 @@ class MemoryExecutionStore:
                 return None
             lease = Lease(
                 execution_id=execution_id,
-                owner=owner,
+                owner=successor,
                 expires_at=now + duration,
                 hand_off=HandOff(
                     wake_at=self._wakes.get(execution_id),

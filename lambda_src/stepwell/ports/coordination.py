@@ -21,10 +21,13 @@ class Coordination(Protocol):
         the next (HandOff's fields say what each records, and which ones a release leaves as they are)."""
         ...
 
-    def resume_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
-        """Take the execution's lease again for `owner` only if `owner` still holds it unexpired, extending
-        it to now + duration (one conditional write): a run that ended without releasing it (a remote
-        function's invocation, stepwell.core.remote_runs) goes on as that owner. None when the lease was
+    def resume_lease(
+        self, execution_id: str, owner: str, successor: str, now: float, duration: float
+    ) -> Lease | None:
+        """Hand the execution's lease from `owner` to `successor` only if `owner` still holds it unexpired,
+        until now + duration (one conditional write): a run that ended without releasing it (a remote
+        function's invocation, stepwell.core.remote_runs) is taken over by the one that acts on its end,
+        and only once (a second hand-over from the same owner finds it gone). None when the lease was
         released, expired or is another's: never taken from a free record, unlike acquire_lease."""
         ...
 

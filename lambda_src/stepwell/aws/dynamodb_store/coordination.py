@@ -81,18 +81,21 @@ class DynamoDbCoordination(DynamoDbTables):
             never_held=not before,
         )
 
-    def resume_lease(self, execution_id: str, owner: str, now: float, duration: float) -> Lease | None:
+    def resume_lease(
+        self, execution_id: str, owner: str, successor: str, now: float, duration: float
+    ) -> Lease | None:
         if duration <= 0:
             raise InvalidArgument(f"lease duration must be positive seconds, got {duration}")
         try:
             response = self._db.update_item(
                 TableName=self.coordination_table,
                 Key={"key": _s("lease#" + execution_id)},
-                UpdateExpression="SET #x = :expires",
+                UpdateExpression="SET o = :successor, #x = :expires",
                 ConditionExpression="o = :owner AND #x > :now",
                 ExpressionAttributeNames={"#x": "exp"},
                 ExpressionAttributeValues={
                     ":owner": _s(owner),
+                    ":successor": _s(successor),
                     ":expires": _n(now + duration),
                     ":now": _n(now),
                 },
@@ -104,7 +107,7 @@ class DynamoDbCoordination(DynamoDbTables):
         item = response.get("Attributes") or {}
         return Lease(
             execution_id=execution_id,
-            owner=owner,
+            owner=successor,
             expires_at=now + duration,
             hand_off=HandOff(
                 wake_at=_num(item, "w"),
