@@ -206,6 +206,20 @@ def test_a_finished_runs_token_is_refused(stack: RemoteStack) -> None:
         )
 
 
+def test_an_ended_invocations_token_is_refused_while_the_execution_runs_on(stack: RemoteStack) -> None:
+    execution_id, invoke = _pending(stack, "flow_remote")
+    assert stack.deliver(destination_record(stack.run_invoke(invoke))).action == "ran"  # at its wait
+    arn, token = invoke.payload["DurableExecutionArn"], invoke.payload["CheckpointToken"]
+    length = _log_length(stack, execution_id)
+    with pytest.raises(stack.client.exceptions.InvalidParameterValueException) as refused:
+        stack.client.checkpoint_durable_execution(
+            DurableExecutionArn=arn, CheckpointToken=token, Updates=[_step_start("late")]
+        )
+    assert "no longer holds the execution" in refused.value.response["Error"]["Message"]
+    assert _log_length(stack, execution_id) == length
+    assert stack.run(execution_id, on_idle=_answer_approvals).status is ExecutionStatus.SUCCEEDED
+
+
 def test_a_replayed_token_is_refused_unless_its_client_token_says_it_is_a_retry(stack: RemoteStack) -> None:
     execution_id, invoke = _pending(stack, "one_step")
     arn, token = invoke.payload["DurableExecutionArn"], invoke.payload["CheckpointToken"]
