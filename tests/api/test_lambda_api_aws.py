@@ -4,6 +4,7 @@ AWS call it makes is one its role (modules/api/main.tf) grants."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -14,6 +15,7 @@ from typing import Any
 import boto3
 import botocore.client
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from stepwell.aws.clients import AwsClients
 from stepwell.client import StepwellClient
@@ -240,3 +242,69 @@ def test_the_handler_serves_boto3_on_the_aws_adapters_with_only_what_its_role_gr
     for prefixes in COORDINATION_GRANTS.values():
         for prefix in prefixes:
             assert f'"dynamodb:LeadingKeys" = ["{prefix}*"]' in policy
+
+
+def test_a_tenant_scoped_listing_on_dynamodb_pages_its_tenant_and_its_markers_name_none_of_another(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DynamoDB store's page tokens carry the key of the item a page ended at: a tenant-scoped
+    caller's NextMarker must always be one positioned at its own execution."""
+    from tests.api.test_lambda_api_tenants import ACME, ACME_ROLE
+
+    config = deployment.config
+    environment = module_environment(config)
+    environment["STEPWELL_API_READ_PRINCIPALS"] = json.dumps([OPERATOR_ROLE, ACME_ROLE])
+    environment["STEPWELL_API_TENANT_PRINCIPALS"] = json.dumps({"acme": [ACME_ROLE]})
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(api_function, "_handler", None)
+    front = IamFunctionUrlFront(
+        lambda event: api_function.handler(event, LambdaContext()),
+        REGION,
+        lambda: [Principal.parse(OPERATOR_ROLE), Principal.parse(ACME_ROLE)],
+    )
+    try:
+        front.register(ACME)
+        api = boto3.client(
+            "lambda", endpoint_url=front.url, region_name=REGION, config=CLIENT_CONFIG, **ACME.client_kwargs()
+        )
+        registry = Registry()
+        registry.register("approval", workflows.approval)
+        clock = VirtualClock()
+        clock.advance_to(1_800_000_000.0)
+        client = StepwellClient(config, deployment.clients, registry=registry, clock=clock)
+        acme: list[str] = []
+        for index in range(10):
+            # Two of globex's between each of acme's, so pages end among globex's entries.
+            tenant = "acme" if index % 3 == 0 else "globex"
+            execution_id = client.start_execution("approval", {}, execution_name=f"e{index}", domain=tenant)
+            if tenant == "acme":
+                acme.append(execution_id)
+            clock.advance(1.0)
+        arns = ArnContext.from_function_arn(LambdaContext.invoked_function_arn)
+
+        for options, expected in (({}, acme[::-1]), ({"ReverseOrder": True}, acme)):
+            for size in (1, 2, 3):
+                pages: list[list[str]] = []
+                marker: dict[str, str] = {}
+                while True:
+                    page = api.list_durable_executions_by_function(
+                        FunctionName="approval", MaxItems=size, **options, **marker
+                    )
+                    pages.append(
+                        [arns.execution_id(item["DurableExecutionArn"]) for item in page["DurableExecutions"]]
+                    )
+                    if "NextMarker" not in page:
+                        break
+                    token = page["NextMarker"]
+                    decoded = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+                    assert "globex" not in decoded and "acme#approval#" in decoded, decoded
+                    marker = {"Marker": token}
+                assert [each for chunk in pages for each in chunk] == expected, (options, size)
+                # Full pages but the last (which may be empty when the last one filled its page).
+                assert all(len(chunk) == size for chunk in pages[:-1]), pages
+        with pytest.raises(ClientError) as refused:
+            api.get_durable_execution(DurableExecutionArn=arns.execution_arn("globex#approval#e1/e1"))
+        assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    finally:
+        front.close()
