@@ -81,7 +81,14 @@ def test_a_remote_workflow_is_a_durable_workflow_of_the_registry_without_a_handl
 
 
 def test_a_token_reads_back_and_nothing_else_reads_as_one() -> None:
-    token = CheckpointToken("default#orders#s/i-1", "a" * 32, 12, "b" * 32, 1_000, 2_000)
+    token = CheckpointToken(
+        execution_id="default#orders#s/i-1",
+        owner="a" * 32,
+        seq=12,
+        request_id="b" * 32,
+        started_ms=1_000,
+        wake_ms=2_000,
+    )
     text = token.encode()
     assert text.isalnum() and text.upper() == text and len(text) <= 2048
     assert decode_token(text) == token and decode_token(token.next(13).encode()) == token.next(13)

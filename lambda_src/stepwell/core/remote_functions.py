@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
 import zlib
@@ -114,7 +115,7 @@ def _registration(source: str, name: str, entry: object) -> RemoteFunction:
 # ---------------------------------------------------------------------------------------------- tokens
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckpointToken:
     """What a checkpoint token names: the execution, the lease owner of the run that invoked the function
     (a random uuid: a token cannot be made for another execution), the log's next seq (the fence), the
@@ -144,9 +145,7 @@ class CheckpointToken:
         return token
 
     def next(self, seq: int) -> CheckpointToken:
-        return CheckpointToken(
-            self.execution_id, self.owner, seq, self.request_id, self.started_ms, self.wake_ms
-        )
+        return dataclasses.replace(self, seq=seq)
 
 
 def decode_token(token: object) -> CheckpointToken | None:
@@ -173,7 +172,14 @@ def decode_token(token: object) -> CheckpointToken | None:
         return None
     if any(len(value) > 16 for value in (seq, started, wake)):
         return None
-    return CheckpointToken(execution_id, owner, numbers[0], request_id, numbers[1], numbers[2])
+    return CheckpointToken(
+        execution_id=execution_id,
+        owner=owner,
+        seq=numbers[0],
+        request_id=request_id,
+        started_ms=numbers[1],
+        wake_ms=numbers[2],
+    )
 
 
 # ---------------------------------------------------------------------------------------------- results

@@ -146,12 +146,12 @@ class RemoteRuns:
         wake_at = float(int(run.lease.expires_at) + 1)
         wake_at = engine.keep_log_until(journal, run.now, wake_at) or wake_at
         token = CheckpointToken(
-            record.execution_id,
-            run.lease.owner,
-            journal.next_seq,
-            request_id,
-            int(run.now * 1000),
-            int(wake_at * 1000),
+            execution_id=record.execution_id,
+            owner=run.lease.owner,
+            seq=journal.next_seq,
+            request_id=request_id,
+            started_ms=int(run.now * 1000),
+            wake_ms=int(wake_at * 1000),
         )
         invocation = Invocation(request_id, run.now)
         try:
