@@ -260,6 +260,25 @@ def test_a_scoped_listing_that_finds_nothing_in_time_says_so_without_telling_wha
     assert "StartedAfter" in refused.value.response["Error"]["Message"]
 
 
+def test_a_caller_whose_limits_share_no_tenant_reaches_nothing() -> None:
+    settings = ApiSettings(
+        arns=ARNS,
+        access=AccessPolicy.from_lists(read=EVERYONE, operate=EVERYONE, callbacks=EVERYONE),
+        tenants=TenantLimits.from_json(json.dumps({"acme": [PARTNER_ACCOUNT], "globex": [PARTNER.arn]})),
+        workflows=frozenset(WORKFLOWS),
+    )
+    stack = api_stack(settings)
+    try:
+        partner = stack.client(PARTNER)
+        refused = _refusal(lambda: partner.list_durable_executions_by_function(FunctionName="approval"))
+        assert refused["code"] == "AccessDeniedException"
+        assert "limited to no tenant (its tenant lists have none in common)" in refused["message"]
+        assert f"principal {PARTNER_ACCOUNT} and {PARTNER.arn}" in refused["message"]
+        assert _refusal(lambda: _start(partner, "x", "acme"))["code"] == "AccessDeniedException"
+    finally:
+        stack.front.close()
+
+
 def test_the_settings_read_the_tenant_principals_and_name_a_bad_value() -> None:
     limits = api_settings(
         {"STEPWELL_API_TENANT_PRINCIPALS": json.dumps(TENANTS)}, ARNS, 30, ""

@@ -77,6 +77,8 @@ class LambdaApiHandler:
             api = ApiContext(
                 self.engine, self.settings, self.sleep, self.monotonic, remaining_seconds, started, scope
             )
+            if scope is not None and not scope.tenants:
+                raise scope.refusal(operation, resource)  # limits with no tenant in common: nothing to reach
             if scope is not None and "execution" in params:
                 # The ARN names the tenant: refused before anything is read, whether it exists or not.
                 execution_id = api.arns.execution_id(params["execution"])
