@@ -456,6 +456,21 @@ def test_waiting_and_finish(stores: Stores) -> None:
         store.finish(record, "DONE", {})
 
 
+def test_a_hand_off_names_the_next_execution_only_from_the_one_it_names(stores: Stores) -> None:
+    store = stores.contexts
+    record = context("u1", "i1")
+    store.create_context(record)
+    first = record.execution_id
+    assert store.continue_to(record, first, "next-1") is True
+    assert store.continue_to(record, first, "next-1") is True  # a retry of the hand-off: the same
+    assert store.continue_to(record, first, "next-2") is False  # it no longer names the first
+    found = store.get_context("acme", "onboarding", "u1", "i1")
+    assert found is not None and found.execution_id == "next-1" and found.status == "RUNNING"
+    assert store.finish(found, "SUCCEEDED", None) is True
+    assert store.continue_to(found, "next-1", "next-2") is True  # whatever the status: idempotent
+    assert store.continue_to(context("u9", "gone"), "a", "b") is False
+
+
 def test_context_ids_are_checked(stores: Stores) -> None:
     store = stores.contexts
     with pytest.raises(InvalidId, match="invalid subject id 'a#b': must not contain '#'"):

@@ -70,10 +70,19 @@ from stepwell.features.definitions.actions import (
     retry_strategy,
 )
 from stepwell.features.definitions.budgets import ROOT_BYTES, RunBudget
+from stepwell.features.definitions.continuation import (
+    CONTINUE_AFTER_VISITS,
+    Continuation,
+    canonical,
+    chain_position,
+    hand_off,
+    stop_later,
+)
 from stepwell.features.definitions.expressions import Expression, ExpressionError, estimate_cost
 from stepwell.features.definitions.flow_control import parse_flow_control
 from stepwell.features.definitions.model import (
     MAX_WAIT_SECONDS,
+    WAITING_TYPES,
     Definition,
     DefinitionError,
     Node,
@@ -88,7 +97,7 @@ from stepwell.features.definitions.store import (
     encode_context_data,
 )
 from stepwell.features.definitions.validation import parse_definition
-from stepwell.model import ExecutionRecord, FlowLimit
+from stepwell.model import ExecutionRecord, ExecutionStatus, FlowLimit
 
 INTERPRETER_NAME = "stepwell.definition"
 # A condition whose estimated cost (stepwell.features.definitions.expressions.estimate_cost, in bytes
@@ -165,6 +174,9 @@ class StartInput:
     trigger: str
     event: dict[str, Any]
     execution_id: str
+    # Where a continuation's walk resumes (stepwell.features.definitions.continuation); None: a first
+    # execution, which walks from the trigger.
+    continuation: Continuation | None = None
 
     @classmethod
     def parse(cls, payload: Any, execution_id: str) -> StartInput:
@@ -186,7 +198,7 @@ class StartInput:
         ]
         if missing:
             raise DefinitionRuntimeError(f"interpreter input misses {missing}")
-        event = payload["event"]
+        event, carried = payload["event"], payload.get("continuation")
         return cls(
             domain=str(payload["domain"]),
             workflow_id=str(payload["workflowId"]),
@@ -197,7 +209,25 @@ class StartInput:
             trigger=str(payload["trigger"]),
             event=dict(event) if isinstance(event, Mapping) else {"data": event},
             execution_id=execution_id,
+            continuation=None if carried is None else Continuation.parse(carried),
         )
+
+    def fields(self) -> dict[str, Any]:
+        """The input's fields a continuation repeats (its event and continuation are its own)."""
+        return {
+            "domain": self.domain,
+            "workflowId": self.workflow_id,
+            "subjectId": self.subject_id,
+            "instanceId": self.instance_id,
+            "version": self.version,
+            "definition": self.definition,
+            "trigger": self.trigger,
+        }
+
+    @property
+    def count(self) -> int:
+        """Which continuation of its context this execution is (0: the first execution)."""
+        return self.continuation.count if self.continuation is not None else 0
 
     def record(self) -> ContextRecord:
         """The context item's keys (the store updates only the attributes it is asked to)."""
@@ -243,6 +273,13 @@ class Walker:
         # Whether a condition is worth a step, per condition node: a replay visits a loop's conditions once
         # per iteration, and estimating each visit made a run's cost grow with its history.
         self._worth_a_step: dict[str, bool] = {}
+        # Top-level node visits this execution made (replays included: the walk is the same): past
+        # CONTINUE_AFTER_VISITS it hands off at its next wait (continues). Not with flow control: a new
+        # execution would queue for the key's slot behind other contexts, or count against its rate.
+        self.visited_here = 0
+        self.may_continue = runtime.engine is not None and (
+            definition.flow_concurrency is None and definition.flow_rate is None
+        )
 
     def snapshot(self, state: RunState, node: Node) -> dict[str, Any]:
         """The context's data to store at `node`; over the store's limit it fails the context here, with
@@ -261,20 +298,28 @@ class Walker:
             detail = str(error) if isinstance(error, ExpressionError) else f"{type(error).__name__}: {error}"
             raise DefinitionRuntimeError(f"node {node.id!r} ({node.type}): {detail}") from None
 
-    def run_path(self, context: DurableContext, state: RunState, node_id: str, stop_at: str | None) -> None:
-        """Walk from `node_id` until an end node (or the join `stop_at`, inside a parallel branch)."""
+    def run_path(
+        self, context: DurableContext, state: RunState, node_id: str, stop_at: str | None
+    ) -> str | None:
+        """Walk from `node_id` until an end node (or the join `stop_at`, inside a parallel branch); the id of
+        the execution the context continues in when it hands off on the way (None: it did not)."""
         while True:
             if node_id == stop_at:
-                return
+                return None
             node = self.definition.nodes[node_id]
             count = state.visits.get(node_id, 0) + 1
+            name = node_id if count == 1 else f"{node_id}#{count}"
+            handing_off = f"{name}:continue"
+            if stop_at is None and node.type in WAITING_TYPES and self.continues(context, handing_off):
+                return self.hand_off(context, state, node_id, handing_off)
             state.visits[node_id] = count
+            if stop_at is None:
+                self.visited_here += 1
             if count > MAX_NODE_VISITS:
                 raise DefinitionRuntimeError(f"node {node_id!r} visited more than {MAX_NODE_VISITS} times")
-            name = node_id if count == 1 else f"{node_id}#{count}"
             self.check_budget(node)
             if node.type == "end":
-                return
+                return None
             if node.type == "trigger":
                 node_id = self.definition.next_node(node_id)
             elif node.type == "action":
@@ -295,6 +340,33 @@ class Walker:
                 raise DefinitionRuntimeError(f"node {node_id!r} (join) reached outside its parallel branches")
             else:  # validation rules this out
                 raise DefinitionRuntimeError(f"node {node_id!r}: unknown type {node.type!r}")
+
+    def continues(self, context: DurableContext, step_name: str) -> bool:
+        """Whether the walk hands off here (a top-level wait, before waiting): once the execution made
+        CONTINUE_AFTER_VISITS visits, unless the log says the walk went on here (a log written before, or by
+        a run with fewer visits: a replay follows its log)."""
+        if not self.may_continue or self.visited_here < CONTINUE_AFTER_VISITS:
+            return False
+        return not (context.is_replaying() and step_name not in self.recorded)
+
+    def hand_off(self, context: DurableContext, state: RunState, node_id: str, step_name: str) -> str:
+        """Continue the context in its next execution, which resumes the walk at `node_id` with this
+        walk's state (continuation.hand_off, in a step: a replay reads the new execution's id)."""
+        count = self.start.count + 1
+        carried = Continuation(
+            count=count,
+            node=node_id,
+            data=state.data,
+            visits=state.visits,
+            depth=state.depth,
+            chain=state.chain,
+        )
+        payload = canonical({**self.start.fields(), "event": state.event, "continuation": carried.to_json()})
+        runtime, record, time_left = self.runtime, self.start.record(), _time_left(context)
+        new_id = context.step(
+            lambda _: hand_off(runtime, record, payload, count=count, time_left=time_left), name=step_name
+        )
+        return str(new_id)
 
     def check_budget(self, node: Node) -> None:
         reason = self.budget.exceeded()
@@ -469,7 +541,7 @@ class Walker:
                 try:
                     forked = state.fork()
                     forked.branch = f"{state.branch}{name}.{index}/"
-                    self.run_path(child, forked, target, stop_at=join_id)
+                    self.run_path(child, forked, target, stop_at=join_id)  # never hands off in a branch
                     return {"data": forked.data, "event": forked.event, "depth": forked.depth}
                 finally:
                     self.budget.leave()
@@ -591,6 +663,30 @@ def _data_of(state: RunState | None) -> dict[str, Any] | None:
     return None if state is None else state.data
 
 
+def _initial_state(start: StartInput) -> tuple[RunState, str]:
+    """The walk's state and the node it starts at: the trigger's event for a first execution, what the
+    previous execution carried for a continuation."""
+    carried = start.continuation
+    if carried is not None:
+        state = RunState(
+            data=copy.deepcopy(carried.data),
+            event=start.event,
+            visits=dict(carried.visits),
+            depth=carried.depth,
+            chain=carried.chain,
+        )
+        return state, carried.node
+    trigger_event = start.event
+    initial = trigger_event.get("data")
+    state = RunState(
+        data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {},
+        event=trigger_event,
+        depth=event_depth(trigger_event),
+        chain=event_chain(trigger_event),
+    )
+    return state, start.trigger
+
+
 def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRuntime = get_runtime) -> Handler:
     """The interpreter handler, on a runtime (or a function returning it, called per invocation)."""
 
@@ -608,21 +704,15 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
         # Everything after the parse is inside the try, so whatever fails (RecursionError on deep data,
         # MemoryError, the SDK's own errors) ends the context with the execution, never leaves it RUNNING.
         try:
-            trigger_event = start.event
-            initial = trigger_event.get("data")
-            state = RunState(
-                data=copy.deepcopy(dict(initial)) if isinstance(initial, Mapping) else {},
-                event=trigger_event,
-                depth=event_depth(trigger_event),
-                chain=event_chain(trigger_event),
-            )
+            state, first = _initial_state(start)
             definition = parse_definition(start.definition)
-            if start.trigger not in definition.nodes:
-                raise DefinitionRuntimeError(
-                    f"trigger node {start.trigger!r} is not in definition {start.workflow_id!r}"
-                )
+            for label, node_id in (("trigger", start.trigger), ("continuation", first)):
+                if node_id not in definition.nodes:
+                    raise DefinitionRuntimeError(
+                        f"{label} node {node_id!r} is not in definition {start.workflow_id!r}"
+                    )
             walker = Walker(chosen, definition, start, budget=budget, recorded=_recorded_names(context))
-            walker.run_path(context, state, start.trigger, stop_at=None)
+            continued = walker.run_path(context, state, first, stop_at=None)
         except InvocationError as error:
             if error.is_retryable():  # the invocation is retried; the run that ends it ends the context
                 raise
@@ -631,6 +721,8 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
         except Exception as error:  # the SDK's ExecutionError too: it fails the execution
             _record_end(contexts, record, "FAILED", _data_of(state), error=_error_dict(error))
             raise
+        if continued is not None:  # the context runs on in that execution: this one ends, not the context
+            return {"continuedAs": continued}
         refused = _record_end(contexts, record, "SUCCEEDED", state.data)
         if refused is not None:  # the context ended FAILED: so does its execution
             raise DefinitionRuntimeError(str(refused["ErrorMessage"]))
@@ -667,16 +759,34 @@ def context_ender(
 
     def finish_context(record: ExecutionRecord, start: object) -> None:
         workflow_id = start.get("workflowId") if isinstance(start, Mapping) else None
-        if not isinstance(workflow_id, str):
+        # The context's instance id: a continuation's execution name is that and its count.
+        instance_id = start.get("instanceId", record.instance_id) if isinstance(start, Mapping) else None
+        if not isinstance(workflow_id, str) or not isinstance(instance_id, str):
             return  # not a context's start: nothing to finish
-        contexts = runtime.contexts if isinstance(runtime, DefinitionsRuntime) else runtime().contexts
+        chosen = runtime if isinstance(runtime, DefinitionsRuntime) else runtime()
+        contexts = chosen.contexts
         try:
-            context = contexts.get_context(record.domain, workflow_id, record.subject_id, record.instance_id)
+            context = contexts.get_context(record.domain, workflow_id, record.subject_id, instance_id)
         except (InvalidArgument, StoreError):
             return
-        if context is None or context.status != "RUNNING" or context.execution_id != record.execution_id:
+        if context is None:
             return
-        contexts.finish(context, record.status.value, context.data, record.error)
+        ended = chain_position(context, record.execution_id)
+        current = chain_position(context, context.execution_id)
+        if ended is None or current is None:
+            return
+        reason = f"execution {record.execution_id!r} of the context ended {record.status.value}"
+        if current > ended:  # it handed off: the context runs on in a later execution
+            if record.status is not ExecutionStatus.STOPPED:
+                return
+            # A stop of any of its executions stops the context: the one it continued in stops too, and
+            # that one's end ends the context.
+            if stop_later(chosen, context, ended, reason):
+                return
+        if context.status == "RUNNING":
+            contexts.finish(context, record.status.value, context.data, record.error)
+        # A hand-off in flight may have started the next one (before it named it on the item): it ends too.
+        stop_later(chosen, context, ended, reason)
 
     return finish_context
 

@@ -234,6 +234,8 @@ class Router:
     ) -> None:
         self.engine = engine
         self.runtime = runtime
+        if runtime.engine is None:  # the engine that routes a runtime's events runs its contexts
+            runtime.engine = engine
         # In the worker (install): a context the event starts or resumes runs here at once instead of
         # through a message to this same function (a client routing for an operator sends messages: its
         # process has neither the workflow code nor the worker's role).

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepwell.config import cpu_budgets_from_env
 from stepwell.features.definitions.actions import (
@@ -34,6 +34,9 @@ from stepwell.features.definitions.store import (
     MemoryEventLog,
 )
 from stepwell.ports import Clock
+
+if TYPE_CHECKING:
+    from stepwell.core.engine import Engine
 
 
 class _SystemClock:
@@ -57,6 +60,10 @@ class DefinitionsRuntime:
     # it evaluates; past either, the context fails naming the budget.
     run_cpu_seconds: float = DEFAULT_RUN_CPU_SECONDS
     expression_cpu_seconds: float = DEFAULT_EXPRESSION_CPU_SECONDS
+    # The engine that runs the contexts (set by install() and by a Router built on this runtime): a context
+    # continues in a new execution through it (stepwell.features.definitions.continuation); None: it never
+    # continues, its log grows as it runs.
+    engine: Engine | None = field(default=None, repr=False)
 
     @classmethod
     def in_memory(

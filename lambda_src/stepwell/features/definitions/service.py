@@ -23,6 +23,7 @@ from stepwell.core.history import format_timeline
 from stepwell.core.registry import Registry, default_registry
 from stepwell.errors import ExecutionNotFound
 from stepwell.features.definitions.actions import ActionRegistry, default_actions
+from stepwell.features.definitions.continuation import chain_ids
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME, register_interpreter
 from stepwell.features.definitions.mermaid import to_mermaid
 from stepwell.features.definitions.model import DefinitionNotFound
@@ -98,7 +99,9 @@ def install(
     and the Router for bus events (extractor: a registered callable, else config.event_extractor paths;
     the domains each event source may speak for: config.event_sources), which runs the contexts an event
     starts or resumes in this process."""
-    configure(runtime_from_config(config, clients, clock=engine.clock))
+    runtime = runtime_from_config(config, clients, clock=engine.clock)
+    runtime.engine = engine  # contexts continue in new executions through it
+    configure(runtime)
     chosen = registry if registry is not None else default_registry
     if INTERPRETER_NAME not in chosen:
         register_interpreter(chosen)
@@ -201,21 +204,30 @@ class DefinitionsService:
     def show_context(
         self, domain: str, workflow_id: str, subject_id: str, instance_id: str
     ) -> dict[str, Any]:
-        """The context item, its execution's description and its timeline."""
+        """The context item, its execution's description, the ids of every execution it ran in (a long
+        context continues in new ones: stepwell.features.definitions.continuation) and their history as
+        one timeline, oldest first (an execution whose retention has passed is left out)."""
         record = self.runtime.contexts.get_context(domain, workflow_id, subject_id, instance_id)
         if record is None or self._expired(record):
             raise DefinitionNotFound(
                 f"no context {instance_id!r} of definition {workflow_id!r} for subject {subject_id!r} "
                 f"in domain {domain!r}"
             )
-        shown: dict[str, Any] = {"context": record.to_dict()}
+        executions = chain_ids(record)
+        shown: dict[str, Any] = {"context": record.to_dict(), "executions": executions}
         try:
             shown["execution"] = self.engine.describe_execution(record.execution_id)
-            events = self.engine.get_execution_history(record.execution_id)
-            shown["history"] = events
-            shown["timeline"] = format_timeline(events)
         except ExecutionNotFound:
             shown["execution"] = None
+        events: list[dict[str, Any]] = []
+        for execution_id in executions:
+            try:
+                events.extend(self.engine.get_execution_history(execution_id))
+            except ExecutionNotFound:
+                continue
+        if shown["execution"] is not None:
+            shown["history"] = events
+            shown["timeline"] = format_timeline(events)
         return shown
 
     # --- events ---

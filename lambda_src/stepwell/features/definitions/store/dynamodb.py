@@ -283,6 +283,15 @@ class DynamoDbContextStore:
             record, "REMOVE wt.#n SET dt = :dt", {"#n": node_id}, {":dt": _data(data)}, condition=""
         )
 
+    def continue_to(self, record: ContextRecord, execution_id: str, successor_id: str) -> bool:
+        return self._update(
+            record,
+            "SET #e = :to",
+            {"#e": "eid"},
+            {":from": {"S": execution_id}, ":to": {"S": successor_id}},
+            condition="#e IN (:from, :to)",
+        )
+
     def finish(
         self,
         record: ContextRecord,

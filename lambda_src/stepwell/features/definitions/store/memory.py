@@ -252,6 +252,15 @@ class MemoryContextStore:
 
         return self._update(record, change)
 
+    def continue_to(self, record: ContextRecord, execution_id: str, successor_id: str) -> bool:
+        def change(current: ContextRecord) -> bool:
+            if current.execution_id not in (execution_id, successor_id):
+                return False
+            current.execution_id = successor_id
+            return True
+
+        return self._update(record, change)
+
     def finish(
         self,
         record: ContextRecord,

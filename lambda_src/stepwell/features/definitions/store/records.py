@@ -271,6 +271,12 @@ class ContextStore(Protocol):
 
     def clear_waiting(self, record: ContextRecord, node_id: str, data: Mapping[str, Any]) -> bool: ...
 
+    def continue_to(self, record: ContextRecord, execution_id: str, successor_id: str) -> bool:
+        """Name `successor_id` as the execution the context runs in, if its item names `execution_id` or
+        `successor_id` already (a hand-off, stepwell.features.definitions.continuation: idempotent, whatever
+        the status). False if gone or naming another execution."""
+        ...
+
     def finish(
         self,
         record: ContextRecord,
