@@ -156,10 +156,18 @@ def destination_record(ran: Ran) -> dict[str, Any]:
         },
         "requestPayload": ran.invoke.payload,
         "responseContext": response,
-        "responsePayload": (
-            {"errorType": type(ran.error).__name__, "errorMessage": str(ran.error)} if failed else ran.output
-        ),
+        "responsePayload": _reported(ran.error) if ran.error is not None else ran.output,
     }
+
+
+def _reported(error: BaseException) -> dict[str, Any]:
+    """A function error as Lambda reports it: a process that exits is Runtime.ExitError."""
+    if isinstance(error, SystemExit):
+        return {
+            "errorType": "Runtime.ExitError",
+            "errorMessage": f"Error: Runtime exited with error: exit status {error.code}",
+        }
+    return {"errorType": type(error).__name__, "errorMessage": str(error)}
 
 
 def remote_stack(
@@ -167,10 +175,13 @@ def remote_stack(
     in_worker: dict[str, Callable[..., Any]] | None = None,
     timeout_seconds: int = 900,
     store: ExecutionStore | None = None,
+    api_knows_workflows: bool = False,
 ) -> RemoteStack:
     """`remote`: workflow name -> the undecorated handler function, deployed as "its own function"; the
     `in_worker` ones (undecorated too) are registered in the worker as usual. `store`: the store the
-    worker and the API share (the harness's memory store by default)."""
+    worker and the API share (the harness's memory store by default). `api_knows_workflows`: the API's
+    engine resolves a function's `context.invoke` targets with the worker's registry (the deployed API
+    function has none of it: docs/reference/lambda-api.md)."""
     registry = Registry()
     for name, fn in (in_worker or {}).items():
         registry.register(name, durable_execution(fn))
@@ -188,7 +199,7 @@ def remote_stack(
         timers=local.queue,
         payloads=local.payloads,
         clock=local.clock,
-        registry=Registry(),
+        registry=registry if api_knows_workflows else Registry(),
     )
     settings = ApiSettings(arns=ARNS, access=ACCESS, retention_days=30, max_wait_seconds=5.0)
     handler = LambdaApiHandler(api_engine, settings)
