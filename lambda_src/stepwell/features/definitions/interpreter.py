@@ -32,6 +32,11 @@ Each run (one invocation) has a CPU budget, and each evaluation its own
 `DefinitionsRuntime.run_cpu_seconds` and `expression_cpu_seconds`): checked between nodes and inside the
 evaluator, a run past either fails its context with an error naming the budget.
 
+A long context continues in a new execution (`stepwell.features.definitions.continuation`): after
+CONTINUE_AFTER_VISITS top-level node visits, at its next top-level wait, a step starts the context's next
+execution with the walk's state in its input ("continuation": the node it resumes at, data, node visits,
+event depth and chain), and this one ends with {"continuedAs": its id}: a wake-up replays a bounded log.
+
 A definition's `flowControl` becomes the execution's flow limits when the engine creates it
 (`definition_flow`, the registration's flow resolver), counted per (domain, definition id, key value).
 """
