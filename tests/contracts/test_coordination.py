@@ -326,25 +326,35 @@ def test_a_lease_is_handed_over_only_by_its_unexpired_holder_and_once(
     the run acting on its end, once; never after the lease expired, was released or was taken by another.
     lease_holder reads who holds it."""
     execution_id = record("a").execution_id
-    assert execution_store.resume_lease(execution_id, "w1", "r1", NOW, 60) is None  # no record: never taken
+    assert (
+        execution_store.resume_lease(execution_id, "w1", successor="r1", now=NOW, duration=60) is None
+    )  # no record: never taken
     assert execution_store.lease_holder(execution_id, NOW) is None
     execution_store.acquire_lease(execution_id, "w1", NOW, 60)
     execution_store.release_lease(execution_id, "w1", HandOff(wake_at=NOW + 500, log_next=4))
-    assert execution_store.resume_lease(execution_id, "w1", "r1", NOW + 1, 60) is None  # released
+    assert (
+        execution_store.resume_lease(execution_id, "w1", successor="r1", now=NOW + 1, duration=60) is None
+    )  # released
     execution_store.acquire_lease(execution_id, "w2", NOW + 2, 60)
     assert execution_store.lease_holder(execution_id, NOW + 3) == "w2"
-    assert execution_store.resume_lease(execution_id, "w1", "r1", NOW + 3, 60) is None  # another's
-    resumed = execution_store.resume_lease(execution_id, "w2", "r2", NOW + 50, 600)
+    assert (
+        execution_store.resume_lease(execution_id, "w1", successor="r1", now=NOW + 3, duration=60) is None
+    )  # another's
+    resumed = execution_store.resume_lease(execution_id, "w2", successor="r2", now=NOW + 50, duration=600)
     assert resumed is not None and resumed.owner == "r2" and not resumed.taken_over
     assert resumed.hand_off.wake_at == NOW + 500 and resumed.hand_off.log_next == 4
     # Once: the same hand-over again (a duplicate) finds w2 gone
-    assert execution_store.resume_lease(execution_id, "w2", "r3", NOW + 51, 600) is None
+    assert (
+        execution_store.resume_lease(execution_id, "w2", successor="r3", now=NOW + 51, duration=600) is None
+    )
     # Extended: past the first expiry it is r2's, and nobody else takes it
     assert execution_store.lease_holder(execution_id, NOW + 100) == "r2"
     assert execution_store.acquire_lease(execution_id, "w3", NOW + 100, 60) is None
     # Expired: neither handed over nor held
     assert execution_store.lease_holder(execution_id, NOW + 651) is None
-    assert execution_store.resume_lease(execution_id, "r2", "r4", NOW + 651, 60) is None
+    assert (
+        execution_store.resume_lease(execution_id, "r2", successor="r4", now=NOW + 651, duration=60) is None
+    )
     taken = execution_store.acquire_lease(execution_id, "w3", NOW + 652, 60)
     assert taken is not None and taken.taken_over
     assert execution_store.lease_holder(execution_id, NOW + 653) == "w3"

@@ -191,7 +191,9 @@ class Worker:
         owner = uuid.uuid4().hex
         duration, now = self._remote.lease_seconds(record.workflow_id), engine.clock.now()
         if result is not None:  # a remote function's result: taken over from the run that invoked it
-            lease = engine.store.resume_lease(execution_id, result.token.owner, owner, now, duration)
+            lease = engine.store.resume_lease(
+                execution_id, result.token.owner, successor=owner, now=now, duration=duration
+            )
             if lease is None:
                 return self._remote.stale(record, result)
         else:

@@ -451,7 +451,7 @@ class MemoryExecutionStore:
             return lease
 
     def resume_lease(
-        self, execution_id: str, owner: str, successor: str, now: float, duration: float
+        self, execution_id: str, owner: str, *, successor: str, now: float, duration: float
     ) -> Lease | None:
         with self._lock:
             self._count("resume_lease")

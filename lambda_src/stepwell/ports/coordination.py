@@ -22,7 +22,7 @@ class Coordination(Protocol):
         ...
 
     def resume_lease(
-        self, execution_id: str, owner: str, successor: str, now: float, duration: float
+        self, execution_id: str, owner: str, *, successor: str, now: float, duration: float
     ) -> Lease | None:
         """Hand the execution's lease from `owner` to `successor` only if `owner` still holds it unexpired,
         until now + duration (one conditional write): a run that ended without releasing it (a remote

@@ -82,7 +82,7 @@ class DynamoDbCoordination(DynamoDbTables):
         )
 
     def resume_lease(
-        self, execution_id: str, owner: str, successor: str, now: float, duration: float
+        self, execution_id: str, owner: str, *, successor: str, now: float, duration: float
     ) -> Lease | None:
         if duration <= 0:
             raise InvalidArgument(f"lease duration must be positive seconds, got {duration}")
