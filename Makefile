@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 
 TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
 
-.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check pytest test demo screenshot bench chaos soak clean
+.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check checks pytest test demo screenshot bench chaos soak clean
 
 help:
 	@echo "make demo   run the main story on the embedded (moto) backend"
@@ -91,7 +91,24 @@ PYTEST_WORKERS ?= auto
 pytest: venv tfrc localstack browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
-test: lint tf-test pytest
+checks: lint tf-test
+
+# The checks run beside pytest rather than before it: pytest's workers spend much of their time waiting (on
+# the AWS provider's fixed waits during applies, on the local backends), which leaves room on 2 CPUs for the
+# checks (minutes on their own, terraform test most of it). Their output goes to a log printed after
+# pytest's; either failing fails the target. They run in a process group of their own, stopped if make is
+# (a background job ignores Ctrl-C).
+CHECKS_LOG := $(CACHE)/checks.log
+test: venv tfrc
+	@echo "make checks (lint, tf-test) runs beside pytest; its output follows pytest's ($(CHECKS_LOG))"
+	@setsid $(MAKE) --no-print-directory checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
+	trap 'kill -TERM -- -$$checks 2>/dev/null || true' EXIT INT TERM; \
+	tests=0; $(MAKE) --no-print-directory pytest || tests=$$?; \
+	checked=0; wait $$checks || checked=$$?; \
+	echo "==================== make checks (lint, tf-test): exit $$checked ===================="; \
+	cat $(CHECKS_LOG); \
+	echo "make test: pytest exit $$tests, checks exit $$checked"; \
+	test $$tests -eq 0 && test $$checked -eq 0
 
 demo: venv tfrc
 	$(BIN)/python -m stepwell.testing.demo
