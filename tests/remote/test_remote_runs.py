@@ -14,6 +14,7 @@ from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from stepwell.core.remote_checkpoints import MAX_CHECKPOINT_UPDATES
 from stepwell.core.remote_runs import INVALID_OUTPUT_TYPE, INVOCATION_LOST_TYPE
 from stepwell.core.worker import MAX_CONSECUTIVE_CRASHES
+from stepwell.errors import InvalidMessage
 from stepwell.limits import PAYLOAD_OVER_LIMIT_TYPE
 from stepwell.model import ExecutionStatus, OutcomeAction
 from stepwell.ports import ExecutionStore
@@ -429,3 +430,19 @@ def test_a_pause_while_the_function_runs_ends_its_invocation_at_a_checkpoint_and
     assert stack.run(execution_id).status is ExecutionStatus.SUCCEEDED
     events = [event["EventType"] for event in stack.local.history(execution_id)]
     assert events.count("StepSucceeded") == 1 and "ExecutionPaused" in events and "ExecutionResumed" in events
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["", "not a token", "A" * 5000, 12, None, {"owner": "x"}],
+)
+def test_a_destination_record_without_a_token_of_this_engine_is_refused_as_no_engine_message(
+    stack: RemoteStack, token: Any
+) -> None:
+    execution_id, invoke = _pending(stack, "one_step")
+    forged = EventInvoke(invoke.function, None, {**invoke.payload, "CheckpointToken": token})
+    with pytest.raises(InvalidMessage):  # the entry leaves it to the DLQ: nothing loops
+        stack.deliver(destination_record(Ran(forged, output={"Status": "SUCCEEDED", "Result": "1"})))
+    assert stack.local.record(execution_id).status is ExecutionStatus.RUNNING
+    # The invocation's own record still finishes the run
+    assert stack.deliver(destination_record(stack.run_invoke(invoke))).action == "finished"
