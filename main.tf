@@ -14,6 +14,9 @@ locals {
   # module's own rule, and on the module's bus put by the worker only.
   status_event_source = "stepwell.executions"
   event_sources       = merge(var.create_event_bus ? { (local.engine_event_source) = ["*"] } : {}, var.event_sources)
+
+  # The workflows a start may name (null: not checked): the registered ones and users' durable functions.
+  workflow_names = var.workflow_names == null ? null : concat(var.workflow_names, sort(keys(var.durable_functions)))
 }
 
 module "state" {
@@ -143,6 +146,7 @@ module "engine" {
   package_build_dir               = var.package_build_dir
   python_executable               = var.python_executable
   callback_url                    = var.callback_urls ? module.callback_urls[0].function_url : null
+  durable_functions               = var.durable_functions
 
   payload_limits = {
     execution_input_bytes   = var.max_execution_input_bytes
@@ -245,8 +249,9 @@ module "api" {
     function_arn  = module.engine.function_arn
     alias_name    = module.engine.alias_name
   }
-  package        = module.engine.package
-  workflow_names = var.workflow_names
+  package           = module.engine.package
+  workflow_names    = local.workflow_names
+  durable_functions = var.durable_functions
   payload_limits = {
     execution_input_bytes = var.max_execution_input_bytes
     callback_result_bytes = var.max_callback_result_bytes

@@ -30,7 +30,7 @@ output "client_config" {
     max_operation_payload_bytes = var.max_operation_payload_bytes
     max_callback_result_bytes   = var.max_callback_result_bytes
     # The workflows a start may name (null: not checked); definitions' contexts start the interpreter.
-    workflows = var.workflow_names
+    workflows = local.workflow_names
   }, null)
 }
 
@@ -277,4 +277,37 @@ output "api_function_name" {
 output "api_caller_policy_json" {
   description = "The IAM policy (JSON) each api_principals role or user attaches to call the API: lambda:InvokeFunctionUrl on the API function for AWS_IAM URLs, and lambda:InvokeFunction only through its URL; null when enable_api is false."
   value       = var.enable_api ? try(module.api[0].caller_policy_json, null) : null
+}
+
+output "durable_functions_endpoint" {
+  description = "Where durable_functions' SDK calls Lambda's durable execution API: the API's URL (enable_api), for the function's AWS_ENDPOINT_URL_LAMBDA; null when enable_api is false."
+  value       = var.enable_api ? try(module.api[0].function_url, null) : null
+}
+
+output "durable_function_policy_json" {
+  description = "The IAM policy (JSON) each durable_functions function's execution role attaches: lambda:InvokeFunctionUrl on the API function for AWS_IAM URLs and lambda:InvokeFunction only through its URL (its SDK's checkpoints), sqs:SendMessage on the work queue (its results, sent by Lambda as destination records with the function's role) and, with kms_key_arn, the key for that queue; null when enable_api is false."
+  value = var.enable_api ? try(jsonencode({
+    Version = "2012-10-17"
+    Statement = concat(
+      # An API caller's grants (the URL with its condition keys), as api_caller_policy_json's.
+      jsondecode(module.api[0].caller_policy_json).Statement,
+      [
+        {
+          # The on-success and on-failure destinations (the engine's event invoke config) send with the
+          # function's execution role.
+          Sid      = "ResultsToTheWorkQueue"
+          Effect   = "Allow"
+          Action   = "sqs:SendMessage"
+          Resource = module.messaging.work_queue_arn
+        },
+      ],
+      var.kms_key_arn == null ? [] : [{
+        # The work queue is encrypted with the customer key: sending needs a data key.
+        Sid      = "WorkQueueKey"
+        Effect   = "Allow"
+        Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource = var.kms_key_arn
+      }],
+    )
+  }), null) : null
 }

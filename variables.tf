@@ -925,6 +925,49 @@ variable "api_tenant_principals" {
   }
 }
 
+variable "durable_functions" {
+  description = "Lambda functions you deploy yourself (any runtime, written with AWS's durable execution SDK) that become Stepwell workflows, by workflow name: function_arn (the unqualified ARN of a function in this deployment's account and region) and qualifier (a version number, an alias name or $LATEST; null: unqualified). Needs enable_api: the function's SDK calls the API (durable_functions_endpoint, as AWS_ENDPOINT_URL_LAMBDA) with the durable_function_policy_json grants. The worker invokes each by name (lambda:InvokeFunction on exactly these), and each gets an event invoke config that sends its results, success and failure, to the work queue without Lambda's retries. The worker and the API function get the map as STEPWELL_DURABLE_FUNCTIONS (JSON). A name may not also be in workflow_names, to which these names are added for the client, the CLI and the API. {}: none."
+  type = map(object({
+    function_arn = string
+    qualifier    = optional(string)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.enable_api || length(var.durable_functions) == 0
+    error_message = "durable_functions needs enable_api = true: a durable function's SDK checkpoints through the API (durable_functions_endpoint)."
+  }
+
+  validation {
+    condition     = alltrue([for name in keys(var.durable_functions) : can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", name))])
+    error_message = "durable_functions' keys must be workflow names: 1-64 characters, a letter, then letters, digits, '_', '.' or '-'; bad: ${jsonencode([for name in keys(var.durable_functions) : name if !can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", name))])}."
+  }
+
+  validation {
+    condition     = length(setintersection(keys(var.durable_functions), coalesce(var.workflow_names, []))) == 0
+    error_message = "durable_functions' names must not be in workflow_names (a workflow name runs either your registered code or your function); both hold: ${jsonencode(setintersection(keys(var.durable_functions), coalesce(var.workflow_names, [])))}."
+  }
+
+  validation {
+    condition     = alltrue([for function in values(var.durable_functions) : can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", function.function_arn))])
+    error_message = "durable_functions' function_arn must be an unqualified Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME): the version or alias goes in qualifier; bad: ${jsonencode([for name, function in var.durable_functions : name if !can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", function.function_arn))])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for function in values(var.durable_functions) :
+      function.qualifier == null || try(function.qualifier == "$LATEST" || can(regex("^[1-9][0-9]{0,9}$", function.qualifier)) || (can(regex("^[A-Za-z0-9_-]{1,128}$", function.qualifier)) && !can(regex("^[0-9]+$", function.qualifier))), false)
+    ])
+    error_message = "durable_functions' qualifier must be a version number (1, 2, ...), an alias name (1-128 letters, digits, '-' or '_', not all digits) or $LATEST, or null for the unqualified function."
+  }
+
+  validation {
+    condition     = length(jsonencode(var.durable_functions)) <= 1024
+    error_message = "durable_functions may hold at most 1024 characters of JSON (it travels in the worker's and the API function's environments, which Lambda limits to 4 KB each); use fewer functions or shorter names."
+  }
+}
+
 variable "api_timeout" {
   description = "Timeout of the API function in seconds, which is also how long an Invoke with InvocationType RequestResponse waits for the execution to end (past it the answer is the error type Stepwell.ExecutionStillRunning with the execution's ARN, and the execution goes on). Unused without enable_api."
   type        = number

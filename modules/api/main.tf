@@ -46,6 +46,12 @@ locals {
     var.workflow_names == null ? {} : { STEPWELL_API_WORKFLOWS = jsonencode(var.workflow_names) },
     # {"<tenant>": ["<principal>", ...]}: these principals act only on that tenant's executions.
     length(var.tenant_principals) == 0 ? {} : { STEPWELL_API_TENANT_PRINCIPALS = jsonencode(var.tenant_principals) },
+    # Users' durable functions, as the worker's: {"<workflow>": {"function_arn": ..., "qualifier": ... or null}}.
+    length(var.durable_functions) == 0 ? {} : {
+      STEPWELL_DURABLE_FUNCTIONS = jsonencode({
+        for name, function in var.durable_functions : name => { function_arn = function.function_arn, qualifier = function.qualifier }
+      })
+    },
     var.kms_key_arn == null ? {} : { STEPWELL_KMS_KEY_ARN = var.kms_key_arn },
   )
 

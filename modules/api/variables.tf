@@ -266,3 +266,36 @@ variable "tenant_principals" {
     error_message = "tenant_principals may hold at most 1024 characters of JSON (it travels in the function's environment, which Lambda limits to 4 KB in all); use fewer tenants, or account ids."
   }
 }
+
+variable "durable_functions" {
+  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The function gets them as STEPWELL_DURABLE_FUNCTIONS (JSON), the worker's. {}: none."
+  type = map(object({
+    function_arn = string
+    qualifier    = optional(string)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for name in keys(var.durable_functions) : can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", name))])
+    error_message = "durable_functions' keys must be workflow names: 1-64 characters, a letter, then letters, digits, '_', '.' or '-'."
+  }
+
+  validation {
+    condition     = alltrue([for function in values(var.durable_functions) : can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", function.function_arn))])
+    error_message = "durable_functions' function_arn must be an unqualified Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME): the version or alias goes in qualifier."
+  }
+
+  validation {
+    condition = alltrue([
+      for function in values(var.durable_functions) :
+      function.qualifier == null || try(function.qualifier == "$LATEST" || can(regex("^[1-9][0-9]{0,9}$", function.qualifier)) || (can(regex("^[A-Za-z0-9_-]{1,128}$", function.qualifier)) && !can(regex("^[0-9]+$", function.qualifier))), false)
+    ])
+    error_message = "durable_functions' qualifier must be a version number (1, 2, ...), an alias name (1-128 letters, digits, '-' or '_', not all digits) or $LATEST, or null for the unqualified function."
+  }
+
+  validation {
+    condition     = length(jsonencode(var.durable_functions)) <= 1024
+    error_message = "durable_functions may hold at most 1024 characters of JSON (it travels in the function's environment, which Lambda limits to 4 KB in all)."
+  }
+}

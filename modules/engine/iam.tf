@@ -138,6 +138,16 @@ locals {
       Action   = "lambda:InvokeFunction"
       Resource = flatten([for arn in var.invoke_function_arns : [arn, "${arn}:*"]])
     }],
+    length(var.durable_functions) == 0 ? [] : [{
+      # Users' durable functions run as workflows: exactly those functions, unqualified and with the
+      # qualifier each is invoked with ($LATEST when none is given).
+      Sid    = "DurableFunctions"
+      Effect = "Allow"
+      Action = "lambda:InvokeFunction"
+      Resource = flatten([
+        for function in values(var.durable_functions) : [function.function_arn, "${function.function_arn}:${coalesce(function.qualifier, "$LATEST")}"]
+      ])
+    }],
     var.kms_key_arn == null ? [] : [{
       Sid      = "CustomerKey"
       Effect   = "Allow"

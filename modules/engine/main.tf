@@ -59,8 +59,17 @@ locals {
     # "true": every execution status change goes on the bus (stepwell.core.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }
-  # The base of stepwell.callback_url() (the callbacks function's URL), only when callback URLs are on.
-  environment = merge(local.base_environment, var.callback_url == null ? {} : { STEPWELL_CALLBACK_URL = var.callback_url })
+  # {"<workflow>": {"function_arn": ..., "qualifier": ... or null}}: users' functions run as workflows.
+  durable_functions_json = jsonencode({
+    for name, function in var.durable_functions : name => { function_arn = function.function_arn, qualifier = function.qualifier }
+  })
+  # The base of stepwell.callback_url() (the callbacks function's URL), only when callback URLs are on;
+  # the durable functions only when there are any.
+  environment = merge(
+    local.base_environment,
+    var.callback_url == null ? {} : { STEPWELL_CALLBACK_URL = var.callback_url },
+    length(var.durable_functions) == 0 ? {} : { STEPWELL_DURABLE_FUNCTIONS = local.durable_functions_json },
+  )
 }
 
 resource "aws_cloudwatch_log_group" "worker" {
@@ -183,6 +192,38 @@ resource "aws_lambda_event_source_mapping" "work_queue" {
     precondition {
       condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds > 0
       error_message = "batch_size ${var.batch_size} > 10 needs maximum_batching_window_seconds > 0 (SQS mappings allow more than 10 messages only with a batching window)."
+    }
+  }
+}
+
+# Users' durable functions (durable_functions): the worker invokes each asynchronously, and Lambda sends
+# the invocation's result, success or failure, to the work queue as a destination record, which wakes
+# the execution. No Lambda retries: the engine decides what a failed run means. Records expire after 6
+# hours undelivered, as the worker's own (the execution's timeouts and the reconciler cover the rest).
+# The function's execution role sends the records (durable_function_policy_json grants it).
+resource "aws_lambda_function_event_invoke_config" "durable_functions" {
+  for_each = var.durable_functions
+
+  function_name                = each.value.function_arn
+  qualifier                    = coalesce(each.value.qualifier, "$LATEST")
+  maximum_retry_attempts       = 0
+  maximum_event_age_in_seconds = 21600
+
+  destination_config {
+    on_success {
+      destination = var.work_queue.arn
+    }
+    on_failure {
+      destination = var.work_queue.arn
+    }
+  }
+
+  lifecycle {
+    precondition {
+      # The module sets this function's invoke config with the deployment's provider, and its destination is
+      # the deployment's queue: a function elsewhere would fail at apply or send its results nowhere.
+      condition     = split(":", each.value.function_arn)[3] == local.region && split(":", each.value.function_arn)[4] == local.account_id
+      error_message = "durable_functions[\"${each.key}\"].function_arn must name a function in this deployment's region and account (${local.region}, ${local.account_id}); got ${each.value.function_arn}."
     }
   }
 }

@@ -475,3 +475,37 @@ variable "callback_url" {
     error_message = "callback_url must be an http(s) URL with no path (a Lambda function URL), or null."
   }
 }
+
+variable "durable_functions" {
+  description = "Lambda functions you deploy yourself (any runtime, with AWS's durable execution SDK) that run as Stepwell workflows, by workflow name: the function's unqualified ARN and the qualifier it is invoked with (a version, an alias or $LATEST; null: unqualified). The worker gets them as STEPWELL_DURABLE_FUNCTIONS (JSON) and may invoke exactly those functions; each gets an event invoke config that sends its results (success and failure) to the work queue, without Lambda's retries. {}: none."
+  type = map(object({
+    function_arn = string
+    qualifier    = optional(string)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for name in keys(var.durable_functions) : can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", name))])
+    error_message = "durable_functions' keys must be workflow names: 1-64 characters, a letter, then letters, digits, '_', '.' or '-'; bad: ${jsonencode([for name in keys(var.durable_functions) : name if !can(regex("^[A-Za-z][A-Za-z0-9_.-]{0,63}$", name))])}."
+  }
+
+  validation {
+    condition     = alltrue([for function in values(var.durable_functions) : can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", function.function_arn))])
+    error_message = "durable_functions' function_arn must be an unqualified Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME): the version or alias goes in qualifier; bad: ${jsonencode([for name, function in var.durable_functions : name if !can(regex("^arn:aws[a-z-]*:lambda:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}$", function.function_arn))])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for function in values(var.durable_functions) :
+      function.qualifier == null || try(function.qualifier == "$LATEST" || can(regex("^[1-9][0-9]{0,9}$", function.qualifier)) || (can(regex("^[A-Za-z0-9_-]{1,128}$", function.qualifier)) && !can(regex("^[0-9]+$", function.qualifier))), false)
+    ])
+    error_message = "durable_functions' qualifier must be a version number (1, 2, ...), an alias name (1-128 letters, digits, '-' or '_', not all digits) or $LATEST, or null for the unqualified function."
+  }
+
+  validation {
+    # It travels in the worker's (and the API function's) environment, 4 KB in all.
+    condition     = length(jsonencode(var.durable_functions)) <= 1024
+    error_message = "durable_functions may hold at most 1024 characters of JSON (it travels in the worker's environment, which Lambda limits to 4 KB in all); use fewer functions or shorter names."
+  }
+}

@@ -1,0 +1,487 @@
+# Users' durable functions (durable_functions, issue 41): Lambda functions of any runtime that run as
+# workflows by name. The worker's and the API function's STEPWELL_DURABLE_FUNCTIONS, the worker's grant to
+# invoke exactly those functions, each function's event invoke config (results to the work queue, no
+# retries), the outputs a function's owner uses, and the validations of the root, the engine and the API.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+# The name, and modules/engine's inputs for the runs that plan it alone (a run against the root ignores them).
+variables {
+  name = "unit"
+  tables = {
+    definitions_name   = "unit-definitions"
+    definitions_arn    = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-definitions"
+    executions_name    = "unit-executions"
+    executions_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-executions"
+    operations_name    = "unit-operations"
+    operations_arn     = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-operations"
+    coordination_name  = "unit-coordination"
+    coordination_arn   = "arn:aws:dynamodb:eu-west-1:123456789012:table/unit-coordination"
+    subject_index_name = "domain-subjectId-index"
+  }
+  work_queue = {
+    url                        = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
+    arn                        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    visibility_timeout_seconds = 360
+  }
+  dlq                 = { url = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq", arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq" }
+  event_bus           = { name = "unit", arn = "arn:aws:events:eu-west-1:123456789012:event-bus/unit" }
+  schedule_group_name = "unit"
+  scheduler_role_arn  = "arn:aws:iam::123456789012:role/unit-scheduler"
+  payload_bucket      = { name = "unit-payloads-123456789012", arn = "arn:aws:s3:::unit-payloads-123456789012" }
+}
+
+run "none_by_default" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { read = ["123456789012"] }
+  }
+
+  assert {
+    condition = (
+      !contains(keys(module.engine.environment), "STEPWELL_DURABLE_FUNCTIONS") &&
+      !contains(keys(module.api[0].environment), "STEPWELL_DURABLE_FUNCTIONS") &&
+      length(module.engine.durable_functions) == 0 &&
+      output.client_config.workflows == null
+    )
+    error_message = "Without durable_functions neither the worker nor the API function gets STEPWELL_DURABLE_FUNCTIONS, and the workflows stay unchecked."
+  }
+
+  assert {
+    condition     = output.durable_functions_endpoint == output.api_url && jsondecode(output.durable_function_policy_json).Statement[2].Sid == "ResultsToTheWorkQueue"
+    error_message = "With enable_api the endpoint and the policy for a durable function are there before any is listed."
+  }
+}
+
+run "without_the_api_the_outputs_are_null" {
+  command = plan
+
+  assert {
+    condition     = output.durable_functions_endpoint == null && output.durable_function_policy_json == null
+    error_message = "Without enable_api there is no endpoint for a durable function and no policy."
+  }
+}
+
+run "functions_reach_the_worker_the_api_and_the_outputs" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { operate = ["arn:aws:iam::123456789012:role/operator"] }
+    workflow_names = ["orders"]
+    kms_key_arn    = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    durable_functions = {
+      greeter          = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter" }
+      "billing.export" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:billing-export", qualifier = "live" }
+    }
+  }
+
+  assert {
+    condition     = module.engine.environment.STEPWELL_DURABLE_FUNCTIONS == "{\"billing.export\":{\"function_arn\":\"arn:aws:lambda:eu-west-1:123456789012:function:billing-export\",\"qualifier\":\"live\"},\"greeter\":{\"function_arn\":\"arn:aws:lambda:eu-west-1:123456789012:function:greeter\",\"qualifier\":null}}"
+    error_message = "The worker's STEPWELL_DURABLE_FUNCTIONS is the JSON object workflow name -> function_arn and qualifier (null when none is given)."
+  }
+
+  assert {
+    condition     = module.api[0].environment.STEPWELL_DURABLE_FUNCTIONS == module.engine.environment.STEPWELL_DURABLE_FUNCTIONS && module.engine.durable_functions_json == module.engine.environment.STEPWELL_DURABLE_FUNCTIONS
+    error_message = "The API function gets the same STEPWELL_DURABLE_FUNCTIONS as the worker."
+  }
+
+  assert {
+    condition = (
+      output.client_config.workflows == tolist(["orders", "billing.export", "greeter"]) &&
+      module.api[0].environment.STEPWELL_API_WORKFLOWS == jsonencode(["orders", "billing.export", "greeter"])
+    )
+    error_message = "The durable functions' names join workflow_names for the client, the CLI and the API, which start them by name."
+  }
+
+  assert {
+    condition     = output.durable_functions_endpoint == "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/" && output.durable_functions_endpoint == output.api_url
+    error_message = "durable_functions_endpoint is the API's URL (the function's AWS_ENDPOINT_URL_LAMBDA)."
+  }
+
+  assert {
+    condition = jsondecode(output.durable_function_policy_json) == {
+      Version = "2012-10-17"
+      Statement = [
+        {
+          Sid       = "CallTheApiUrl"
+          Effect    = "Allow"
+          Action    = "lambda:InvokeFunctionUrl"
+          Resource  = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+          Condition = { StringEquals = { "lambda:FunctionUrlAuthType" = "AWS_IAM" } }
+        },
+        {
+          Sid       = "InvokeOnlyThroughTheUrl"
+          Effect    = "Allow"
+          Action    = "lambda:InvokeFunction"
+          Resource  = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker"
+          Condition = { Bool = { "lambda:InvokedViaFunctionUrl" = "true" } }
+        },
+        {
+          Sid      = "ResultsToTheWorkQueue"
+          Effect   = "Allow"
+          Action   = "sqs:SendMessage"
+          Resource = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+        },
+        {
+          Sid      = "WorkQueueKey"
+          Effect   = "Allow"
+          Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+          Resource = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+        },
+      ]
+    }
+    error_message = "A durable function's role may call the API's URL (AWS_IAM, and InvokeFunction only through the URL: the mock's function ARN is the API's), send its results to the work queue and use the queue's key."
+  }
+}
+
+run "engine_invoke_configs_and_grant" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    invoke_function_arns = ["arn:aws:lambda:eu-west-1:123456789012:function:helper"]
+    durable_functions = {
+      greeter          = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter" }
+      "billing.export" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:billing-export", qualifier = "live" }
+      pinned           = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:pinned", qualifier = "12" }
+    }
+  }
+
+  assert {
+    condition = {
+      for name, config in aws_lambda_function_event_invoke_config.durable_functions : name => [config.function_name, config.qualifier]
+      } == {
+      greeter          = ["arn:aws:lambda:eu-west-1:123456789012:function:greeter", "$LATEST"]
+      "billing.export" = ["arn:aws:lambda:eu-west-1:123456789012:function:billing-export", "live"]
+      pinned           = ["arn:aws:lambda:eu-west-1:123456789012:function:pinned", "12"]
+    }
+    error_message = "Each durable function gets an event invoke config for its qualifier, $LATEST when none is given."
+  }
+
+  assert {
+    condition = alltrue([
+      for config in aws_lambda_function_event_invoke_config.durable_functions :
+      config.maximum_retry_attempts == 0 && config.maximum_event_age_in_seconds == 21600 &&
+      config.destination_config[0].on_success[0].destination == "arn:aws:sqs:eu-west-1:123456789012:unit-work" &&
+      config.destination_config[0].on_failure[0].destination == "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    ])
+    error_message = "A durable function's invocations are not retried by Lambda, expire after 6 hours, and send success and failure to the work queue."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : [statement.Effect, statement.Action, statement.Resource]
+      if statement.Sid == "DurableFunctions"
+      ] == [["Allow", "lambda:InvokeFunction", [
+        "arn:aws:lambda:eu-west-1:123456789012:function:billing-export",
+        "arn:aws:lambda:eu-west-1:123456789012:function:billing-export:live",
+        "arn:aws:lambda:eu-west-1:123456789012:function:greeter",
+        "arn:aws:lambda:eu-west-1:123456789012:function:greeter:$LATEST",
+        "arn:aws:lambda:eu-west-1:123456789012:function:pinned",
+        "arn:aws:lambda:eu-west-1:123456789012:function:pinned:12",
+    ]]]
+    error_message = "The worker may invoke exactly the durable functions, unqualified and with their qualifier."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid
+      if contains(flatten([statement.Action]), "lambda:InvokeFunction")
+    ] == ["OwnVersions", "InvokeTargets", "DurableFunctions"]
+    error_message = "Only the worker's own versions, the invoke targets and the durable functions may be invoked."
+  }
+
+  assert {
+    condition = jsondecode(aws_lambda_function.worker.environment[0].variables.STEPWELL_DURABLE_FUNCTIONS) == {
+      "billing.export" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:billing-export", qualifier = "live" }
+      greeter          = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = null }
+      pinned           = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:pinned", qualifier = "12" }
+    }
+    error_message = "The worker function's environment carries STEPWELL_DURABLE_FUNCTIONS."
+  }
+}
+
+run "engine_without_durable_functions_grants_and_configures_nothing" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  assert {
+    condition = (
+      length(aws_lambda_function_event_invoke_config.durable_functions) == 0 &&
+      length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if statement.Sid == "DurableFunctions"]) == 0 &&
+      !contains(keys(aws_lambda_function.worker.environment[0].variables), "STEPWELL_DURABLE_FUNCTIONS")
+    )
+    error_message = "Without durable functions: no invoke config, no grant, no STEPWELL_DURABLE_FUNCTIONS."
+  }
+}
+
+# The root's validations.
+
+run "durable_functions_need_enable_api" {
+  command = plan
+
+  variables {
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "a_name_that_is_no_workflow_name_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    durable_functions = { "1greeter" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "a_name_in_workflow_names_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    workflow_names    = ["orders", "greeter"]
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "a_qualified_function_arn_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter:live" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "an_arn_of_another_service_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    durable_functions = { greeter = { function_arn = "arn:aws:states:eu-west-1:123456789012:stateMachine:greeter" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "a_version_0_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "0" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "a_qualifier_with_a_colon_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "live:1" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "a_lowercase_latest_is_refused" {
+  command = plan
+
+  variables {
+    enable_api        = true
+    api_principals    = { read = ["123456789012"] }
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "$latest" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "accepts_latest_a_version_and_an_alias" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { read = ["123456789012"] }
+    durable_functions = {
+      latest  = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:latest", qualifier = "$LATEST" }
+      version = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:version", qualifier = "3" }
+      alias   = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:alias", qualifier = "blue-2_x" }
+    }
+  }
+
+  assert {
+    condition     = jsondecode(module.engine.environment.STEPWELL_DURABLE_FUNCTIONS).latest.qualifier == "$LATEST"
+    error_message = "$LATEST, a version number and an alias name are qualifiers."
+  }
+}
+
+run "durable_functions_over_1024_characters_are_refused" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { read = ["123456789012"] }
+    durable_functions = {
+      for index in range(10) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+    }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+# The engine's and the API's own.
+
+run "engine_refuses_a_function_of_another_account" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:210987654321:function:greeter" } }
+  }
+
+  expect_failures = [aws_lambda_function_event_invoke_config.durable_functions]
+}
+
+run "engine_refuses_a_function_of_another_region" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:us-east-1:123456789012:function:greeter" } }
+  }
+
+  expect_failures = [aws_lambda_function_event_invoke_config.durable_functions]
+}
+
+run "engine_refuses_a_name" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    durable_functions = { "greeter/v2" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "engine_refuses_a_qualified_arn" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter:3" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "engine_refuses_a_qualifier" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "engine_refuses_over_1024_characters" {
+  command = plan
+
+  module {
+    source = "./modules/engine"
+  }
+
+  variables {
+    durable_functions = {
+      for index in range(10) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+    }
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+run "api_submodule_environment" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals     = { read = ["123456789012"] }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    durable_functions = {
+      greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "7" }
+    }
+  }
+
+  assert {
+    condition     = output.environment.STEPWELL_DURABLE_FUNCTIONS == "{\"greeter\":{\"function_arn\":\"arn:aws:lambda:eu-west-1:123456789012:function:greeter\",\"qualifier\":\"7\"}}"
+    error_message = "The API function gets STEPWELL_DURABLE_FUNCTIONS as the worker does."
+  }
+}
+
+run "api_submodule_refuses_a_qualifier" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals        = { read = ["123456789012"] }
+    package           = { path = "worker.zip", code_hash = "aGFzaA==" }
+    schedule_group    = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker            = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "007" } }
+  }
+
+  expect_failures = [var.durable_functions]
+}
