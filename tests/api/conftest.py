@@ -57,6 +57,8 @@ ACCESS = AccessPolicy.from_lists(
     read=[OPERATOR_ROLE, READER_ROLE],
     operate=[OPERATOR_ROLE],
     callbacks=[OPERATOR_ROLE, SENDER_USER],
+    # tests/remote's functions sign as the operator: its role is also the registered functions' role there.
+    functions=[OPERATOR_ROLE],
 )
 WORKFLOWS = {
     "greet": workflows.greet,

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from stepwell.errors import CallbackAlreadyClosed, CallbackNotFound
 from stepwell.features.lambda_api.errors import translate
 
-from tests.api.conftest import ACCOUNT, ARNS, REGION, ApiStack, api_stack
+from tests.api.conftest import ACCOUNT, ARNS, READER, REGION, ApiStack, api_stack
 
 ARN_PREFIX = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:"
 
@@ -369,9 +369,11 @@ def test_a_closed_callback_is_told_from_an_unknown_one_by_the_engines_error_type
     assert translate(CallbackNotFound("already completed"), operation).code == "ResourceNotFoundException"
 
 
-def test_the_sdks_own_state_and_checkpoint_operations_are_refused_as_aws_refuses_a_stale_token(
+def test_the_data_plane_refuses_a_token_of_no_invocation_and_a_caller_who_is_no_durable_function(
     stack: ApiStack,
 ) -> None:
+    """GetDurableExecutionState and CheckpointDurableExecution serve the registered functions' roles (the
+    operator is one here) and only with a current invocation's token (tests/remote covers real tokens)."""
     client = stack.client()
     arn = _start(client, "approval", {}, "sdk-only")
     with pytest.raises(client.exceptions.InvalidParameterValueException) as state:
@@ -379,6 +381,12 @@ def test_the_sdks_own_state_and_checkpoint_operations_are_refused_as_aws_refuses
     assert "GetDurableExecutionHistory" in state.value.response["Error"]["Message"]
     with pytest.raises(client.exceptions.InvalidParameterValueException):
         client.checkpoint_durable_execution(DurableExecutionArn=arn, CheckpointToken="dG9rZW4=")
+    reader = stack.client(READER)  # may read executions, but is no durable function's role
+    for call in (reader.get_durable_execution_state, reader.checkpoint_durable_execution):
+        with pytest.raises(ClientError) as denied:
+            call(DurableExecutionArn=arn, CheckpointToken="dG9rZW4=")
+        assert denied.value.response["Error"]["Code"] == "AccessDeniedException"
+        assert "durable_functions" in denied.value.response["Error"]["Message"]
 
 
 def test_pause_resume_and_delete_change_the_execution_and_refuse_what_its_status_does_not_allow(

@@ -15,12 +15,19 @@ from stepwell.core.remote_functions import (
     parse_durable_functions,
 )
 from stepwell.errors import DuplicateWorkflow, InvalidArgument, WorkflowNotFound
-from stepwell.features.lambda_api.access import Caller, FunctionAccess
+from stepwell.features.lambda_api.access import AccessPolicy, Caller, OperationClass
 from stepwell.features.lambda_api.errors import ApiError
+from stepwell.features.lambda_api.routes import route
 
 from tests.remote.harness import FakeLambda, function_arn
 
 ARN = function_arn("orders")
+OPS = "arn:aws:iam::123456789012:role/ops"
+_ARN = "arn:aws:lambda:us-east-1:123456789012:function:orders:$LATEST/durable-execution/x/y"
+DATA_PLANE_PATHS = {
+    "CheckpointDurableExecution": f"/2025-12-01/durable-executions/{_ARN}/checkpoint",
+    "GetDurableExecutionState": f"/2025-12-01/durable-executions/{_ARN}/state",
+}
 BASE = {
     "name": "dev",
     "executions_table": "e",
@@ -97,11 +104,17 @@ def test_a_token_reads_back_and_nothing_else_reads_as_one() -> None:
 
 
 def test_only_the_functions_roles_may_call_the_data_plane() -> None:
-    access = FunctionAccess.from_json(json.dumps(["arn:aws:iam::123456789012:role/orders-fn"]))
+    role_arn = "arn:aws:iam::123456789012:role/orders-fn"
+    # An operator (read and operate) is no function: the data plane is the functions' class alone.
+    access = AccessPolicy.from_json(json.dumps([OPS]), json.dumps([OPS]), "", json.dumps([role_arn]))
     role = Caller("arn:aws:sts::123456789012:assumed-role/orders-fn/i-1", "123456789012", "aws", "orders-fn")
-    access.check(role, "CheckpointDurableExecution", "arn")
-    other = Caller("arn:aws:sts::123456789012:assumed-role/other/i-1", "123456789012", "aws", "other")
-    for caller in (other, None):
-        with pytest.raises(ApiError) as denied:
-            access.check(caller, "CheckpointDurableExecution", "arn")
-        assert denied.value.code == "AccessDeniedException"
+    operator = Caller("arn:aws:sts::123456789012:assumed-role/ops/i-1", "123456789012", "aws", "ops")
+    for operation in ("CheckpointDurableExecution", "GetDurableExecutionState"):
+        kind = route("POST" if operation.startswith("Checkpoint") else "GET", DATA_PLANE_PATHS[operation])
+        assert kind.operation.kind is OperationClass.FUNCTIONS
+        access.check(role, OperationClass.FUNCTIONS, operation, "arn")
+        for caller in (operator, None):
+            with pytest.raises(ApiError) as denied:
+                access.check(caller, OperationClass.FUNCTIONS, operation, "arn")
+            assert denied.value.code == "AccessDeniedException"
+        access.check(operator, OperationClass.READ, "GetDurableExecution", "arn")

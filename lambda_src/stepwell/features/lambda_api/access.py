@@ -31,6 +31,9 @@ class OperationClass(StrEnum):
     READ = "read"
     OPERATE = "operate"
     CALLBACKS = "callbacks"
+    # The data plane (CheckpointDurableExecution, GetDurableExecutionState): only the registered durable
+    # functions' roles call it (issue 41); each call's token binds it to one execution and invocation too.
+    FUNCTIONS = "functions"
 
 
 _ACCOUNT = re.compile(r"[0-9]{12}")
@@ -122,22 +125,29 @@ class AccessPolicy:
     read: tuple[Principal, ...] = ()
     operate: tuple[Principal, ...] = ()
     callbacks: tuple[Principal, ...] = ()
+    functions: tuple[Principal, ...] = ()
 
     @classmethod
     def from_lists(
-        cls, read: Iterable[object], operate: Iterable[object], callbacks: Iterable[object]
+        cls,
+        read: Iterable[object],
+        operate: Iterable[object],
+        callbacks: Iterable[object],
+        functions: Iterable[object] = (),
     ) -> AccessPolicy:
         return cls(
             tuple(map(Principal.parse, read)),
             tuple(map(Principal.parse, operate)),
             tuple(map(Principal.parse, callbacks)),
+            tuple(map(Principal.parse, functions)),
         )
 
     @classmethod
-    def from_json(cls, read: str, operate: str, callbacks: str) -> AccessPolicy:
+    def from_json(cls, read: str, operate: str, callbacks: str, functions: str = "") -> AccessPolicy:
         """From the environment's JSON lists (an empty text is an empty list)."""
         lists: list[list[object]] = []
-        for label, text in (("read", read), ("operate", operate), ("callbacks", callbacks)):
+        texts = (("read", read), ("operate", operate), ("callbacks", callbacks), ("functions", functions))
+        for label, text in texts:
             try:
                 value = json.loads(text) if text else []
             except ValueError:
@@ -152,6 +162,7 @@ class AccessPolicy:
             OperationClass.READ: self.read,
             OperationClass.OPERATE: self.operate,
             OperationClass.CALLBACKS: self.callbacks,
+            OperationClass.FUNCTIONS: self.functions,
         }[kind]
 
     def check(self, caller: Caller | None, kind: OperationClass, operation: str, resource: str) -> None:
@@ -167,40 +178,15 @@ class AccessPolicy:
             raise ApiError(
                 "AccessDeniedException",
                 f"User: {caller.arn} is not authorized to perform: lambda:{operation} on resource: "
-                f"{resource} (the module's api_principals.{kind.value} lists who may)",
+                f"{resource} ({_WHO_MAY[kind]})",
             )
 
 
-# The data plane's class (issue 41): the two operations only remote durable functions call.
+# The data plane's principals (OperationClass.FUNCTIONS): the registered durable functions' execution roles.
 FUNCTION_PRINCIPALS_ENV = "STEPWELL_API_FUNCTION_PRINCIPALS"
-DATA_PLANE_OPERATIONS = frozenset({"CheckpointDurableExecution", "GetDurableExecutionState"})
-
-
-@dataclass(frozen=True)
-class FunctionAccess:
-    """Who may call the data plane (DATA_PLANE_OPERATIONS): the registered durable functions' execution
-    roles, a JSON list of principals (PRINCIPAL_RULE) in STEPWELL_API_FUNCTION_PRINCIPALS. Each call's
-    checkpoint token binds it to one execution and one invocation besides
-    (stepwell.core.remote_checkpoints)."""
-
-    principals: tuple[Principal, ...] = ()
-
-    @classmethod
-    def from_json(cls, text: str) -> FunctionAccess:
-        try:
-            value = json.loads(text) if text else []
-        except ValueError:
-            raise PrincipalError(f"the functions' principals are not a JSON list: {text[:200]!r}") from None
-        if not isinstance(value, list):
-            raise PrincipalError(f"the functions' principals are not a JSON list: {text[:200]!r}")
-        return cls(tuple(map(Principal.parse, value)))
-
-    def check(self, caller: Caller | None, operation: str, resource: str) -> None:
-        """AccessDeniedException unless `caller` is one of the functions' principals."""
-        if caller is None or not any(principal.admits(caller) for principal in self.principals):
-            who = caller.arn if caller is not None else "an unsigned caller"
-            raise ApiError(
-                "AccessDeniedException",
-                f"User: {who} is not authorized to perform: lambda:{operation} on resource: {resource} (only "
-                "the registered durable functions' roles may: the module's durable_functions)",
-            )
+_WHO_MAY = {
+    OperationClass.READ: "the module's api_principals.read lists who may",
+    OperationClass.OPERATE: "the module's api_principals.operate lists who may",
+    OperationClass.CALLBACKS: "the module's api_principals.callbacks lists who may",
+    OperationClass.FUNCTIONS: "only the roles of the module's durable_functions may",
+}

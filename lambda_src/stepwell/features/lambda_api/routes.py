@@ -59,7 +59,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "GetDurableExecutionState",
         "GET",
         re.compile(rf"/2025-12-01/durable-executions/{_EXECUTION}/state"),
-        OperationClass.READ,
+        OperationClass.FUNCTIONS,
     ),
     Operation(
         "StopDurableExecution",
@@ -71,7 +71,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "CheckpointDurableExecution",
         "POST",
         re.compile(rf"/2025-12-01/durable-executions/{_EXECUTION}/checkpoint"),
-        OperationClass.OPERATE,
+        OperationClass.FUNCTIONS,
     ),
     Operation(
         "PauseDurableExecution",

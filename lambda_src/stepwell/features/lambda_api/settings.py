@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 
 from stepwell.core.registry import WORKFLOW_NAME_PATTERN
-from stepwell.features.lambda_api.access import AccessPolicy, PrincipalError
+from stepwell.features.lambda_api.access import FUNCTION_PRINCIPALS_ENV, AccessPolicy, PrincipalError
 from stepwell.features.lambda_api.arns import ArnContext
 from stepwell.features.lambda_api.context import MAX_WAIT_SECONDS, ApiSettings
 from stepwell.features.lambda_api.tenants import TenantLimits
@@ -36,10 +36,12 @@ def api_settings(
             environ.get(READ_PRINCIPALS_ENV, ""),
             environ.get(OPERATE_PRINCIPALS_ENV, ""),
             environ.get(CALLBACK_PRINCIPALS_ENV, ""),
+            environ.get(FUNCTION_PRINCIPALS_ENV, ""),
         )
     except PrincipalError as error:
         raise SettingsError(
-            f"{READ_PRINCIPALS_ENV}/{OPERATE_PRINCIPALS_ENV}/{CALLBACK_PRINCIPALS_ENV}: {error}"
+            f"{READ_PRINCIPALS_ENV}/{OPERATE_PRINCIPALS_ENV}/{CALLBACK_PRINCIPALS_ENV}/"
+            f"{FUNCTION_PRINCIPALS_ENV}: {error}"
         ) from None
     try:
         tenants = TenantLimits.from_json(environ.get(TENANT_PRINCIPALS_ENV, ""))
