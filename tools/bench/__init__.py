@@ -20,6 +20,9 @@ Sections (bench.sections, one module each; `SECTIONS` lists them in the file's o
 - definitions-replay: CPU per wake-up of a definition's loop (trigger, condition, wait 1 s, condition) at
   wake-up 10 and 500, on the local backend with a virtual clock: a replay reads the decided conditions
   from the log, so a wake-up costs its new work (issue 37).
+- api: each operation of the durable execution API (stepwell.features.lambda_api) through its handler over
+  the counted clients: AWS requests, DynamoDB units and cost per call, the API function's duration modelled
+  from its own time plus a fixed time per AWS request.
 - cpu: CPU time per operation (time.process_time) on the local backend (stepwell.testing.local) and in
   the SDK's own local test runner (aws_durable_execution_sdk_python_testing.DurableFunctionTestRunner),
   each size in a fresh subprocess.

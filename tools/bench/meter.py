@@ -202,6 +202,16 @@ class DynamoMeter:
         if operation in _READ_OPERATIONS and not code and isinstance(parsed, Mapping):
             table = context.get("bench_table", "")
             consistent = bool(context.get("bench_consistent", False))
+            if operation == "BatchGetItem":
+                # Billed per item returned, each rounded up on its own, per table as its ConsistentRead says.
+                per_table: dict[str, bool] = context.get("bench_batch_consistent", {})
+                for batch_table, items in parsed.get("Responses", {}).items():
+                    batch_tally = self._tally(operation, batch_table)
+                    batch_tally.calls += 1
+                    batch_tally.read_units += sum(
+                        read_units(item_size(item), per_table.get(batch_table, False)) for item in items
+                    )
+                return
             if operation == "GetItem":
                 units = read_units(item_size(parsed.get("Item")), consistent)
             else:
@@ -243,4 +253,8 @@ class DynamoMeter:
     ) -> None:
         if model.name in _READ_OPERATIONS:
             context["bench_table"] = params.get("TableName", "")
+            requested = params.get("RequestItems", {})
+            context["bench_batch_consistent"] = {
+                table: bool(spec.get("ConsistentRead")) for table, spec in requested.items()
+            }
             context["bench_consistent"] = bool(params.get("ConsistentRead")) and "IndexName" not in params

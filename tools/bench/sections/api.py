@@ -27,7 +27,6 @@ from typing import Any
 import bench_workflows
 from reporting import md_table
 
-from bench.meter import item_size, read_units
 from bench.moto_stack import MotoStack
 from bench.prices import PRICES
 from bench.section import REGION, ROOT, Options, SectionResult, log
@@ -72,36 +71,6 @@ class CallTimer:
         self._depth -= 1
         if self._depth == 0:
             self.seconds += time.perf_counter() - self._started
-
-
-class BatchGetUnits:
-    """The read units of BatchGetItem requests, per item as DynamoDB bills them. bench.meter reads a
-    BatchGetItem's answer as a Query's (`Items`, `TableName`), so it counts half a unit per request
-    whatever it returned; `correction` is what to add to its figure."""
-
-    def __init__(self) -> None:
-        self.correction = 0.0
-
-    def attach(self, client: Any) -> None:
-        client.meta.events.register("before-parameter-build.dynamodb.BatchGetItem", self._before)
-        client.meta.events.register("after-call.dynamodb.BatchGetItem", self._after)
-
-    def _before(self, params: Any, context: dict[str, Any], **_: Any) -> None:
-        requested = params.get("RequestItems", {})
-        context["api_bench_consistent"] = {
-            table: bool(spec.get("ConsistentRead")) for table, spec in requested.items()
-        }
-
-    def _after(self, parsed: Any, context: dict[str, Any], **_: Any) -> None:
-        if not isinstance(parsed, dict) or parsed.get("Error"):
-            return
-        consistent = context.get("api_bench_consistent", {})
-        billed = sum(
-            read_units(item_size(item), consistent.get(table, False))
-            for table, items in parsed.get("Responses", {}).items()
-            for item in items
-        )
-        self.correction += billed - read_units(0, False)  # the meter's half unit
 
 
 @dataclass
@@ -198,8 +167,6 @@ class ApiBench:
         )
         self.handler = LambdaApiHandler(engine, settings)
         self.timer = CallTimer()
-        self.batch_gets = BatchGetUnits()
-        self.batch_gets.attach(stack.clients.dynamodb)
         clients = stack.clients
         for client in (clients.dynamodb, clients.sqs, clients.s3, clients.scheduler, clients.lambda_):
             self.timer.attach(client)
@@ -234,7 +201,6 @@ class ApiBench:
             call = prepare()
             self.stack.reset_counters()
             in_calls = self.timer.seconds
-            corrected = self.batch_gets.correction
             started = time.perf_counter()
             answer = self.handler.handle(call.event(), 60.0)
             wall = time.perf_counter() - started
@@ -244,7 +210,6 @@ class ApiBench:
             tally.calls += 1
             tally.requests.update(snapshot["calls"])
             tally.read_units += sum(t.read_units for t in self.stack.meter.tally.values())
-            tally.read_units += self.batch_gets.correction - corrected
             tally.write_units += sum(t.write_units for t in self.stack.meter.tally.values())
             tally.own_seconds += max(0.0, wall - (self.timer.seconds - in_calls))
         return tally
