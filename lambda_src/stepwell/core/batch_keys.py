@@ -23,6 +23,7 @@ INPUT_REF = "ir"  # the payload store's reference of the execution input, stored
 CODE_VERSION = "v"  # the worker version the execution runs on from this batch on (written when it changes)
 EXECUTION_TIMEOUT = "to"  # the workflow's execution timeout in seconds when the execution started
 PAYLOAD_OBJECTS = "po"  # 1: an input it absorbed had its payload in an object of the payload store
+CLIENT_TOKEN = "ck"  # the ClientToken of the remote function's checkpoint that wrote it, for a retry's answer
 
 # --- the keys of an event in EVENTS
 

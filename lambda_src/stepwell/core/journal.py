@@ -36,6 +36,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
 from stepwell.core.batch_body import decode_body as decode_body
 from stepwell.core.batch_body import encode_body as encode_body
 from stepwell.core.batch_keys import (
+    CLIENT_TOKEN,
     CODE_VERSION,
     CONSECUTIVE_CRASHES,
     ENDED,
@@ -131,6 +132,11 @@ class Journal(JournalState):
             self.needs_invocation = True
         self.code_version = version
         self._flags[CODE_VERSION] = version
+
+    def note_client_token(self, client_token: str) -> None:
+        """Keep a remote function's checkpoint ClientToken in the next batch, so a retry of that checkpoint
+        finds it there and is answered as the first time (stepwell.core.remote_checkpoints)."""
+        self._flags[CLIENT_TOKEN] = client_token
 
     @property
     def logged_pause(self) -> float | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from aws_durable_execution_sdk_python.lambda_service import Operation, OperationType, OperationUpdate
 
 from stepwell.core.batch_body import decode_body, operation_from_json, operation_to_json
-from stepwell.core.batch_keys import OPERATIONS
+from stepwell.core.batch_keys import CLIENT_TOKEN, OPERATIONS
 from stepwell.core.journal import Journal
 from stepwell.core.remote_functions import CheckpointToken, decode_token
 from stepwell.core.service import apply_updates
@@ -32,8 +32,6 @@ from stepwell.model import ExecutionRecord, ExecutionStatus
 if TYPE_CHECKING:
     from stepwell.core.engine import Engine
 
-# The checkpoint's ClientToken, in the batch it wrote (a body key of its own: stepwell.core.batch_keys).
-CLIENT_TOKEN = "ck"
 # The SDKs' own batching bounds (the Python SDK's CheckpointBatcherConfig: 250 operations, 750 KB).
 MAX_CHECKPOINT_UPDATES = 250
 MAX_CHECKPOINT_BYTES = 1024 * 1024
@@ -128,7 +126,7 @@ class RemoteCheckpoints:
                 keep = True
                 return CheckpointAnswer(token.encode(), [])
             if client_token is not None:
-                journal._flags[CLIENT_TOKEN] = client_token  # written with the batch, for a retry
+                journal.note_client_token(client_token)
             try:
                 flushed = engine.append_journal(record, journal)
             except SequenceConflict:
@@ -213,7 +211,6 @@ def _stale(why: str) -> StaleCheckpointToken:
 
 
 __all__ = [
-    "CLIENT_TOKEN",
     "MAX_CHECKPOINT_BYTES",
     "MAX_CHECKPOINT_UPDATES",
     "CheckpointAnswer",
