@@ -231,3 +231,16 @@ def test_a_context_started_before_continuations_still_finishes() -> None:
     assert engine is not None
     first = engine.describe_execution(continuation_id(context, 0))
     assert first["Status"] == ExecutionStatus.SUCCEEDED.value
+
+
+def test_a_context_under_flow_control_does_not_continue() -> None:
+    """A new execution would queue for the key's slot behind other contexts: it keeps its one execution."""
+    harness = Harness()
+    ticks = _counter(harness)
+    harness.put({**COUNTER, "flowControl": {"concurrency": {"limit": 1, "key": "subject"}}})
+    turns = CONTINUE_AFTER_VISITS
+    harness.send("start", "s1", {"count": 0, "limit": turns})
+    harness.run_all()
+    (context,) = harness.contexts("s1")
+    assert context.status == "SUCCEEDED" and ticks == list(range(1, turns + 1))
+    assert _count(context) == 0

@@ -77,14 +77,17 @@ from stepwell.features.definitions.actions import (
 from stepwell.features.definitions.budgets import ROOT_BYTES, RunBudget
 from stepwell.features.definitions.continuation import (
     CONTINUE_AFTER_VISITS,
+    MAX_CONTINUATIONS,
     Continuation,
     canonical,
     chain_position,
+    continuation_name,
     hand_off,
     stop_later,
 )
 from stepwell.features.definitions.expressions import Expression, ExpressionError, estimate_cost
 from stepwell.features.definitions.flow_control import parse_flow_control
+from stepwell.features.definitions.ids import MAX_ID_LENGTH
 from stepwell.features.definitions.model import (
     MAX_WAIT_SECONDS,
     WAITING_TYPES,
@@ -280,10 +283,14 @@ class Walker:
         self._worth_a_step: dict[str, bool] = {}
         # Top-level node visits this execution made (replays included: the walk is the same): past
         # CONTINUE_AFTER_VISITS it hands off at its next wait (continues). Not with flow control: a new
-        # execution would queue for the key's slot behind other contexts, or count against its rate.
+        # execution would queue for the key's slot behind other contexts, or count against its rate; nor
+        # for an instance id too long to name its continuations (the router's are 32 characters).
         self.visited_here = 0
-        self.may_continue = runtime.engine is not None and (
-            definition.flow_concurrency is None and definition.flow_rate is None
+        self.may_continue = (
+            runtime.engine is not None
+            and definition.flow_concurrency is None
+            and definition.flow_rate is None
+            and len(continuation_name(start.instance_id, MAX_CONTINUATIONS)) <= MAX_ID_LENGTH
         )
 
     def snapshot(self, state: RunState, node: Node) -> dict[str, Any]:
@@ -350,9 +357,11 @@ class Walker:
         """Whether the walk hands off here (a top-level wait, before waiting): once the execution made
         CONTINUE_AFTER_VISITS visits, unless the log says the walk went on here (a log written before, or by
         a run with fewer visits: a replay follows its log)."""
+        if step_name in self.recorded:  # the log handed off here (whatever the bound was then)
+            return True
         if not self.may_continue or self.visited_here < CONTINUE_AFTER_VISITS:
             return False
-        return not (context.is_replaying() and step_name not in self.recorded)
+        return not context.is_replaying()
 
     def hand_off(self, context: DurableContext, state: RunState, node_id: str, step_name: str) -> str:
         """Continue the context in its next execution, which resumes the walk at `node_id` with this
