@@ -490,6 +490,9 @@ class OutcomeAction(StrEnum):
     direct invocation with it."""
 
     RAN = "ran"  # the handler ran and the execution still runs (next_wake_at: its next wake-up)
+    # A remote durable function was invoked (details["function"]): the lease stays with it until its result
+    # record comes back (stepwell.core.remote_runs); next_wake_at: the wake-up at the lease's expiry.
+    INVOKED = "invoked"
     CRASHED = "crashed"  # the handler's process died; it runs again at next_wake_at
     IDLE = "idle"  # nothing to run (a duplicate, an early timer, inputs only absorbed)
     FINISHED = "finished"  # this run ended the execution

@@ -47,8 +47,6 @@ logger = logging.getLogger(__name__)
 # the input comes back inside the destination record, which must fit the work queue's 256 KB messages
 # beside the function's output.
 MAX_INITIAL_STATE_BYTES = 32 * 1024
-# WorkOutcome.details key of a run that invoked a remote function and keeps its lease for it.
-REMOTE_INVOCATION = "remoteInvocation"
 INVOCATION_LOST_TYPE = "Stepwell.RemoteInvocationLost"
 INVALID_OUTPUT_TYPE = "Stepwell.RemoteInvalidOutput"
 _MAX_SHOWN = 300
@@ -65,7 +63,7 @@ class RemoteInvocationEnded(StepwellError):
 
 def keeps_lease(outcome: WorkOutcome | None) -> bool:
     """Whether the run that had this outcome invoked a remote function: its lease stays for the function."""
-    return outcome is not None and REMOTE_INVOCATION in outcome.details
+    return outcome is not None and outcome.action is OutcomeAction.INVOKED
 
 
 def invocation_input(
@@ -181,10 +179,10 @@ class RemoteRuns:
         logger.info("invoked %s (request %s)", remote.qualified_arn, request_id)
         return WorkOutcome(
             record.execution_id,
-            OutcomeAction.RAN,
+            OutcomeAction.INVOKED,
             status=ExecutionStatus.RUNNING,
             next_wake_at=wake_at,
-            details={REMOTE_INVOCATION: request_id, "function": remote.qualified_arn},
+            details={"requestId": request_id, "function": remote.qualified_arn},
         )
 
     # ------------------------------------------------------------------ phase C
@@ -282,7 +280,6 @@ def _error(error_type: str, error: Exception) -> dict[str, Any]:
 
 __all__ = [
     "INVOCATION_LOST_TYPE",
-    "REMOTE_INVOCATION",
     "RemoteInvocationEnded",
     "RemoteRuns",
     "invocation_input",

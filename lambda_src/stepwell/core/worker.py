@@ -70,10 +70,14 @@ from stepwell.model import (
 logger = logging.getLogger(__name__)
 
 # Outcomes of a message that ran the execution (its wake-up lag is measured on those).
-_RAN_THE_EXECUTION = frozenset({OutcomeAction.RAN, OutcomeAction.FINISHED, OutcomeAction.CRASHED})
+_RAN_THE_EXECUTION = frozenset(
+    {OutcomeAction.RAN, OutcomeAction.INVOKED, OutcomeAction.FINISHED, OutcomeAction.CRASHED}
+)
 # Outcomes after which the execution still runs, its next wake-up the one this run armed, and its log
 # holds everything the run changed (when the journal has nothing unflushed): the engine may cache its fold.
-_LEFT_RUNNING = frozenset({OutcomeAction.RAN, OutcomeAction.IDLE, OutcomeAction.CRASHED})
+_LEFT_RUNNING = frozenset(
+    {OutcomeAction.RAN, OutcomeAction.INVOKED, OutcomeAction.IDLE, OutcomeAction.CRASHED}
+)
 # Outcomes of a run that armed no wake-up (it never ran the execution here): whatever is recorded stands.
 _ARMED_NOTHING = frozenset({OutcomeAction.FENCED, OutcomeAction.FORWARD})
 # A wake-up this much later than its due time counts as overdue (Metric.OVERDUE_WAKE_UPS): EventBridge
