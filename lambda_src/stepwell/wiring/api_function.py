@@ -23,7 +23,7 @@ from stepwell.core.logs import install_json_logging
 from stepwell.features.lambda_api.arns import ArnContext
 from stepwell.features.lambda_api.handler import LambdaApiHandler
 from stepwell.features.lambda_api.settings import api_settings
-from stepwell.wiring.build import AnyWorkflowRegistry, build_engine
+from stepwell.wiring.build import AnyWorkflowRegistry, allow_deployment_targets, build_engine
 
 _handler: LambdaApiHandler | None = None
 _handler_lock = threading.Lock()
@@ -39,9 +39,10 @@ def load_handler(function_arn: str, environ: Mapping[str, str] | None = None) ->
             install_json_logging(config.log_level)
             # Every valid workflow name may be started by the engine; the handler refuses names the
             # deployment does not list (STEPWELL_API_WORKFLOWS) before it asks the engine.
-            engine = build_engine(
-                config, AwsClients(region=config.region or None), AnyWorkflowRegistry(), SystemClock()
-            )
+            clients = AwsClients(region=config.region or None)
+            # The remote functions' chained invokes resolve their targets here (the data plane).
+            registry = allow_deployment_targets(AnyWorkflowRegistry(), config, clients)
+            engine = build_engine(config, clients, registry, SystemClock())
             engine.code_version = None  # the API function is no worker version: it never pins nor forwards
             settings = api_settings(
                 env, ArnContext.from_function_arn(function_arn), config.retention_days, config.kms_key_arn

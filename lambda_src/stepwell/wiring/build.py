@@ -8,6 +8,7 @@ import os
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.direct_wake import DirectWakeQueue
 from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
+from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.aws.lambda_versions import LambdaFunctionVersions
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.aws.status_events import EventBridgeStatusEvents
@@ -38,6 +39,19 @@ def remote_execution_arn(execution_id: str, function_arn: str) -> str:
         f"arn:{arns.partition}:lambda:{arns.region}:{arns.account}:function:{ids.workflow_id}:{LATEST}"
         f"/durable-execution/{arn_name(ids.instance_id)}/{ids.instance_id}"
     )
+
+
+def allow_deployment_targets(registry: Registry, config: StepwellConfig, clients: AwsClients) -> Registry:
+    """`registry` with the deployment's Lambda targets of `context.invoke` (invoke_functions) and its remote
+    durable functions (durable_functions) allowed, as the worker and the API function both need them: the
+    worker invokes them, and the API's data plane resolves a remote function's chained invoke of either."""
+    if config.invoke_functions:
+        registry.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(clients))
+    if config.durable_functions:
+        # The user's own durable functions (stepwell.core.remote_runs), invoked asynchronously.
+        invoker = BotoLambdaInvoker(clients)
+        registry.allow_remote_functions(config.remote_functions, invoker, remote_execution_arn)
+    return registry
 
 
 class AnyWorkflowRegistry(Registry):

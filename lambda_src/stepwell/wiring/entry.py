@@ -51,7 +51,6 @@ from functools import partial
 from typing import Any, TypeVar
 
 from stepwell.aws.clients import AwsClients
-from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.aws.timers import is_early
 from stepwell.aws.work_queue import MAX_DELAY_SECONDS
 from stepwell.clock import SystemClock
@@ -77,7 +76,7 @@ from stepwell.features.reconciler import Reconciler
 from stepwell.features.schedules import SCHEDULED_START, start_scheduled
 from stepwell.model import InvokeMessage, OutcomeAction
 from stepwell.ports import Clock
-from stepwell.wiring.build import build_engine, remote_execution_arn
+from stepwell.wiring.build import allow_deployment_targets, build_engine
 from stepwell.wiring.events import (
     CALLBACK_DETAIL_TYPES,
     CALLBACK_EVENT_SOURCE,
@@ -230,14 +229,7 @@ class EntryRuntime:
         metrics: Metrics | None = None,
     ) -> EntryRuntime:
         aws = clients or AwsClients(region=config.region or None)
-        chosen = registry if registry is not None else default_registry
-        if config.invoke_functions:
-            chosen.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(aws))
-        if config.durable_functions:
-            # The user's own durable functions (stepwell.core.remote_runs), invoked asynchronously.
-            chosen.allow_remote_functions(
-                config.remote_functions, BotoLambdaInvoker(aws), remote_execution_arn
-            )
+        chosen = allow_deployment_targets(registry if registry is not None else default_registry, config, aws)
         engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics=metrics)
         grace = prune_grace_seconds(config.work_queue_visibility_seconds)
         return cls(engine, keep_versions=config.keep_versions, prune_grace=grace)
