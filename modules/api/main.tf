@@ -5,6 +5,15 @@
 # no extra service, resources or per-request cost, and both local backends serve function URLs. Like the
 # callbacks function, it runs from the worker's zip and never depends on the worker.
 
+# Each durable function's configuration, for its execution role (the qualifier's: a version keeps the role it
+# was published with).
+data "aws_lambda_function" "durable" {
+  for_each = var.durable_functions
+
+  function_name = each.value.function_arn
+  qualifier     = each.value.qualifier
+}
+
 locals {
   function_name = "${var.name}-api"
 
@@ -17,6 +26,10 @@ locals {
       for index, principal in var.principals[class] : "${class}-${index}" => principal
     }
   ]...)
+
+  # The durable functions' execution roles, read from the functions: their SDK calls the data plane with
+  # them (durable_function_policy_json is attached to them).
+  function_principals = distinct([for name in sort(keys(var.durable_functions)) : data.aws_lambda_function.durable[name].role])
 
   schedules_arn = "${replace(var.schedule_group.arn, ":schedule-group/", ":schedule/")}/*"
 
@@ -46,11 +59,13 @@ locals {
     var.workflow_names == null ? {} : { STEPWELL_API_WORKFLOWS = jsonencode(var.workflow_names) },
     # {"<tenant>": ["<principal>", ...]}: these principals act only on that tenant's executions.
     length(var.tenant_principals) == 0 ? {} : { STEPWELL_API_TENANT_PRINCIPALS = jsonencode(var.tenant_principals) },
-    # Users' durable functions, as the worker's: {"<workflow>": {"function_arn": ..., "qualifier": ... or null}}.
+    # Users' durable functions, as the worker's: {"<workflow>": {"function_arn": ..., "qualifier": ... or null}},
+    # and their execution roles, the only callers of the data plane (GetDurableExecutionState, Checkpoint...).
     length(var.durable_functions) == 0 ? {} : {
       STEPWELL_DURABLE_FUNCTIONS = jsonencode({
         for name, function in var.durable_functions : name => { function_arn = function.function_arn, qualifier = function.qualifier }
       })
+      STEPWELL_API_FUNCTION_PRINCIPALS = jsonencode(local.function_principals)
     },
     var.kms_key_arn == null ? {} : { STEPWELL_KMS_KEY_ARN = var.kms_key_arn },
   )
@@ -206,5 +221,18 @@ resource "aws_lambda_permission" "principals" {
   action                 = "lambda:InvokeFunctionUrl"
   function_name          = module.function_url.function_name
   principal              = each.value
+  function_url_auth_type = "AWS_IAM"
+}
+
+# The durable functions' execution roles may call the URL too (signed requests); the handler lets them
+# reach the data plane only, each call bound to one execution and invocation by its checkpoint token.
+resource "aws_lambda_permission" "functions" {
+  for_each = var.durable_functions
+
+  # Statement ids take no '.': the name with '_' for it, and a hash of the name keeps them apart.
+  statement_id           = "InvokeUrl-function-${replace(each.key, ".", "_")}-${substr(md5(each.key), 0, 8)}"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = module.function_url.function_name
+  principal              = data.aws_lambda_function.durable[each.key].role
   function_url_auth_type = "AWS_IAM"
 }

@@ -268,7 +268,7 @@ variable "tenant_principals" {
 }
 
 variable "durable_functions" {
-  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The function gets them as STEPWELL_DURABLE_FUNCTIONS (JSON), the worker's. {}: none."
+  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The function gets them as STEPWELL_DURABLE_FUNCTIONS (JSON), the worker's, and their execution roles (read from the functions) as STEPWELL_API_FUNCTION_PRINCIPALS, the only callers of the data plane; the URL's resource policy lets those roles through. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)

@@ -46,6 +46,7 @@ run "none_by_default" {
     condition = (
       !contains(keys(module.engine.environment), "STEPWELL_DURABLE_FUNCTIONS") &&
       !contains(keys(module.api[0].environment), "STEPWELL_DURABLE_FUNCTIONS") &&
+      !contains(keys(module.api[0].environment), "STEPWELL_API_FUNCTION_PRINCIPALS") &&
       length(module.engine.durable_functions) == 0 &&
       output.client_config.workflows == null
     )
@@ -458,13 +459,30 @@ run "api_submodule_environment" {
     schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
     worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
     durable_functions = {
-      greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "7" }
+      greeter       = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "7" }
+      "orders.ship" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:ship" }
     }
   }
 
   assert {
-    condition     = output.environment.STEPWELL_DURABLE_FUNCTIONS == "{\"greeter\":{\"function_arn\":\"arn:aws:lambda:eu-west-1:123456789012:function:greeter\",\"qualifier\":\"7\"}}"
+    condition     = jsondecode(output.environment.STEPWELL_DURABLE_FUNCTIONS).greeter == { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "7" }
     error_message = "The API function gets STEPWELL_DURABLE_FUNCTIONS as the worker does."
+  }
+
+  assert {
+    condition     = output.environment.STEPWELL_API_FUNCTION_PRINCIPALS == jsonencode(["arn:aws:iam::123456789012:role/durable-function"])
+    error_message = "The data plane's principals are the durable functions' execution roles, read from the functions (the mock's role), each once."
+  }
+
+  assert {
+    condition = (
+      { for name, permission in aws_lambda_permission.functions : name => [permission.statement_id, permission.principal, permission.action, permission.function_url_auth_type] } == {
+        greeter       = ["InvokeUrl-function-greeter-b0330d52", "arn:aws:iam::123456789012:role/durable-function", "lambda:InvokeFunctionUrl", "AWS_IAM"]
+        "orders.ship" = ["InvokeUrl-function-orders_ship-b8b963ca", "arn:aws:iam::123456789012:role/durable-function", "lambda:InvokeFunctionUrl", "AWS_IAM"]
+      } &&
+      data.aws_lambda_function.durable["greeter"].qualifier == "7" && data.aws_lambda_function.durable["orders.ship"].qualifier == null
+    )
+    error_message = "The URL's resource policy lets each durable function's role through (signed requests); its role is read for the qualifier it runs."
   }
 }
 

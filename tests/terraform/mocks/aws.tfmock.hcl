@@ -72,6 +72,14 @@ mock_resource "aws_lambda_function" {
   }
 }
 
+# A durable function's configuration (modules/api reads its execution role).
+mock_data "aws_lambda_function" {
+  defaults = {
+    arn  = "arn:aws:lambda:eu-west-1:123456789012:function:durable"
+    role = "arn:aws:iam::123456789012:role/durable-function"
+  }
+}
+
 mock_resource "aws_lambda_alias" {
   defaults = {
     arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
