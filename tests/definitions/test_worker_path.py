@@ -156,3 +156,36 @@ def test_client_process_event_starts_once_and_reports_rejections(
         {"id": "evt-no-subject", "detail-type": "user.signed_up", "detail": {}}, "acme"
     )
     assert rejected["status"] == "rejected" and rejected["reason"]
+
+
+def test_a_long_context_continues_in_new_executions_on_the_worker_path(
+    stack: tuple[Deployment, EntryRuntime, QueueDriver, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the DynamoDB stores, each bus event resumes the listener: past the bound it hands off (the
+    context item names the new execution, conditionally) and the next events reach the new execution."""
+    from stepwell.features.definitions.continuation import CONTINUE_AFTER_VISITS, chain_ids
+
+    from .test_continuation import PINGS
+
+    deployment, _runtime, driver, _sent = stack
+    got: list[Any] = []
+    monkeypatch.setitem(default_actions._actions, "got", lambda inputs, context: got.append(inputs["n"]))
+    client = StepwellClient(deployment.config, deployment.clients)
+    service = DefinitionsService.for_client(client)
+    service.put_definition("acme", PINGS)
+    bus_event(deployment, "start", "acme", "u1", "start-1")
+    driver.run_until_quiet(fire_schedules=False)
+    pings = CONTINUE_AFTER_VISITS // 3 + 8  # three visits a ping: one hand-off on the way
+    for n in range(pings):
+        bus_event(deployment, "ping", "acme", "u1", f"ping-{n}", {"n": n})
+        driver.run_until_quiet(fire_schedules=False)
+    (context,) = service.list_contexts("acme", "u1").items
+    assert context.status == "RUNNING" and context.execution_id.endswith(".c1")
+    assert got == list(range(pings))
+    bus_event(deployment, "ping", "acme", "u1", "ping-stop", {"n": -1})
+    driver.run_until_quiet(fire_schedules=False)
+    (context,) = service.list_contexts("acme", "u1").items
+    assert context.status == "SUCCEEDED"
+    shown = service.show_context("acme", "listener", "u1", context.instance_id)
+    assert shown["executions"] == chain_ids(context) and len(shown["executions"]) == 2
+    assert driver.failed_message_ids == []

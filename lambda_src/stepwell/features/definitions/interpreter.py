@@ -370,7 +370,8 @@ class Walker:
         carried = Continuation(
             count=count,
             node=node_id,
-            data=state.data,
+            # Within the store's limit, as every write of the context's data is (else it fails here, named).
+            data=self.snapshot(state, self.definition.nodes[node_id]),
             visits=state.visits,
             depth=state.depth,
             chain=state.chain,
