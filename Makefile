@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 
 TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
 
-.PHONY: help setup venv tfrc localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check checks pytest test demo screenshot bench chaos soak clean
+.PHONY: help setup venv tfrc node localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check checks pytest test demo screenshot bench chaos soak clean
 
 help:
 	@echo "make demo   run the main story on the embedded (moto) backend"
@@ -23,7 +23,7 @@ help:
 	@echo "make soak   run a mix of executions through their retention on moto; write its section of BENCHMARKS.md (fails if anything is left)"
 	@echo "make screenshot  write docs/console-timeline.png (the console's timeline of the demo's order)"
 
-setup: venv tfrc
+setup: venv tfrc node
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -35,6 +35,18 @@ $(VENV)/.installed: pyproject.toml
 tfrc: $(CACHE)/terraformrc
 $(CACHE)/terraformrc: tools/terraform_cli_config.sh
 	tools/terraform_cli_config.sh $@ >/dev/null
+
+# Node.js for the local Lambda runtime's nodejs functions (Debian's, when the machine has none), and the npm
+# packages the tests bundle into JavaScript durable functions (tools/node: package.json pins
+# @aws/durable-execution-sdk-js, package-lock.json the rest) into its git-ignored node_modules; again only
+# when the lock changes, so an installed machine runs offline.
+node: tools/node/node_modules/.installed
+tools/node/node_modules/.installed: tools/node/package.json tools/node/package-lock.json
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; \
+	fi
+	cd tools/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 localstack: venv
 	tools/localstack/setup.sh
@@ -88,7 +100,7 @@ lint: fmt-check validate ruff mypy checkov docs-check
 # Two workers on this 2-CPU machine (tests/conftest.py keeps each deployed backend's tests, which share one
 # apply, in one worker, and every other module's tests together); PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= auto
-pytest: venv tfrc localstack browser
+pytest: venv tfrc node localstack browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 checks: lint tf-test
