@@ -161,13 +161,14 @@ def destination_record(ran: Ran) -> dict[str, Any]:
 
 
 def _reported(error: BaseException) -> dict[str, Any]:
-    """A function error as Lambda reports it: a process that exits is Runtime.ExitError."""
+    """A function error as Lambda reports it: a process that exits is Runtime.ExitError; a function in
+    another runtime (tests/remote/node_functions.py) names its own errorType."""
     if isinstance(error, SystemExit):
         return {
             "errorType": "Runtime.ExitError",
             "errorMessage": f"Error: Runtime exited with error: exit status {error.code}",
         }
-    return {"errorType": type(error).__name__, "errorMessage": str(error)}
+    return {"errorType": getattr(error, "error_type", type(error).__name__), "errorMessage": str(error)}
 
 
 def remote_stack(

@@ -1,0 +1,13 @@
+// 7.6: a callback failure caught.
+import { withDurableExecution } from "@aws/durable-execution-sdk-js";
+
+// Hands the callback id to the external system (the test harness finds it in the history).
+const submit = async () => {};
+
+export const handler = withDurableExecution(async (event, context) => {
+  try {
+    return await context.waitForCallback(event.Input, submit);
+  } catch {
+    return "recovered";
+  }
+});
