@@ -11,10 +11,15 @@ from typing import Any
 import pytest
 from stepwell.features.definitions import interpreter
 from stepwell.features.definitions.actions import ActionContext
-from stepwell.features.definitions.continuation import CONTINUE_AFTER_VISITS, continuation_id
+from stepwell.features.definitions.continuation import (
+    CONTINUATION_TRIGGER,
+    CONTINUE_AFTER_VISITS,
+    continuation_id,
+)
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.features.definitions.service import DefinitionsService
 from stepwell.features.definitions.store import ContextRecord
+from stepwell.features.definitions.validation import validate_definition
 from stepwell.model import ExecutionStatus
 
 from .harness import DOMAIN, Harness
@@ -244,3 +249,20 @@ def test_a_context_under_flow_control_does_not_continue() -> None:
     (context,) = harness.contexts("s1")
     assert context.status == "SUCCEEDED" and ticks == list(range(1, turns + 1))
     assert _count(context) == 0
+
+
+def test_a_continuation_names_a_trigger_no_definition_can_have() -> None:
+    """An interpreter from before continuations (a rollback) would walk a continuation from its trigger
+    again, running its actions twice: it finds no such node and fails the execution instead."""
+    harness = Harness()
+    _counter(harness)
+    harness.put(COUNTER)
+    harness.send("start", "s1", {"count": 0, "limit": CONTINUE_AFTER_VISITS})
+    harness.run_all()
+    (context,) = harness.contexts("s1")
+    described = harness.local.engine.describe_execution(continuation_id(context, 1))
+    start = json.loads(described["InputPayload"])
+    assert start["trigger"] == CONTINUATION_TRIGGER and start["continuation"]["count"] == 1
+    assert start["continuation"]["visits"]["more"] >= CONTINUE_AFTER_VISITS // 3
+    named = {**COUNTER, "nodes": [*COUNTER["nodes"], {"id": CONTINUATION_TRIGGER, "type": "end"}]}
+    assert any(CONTINUATION_TRIGGER in error for error in validate_definition(named))

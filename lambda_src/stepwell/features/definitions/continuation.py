@@ -49,6 +49,8 @@ CONTINUE_AFTER_VISITS = 64
 # within that invocation, as the old execution would have) only while the invocation has this long left:
 # twice a run's default CPU budget (10 s), room for its first run and that run's waits on I/O.
 INLINE_MIN_SECONDS = 20.0
+# A continuation's input names this as its trigger: no node id can be it (schema.json's nodeId).
+CONTINUATION_TRIGGER = "(continuation)"
 _SUFFIX = re.compile(r"\.c([1-9][0-9]{0,8})\Z")
 MAX_CONTINUATIONS = 999_999_999
 

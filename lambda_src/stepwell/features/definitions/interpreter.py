@@ -76,6 +76,7 @@ from stepwell.features.definitions.actions import (
 )
 from stepwell.features.definitions.budgets import ROOT_BYTES, RunBudget
 from stepwell.features.definitions.continuation import (
+    CONTINUATION_TRIGGER,
     CONTINUE_AFTER_VISITS,
     MAX_CONTINUATIONS,
     Continuation,
@@ -221,7 +222,7 @@ class StartInput:
         )
 
     def fields(self) -> dict[str, Any]:
-        """The input's fields a continuation repeats (its event and continuation are its own)."""
+        """The input's fields a continuation repeats (its trigger, event and continuation are its own)."""
         return {
             "domain": self.domain,
             "workflowId": self.workflow_id,
@@ -376,7 +377,16 @@ class Walker:
             depth=state.depth,
             chain=state.chain,
         )
-        payload = canonical({**self.start.fields(), "event": state.event, "continuation": carried.to_json()})
+        payload = canonical(
+            {
+                **self.start.fields(),
+                # No node has this id: an interpreter from before continuations, which would walk from the
+                # trigger again (running its actions twice), fails the execution instead (a rollback).
+                "trigger": CONTINUATION_TRIGGER,
+                "event": state.event,
+                "continuation": carried.to_json(),
+            }
+        )
         runtime, record, time_left = self.runtime, self.start.record(), _time_left(context)
         new_id = context.step(
             lambda _: hand_off(runtime, record, payload, count=count, time_left=time_left), name=step_name
@@ -721,11 +731,11 @@ def make_interpreter(runtime: Callable[[], DefinitionsRuntime] | DefinitionsRunt
         try:
             state, first = _initial_state(start)
             definition = parse_definition(start.definition)
-            for label, node_id in (("trigger", start.trigger), ("continuation", first)):
-                if node_id not in definition.nodes:
-                    raise DefinitionRuntimeError(
-                        f"{label} node {node_id!r} is not in definition {start.workflow_id!r}"
-                    )
+            if first not in definition.nodes:
+                label = "trigger" if start.continuation is None else "continuation"
+                raise DefinitionRuntimeError(
+                    f"{label} node {first!r} is not in definition {start.workflow_id!r}"
+                )
             walker = Walker(chosen, definition, start, budget=budget, recorded=_recorded_names(context))
             continued = walker.run_path(context, state, first, stop_at=None)
         except InvocationError as error:
