@@ -2,7 +2,8 @@
 remote durable functions on the local backend (issue 41): each case's twin, handlers/<suite>/<id>.mjs, runs
 in a warm `node` worker of the local Lambda runtime and checkpoints through the API, judged by the same
 runner and rules as the Python handlers (tests/remote/remote_backend.py, Language.JAVASCRIPT). README.md
-lists the cases without a twin and the known differences (known_differences.py: strict xfails).
+lists the cases without a twin and the known differences (known_differences.py: each such case must fail
+exactly where its differences say).
 
 Without node or the npm install (make node) the cases skip, except with CI=true, where they fail.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance_js.known_differences import KNOWN_DIFFERENCES
+from tests.conformance_js.known_differences import KNOWN_DIFFERENCES, location
 from tests.remote.node_functions import node_missing_reason
 from tests.remote.remote_backend import (
     Case,
@@ -34,21 +35,35 @@ MISSING = node_missing_reason(shutil.which("node"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def _param(case: Case) -> object:
-    marks: list[pytest.MarkDecorator] = []
-    if case.test_id in KNOWN_DIFFERENCES:
-        reason = "; ".join(KNOWN_DIFFERENCES[case.test_id])
-        marks.append(pytest.mark.xfail(strict=True, reason=f"JS SDK history differs: {reason}"))
-    return pytest.param(case, marks=marks, id=case.test_id)
-
-
-@pytest.mark.parametrize("case", [_param(case) for case in MAPPED])
-def test_a_case_passes_with_its_javascript_handler_as_a_remote_function(case: Case) -> None:
+def _skip_without_node() -> None:
     if MISSING is not None:
         assert not IN_CI, f"CI=true but JavaScript functions cannot run: {MISSING}"
         pytest.skip(MISSING)
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, id=case.test_id) for case in MAPPED if case.test_id not in KNOWN_DIFFERENCES]
+)
+def test_a_case_passes_with_its_javascript_handler_as_a_remote_function(case: Case) -> None:
+    _skip_without_node()
     result, report = run_as_remote_function(case, Language.JAVASCRIPT)
     assert result.passed, report
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, id=case.test_id) for case in MAPPED if case.test_id in KNOWN_DIFFERENCES]
+)
+def test_a_case_pinned_to_the_python_sdk_fails_only_where_its_known_differences_say(case: Case) -> None:
+    _skip_without_node()
+    difference = KNOWN_DIFFERENCES[case.test_id]
+    result, report = run_as_remote_function(case, Language.JAVASCRIPT)
+    assert not result.passed, f"{case.test_id} (javascript) passes now: remove it from known_differences.py"
+    found = {location(error) for error in result.errors}
+    assert found == difference.locations, (
+        f"{case.test_id} (javascript) fails elsewhere than its known differences "
+        f"({'; '.join(difference.reasons)}): unexpected {sorted(found - difference.locations)}, "
+        f"no longer failing {sorted(difference.locations - found)}\n{report}"
+    )
 
 
 def test_the_readme_lists_every_case_without_a_javascript_handler_and_every_known_difference() -> None:
