@@ -894,8 +894,8 @@ variable "api_tenant_principals" {
   }
 
   validation {
-    condition     = alltrue([for tenant in keys(var.api_tenant_principals) : can(regex("^[A-Za-z0-9._:/=+@ -]{1,256}$", tenant))])
-    error_message = "api_tenant_principals' keys must be tenant ids (an execution's domain): 1-256 letters, digits, spaces or ._:/=+@- characters, and no '#'."
+    condition     = alltrue([for tenant in keys(var.api_tenant_principals) : can(regex("^[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127}$", tenant))])
+    error_message = "api_tenant_principals' keys must be tenant ids (an execution's domain): 1-128 letters, digits and _ . : @ + = , - characters, not starting with a symbol (no spaces, '/' or '#')."
   }
 
   validation {

@@ -372,17 +372,17 @@ run "tenant_principals_reach_the_function" {
       operate = ["arn:aws:iam::123456789012:role/operator", "210987654321"]
     }
     api_tenant_principals = {
-      "acme"          = ["arn:aws:iam::123456789012:role/acme-reader"]
-      "globex:eu/1 @" = ["210987654321", "arn:aws:iam::123456789012:role/acme-reader"]
+      "acme"         = ["arn:aws:iam::123456789012:role/acme-reader"]
+      "globex:eu-1@" = ["210987654321", "arn:aws:iam::123456789012:role/acme-reader"]
     }
   }
 
   assert {
     condition = (
-      module.api[0].environment.STEPWELL_API_TENANT_PRINCIPALS == "{\"acme\":[\"arn:aws:iam::123456789012:role/acme-reader\"],\"globex:eu/1 @\":[\"210987654321\",\"arn:aws:iam::123456789012:role/acme-reader\"]}" &&
+      module.api[0].environment.STEPWELL_API_TENANT_PRINCIPALS == "{\"acme\":[\"arn:aws:iam::123456789012:role/acme-reader\"],\"globex:eu-1@\":[\"210987654321\",\"arn:aws:iam::123456789012:role/acme-reader\"]}" &&
       jsondecode(module.api[0].environment.STEPWELL_API_TENANT_PRINCIPALS) == {
-        "acme"          = ["arn:aws:iam::123456789012:role/acme-reader"]
-        "globex:eu/1 @" = ["210987654321", "arn:aws:iam::123456789012:role/acme-reader"]
+        "acme"         = ["arn:aws:iam::123456789012:role/acme-reader"]
+        "globex:eu-1@" = ["210987654321", "arn:aws:iam::123456789012:role/acme-reader"]
       }
     )
     error_message = "The API function gets api_tenant_principals as the JSON object STEPWELL_API_TENANT_PRINCIPALS, tenant id to principals."
@@ -464,13 +464,27 @@ run "a_tenant_id_with_a_hash_is_refused" {
   expect_failures = [var.api_tenant_principals]
 }
 
-run "a_tenant_id_over_256_characters_is_refused" {
+run "a_tenant_id_over_128_characters_is_refused" {
   command = plan
 
   variables {
     enable_api            = true
     api_principals        = { read = ["123456789012"] }
-    api_tenant_principals = { (format("%0257d", 0)) = ["123456789012"] }
+    api_tenant_principals = { (format("%0129d", 0)) = ["123456789012"] }
+  }
+
+  expect_failures = [var.api_tenant_principals]
+}
+
+# The engine's domain rule (stepwell.model.KEY_PART_PATTERN): a tenant the API function could not read is refused
+# at plan time rather than stopping the function at its start.
+run "a_tenant_id_with_a_space_or_a_leading_symbol_is_refused" {
+  command = plan
+
+  variables {
+    enable_api            = true
+    api_principals        = { read = ["123456789012"] }
+    api_tenant_principals = { "acme eu" = ["123456789012"], "-acme" = ["123456789012"] }
   }
 
   expect_failures = [var.api_tenant_principals]
