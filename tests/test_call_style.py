@@ -21,9 +21,6 @@ _RECEIVERS = ("self", "cls")
 # and its entry must go (test_every_allowed_definition_still_takes_more).
 ALLOWED = frozenset(
     {
-        # pending: features/definitions/router.py (in flux, issue 38) passes subject_id fifth by position
-        "core/engine.py::Engine.start_execution",
-        "core/engine.py::Engine.start_execution_to_run",
         # pending: core/engine.py (in flux, issue 38) calls these two positionally
         "core/flow_control.py::FlowControl.__init__",
         "core/flow_limits.py::resolve_flow",

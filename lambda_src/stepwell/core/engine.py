@@ -180,8 +180,8 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         input: Any = None,
         execution_name: str | None = None,
         domain: str = "default",
-        subject_id: str | None = None,
         *,
+        subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> str:
         """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
@@ -195,6 +195,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         input: Any = None,
         execution_name: str | None = None,
         domain: str = "default",
+        *,
         subject_id: str | None = None,
     ) -> tuple[ExecutionRecord, bool]:
         """start_execution for a caller in the worker that runs the execution itself at once (Worker.run

@@ -176,12 +176,14 @@ def hand_off(
     try:
         if inline:
             _, created = engine.start_execution_to_run(
-                _INTERPRETER, dict(payload), name, record.domain, record.subject_id
+                _INTERPRETER, dict(payload), name, record.domain, subject_id=record.subject_id
             )
             if not created:
                 engine.queue.enqueue(InvokeMessage(new_id).to_body())
         else:
-            engine.start_execution(_INTERPRETER, dict(payload), name, record.domain, record.subject_id)
+            engine.start_execution(
+                _INTERPRETER, dict(payload), name, record.domain, subject_id=record.subject_id
+            )
     except ExecutionAlreadyExists:
         # A first attempt started it with an input that differs in form only (canonical makes that rare):
         # the id is this context's own, so it is that start; a message wakes it in case that one died.

@@ -513,14 +513,14 @@ class Router:
         try:
             if not self._runs_inline():
                 execution_id = self.engine.start_execution(
-                    INTERPRETER_NAME, start_input, instance_id, event.domain, event.subject_id
+                    INTERPRETER_NAME, start_input, instance_id, event.domain, subject_id=event.subject_id
                 )
                 self._started(stored, execution_id, repeated, outcome)
                 return
             # It runs here; a repeated start runs it again (a first delivery may have died before its
             # run, and a run that finds nothing to do does nothing).
             execution, created = self.engine.start_execution_to_run(
-                INTERPRETER_NAME, start_input, instance_id, event.domain, event.subject_id
+                INTERPRETER_NAME, start_input, instance_id, event.domain, subject_id=event.subject_id
             )
         except InvalidArgument as error:  # nothing was created: its context fails, the event goes on
             reason = f"node {trigger_id!r} (trigger): {error}"
