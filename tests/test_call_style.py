@@ -16,16 +16,9 @@ _RECEIVERS = ("self", "cls")
 
 # Definitions that may take more positional parameters, as "<path in the package>::<qualified name>".
 # Only for signatures fixed by someone else (a stdlib override such as logging's, an SDK callback), each with
-# its reason; none takes more than four today. The "pending" ones are the lead's to convert (issue 38): their
-# files, or callers that pass them positionally, were being changed when the rest was converted. Convert one,
-# and its entry must go (test_every_allowed_definition_still_takes_more).
-ALLOWED = frozenset(
-    {
-        # pending: core/engine.py (in flux, issue 38) calls these two positionally
-        "core/flow_control.py::FlowControl.__init__",
-        "core/flow_limits.py::resolve_flow",
-    }
-)
+# its reason; none is needed today. An entry whose definition no longer takes more must go
+# (test_every_allowed_definition_still_takes_more).
+ALLOWED: frozenset[str] = frozenset()
 
 
 def positional_parameters(arguments: ast.arguments) -> list[str]:

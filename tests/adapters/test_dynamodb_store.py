@@ -447,7 +447,7 @@ def test_a_rate_key_expires_a_retention_period_after_its_last_start_leaves_the_w
     store = _store(deployment)
     clock = VirtualClock()
     queue = LocalQueue(clock)
-    gate = FlowControl(store, queue, queue, clock)
+    gate = FlowControl(store, queue, timers=queue, clock=clock)
     limit = FlowLimit(
         kind="rate", domain="default", workflow="orders", key="customer-42", limit=2, period=3600
     )
@@ -479,7 +479,7 @@ def _concurrency_gate(
     for record in records:
         store.create_execution(record)
     limit = FlowLimit(kind="concurrency", domain="default", workflow="orders", key=key, limit=1)
-    return store, FlowControl(store, queue, queue, clock), limit, records
+    return store, FlowControl(store, queue, timers=queue, clock=clock), limit, records
 
 
 def test_a_concurrency_key_expires_a_retention_period_after_it_falls_idle(deployment: Deployment) -> None:

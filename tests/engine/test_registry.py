@@ -362,26 +362,34 @@ def test_flow_keys_resolve_from_the_input() -> None:
     limits = resolve_flow(
         "acme",
         "orders",
-        Concurrency(2, key="$.items[1].sku"),
-        Rate(5, 60, key=lambda event: event["customer"].upper()),
-        {"items": [{"sku": "a"}, {"sku": "b-2"}], "customer": "c-42"},
+        concurrency=Concurrency(2, key="$.items[1].sku"),
+        rate=Rate(5, 60, key=lambda event: event["customer"].upper()),
+        source={"items": [{"sku": "a"}, {"sku": "b-2"}], "customer": "c-42"},
     )
     assert limits == (
         FlowLimit(kind="concurrency", domain="acme", workflow="orders", key="b-2", limit=2),
         FlowLimit(kind="rate", domain="acme", workflow="orders", key="C-42", limit=5, period=60),
     )
     assert limits[0].scope.startswith("fc#c#") and limits[1].scope.startswith("fc#r#")
-    assert resolve_flow("acme", "orders", Concurrency(1), None, None) == (
+    assert resolve_flow("acme", "orders", concurrency=Concurrency(1), rate=None, source=None) == (
         FlowLimit(kind="concurrency", domain="acme", workflow="orders", key="", limit=1),
     )
     with pytest.raises(
         InvalidArgument, match=r"the rate limit of 'orders' key .*failed: KeyError: 'customer'"
     ):
-        resolve_flow("acme", "orders", None, Rate(1, 1, key=lambda event: event["customer"]), {})
+        resolve_flow(
+            "acme", "orders", concurrency=None, rate=Rate(1, 1, key=lambda e: e["customer"]), source={}
+        )
     with pytest.raises(InvalidArgument, match=r"key '\$.items\[5\].sku' names nothing in the input"):
-        resolve_flow("acme", "orders", Concurrency(1, key="$.items[5].sku"), None, {"items": []})
+        resolve_flow(
+            "acme",
+            "orders",
+            concurrency=Concurrency(1, key="$.items[5].sku"),
+            rate=None,
+            source={"items": []},
+        )
     with pytest.raises(InvalidArgument, match=r"key '\$.n' gave 1.5: a key's value is a string of 1-256"):
-        resolve_flow("acme", "orders", Concurrency(1, key="$.n"), None, {"n": 1.5})
+        resolve_flow("acme", "orders", concurrency=Concurrency(1, key="$.n"), rate=None, source={"n": 1.5})
 
 
 def test_an_unknown_setting_is_refused_naming_the_allowed_ones() -> None:

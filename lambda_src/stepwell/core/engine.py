@@ -170,7 +170,9 @@ class Engine(ExecutionLifecycle, ExternalInputs):
     flow: FlowControl = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.flow = FlowControl(self.store, self.queue, self.timers, self.clock, self.metrics)
+        self.flow = FlowControl(
+            self.store, self.queue, timers=self.timers, clock=self.clock, metrics=self.metrics
+        )
 
     # ------------------------------------------------------------------ starting
 
@@ -383,7 +385,9 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             ) from None
         if options.flow_resolver is not None:
             return options.flow_resolver(domain, parsed)
-        return resolve_flow(domain, workflow, options.concurrency, options.rate, parsed)
+        return resolve_flow(
+            domain, workflow, concurrency=options.concurrency, rate=options.rate, source=parsed
+        )
 
     def flow_limits(self, record: ExecutionRecord) -> tuple[FlowLimit, ...]:
         """The execution's flow limits: those resolved at its creation or, for one created without the

@@ -98,6 +98,7 @@ class FlowControl:
         self,
         store: FlowStore,
         queue: WorkQueue,
+        *,
         timers: Timers | None,
         clock: Clock,
         metrics: Metrics | None = None,

@@ -146,6 +146,7 @@ def flow_key_value(key: KeySpec, source: Any, where: str) -> str:
 def resolve_flow(
     domain: str,
     workflow: str,
+    *,
     concurrency: Concurrency | None,
     rate: Rate | None,
     source: Any,

@@ -65,7 +65,7 @@ class Reconciler:
         # How long after its successor's publication a version may go
         # (stepwell.core.versions.prune_grace_seconds).
         self.prune_grace = prune_grace
-        self._flow = FlowControl(store, queue, None, clock)
+        self._flow = FlowControl(store, queue, timers=None, clock=clock)
 
     def run(self) -> ReconcileReport:
         report = ReconcileReport()

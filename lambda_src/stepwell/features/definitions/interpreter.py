@@ -772,7 +772,9 @@ def definition_flow(domain: str, start: Any) -> tuple[FlowLimit, ...]:
         concurrency, rate = parse_flow_control(definition.get("flowControl"))
     except DefinitionError as error:  # validated before it was stored; the input may come from elsewhere
         raise InvalidArgument(str(error)) from None
-    return resolve_flow(domain, str(start.get("workflowId")), concurrency, rate, start)
+    return resolve_flow(
+        domain, str(start.get("workflowId")), concurrency=concurrency, rate=rate, source=start
+    )
 
 
 def context_ender(
