@@ -76,14 +76,24 @@ resource "aws_lambda_function" "greeter" {
 }
 
 # Who uses the AWS durable execution API (enable_api below): an operator role (reads, starts and stops
-# executions, sends callbacks) and a reader role (reads only), each assumable by the account's principals
+# executions, sends callbacks), a reader role (reads only) and a tenant's role, acme (reads, starts and
+# stops only executions of tenant acme: api_tenant_principals), each assumable by the account's principals
 # their own policies allow. Each also carries the API's caller policy (module.stepwell.api_caller_policy_json).
 data "aws_caller_identity" "current" {}
 
+locals {
+  # Role key -> who it is (in its description).
+  api_callers = {
+    operator = "operator"
+    reader   = "reader"
+    acme     = "tenant acme's operator (only acme's executions)"
+  }
+}
+
 resource "aws_iam_role" "api_callers" {
-  for_each    = toset(["operator", "reader"])
+  for_each    = local.api_callers
   name        = "${var.name}-api-${each.key}"
-  description = "The example's ${each.key} of the durable execution API (boto3's lambda client, the AWS CLI)."
+  description = "The example's ${each.value} of the durable execution API (boto3's lambda client, the AWS CLI)."
   assume_role_policy = jsonencode({
     Version   = "2012-10-17"
     Statement = [{ Effect = "Allow", Principal = { AWS = "arn:aws:iam::${data.aws_caller_identity.current.account_id}:root" }, Action = "sts:AssumeRole" }]
@@ -172,12 +182,21 @@ module "stepwell" {
 
   # The AWS durable execution API: boto3.client("lambda", endpoint_url=api_url) and `aws lambda
   # --endpoint-url` against this deployment (a function URL with AWS_IAM auth). Who may do what, per class
-  # of operation; RequestResponse invokes wait up to api_timeout for the execution's end.
+  # of operation; RequestResponse invokes wait up to api_timeout for the execution's end. A principal
+  # listed under a tenant in api_tenant_principals reaches only that tenant's executions (Invoke's
+  # TenantId), in the classes api_principals gives it; the others reach every tenant's.
   enable_api = true
   api_principals = {
-    read      = [aws_iam_role.api_callers["operator"].arn, aws_iam_role.api_callers["reader"].arn]
-    operate   = [aws_iam_role.api_callers["operator"].arn]
+    read = [
+      aws_iam_role.api_callers["operator"].arn,
+      aws_iam_role.api_callers["reader"].arn,
+      aws_iam_role.api_callers["acme"].arn,
+    ]
+    operate   = [aws_iam_role.api_callers["operator"].arn, aws_iam_role.api_callers["acme"].arn]
     callbacks = [aws_iam_role.api_callers["operator"].arn]
+  }
+  api_tenant_principals = {
+    acme = [aws_iam_role.api_callers["acme"].arn]
   }
   api_timeout              = 60
   api_reserved_concurrency = 10
@@ -221,7 +240,7 @@ output "api_function_name" {
 }
 
 output "api_caller_role_arns" {
-  description = "The roles that may use the API, by what they may do (operator, reader)."
+  description = "The roles that may use the API, by what they may do (operator, reader, acme: tenant acme's only)."
   value       = { for key, role in aws_iam_role.api_callers : key => role.arn }
 }
 

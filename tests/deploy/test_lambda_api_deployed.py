@@ -1,6 +1,7 @@
-"""The AWS durable execution API on the deployed stack (examples/complete: enable_api, an operator and a
-reader role), on both backends: boto3's own `lambda` client and the AWS CLI, signed as the stack's roles,
-start, read, list, complete a callback and stop executions through the deployed API function.
+"""The AWS durable execution API on the deployed stack (examples/complete: enable_api, an operator, a
+reader and tenant acme's role), on both backends: boto3's own `lambda` client and the AWS CLI, signed as the
+stack's roles, start, read, list, complete a callback and stop executions through the deployed API function;
+the tenant's role reaches only its tenant's executions.
 
 Lambda's front end for an AWS_IAM function URL (check the signature and the resource policy, name the
 caller) is played by tests/api/iam_url_front.py on both backends: moto's harness refuses AWS_IAM URLs and
@@ -238,6 +239,96 @@ def test_refused_calls_on_the_deployed_stack(deployed_api: DeployedApi) -> None:
         operator.list_functions()
     assert unknown.value.response["Error"]["Code"] == "UnknownOperationException"
     operator.stop_durable_execution(DurableExecutionArn=arn)
+
+
+def _refusal(call: Callable[[], Any]) -> dict[str, Any]:
+    with pytest.raises(ClientError) as refused:
+        call()
+    response = refused.value.response
+    return {
+        "code": response["Error"]["Code"],
+        "status": response["ResponseMetadata"]["HTTPStatusCode"],
+        "message": response["Error"]["Message"],
+    }
+
+
+def test_a_tenant_caller_reaches_only_its_tenants_executions(deployed_api: DeployedApi) -> None:
+    """examples/complete's acme role is listed under tenant acme (api_tenant_principals): it starts,
+    reads, stops and lists acme's executions only, and another tenant's execution is refused as a
+    missing one of that tenant is."""
+    operator, acme = deployed_api.client("operator"), deployed_api.client("acme")
+    acme_arn = deployed_api.identities["acme"].arn
+    run = uuid.uuid4().hex[:10]
+    name = f"tenant-{run}"  # the same name in both tenants: two executions, told apart by their tenant
+
+    def start(client: Any, tenant: str | None) -> str:
+        extra = {"TenantId": tenant} if tenant is not None else {}
+        answer = client.invoke(
+            FunctionName=CALLBACK_WORKFLOW,
+            InvocationType="Event",
+            DurableExecutionName=name,
+            Payload=json.dumps({"run": run}),
+            **extra,
+        )
+        arn: str = answer["DurableExecutionArn"]
+        return arn
+
+    mine = start(acme, "acme")
+    assert deployed_api.arns.execution_id(mine).startswith(f"acme#{CALLBACK_WORKFLOW}#{name}/")
+    for tenant in ("globex", None):
+        refused = _refusal(lambda tenant=tenant: start(acme, tenant))  # type: ignore[misc]
+        assert refused["code"] == "AccessDeniedException" and refused["status"] == 403, refused
+        assert acme_arn in refused["message"] and "lambda:Invoke " in refused["message"]
+        assert "is limited to tenant acme" in refused["message"]
+        assert f"(TenantId {tenant or 'default'})" in refused["message"]
+    described = acme.get_durable_execution(DurableExecutionArn=mine)
+    assert described["DurableExecutionArn"] == mine and json.loads(described["InputPayload"]) == {"run": run}
+
+    theirs = start(operator, "globex")
+    assert deployed_api.arns.execution_id(theirs).startswith(f"globex#{CALLBACK_WORKFLOW}#{name}/")
+    missing = deployed_api.arns.execution_arn(f"globex#{CALLBACK_WORKFLOW}#nobody-{run}/nobody-{run}")
+    calls: dict[str, Callable[[str], Any]] = {
+        "GetDurableExecution": lambda arn: acme.get_durable_execution(DurableExecutionArn=arn),
+        "StopDurableExecution": lambda arn: acme.stop_durable_execution(DurableExecutionArn=arn),
+    }
+    for operation, call in calls.items():
+        answers = []
+        for arn in (theirs, missing):
+            refused = _refusal(lambda call=call, arn=arn: call(arn))  # type: ignore[misc]
+            assert refused["code"] == "AccessDeniedException" and refused["status"] == 403, operation
+            assert f"lambda:{operation} on resource: {arn} " in refused["message"], refused
+            assert "limited to tenant acme" in refused["message"], refused
+            answers.append({**refused, "message": refused["message"].replace(arn, "<ARN>")})
+        # The same answer whether the other tenant's execution exists or never was.
+        assert answers[0] == answers[1], operation
+    # The refused stop left it running; the operator (no tenant limit) reads both tenants' executions.
+    assert operator.get_durable_execution(DurableExecutionArn=theirs)["Status"] not in FINISHED
+    with pytest.raises(operator.exceptions.ResourceNotFoundException):
+        operator.get_durable_execution(DurableExecutionArn=missing)
+
+    def listed(client: Any, **options: Any) -> list[str]:
+        arns: list[str] = []
+        marker: dict[str, str] = {}
+        while True:
+            answer = client.list_durable_executions_by_function(
+                FunctionName=CALLBACK_WORKFLOW, **options, **marker
+            )
+            arns.extend(item["DurableExecutionArn"] for item in answer["DurableExecutions"])
+            if "NextMarker" not in answer:
+                return arns
+            marker = {"Marker": answer["NextMarker"]}
+
+    assert listed(acme, DurableExecutionName=name) == [mine]
+    assert sorted(listed(operator, DurableExecutionName=name)) == sorted([mine, theirs])
+    everything = listed(acme)
+    assert mine in everything and theirs not in everything
+    tenants = {deployed_api.arns.execution_id(arn).split("#", 1)[0] for arn in everything}
+    assert tenants == {"acme"}, everything
+    # The operator's listing holds other tenants' executions too (the other tests' start in default).
+    assert {deployed_api.arns.execution_id(arn).split("#", 1)[0] for arn in listed(operator)} > {"acme"}
+
+    acme.stop_durable_execution(DurableExecutionArn=mine)
+    operator.stop_durable_execution(DurableExecutionArn=theirs)
 
 
 def _aws_cli() -> str:
