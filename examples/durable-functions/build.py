@@ -12,12 +12,13 @@ is `npm ci && npx tsc && zip` in CI, or whatever already builds your function.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
+
+from stepwell.testing.lambda_runtime.node_packages import PackagesNotInstalled, package_files
 
 EXAMPLE = Path(__file__).resolve().parent
 NODE_TOOLS = EXAMPLE.parents[1] / "tools" / "node"
@@ -25,23 +26,6 @@ DEFAULT_OUT = EXAMPLE / "build" / "orders.zip"
 # Every entry gets this time and these permissions: the zip depends on the files' contents and names only.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 FILE_MODE = 0o644 << 16
-
-
-def production_packages(node_modules: Path) -> list[Path]:
-    """The top-level package folders of node_modules that are not dev dependencies, per npm's lock (a
-    nested node_modules goes with the package holding it)."""
-    lock = json.loads((node_modules.parent / "package-lock.json").read_text())
-    folders = []
-    for key, entry in lock.get("packages", {}).items():
-        if not key.startswith("node_modules/") or entry.get("dev") or "/node_modules/" in key[13:]:
-            continue
-        folder = node_modules.parent / key
-        if not folder.is_dir():
-            raise SystemExit(
-                f"{folder} is in the lock but not installed: run `make node` (npm ci in tools/node)"
-            )
-        folders.append(folder)
-    return sorted(folders)
 
 
 def compile_typescript(node_modules: Path, out_dir: Path) -> list[Path]:
@@ -82,10 +66,10 @@ def build(out: Path = DEFAULT_OUT, node_modules: Path = NODE_TOOLS / "node_modul
             path.relative_to(compiled).as_posix(): path.read_bytes()
             for path in compile_typescript(node_modules, compiled)
         }
-    for package in production_packages(node_modules):
-        for path in package.rglob("*"):
-            if path.is_file():
-                entries[f"node_modules/{path.relative_to(node_modules).as_posix()}"] = path.read_bytes()
+    try:
+        entries.update(package_files(node_modules))
+    except PackagesNotInstalled as missing:
+        raise SystemExit(str(missing)) from None
     partial = out.with_suffix(".zip.partial")
     with zipfile.ZipFile(partial, "w") as archive:
         for name in sorted(entries):

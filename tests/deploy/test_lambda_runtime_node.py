@@ -25,6 +25,7 @@ import pytest
 from botocore.exceptions import ClientError
 from stepwell.testing.backends import Backend, start_backend
 from stepwell.testing.lambda_runtime import FunctionSpec, LambdaRuntime
+from stepwell.testing.lambda_runtime.node_packages import package_files
 
 NODE_PACKAGES = Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules"
 
@@ -449,10 +450,8 @@ class CheckpointRecorder:
 def _durable_package() -> bytes:
     if not (NODE_PACKAGES / ".installed").exists():
         pytest.skip(f"{NODE_PACKAGES} is not installed: run `make node`")
-    files: dict[str, str | bytes] = {"index.js": DURABLE_SOURCE}
-    for path in NODE_PACKAGES.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            files[f"node_modules/{path.relative_to(NODE_PACKAGES).as_posix()}"] = path.read_bytes()
+    # The SDK and what it needs, not the TypeScript compiler (a dev dependency of tools/node).
+    files: dict[str, str | bytes] = {"index.js": DURABLE_SOURCE, **package_files(NODE_PACKAGES)}
     return _zip(files)
 
 
