@@ -17,6 +17,10 @@ locals {
 
   # The workflows a start may name (null: not checked): the registered ones and users' durable functions.
   workflow_names = var.workflow_names == null ? null : concat(var.workflow_names, sort(keys(var.durable_functions)))
+  # Where modules/api writes the durable functions' registrations for the worker and the API function: a
+  # name from var.name only, so that neither function depends on durable_functions (issue 41: the functions
+  # take the API's URL as AWS_ENDPOINT_URL_LAMBDA, which would close a dependency cycle).
+  durable_functions_parameter = "/stepwell/${var.name}/durable-functions"
 }
 
 module "state" {
@@ -147,6 +151,7 @@ module "engine" {
   python_executable               = var.python_executable
   callback_url                    = var.callback_urls ? module.callback_urls[0].function_url : null
   durable_functions               = var.durable_functions
+  durable_functions_parameter     = var.enable_api ? local.durable_functions_parameter : null
 
   payload_limits = {
     execution_input_bytes   = var.max_execution_input_bytes
@@ -249,9 +254,11 @@ module "api" {
     function_arn  = module.engine.function_arn
     alias_name    = module.engine.alias_name
   }
-  package           = module.engine.package
-  workflow_names    = local.workflow_names
-  durable_functions = var.durable_functions
+  package = module.engine.package
+  # The registered workflows only: the API function adds the durable functions' names from the parameter.
+  workflow_names              = var.workflow_names
+  durable_functions           = var.durable_functions
+  durable_functions_parameter = local.durable_functions_parameter
   payload_limits = {
     execution_input_bytes = var.max_execution_input_bytes
     callback_result_bytes = var.max_callback_result_bytes

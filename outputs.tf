@@ -279,6 +279,11 @@ output "api_caller_policy_json" {
   value       = var.enable_api ? try(module.api[0].caller_policy_json, null) : null
 }
 
+output "durable_functions_parameter" {
+  description = "The SSM parameter (name) in which the module keeps durable_functions' registrations, each function's timeout and execution role, for the worker and the API function, which read it at cold start (their environments carry only this name: a function that takes durable_functions_endpoint must not be a dependency of the API's URL); null when enable_api is false."
+  value       = var.enable_api ? local.durable_functions_parameter : null
+}
+
 output "durable_functions_endpoint" {
   description = "Where durable_functions' SDK calls Lambda's durable execution API: the API's URL (enable_api), for the function's AWS_ENDPOINT_URL_LAMBDA; null when enable_api is false."
   value       = var.enable_api ? try(module.api[0].function_url, null) : null

@@ -926,7 +926,7 @@ variable "api_tenant_principals" {
 }
 
 variable "durable_functions" {
-  description = "Lambda functions you deploy yourself (any runtime, written with AWS's durable execution SDK) that become Stepwell workflows, by workflow name: function_arn (the unqualified ARN of a function in this deployment's account and region) and qualifier (a version number, an alias name or $LATEST; null: unqualified). Needs enable_api: the function's SDK calls the API (durable_functions_endpoint, as AWS_ENDPOINT_URL_LAMBDA) with the durable_function_policy_json grants. The worker invokes each by name (lambda:InvokeFunction on exactly these), and each gets an event invoke config that sends its results, success and failure, to the work queue without Lambda's retries. The worker and the API function get the map as STEPWELL_DURABLE_FUNCTIONS (JSON); the API reads each function's execution role, which alone may call its data plane (STEPWELL_API_FUNCTION_PRINCIPALS) and which its URL's resource policy lets through. A name may not also be in workflow_names, to which these names are added for the client, the CLI and the API. {}: none."
+  description = "Lambda functions you deploy yourself (any runtime, written with AWS's durable execution SDK) that become Stepwell workflows, by workflow name: function_arn (the unqualified ARN of a function in this deployment's account and region) and qualifier (a version number, an alias name or $LATEST; null: unqualified). Needs enable_api: the function's SDK calls the API (durable_functions_endpoint, as AWS_ENDPOINT_URL_LAMBDA) with the durable_function_policy_json grants. The worker invokes each by name (lambda:InvokeFunction on exactly these), and each gets an event invoke config that sends its results, success and failure, to the work queue without Lambda's retries. The module writes them, with each function's timeout and execution role (read from the function: planning needs lambda:GetFunction), into the SSM parameter durable_functions_parameter, which the worker and the API function read at cold start (their environments carry its name only, so that a function may take durable_functions_endpoint in the same root); those roles alone may call the API's data plane, and its URL's resource policy lets them through. A name may not also be in workflow_names, to which these names are added for the client, the CLI and the API. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)
@@ -964,7 +964,7 @@ variable "durable_functions" {
 
   validation {
     condition     = length(jsonencode(var.durable_functions)) <= 1024
-    error_message = "durable_functions may hold at most 1024 characters of JSON (it travels in the worker's and the API function's environments, which Lambda limits to 4 KB each); use fewer functions or shorter names."
+    error_message = "durable_functions may hold at most 1024 characters of JSON (with each function's role and timeout it must fit the SSM parameter's standard tier, 4 KB); use fewer functions or shorter names."
   }
 }
 

@@ -6,8 +6,10 @@ adapters, the client and the CLI read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -59,6 +61,16 @@ _JSON_OBJECT_ENV: dict[str, str] = {
 }
 
 INVOKE_FUNCTIONS_ENV = "STEPWELL_INVOKE_FUNCTIONS"
+# The SSM parameter the module writes the durable functions' registrations to (modules/api), by name: the
+# worker and the API function read it at cold start (stepwell.aws.parameters) instead of carrying the
+# registrations in their environments, which would make them depend on the functions (issue 41).
+DURABLE_FUNCTIONS_PARAMETER_ENV = "STEPWELL_DURABLE_FUNCTIONS_PARAMETER"
+# SSM's advanced tier's limit; the module writes a standard one (4 KB).
+MAX_DURABLE_FUNCTIONS_PARAMETER_CHARS = 8192
+_DURABLE_FUNCTION_KEYS = frozenset({"function_arn", "qualifier", "timeout_seconds", "role_arn"})
+_ROLE_ARN = re.compile(
+    r"arn:aws[a-z-]*:iam::[0-9]{12}:role/(?:[A-Za-z0-9+=,.@_/-]{0,500}/)?[A-Za-z0-9+=,.@_-]{1,64}"
+)
 VISIBILITY_ENV = "STEPWELL_WORK_QUEUE_VISIBILITY_SECONDS"
 
 # Payload limits (stepwell.limits): client_config key -> environment variable of the worker Lambda (the
@@ -334,6 +346,14 @@ class StepwellConfig:
             raise ConfigError(f"Stepwell environment is missing {', '.join(missing)}")
         return cls(**values)
 
+    def with_durable_functions(self, registrations: Mapping[str, Any], source: str) -> StepwellConfig:
+        """This configuration with `registrations` (from `source`, e.g. the parameter) registered too; a
+        name registered in both is refused (which would run is ambiguous)."""
+        both = sorted(set(registrations) & set(self.durable_functions))
+        if both:
+            raise ConfigError(f"{source} registers {both}, which {DURABLE_FUNCTIONS_ENV} registers too")
+        return dataclasses.replace(self, durable_functions={**self.durable_functions, **registrations})
+
     def to_client_config(self) -> dict[str, Any]:
         """The `client_config` shape (round-trips through `from_client_config`)."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -470,3 +490,59 @@ def _parse_object(variable: str, text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{variable} must be a JSON object, got {text!r}")
     return value
+
+
+@dataclass(frozen=True)
+class DurableFunctionsDocument:
+    """The durable functions' parameter, checked: the registrations as `StepwellConfig.durable_functions`
+    holds them (function_arn, qualifier, timeout_seconds) and the functions' execution roles, each once."""
+
+    registrations: Mapping[str, Mapping[str, Any]]
+    roles: tuple[str, ...]
+
+
+def parse_durable_functions_parameter(parameter: str, text: str) -> DurableFunctionsDocument:
+    """The parameter `parameter`'s value {"functions": {"<workflow>": {"function_arn", "qualifier",
+    "timeout_seconds", "role_arn"}}} (JSON); ConfigError naming the parameter and what is wrong."""
+    where = f"SSM parameter {parameter} ({DURABLE_FUNCTIONS_PARAMETER_ENV})"
+    if len(text) > MAX_DURABLE_FUNCTIONS_PARAMETER_CHARS:
+        raise ConfigError(
+            f"{where} holds {len(text)} characters; at most {MAX_DURABLE_FUNCTIONS_PARAMETER_CHARS}"
+        )
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"{where} is not JSON: {error}") from None
+    if (
+        not isinstance(document, dict)
+        or set(document) != {"functions"}
+        or not isinstance(document["functions"], dict)
+    ):
+        keys = sorted(document) if isinstance(document, dict) else type(document).__name__
+        raise ConfigError(
+            f'{where} must be a JSON object {{"functions": {{"<workflow>": {{...}}}}}}; got {keys}'
+        )
+    registrations: dict[str, dict[str, Any]] = {}
+    roles: list[str] = []
+    for name, entry in document["functions"].items():
+        if not isinstance(entry, dict) or set(entry) != _DURABLE_FUNCTION_KEYS:
+            keys = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
+            raise ConfigError(
+                f"{where}: functions[{name!r}] must be an object with "
+                f"{', '.join(sorted(_DURABLE_FUNCTION_KEYS))}; got {keys}"
+            )
+        role = entry["role_arn"]
+        if not isinstance(role, str) or not _ROLE_ARN.fullmatch(role):
+            raise ConfigError(
+                f"{where}: functions[{name!r}].role_arn {str(role)[:200]!r} is no IAM role ARN "
+                "(arn:aws:iam::ACCOUNT:role/NAME)"
+            )
+        registrations[name] = {key: entry[key] for key in ("function_arn", "qualifier", "timeout_seconds")}
+        if role not in roles:
+            roles.append(role)
+    try:
+        for name in parse_durable_functions(registrations, where):
+            validate_workflow_name(name)
+    except (InvalidArgument, ValueError) as error:
+        raise ConfigError(str(error) if where in str(error) else f"{where}: {error}") from None
+    return DurableFunctionsDocument(registrations=registrations, roles=tuple(roles))

@@ -14,6 +14,12 @@ data "aws_lambda_function" "durable" {
   qualifier     = each.value.qualifier
 }
 
+data "aws_caller_identity" "current" {}
+
+data "aws_partition" "current" {}
+
+data "aws_region" "current" {}
+
 locals {
   function_name = "${var.name}-api"
 
@@ -27,9 +33,21 @@ locals {
     }
   ]...)
 
-  # The durable functions' execution roles, read from the functions: their SDK calls the data plane with
-  # them (durable_function_policy_json is attached to them).
-  function_principals = distinct([for name in sort(keys(var.durable_functions)) : data.aws_lambda_function.durable[name].role])
+  # The durable functions' registrations as the worker and this function read them from the parameter: the
+  # function, its qualifier, its real timeout (the run's lease outlasts it) and its execution role (the
+  # qualifier's), with which its SDK calls the data plane (durable_function_policy_json is attached to it).
+  durable_functions_document = jsonencode({
+    functions = {
+      for name, function in var.durable_functions : name => {
+        function_arn    = function.function_arn
+        qualifier       = function.qualifier
+        timeout_seconds = data.aws_lambda_function.durable[name].timeout
+        role_arn        = data.aws_lambda_function.durable[name].role
+      }
+    }
+  })
+  parameter_name = coalesce(var.durable_functions_parameter, "/stepwell/${var.name}/durable-functions")
+  parameter_arn  = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${local.parameter_name}"
 
   schedules_arn = "${replace(var.schedule_group.arn, ":schedule-group/", ":schedule/")}/*"
 
@@ -56,17 +74,14 @@ locals {
       # RequestResponse invokes wait for the execution's end at most this long (less the time to answer).
       STEPWELL_API_MAX_WAIT_SECONDS = tostring(var.timeout)
     },
+    # The module's own workflows; the durable functions' names join them from the parameter.
     var.workflow_names == null ? {} : { STEPWELL_API_WORKFLOWS = jsonencode(var.workflow_names) },
     # {"<tenant>": ["<principal>", ...]}: these principals act only on that tenant's executions.
     length(var.tenant_principals) == 0 ? {} : { STEPWELL_API_TENANT_PRINCIPALS = jsonencode(var.tenant_principals) },
-    # Users' durable functions, as the worker's: {"<workflow>": {"function_arn": ..., "qualifier": ... or null}},
-    # and their execution roles, the only callers of the data plane (GetDurableExecutionState, Checkpoint...).
-    length(var.durable_functions) == 0 ? {} : {
-      STEPWELL_DURABLE_FUNCTIONS = jsonencode({
-        for name, function in var.durable_functions : name => { function_arn = function.function_arn, qualifier = function.qualifier }
-      })
-      STEPWELL_API_FUNCTION_PRINCIPALS = jsonencode(local.function_principals)
-    },
+    # Users' durable functions and their execution roles (the only callers of the data plane), read from
+    # the parameter at cold start: by name only, so that the function and its URL, which those functions
+    # take as AWS_ENDPOINT_URL_LAMBDA, do not depend on them (a dependency cycle otherwise).
+    { STEPWELL_DURABLE_FUNCTIONS_PARAMETER = local.parameter_name },
     var.kms_key_arn == null ? {} : { STEPWELL_KMS_KEY_ARN = var.kms_key_arn },
   )
 
@@ -145,6 +160,13 @@ locals {
       Effect   = "Allow"
       Action   = "scheduler:ListSchedules"
       Resource = "*"
+    },
+    {
+      # The durable functions' registrations (the parameter below), read once per cold start.
+      Sid      = "DurableFunctionsParameter"
+      Effect   = "Allow"
+      Action   = "ssm:GetParameter"
+      Resource = local.parameter_arn
     },
     {
       # Invoke's Qualifier: the worker's published versions and the version its alias points to.
@@ -235,4 +257,20 @@ resource "aws_lambda_permission" "functions" {
   function_name          = module.function_url.function_name
   principal              = data.aws_lambda_function.durable[each.key].role
   function_url_auth_type = "AWS_IAM"
+}
+
+# The durable functions' registrations, which the worker and this function read at cold start
+# (STEPWELL_DURABLE_FUNCTIONS_PARAMETER holds its name): {"functions": {"<workflow>": {"function_arn",
+# "qualifier", "timeout_seconds", "role_arn"}}}. Always there (empty without functions), so that the
+# functions' environments need not know whether there are any. SSM encrypts only SecureString parameters
+# with a key: with kms_key_arn it is one, with that key (the roles may decrypt with it).
+resource "aws_ssm_parameter" "durable_functions" {
+  #checkov:skip=CKV2_AWS_34:Without kms_key_arn it holds function and role ARNs only, no secret; with it, it is a SecureString with that key.
+  name        = local.parameter_name
+  description = "Stepwell ${var.name}: the durable functions (durable_functions) the worker and the API run as workflows."
+  type        = var.kms_key_arn == null ? "String" : "SecureString"
+  key_id      = var.kms_key_arn
+  tier        = "Standard"
+  value       = local.durable_functions_document
+  tags        = var.tags
 }

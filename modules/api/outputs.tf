@@ -70,3 +70,15 @@ output "tenant_principals" {
   description = "Principals limited to one tenant (tenant id to principals), as given."
   value       = var.tenant_principals
 }
+
+output "durable_functions_parameter" {
+  description = "The SSM parameter with the durable functions' registrations: name, ARN, type, key, tier and its JSON value ({\"functions\": {\"<workflow>\": {function_arn, qualifier, timeout_seconds, role_arn}}})."
+  value = {
+    name   = aws_ssm_parameter.durable_functions.name
+    arn    = local.parameter_arn
+    type   = aws_ssm_parameter.durable_functions.type
+    key_id = aws_ssm_parameter.durable_functions.key_id
+    tier   = aws_ssm_parameter.durable_functions.tier
+    value  = local.durable_functions_document
+  }
+}

@@ -267,8 +267,19 @@ variable "tenant_principals" {
   }
 }
 
+variable "durable_functions_parameter" {
+  description = "The name of the SSM parameter this module writes the durable functions' registrations to (the worker reads it too): derived from the name only, so that neither function depends on durable_functions. null: /stepwell/<name>/durable-functions."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.durable_functions_parameter == null || can(regex("^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", var.durable_functions_parameter))
+    error_message = "durable_functions_parameter must be an SSM parameter path (/a/b/c: letters, digits, '_', '.', '-'), or null."
+  }
+}
+
 variable "durable_functions" {
-  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The function gets them as STEPWELL_DURABLE_FUNCTIONS (JSON), the worker's, and their execution roles (read from the functions) as STEPWELL_API_FUNCTION_PRINCIPALS, the only callers of the data plane; the URL's resource policy lets those roles through. {}: none."
+  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The module writes them, with each function's timeout and execution role (read from the function), into the SSM parameter durable_functions_parameter, which the worker and this function read at cold start; those roles are the only callers of the data plane; the URL's resource policy lets those roles through. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)
@@ -296,6 +307,6 @@ variable "durable_functions" {
 
   validation {
     condition     = length(jsonencode(var.durable_functions)) <= 1024
-    error_message = "durable_functions may hold at most 1024 characters of JSON (it travels in the function's environment, which Lambda limits to 4 KB in all)."
+    error_message = "durable_functions may hold at most 1024 characters of JSON (with each function's role and timeout it must fit the SSM parameter's standard tier, 4 KB)."
   }
 }

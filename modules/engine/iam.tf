@@ -138,15 +138,12 @@ locals {
       Action   = "lambda:InvokeFunction"
       Resource = flatten([for arn in var.invoke_function_arns : [arn, "${arn}:*"]])
     }],
-    length(var.durable_functions) == 0 ? [] : [{
-      # Users' durable functions run as workflows: exactly those functions, unqualified and with the
-      # qualifier each is invoked with ($LATEST when none is given).
-      Sid    = "DurableFunctions"
-      Effect = "Allow"
-      Action = "lambda:InvokeFunction"
-      Resource = flatten([
-        for function in values(var.durable_functions) : [function.function_arn, "${function.function_arn}:${coalesce(function.qualifier, "$LATEST")}"]
-      ])
+    var.durable_functions_parameter == null ? [] : [{
+      # The durable functions' registrations (modules/api writes them), read once per cold start.
+      Sid      = "DurableFunctionsParameter"
+      Effect   = "Allow"
+      Action   = "ssm:GetParameter"
+      Resource = "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${var.durable_functions_parameter}"
     }],
     var.kms_key_arn == null ? [] : [{
       Sid      = "CustomerKey"
@@ -191,4 +188,25 @@ resource "aws_iam_role_policy" "worker" {
   name   = "stepwell-worker"
   role   = aws_iam_role.worker.id
   policy = jsonencode({ Version = "2012-10-17", Statement = local.worker_statements })
+}
+
+# Users' durable functions run as workflows: the worker may invoke exactly those functions, unqualified and
+# with the qualifier each is invoked with ($LATEST when none is given). A policy of its own, not the worker's:
+# the worker function depends on that one, and must not depend on the functions (they take the API's URL).
+resource "aws_iam_role_policy" "durable_functions" {
+  count = length(var.durable_functions) == 0 ? 0 : 1
+
+  name = "stepwell-durable-functions"
+  role = aws_iam_role.worker.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid    = "DurableFunctions"
+      Effect = "Allow"
+      Action = "lambda:InvokeFunction"
+      Resource = flatten([
+        for function in values(var.durable_functions) : [function.function_arn, "${function.function_arn}:${coalesce(function.qualifier, "$LATEST")}"]
+      ])
+    }]
+  })
 }

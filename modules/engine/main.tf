@@ -59,16 +59,14 @@ locals {
     # "true": every execution status change goes on the bus (stepwell.core.status_events).
     STEPWELL_STATUS_EVENTS = tostring(var.status_change_events)
   }
-  # {"<workflow>": {"function_arn": ..., "qualifier": ... or null}}: users' functions run as workflows.
-  durable_functions_json = jsonencode({
-    for name, function in var.durable_functions : name => { function_arn = function.function_arn, qualifier = function.qualifier }
-  })
-  # The base of stepwell.callback_url() (the callbacks function's URL), only when callback URLs are on;
-  # the durable functions only when there are any.
+  # The base of stepwell.callback_url() (the callbacks function's URL), only when callback URLs are on.
+  # The durable functions reach the worker through the SSM parameter modules/api writes, by its name only:
+  # the worker's environment (and so the worker and the API's URL) must not depend on durable_functions,
+  # whose functions take that URL as their AWS_ENDPOINT_URL_LAMBDA (a dependency cycle otherwise).
   environment = merge(
     local.base_environment,
     var.callback_url == null ? {} : { STEPWELL_CALLBACK_URL = var.callback_url },
-    length(var.durable_functions) == 0 ? {} : { STEPWELL_DURABLE_FUNCTIONS = local.durable_functions_json },
+    var.durable_functions_parameter == null ? {} : { STEPWELL_DURABLE_FUNCTIONS_PARAMETER = var.durable_functions_parameter },
   )
 }
 

@@ -91,8 +91,3 @@ output "durable_functions" {
   description = "Users' durable functions by workflow name (function_arn, qualifier), as given."
   value       = var.durable_functions
 }
-
-output "durable_functions_json" {
-  description = "The durable functions as the worker's STEPWELL_DURABLE_FUNCTIONS holds them (JSON): workflow name to function_arn and qualifier (null: unqualified)."
-  value       = local.durable_functions_json
-}

@@ -476,8 +476,19 @@ variable "callback_url" {
   }
 }
 
+variable "durable_functions_parameter" {
+  description = "The name of the SSM parameter holding the durable functions' registrations (modules/api writes it), which the worker reads at cold start (STEPWELL_DURABLE_FUNCTIONS_PARAMETER) and may read (ssm:GetParameter); null: none (no API). A name, not the parameter: the worker must not depend on durable_functions, whose functions take the API's URL, itself depending on the worker."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.durable_functions_parameter == null || can(regex("^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", var.durable_functions_parameter))
+    error_message = "durable_functions_parameter must be an SSM parameter path (/a/b/c: letters, digits, '_', '.', '-'), or null."
+  }
+}
+
 variable "durable_functions" {
-  description = "Lambda functions you deploy yourself (any runtime, with AWS's durable execution SDK) that run as Stepwell workflows, by workflow name: the function's unqualified ARN and the qualifier it is invoked with (a version, an alias or $LATEST; null: unqualified). The worker gets them as STEPWELL_DURABLE_FUNCTIONS (JSON) and may invoke exactly those functions; each gets an event invoke config that sends its results (success and failure) to the work queue, without Lambda's retries. {}: none."
+  description = "Lambda functions you deploy yourself (any runtime, with AWS's durable execution SDK) that run as Stepwell workflows, by workflow name: the function's unqualified ARN and the qualifier it is invoked with (a version, an alias or $LATEST; null: unqualified). The worker reads them from the SSM parameter durable_functions_parameter names (modules/api writes it) and may invoke exactly those functions; each gets an event invoke config that sends its results (success and failure) to the work queue, without Lambda's retries. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)
@@ -506,6 +517,6 @@ variable "durable_functions" {
   validation {
     # It travels in the worker's (and the API function's) environment, 4 KB in all.
     condition     = length(jsonencode(var.durable_functions)) <= 1024
-    error_message = "durable_functions may hold at most 1024 characters of JSON (it travels in the worker's environment, which Lambda limits to 4 KB in all); use fewer functions or shorter names."
+    error_message = "durable_functions may hold at most 1024 characters of JSON (as the root module allows); use fewer functions or shorter names."
   }
 }

@@ -215,6 +215,12 @@ run "submodule_resources" {
         Resource = "*"
       },
       {
+        Sid      = "DurableFunctionsParameter"
+        Effect   = "Allow"
+        Action   = "ssm:GetParameter"
+        Resource = "arn:aws:ssm:eu-west-1:123456789012:parameter/stepwell/unit/durable-functions"
+      },
+      {
         Sid      = "WorkerVersions"
         Effect   = "Allow"
         Action   = ["lambda:GetAlias", "lambda:ListAliases", "lambda:ListVersionsByFunction"]
@@ -228,7 +234,7 @@ run "submodule_resources" {
         Resource = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/unit-worker:*"
       },
     ]
-    error_message = "The API role may exactly: read executions and their indexes, create and end executions, read logs and put external inputs, read and complete callback records, read execution lease records (the carried batch), read and write payloads, send wake-ups, delete a stopped execution's wake-ups, read the worker's versions, write its logs."
+    error_message = "The API role may exactly: read executions and their indexes, create and end executions, read logs and put external inputs, read and complete callback records, read execution lease records (the carried batch), read and write payloads, send wake-ups, delete a stopped execution's wake-ups, read the durable functions' parameter, read the worker's versions, write its logs."
   }
 }
 

@@ -1,6 +1,7 @@
 # Users' durable functions (durable_functions, issue 41): Lambda functions of any runtime that run as
-# workflows by name. The worker's and the API function's STEPWELL_DURABLE_FUNCTIONS, the worker's grant to
-# invoke exactly those functions, each function's event invoke config (results to the work queue, no
+# workflows by name. The SSM parameter the worker and the API function read them from (their environments
+# carry its name only: issue 41's dependency cycle), the grants to read it, the worker's grant to invoke
+# exactly those functions, each function's event invoke config (results to the work queue, no
 # retries), the outputs a function's owner uses, and the validations of the root, the engine and the API.
 
 mock_provider "aws" {
@@ -54,6 +55,15 @@ run "none_by_default" {
   }
 
   assert {
+    condition = (
+      module.engine.environment.STEPWELL_DURABLE_FUNCTIONS_PARAMETER == "/stepwell/unit/durable-functions" &&
+      module.api[0].environment.STEPWELL_DURABLE_FUNCTIONS_PARAMETER == "/stepwell/unit/durable-functions" &&
+      jsondecode(module.api[0].durable_functions_parameter.value) == { functions = {} }
+    )
+    error_message = "With the API the parameter is there, empty, and both functions carry its name: they need not know whether there are functions."
+  }
+
+  assert {
     condition     = output.durable_functions_endpoint == output.api_url && jsondecode(output.durable_function_policy_json).Statement[2].Sid == "ResultsToTheWorkQueue"
     error_message = "With enable_api the endpoint and the policy for a durable function are there before any is listed."
   }
@@ -65,6 +75,14 @@ run "without_the_api_the_outputs_are_null" {
   assert {
     condition     = output.durable_functions_endpoint == null && output.durable_function_policy_json == null
     error_message = "Without enable_api there is no endpoint for a durable function and no policy."
+  }
+
+  assert {
+    condition = (
+      !contains(keys(module.engine.environment), "STEPWELL_DURABLE_FUNCTIONS_PARAMETER") &&
+      length([for statement in jsondecode(module.engine.policy_json).Statement : statement if statement.Sid == "DurableFunctionsParameter"]) == 0
+    )
+    error_message = "Without the API there is no parameter: the worker neither names it nor may read it."
   }
 }
 
@@ -83,21 +101,57 @@ run "functions_reach_the_worker_the_api_and_the_outputs" {
   }
 
   assert {
-    condition     = module.engine.environment.STEPWELL_DURABLE_FUNCTIONS == "{\"billing.export\":{\"function_arn\":\"arn:aws:lambda:eu-west-1:123456789012:function:billing-export\",\"qualifier\":\"live\"},\"greeter\":{\"function_arn\":\"arn:aws:lambda:eu-west-1:123456789012:function:greeter\",\"qualifier\":null}}"
-    error_message = "The worker's STEPWELL_DURABLE_FUNCTIONS is the JSON object workflow name -> function_arn and qualifier (null when none is given)."
+    condition = (
+      jsondecode(module.api[0].durable_functions_parameter.value) == {
+        functions = {
+          "billing.export" = {
+            function_arn    = "arn:aws:lambda:eu-west-1:123456789012:function:billing-export"
+            qualifier       = "live"
+            timeout_seconds = 45
+            role_arn        = "arn:aws:iam::123456789012:role/durable-function"
+          }
+          greeter = {
+            function_arn    = "arn:aws:lambda:eu-west-1:123456789012:function:greeter"
+            qualifier       = null
+            timeout_seconds = 45
+            role_arn        = "arn:aws:iam::123456789012:role/durable-function"
+          }
+        }
+      } &&
+      module.api[0].durable_functions_parameter.name == "/stepwell/unit/durable-functions" &&
+      module.api[0].durable_functions_parameter.type == "SecureString" &&
+      module.api[0].durable_functions_parameter.key_id == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab" &&
+      module.api[0].durable_functions_parameter.tier == "Standard"
+    )
+    error_message = "The parameter holds each function's ARN, qualifier (null when none), timeout and execution role (the mock's), read from the function; with kms_key_arn it is a SecureString with that key."
   }
 
   assert {
-    condition     = module.api[0].environment.STEPWELL_DURABLE_FUNCTIONS == module.engine.environment.STEPWELL_DURABLE_FUNCTIONS && module.engine.durable_functions_json == module.engine.environment.STEPWELL_DURABLE_FUNCTIONS
-    error_message = "The API function gets the same STEPWELL_DURABLE_FUNCTIONS as the worker."
+    condition = (
+      module.engine.environment.STEPWELL_DURABLE_FUNCTIONS_PARAMETER == "/stepwell/unit/durable-functions" &&
+      module.api[0].environment.STEPWELL_DURABLE_FUNCTIONS_PARAMETER == "/stepwell/unit/durable-functions" &&
+      !contains(keys(module.engine.environment), "STEPWELL_DURABLE_FUNCTIONS") &&
+      !contains(keys(module.api[0].environment), "STEPWELL_DURABLE_FUNCTIONS") &&
+      !contains(keys(module.api[0].environment), "STEPWELL_API_FUNCTION_PRINCIPALS")
+    )
+    error_message = "The worker and the API function carry only the parameter's name: their environments must not depend on the functions (which take the API's URL)."
+  }
+
+  assert {
+    condition = (
+      [for statement in jsondecode(module.engine.policy_json).Statement : [statement.Action, statement.Resource] if statement.Sid == "DurableFunctionsParameter"] == [["ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/stepwell/unit/durable-functions"]] &&
+      [for statement in jsondecode(module.api[0].policy_json).Statement : [statement.Action, statement.Resource] if statement.Sid == "DurableFunctionsParameter"] == [["ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/stepwell/unit/durable-functions"]] &&
+      [for statement in jsondecode(module.api[0].policy_json).Statement : statement.Action if statement.Sid == "CustomerKey"] == [["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]]
+    )
+    error_message = "The worker's and the API function's roles may read exactly that parameter (and decrypt with the customer key)."
   }
 
   assert {
     condition = (
       output.client_config.workflows == tolist(["orders", "billing.export", "greeter"]) &&
-      module.api[0].environment.STEPWELL_API_WORKFLOWS == jsonencode(["orders", "billing.export", "greeter"])
+      module.api[0].environment.STEPWELL_API_WORKFLOWS == jsonencode(["orders"])
     )
-    error_message = "The durable functions' names join workflow_names for the client, the CLI and the API, which start them by name."
+    error_message = "The durable functions' names join workflow_names for the client and the CLI; the API function gets its own workflows only and the functions' names from the parameter."
   }
 
   assert {
@@ -180,7 +234,7 @@ run "engine_invoke_configs_and_grant" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : [statement.Effect, statement.Action, statement.Resource]
+      for statement in jsondecode(aws_iam_role_policy.durable_functions[0].policy).Statement : [statement.Effect, statement.Action, statement.Resource]
       if statement.Sid == "DurableFunctions"
       ] == [["Allow", "lambda:InvokeFunction", [
         "arn:aws:lambda:eu-west-1:123456789012:function:billing-export",
@@ -197,17 +251,17 @@ run "engine_invoke_configs_and_grant" {
     condition = [
       for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement.Sid
       if contains(flatten([statement.Action]), "lambda:InvokeFunction")
-    ] == ["OwnVersions", "InvokeTargets", "DurableFunctions"]
-    error_message = "Only the worker's own versions, the invoke targets and the durable functions may be invoked."
+    ] == ["OwnVersions", "InvokeTargets"]
+    error_message = "The worker's own policy (on which the worker function depends) lets it invoke its own versions and the invoke targets only; the durable functions' grant is a policy of its own."
   }
 
   assert {
-    condition = jsondecode(aws_lambda_function.worker.environment[0].variables.STEPWELL_DURABLE_FUNCTIONS) == {
-      "billing.export" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:billing-export", qualifier = "live" }
-      greeter          = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = null }
-      pinned           = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:pinned", qualifier = "12" }
-    }
-    error_message = "The worker function's environment carries STEPWELL_DURABLE_FUNCTIONS."
+    condition = (
+      aws_iam_role_policy.durable_functions[0].name == "stepwell-durable-functions" &&
+      !contains(keys(aws_lambda_function.worker.environment[0].variables), "STEPWELL_DURABLE_FUNCTIONS") &&
+      !contains(keys(aws_lambda_function.worker.environment[0].variables), "STEPWELL_DURABLE_FUNCTIONS_PARAMETER")
+    )
+    error_message = "The engine alone (no parameter name given) puts nothing of the durable functions in the worker's environment."
   }
 }
 
@@ -221,7 +275,7 @@ run "engine_without_durable_functions_grants_and_configures_nothing" {
   assert {
     condition = (
       length(aws_lambda_function_event_invoke_config.durable_functions) == 0 &&
-      length([for statement in jsondecode(aws_iam_role_policy.worker.policy).Statement : statement if statement.Sid == "DurableFunctions"]) == 0 &&
+      length(aws_iam_role_policy.durable_functions) == 0 &&
       !contains(keys(aws_lambda_function.worker.environment[0].variables), "STEPWELL_DURABLE_FUNCTIONS")
     )
     error_message = "Without durable functions: no invoke config, no grant, no STEPWELL_DURABLE_FUNCTIONS."
@@ -339,7 +393,7 @@ run "accepts_latest_a_version_and_an_alias" {
   }
 
   assert {
-    condition     = jsondecode(module.engine.environment.STEPWELL_DURABLE_FUNCTIONS).latest.qualifier == "$LATEST"
+    condition     = jsondecode(module.api[0].durable_functions_parameter.value).functions.latest.qualifier == "$LATEST"
     error_message = "$LATEST, a version number and an alias name are qualifiers."
   }
 }
@@ -454,10 +508,11 @@ run "api_submodule_environment" {
   }
 
   variables {
-    principals     = { read = ["123456789012"] }
-    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
-    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
-    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    principals                  = { read = ["123456789012"] }
+    package                     = { path = "worker.zip", code_hash = "aGFzaA==" }
+    schedule_group              = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker                      = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    durable_functions_parameter = "/stepwell/unit/durable-functions"
     durable_functions = {
       greeter       = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "7" }
       "orders.ship" = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:ship" }
@@ -465,13 +520,18 @@ run "api_submodule_environment" {
   }
 
   assert {
-    condition     = jsondecode(output.environment.STEPWELL_DURABLE_FUNCTIONS).greeter == { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "7" }
-    error_message = "The API function gets STEPWELL_DURABLE_FUNCTIONS as the worker does."
-  }
-
-  assert {
-    condition     = output.environment.STEPWELL_API_FUNCTION_PRINCIPALS == jsonencode(["arn:aws:iam::123456789012:role/durable-function"])
-    error_message = "The data plane's principals are the durable functions' execution roles, read from the functions (the mock's role), each once."
+    condition = (
+      jsondecode(output.durable_functions_parameter.value).functions.greeter == {
+        function_arn    = "arn:aws:lambda:eu-west-1:123456789012:function:greeter"
+        qualifier       = "7"
+        timeout_seconds = 45
+        role_arn        = "arn:aws:iam::123456789012:role/durable-function"
+      } &&
+      aws_ssm_parameter.durable_functions.type == "String" &&
+      output.environment.STEPWELL_DURABLE_FUNCTIONS_PARAMETER == "/stepwell/unit/durable-functions" &&
+      !contains(keys(output.environment), "STEPWELL_API_FUNCTION_PRINCIPALS")
+    )
+    error_message = "The API writes each function's registration, timeout and execution role (read for its qualifier) to the parameter, a plain String without kms_key_arn, and its function carries the parameter's name only."
   }
 
   assert {
@@ -499,7 +559,28 @@ run "api_submodule_refuses_a_qualifier" {
     schedule_group    = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
     worker            = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
     durable_functions = { greeter = { function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:greeter", qualifier = "007" } }
+
+    durable_functions_parameter = "/stepwell/unit/durable-functions"
   }
 
   expect_failures = [var.durable_functions]
+}
+
+# Issue 41: a function that takes durable_functions_endpoint as its AWS_ENDPOINT_URL_LAMBDA and is registered
+# in the same root plans: Terraform would refuse a dependency cycle ("Cycle: ...") before any assertion.
+run "a_function_registered_in_the_same_root_takes_the_endpoint" {
+  command = plan
+
+  module {
+    source = "./tests/terraform/fixtures/durable_function_endpoint"
+  }
+
+  variables {
+    name = "cycle"
+  }
+
+  assert {
+    condition     = output.endpoint == "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/" && output.parameter == "/stepwell/cycle/durable-functions"
+    error_message = "The function gets the API's URL, and the module's parameter is named from the name alone."
+  }
 }

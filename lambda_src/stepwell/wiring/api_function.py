@@ -23,7 +23,12 @@ from stepwell.core.logs import install_json_logging
 from stepwell.features.lambda_api.arns import ArnContext
 from stepwell.features.lambda_api.handler import LambdaApiHandler
 from stepwell.features.lambda_api.settings import api_settings
-from stepwell.wiring.build import AnyWorkflowRegistry, allow_deployment_targets, build_engine
+from stepwell.wiring.build import (
+    AnyWorkflowRegistry,
+    allow_deployment_targets,
+    build_engine,
+    with_durable_functions_parameter,
+)
 
 _handler: LambdaApiHandler | None = None
 _handler_lock = threading.Lock()
@@ -40,12 +45,19 @@ def load_handler(function_arn: str, environ: Mapping[str, str] | None = None) ->
             # Every valid workflow name may be started by the engine; the handler refuses names the
             # deployment does not list (STEPWELL_API_WORKFLOWS) before it asks the engine.
             clients = AwsClients(region=config.region or None)
+            # The durable functions and their roles (the data plane's callers), from their parameter.
+            config, roles = with_durable_functions_parameter(config, env, clients)
             # The remote functions' chained invokes resolve their targets here (the data plane).
             registry = allow_deployment_targets(AnyWorkflowRegistry(), config, clients)
             engine = build_engine(config, clients, registry, SystemClock())
             engine.code_version = None  # the API function is no worker version: it never pins nor forwards
             settings = api_settings(
-                env, ArnContext.from_function_arn(function_arn), config.retention_days, config.kms_key_arn
+                env,
+                ArnContext.from_function_arn(function_arn),
+                config.retention_days,
+                config.kms_key_arn,
+                function_roles=roles,
+                durable_workflows=tuple(config.durable_functions),
             )
             _handler = LambdaApiHandler(engine, settings)
         return _handler

@@ -4,18 +4,20 @@ adapters are chosen, used by the worker's entry, the callback-URL function and t
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.direct_wake import DirectWakeQueue
 from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
 from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.aws.lambda_versions import LambdaFunctionVersions
+from stepwell.aws.parameters import read_durable_functions, ssm_client
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.aws.status_events import EventBridgeStatusEvents
 from stepwell.aws.timers import WakeScheduler
 from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.clock import default_clock
-from stepwell.config import StepwellConfig
+from stepwell.config import DURABLE_FUNCTIONS_PARAMETER_ENV, StepwellConfig
 from stepwell.core.engine import Engine
 from stepwell.core.metrics import Metrics, NoMetrics
 from stepwell.core.registry import Registry, validate_workflow_name
@@ -39,6 +41,20 @@ def remote_execution_arn(execution_id: str, function_arn: str) -> str:
         f"arn:{arns.partition}:lambda:{arns.region}:{arns.account}:function:{ids.workflow_id}:{LATEST}"
         f"/durable-execution/{arn_name(ids.instance_id)}/{ids.instance_id}"
     )
+
+
+def with_durable_functions_parameter(
+    config: StepwellConfig, environ: Mapping[str, str], clients: AwsClients
+) -> tuple[StepwellConfig, tuple[str, ...]]:
+    """`config` with the durable functions of the parameter the environment names
+    (STEPWELL_DURABLE_FUNCTIONS_PARAMETER, read once here: at cold start) and their execution roles; as it
+    is, with no roles, when no parameter is named. STEPWELL_DURABLE_FUNCTIONS still registers functions
+    directly (the harness, tests)."""
+    parameter = environ.get(DURABLE_FUNCTIONS_PARAMETER_ENV, "")
+    if not parameter:
+        return config, ()
+    document = read_durable_functions(ssm_client(clients), parameter)
+    return config.with_durable_functions(document.registrations, f"SSM parameter {parameter}"), document.roles
 
 
 def allow_deployment_targets(registry: Registry, config: StepwellConfig, clients: AwsClients) -> Registry:

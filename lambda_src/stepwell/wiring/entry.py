@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -76,7 +77,7 @@ from stepwell.features.reconciler import Reconciler
 from stepwell.features.schedules import SCHEDULED_START, start_scheduled
 from stepwell.model import InvokeMessage, OutcomeAction
 from stepwell.ports import Clock
-from stepwell.wiring.build import allow_deployment_targets, build_engine
+from stepwell.wiring.build import allow_deployment_targets, build_engine, with_durable_functions_parameter
 from stepwell.wiring.events import (
     CALLBACK_DETAIL_TYPES,
     CALLBACK_EVENT_SOURCE,
@@ -649,6 +650,10 @@ def load_runtime(environ: Mapping[str, str] | None = None) -> EntryRuntime:
             install_json_logging(config.log_level)
             import_workflow_modules(config.workflow_modules)
             clients = AwsClients(region=config.region or None)
+            # The durable functions' registrations, from their parameter (the function's roles are the API's).
+            config, _ = with_durable_functions_parameter(
+                config, os.environ if environ is None else environ, clients
+            )
             runtime = EntryRuntime.from_config(config, clients, metrics=EmfMetrics(config.name))
             if config.definitions_table:
                 runtime.event_router = install(runtime.engine, config, clients, default_registry)

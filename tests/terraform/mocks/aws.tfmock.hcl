@@ -75,8 +75,9 @@ mock_resource "aws_lambda_function" {
 # A durable function's configuration (modules/api reads its execution role).
 mock_data "aws_lambda_function" {
   defaults = {
-    arn  = "arn:aws:lambda:eu-west-1:123456789012:function:durable"
-    role = "arn:aws:iam::123456789012:role/durable-function"
+    arn     = "arn:aws:lambda:eu-west-1:123456789012:function:durable"
+    role    = "arn:aws:iam::123456789012:role/durable-function"
+    timeout = 45
   }
 }
 

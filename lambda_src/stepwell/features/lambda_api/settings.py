@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from stepwell.core.registry import WORKFLOW_NAME_PATTERN
 from stepwell.features.lambda_api.access import FUNCTION_PRINCIPALS_ENV, AccessPolicy, PrincipalError
@@ -28,15 +28,23 @@ class SettingsError(ValueError):
 
 
 def api_settings(
-    environ: Mapping[str, str], arns: ArnContext, retention_days: int, kms_key_arn: str
+    environ: Mapping[str, str],
+    arns: ArnContext,
+    retention_days: int,
+    kms_key_arn: str,
+    *,
+    function_roles: Sequence[str] = (),
+    durable_workflows: Sequence[str] = (),
 ) -> ApiSettings:
-    """The endpoint's settings from the function's environment and its own ARN's context."""
+    """The endpoint's settings from the function's environment and its own ARN's context, with the durable
+    functions' execution roles (data plane principals) and workflow names the module's parameter gives
+    (stepwell.wiring.build.with_durable_functions_parameter) added to the environment's."""
     try:
         access = AccessPolicy.from_json(
             environ.get(READ_PRINCIPALS_ENV, ""),
             environ.get(OPERATE_PRINCIPALS_ENV, ""),
             environ.get(CALLBACK_PRINCIPALS_ENV, ""),
-            environ.get(FUNCTION_PRINCIPALS_ENV, ""),
+            _with_roles(environ.get(FUNCTION_PRINCIPALS_ENV, ""), function_roles),
         )
     except PrincipalError as error:
         raise SettingsError(
@@ -56,11 +64,30 @@ def api_settings(
         arns=arns,
         access=access,
         tenants=tenants,
-        workflows=_workflows(environ.get(WORKFLOWS_ENV, "")),
+        workflows=_with_durable(_workflows(environ.get(WORKFLOWS_ENV, "")), durable_workflows),
         retention_days=retention_days,
         kms_key_arn=kms_key_arn,
         max_wait_seconds=float(wait),
     )
+
+
+def _with_roles(text: str, roles: Sequence[str]) -> str:
+    """The function principals' JSON list with `roles` appended (an unparsable text is left to the policy's
+    check, which names it)."""
+    if not roles:
+        return text
+    try:
+        listed = json.loads(text) if text else []
+    except ValueError:
+        return text
+    if not isinstance(listed, list):
+        return text
+    return json.dumps([*listed, *(role for role in roles if role not in listed)])
+
+
+def _with_durable(workflows: frozenset[str] | None, durable: Sequence[str]) -> frozenset[str] | None:
+    """The listed workflows and the durable functions' names; None (not checked) stays None."""
+    return None if workflows is None else workflows | frozenset(durable)
 
 
 def _workflows(text: str) -> frozenset[str] | None:
