@@ -178,6 +178,7 @@ def test_the_batch_keys_are_the_stored_ones() -> None:
         "CODE_VERSION": "v",
         "EXECUTION_TIMEOUT": "to",
         "PAYLOAD_OBJECTS": "po",
+        "CLIENT_TOKEN": "ck",
         "EVENT_TYPE": "t",
         "EVENT_STAMP": "s",
         "EVENT_OPERATION": "o",
