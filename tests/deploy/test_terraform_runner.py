@@ -24,6 +24,7 @@ def test_the_provider_override_points_every_service_at_the_backend() -> None:
         "sts",
         "kms",
         "ec2",
+        "ssm",
     ):
         assert service in ENDPOINT_SERVICES
         assert f'{service} = "http://127.0.0.1:5123"' in " ".join(text.split())

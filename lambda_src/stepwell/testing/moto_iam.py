@@ -69,7 +69,7 @@ _S3_ACTIONS = {
     "CompleteMultipartUpload": "PutObject",
     "ListObjectVersions": "ListBucketVersions",
 }
-_JSON_SERVICES = ("dynamodb", "events", "lambda", "scheduler", "logs", "kms", "sqs")
+_JSON_SERVICES = ("dynamodb", "events", "lambda", "scheduler", "logs", "kms", "sqs", "ssm")
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,17 @@ def _logs_checks(action: str, body: dict[str, Any], region: str, account: str) -
     return [Check(f"logs:{action}", f"{resource}:log-stream:{stream}" if stream else f"{resource}:*")]
 
 
+def _ssm_checks(action: str, body: dict[str, Any], region: str, account: str) -> list[Check]:
+    # A parameter's ARN holds its name without the leading '/' of a path name.
+    names = [body["Name"]] if isinstance(body.get("Name"), str) else body.get("Names") or []
+    if not names:
+        return [Check(f"ssm:{action}", "*")]
+    return [
+        Check(f"ssm:{action}", f"arn:aws:ssm:{region}:{account}:parameter/{str(name).lstrip('/')}")
+        for name in names
+    ]
+
+
 def _s3_checks(handler: Any, action: str, resource: str) -> list[Check]:
     action = _S3_ACTIONS.get(action, action)
     context: dict[str, str] = {}
@@ -316,6 +327,8 @@ def request_checks(
         return _logs_checks(action, _json_body(handler), region, account)
     if service == "s3":
         return _s3_checks(handler, action, resource)
+    if service == "ssm":
+        return _ssm_checks(action, _json_body(handler), region, account)
     return [Check(f"{service}:{action}", resource)]
 
 

@@ -75,6 +75,7 @@ ENDPOINT_SERVICES = (
     "ec2",
     "cloudwatch",
     "sns",
+    "ssm",
 )
 _PROVIDER_BLOCK = re.compile(r'^\s*provider\s+"aws"\s*\{', re.MULTILINE)
 _BACKEND_BLOCK = re.compile(r'^\s*(backend\s+"[^"]*"|cloud)\s*\{', re.MULTILINE)
