@@ -540,7 +540,7 @@ run "api_submodule_environment" {
         greeter       = ["InvokeUrl-function-greeter-b0330d52", "arn:aws:iam::123456789012:role/durable-function", "lambda:InvokeFunctionUrl", "AWS_IAM"]
         "orders.ship" = ["InvokeUrl-function-orders_ship-b8b963ca", "arn:aws:iam::123456789012:role/durable-function", "lambda:InvokeFunctionUrl", "AWS_IAM"]
       } &&
-      data.aws_lambda_function.durable["greeter"].qualifier == "7" && data.aws_lambda_function.durable["orders.ship"].qualifier == null
+      data.aws_lambda_function.durable["greeter"].qualifier == "7" && data.aws_lambda_function.durable["orders.ship"].qualifier == "$LATEST"
     )
     error_message = "The URL's resource policy lets each durable function's role through (signed requests); its role is read for the qualifier it runs."
   }
