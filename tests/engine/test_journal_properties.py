@@ -41,7 +41,8 @@ from stepwell.core.journal import TERMINAL_STATUSES, Journal, decode_body, encod
 from stepwell.core.registry import Registry
 from stepwell.core.service import StoreServiceClient
 from stepwell.errors import CallbackNotFound, SequenceConflict, StaleCheckpointToken
-from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
+from stepwell.memory.payloads import MemoryPayloadStore
+from stepwell.memory.store import MemoryExecutionStore
 from stepwell.model import Batch, ExecutionRecord, ExecutionStatus, ExternalInput, HandOff, InputKind
 from stepwell.testing.local import LocalQueue
 from test_journal_and_service import CALLBACK, FAIL, START, STEP, SUCCEED, WAIT, update

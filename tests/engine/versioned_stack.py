@@ -17,7 +17,8 @@ from stepwell.core.engine import Engine
 from stepwell.core.registry import Registry
 from stepwell.core.versions import PRUNE_GRACE_SECONDS
 from stepwell.errors import ForwardFailed
-from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
+from stepwell.memory.payloads import MemoryPayloadStore
+from stepwell.memory.store import MemoryExecutionStore
 from stepwell.model import ExecutionRecord, FunctionVersion
 from stepwell.testing.local import LocalQueue
 from stepwell.wiring.entry import EntryRuntime

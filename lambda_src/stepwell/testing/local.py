@@ -44,7 +44,8 @@ from stepwell.core.status_events import MemoryStatusEvents
 from stepwell.core.worker import Worker, parse_invoke_message
 from stepwell.errors import ForwardFailed, InvalidArgument, VersionNotFound
 from stepwell.limits import PayloadLimits
-from stepwell.memory.store import MemoryExecutionStore, MemoryPayloadStore
+from stepwell.memory.payloads import MemoryPayloadStore
+from stepwell.memory.store import MemoryExecutionStore
 from stepwell.model import (
     ExecutionRecord,
     ExecutionStatus,
