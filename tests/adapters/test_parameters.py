@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from stepwell.aws.clients import AwsClients
-from stepwell.aws.parameters import read_durable_functions, ssm_client
+from stepwell.aws.parameters import read_durable_functions
 from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.remote_functions import RemoteFunction
 from stepwell.wiring.build import with_durable_functions_parameter
@@ -43,7 +43,7 @@ def ssm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
-        yield ssm_client(AwsClients(region=REGION))
+        yield AwsClients(region=REGION).ssm
 
 
 def _put(ssm: Any, value: str, **extra: Any) -> None:

@@ -217,6 +217,11 @@ class AwsClients:
         return client
 
     @property
+    def ssm(self) -> Any:
+        """SSM, for the durable functions' parameter read at cold start (stepwell.aws.parameters)."""
+        return self._client("ssm")
+
+    @property
     def lambda_wake(self) -> LambdaClient:
         """Lambda for the asynchronous invokes that wake executions (stepwell.aws.direct_wake): one attempt,
         since a refused wake-up goes to the work queue at once, which retries it."""

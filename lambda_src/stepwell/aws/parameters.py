@@ -9,13 +9,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from stepwell.aws.clients import AwsClients, error_code
+from stepwell.aws.clients import error_code
 from stepwell.config import ConfigError, DurableFunctionsDocument, parse_durable_functions_parameter
-
-
-def ssm_client(clients: AwsClients) -> Any:
-    """The deployment's SSM client (its region and endpoint), read once per cold start."""
-    return clients._client("ssm")
 
 
 def read_durable_functions(ssm: Any, parameter: str) -> DurableFunctionsDocument:

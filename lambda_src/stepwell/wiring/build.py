@@ -11,7 +11,7 @@ from stepwell.aws.direct_wake import DirectWakeQueue
 from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
 from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.aws.lambda_versions import LambdaFunctionVersions
-from stepwell.aws.parameters import read_durable_functions, ssm_client
+from stepwell.aws.parameters import read_durable_functions
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.aws.status_events import EventBridgeStatusEvents
 from stepwell.aws.timers import WakeScheduler
@@ -53,7 +53,7 @@ def with_durable_functions_parameter(
     parameter = environ.get(DURABLE_FUNCTIONS_PARAMETER_ENV, "")
     if not parameter:
         return config, ()
-    document = read_durable_functions(ssm_client(clients), parameter)
+    document = read_durable_functions(clients.ssm, parameter)
     return config.with_durable_functions(document.registrations, f"SSM parameter {parameter}"), document.roles
 
 

@@ -21,7 +21,7 @@ from stepwell.core.remote_functions import decode_token
 from stepwell.errors import StaleCheckpointToken
 from stepwell.features.lambda_api.context import ApiContext
 from stepwell.features.lambda_api.errors import ApiError, invalid
-from stepwell.features.lambda_api.wire import Request, Response
+from stepwell.features.lambda_api.wire import Request, Response, client_token
 from stepwell.limits import PayloadOverLimit
 from stepwell.model import ExecutionId
 
@@ -34,7 +34,6 @@ _REMOTE_ARN = re.compile(
     r"function:(?P<function>[A-Za-z0-9_.-]{1,64}):\$LATEST/durable-execution/[A-Za-z0-9_-]{1,64}/"
     r"(?P<id>[A-Za-z0-9][A-Za-z0-9_.:@+=,-]{0,127})"
 )
-_CLIENT_TOKEN = re.compile(r"[\x21-\x7e]{1,64}")
 # The model's OperationUpdate members and their types (an object's members likewise), checked before the
 # SDK's from_dict builds it: a wrong type is the caller's error, never the engine's.
 _UPDATE_FIELDS: dict[str, Any] = {
@@ -109,14 +108,10 @@ def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Res
         )
     token = _token(body.get("CheckpointToken"))
     execution_id = execution_of(api, params["execution"], token)
-    client_token = body.get("ClientToken")
-    if client_token is not None and (
-        not isinstance(client_token, str) or not _CLIENT_TOKEN.fullmatch(client_token)
-    ):
-        raise invalid("ClientToken must be 1 to 64 printable ASCII characters")
+    token_of_retry = client_token(body)
     updates = _updates(body.get("Updates"))
     try:
-        answer = RemoteCheckpoints(api.engine).checkpoint(execution_id, token, updates, client_token)
+        answer = RemoteCheckpoints(api.engine).checkpoint(execution_id, token, updates, token_of_retry)
     except (StaleCheckpointToken, PayloadOverLimit) as refused:
         raise invalid(str(refused)) from None
     except ValueError as error:  # an update the journal's rules refuse (an action its type has not)

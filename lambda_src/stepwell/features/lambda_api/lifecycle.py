@@ -9,15 +9,12 @@ ended execution, a delete of one that has not ended) is ResourceConflictExceptio
 
 from __future__ import annotations
 
-import re
-
 from stepwell.errors import ExecutionStateConflict
 from stepwell.features.lambda_api.context import ApiContext
 from stepwell.features.lambda_api.errors import ApiError, invalid
-from stepwell.features.lambda_api.wire import Request, Response
+from stepwell.features.lambda_api.wire import Request, Response, client_token
 
 MAX_REASON_LENGTH = 1024
-_CLIENT_TOKEN = re.compile(r"[\x21-\x7e]{1,64}")
 
 
 def _read(api: ApiContext, request: Request, params: dict[str, str], with_timeout: bool) -> str:
@@ -29,9 +26,7 @@ def _read(api: ApiContext, request: Request, params: dict[str, str], with_timeou
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise invalid(f"unknown request fields {unknown}; allowed: {sorted(allowed)}")
-    token = body.get("ClientToken")
-    if token is not None and not (isinstance(token, str) and _CLIENT_TOKEN.fullmatch(token)):
-        raise invalid("ClientToken must be 1 to 64 printable ASCII characters without spaces")
+    client_token(body)  # checked as the model bounds it; a repeated call changes nothing anyway
     reason = body.get("Reason")
     if reason is not None and not (isinstance(reason, str) and len(reason) <= MAX_REASON_LENGTH):
         raise invalid(f"Reason must be a string of at most {MAX_REASON_LENGTH} characters")

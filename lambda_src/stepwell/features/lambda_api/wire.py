@@ -13,6 +13,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +29,8 @@ MAX_PATH_LENGTH = 4096
 MAX_QUERY_LENGTH = 8192
 MAX_HEADER_LENGTH = 8192
 MAX_QUERY_VALUES = 32
+# The model's idempotency tokens (ClientToken): printable ASCII without spaces, 1 to 64 characters.
+_CLIENT_TOKEN = re.compile(r"[\x21-\x7e]{1,64}")
 _HTTP_METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
 
 
@@ -231,3 +234,11 @@ def _wire_values(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("a non-finite number in an answer")
     return value
+
+
+def client_token(body: Mapping[str, Any]) -> str | None:
+    """A request body's ClientToken, if it has one; InvalidParameterValueException when it is no token."""
+    token = body.get("ClientToken")
+    if token is not None and not (isinstance(token, str) and _CLIENT_TOKEN.fullmatch(token)):
+        raise invalid("ClientToken must be 1 to 64 printable ASCII characters without spaces")
+    return token
