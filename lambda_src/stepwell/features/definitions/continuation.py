@@ -19,7 +19,6 @@ import contextlib
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from stepwell.errors import ExecutionAlreadyExists, ExecutionNotFound
 from stepwell.features.definitions.model import DefinitionError
 from stepwell.features.definitions.store import ContextRecord
-from stepwell.model import ExecutionStatus, InvokeMessage, OutcomeAction, make_execution_id
+from stepwell.model import ExecutionStatus, InvokeMessage, make_execution_id
 
 if TYPE_CHECKING:
     from stepwell.features.definitions.runtime import DefinitionsRuntime
@@ -161,7 +160,8 @@ def hand_off(
     with `payload` as its input and point the context at it; the new execution's id. Idempotent: a retry
     after a crash anywhere in here finds what the first attempt did and finishes it."""
     from stepwell.core.run import Known
-    from stepwell.core.worker import InvocationContext, Worker
+    from stepwell.core.worker import Worker
+    from stepwell.features.definitions.inline_runs import run_here_or_wake
 
     engine = runtime.engine
     if engine is None:
@@ -201,14 +201,7 @@ def hand_off(
         _stop(runtime, new_id, f"execution {old_id!r} ended during its hand-off")
         return new_id
     if inline:
-        invocation = InvocationContext(uuid.uuid4().hex, time_left=time_left) if time_left else None
-        try:
-            outcome = Worker(engine).run(new_id, invocation, known=Known())
-        except Exception as error:  # the type only (a message may quote data)
-            logger.warning("inline run of continuation %s failed (%s)", new_id, type(error).__name__)
-            outcome = None
-        if outcome is None or outcome.action in (OutcomeAction.BUSY, OutcomeAction.FORWARD):
-            engine.queue.enqueue(InvokeMessage(new_id).to_body())  # its message runs it
+        run_here_or_wake(Worker(engine), new_id, time_left=time_left, known=Known())
     return new_id
 
 

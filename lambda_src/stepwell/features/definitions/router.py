@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stepwell.core.engine import Engine
-from stepwell.core.worker import InvocationContext, Known, Worker
+from stepwell.core.worker import Known, Worker
 from stepwell.errors import CallbackNotFound, ExecutionAlreadyEnded, ExecutionAlreadyExists, InvalidArgument
 from stepwell.features.definitions.actions import (
     CHAIN_ID,
@@ -72,6 +72,7 @@ from stepwell.features.definitions.extractors import (
     normalize_event,
     register_extractor,
 )
+from stepwell.features.definitions.inline_runs import run_here_or_wake
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.features.definitions.model import Definition, DefinitionError
 from stepwell.features.definitions.runtime import DefinitionsRuntime
@@ -86,7 +87,6 @@ from stepwell.model import (
     ExecutionRecord,
     ExternalInput,
     InvokeMessage,
-    OutcomeAction,
     lone_surrogate_at,
     make_execution_id,
 )
@@ -681,15 +681,7 @@ class Router:
         if that cannot be sent either, the event fails and its redelivery wakes it again."""
         assert self._worker is not None
         # The run's actions see the event's invocation's time left (an HTTP request must end within it).
-        time_left = self._time_left
-        invocation = InvocationContext(uuid.uuid4().hex, time_left=time_left) if time_left else None
-        try:
-            outcome = self._worker.run(execution_id, invocation, known=known)
-        except Exception as error:  # the type only: a message may quote the execution's data
-            logger.warning("run of %s failed (%s): a message wakes it", execution_id, type(error).__name__)
-            outcome = None
-        if outcome is None or outcome.action in (OutcomeAction.BUSY, OutcomeAction.FORWARD):
-            self.engine.queue.enqueue(InvokeMessage(execution_id).to_body())
+        run_here_or_wake(self._worker, execution_id, time_left=self._time_left, known=known)
 
 
 # The extractors' and the event sources' names are here too: callers (and the examples) import them from
