@@ -278,6 +278,9 @@ class ExecutionRecord:
     pause: PauseState | None = None
     resumed: ResumeRequest | None = None
     paused_seconds: float = 0.0
+    # Its X-Ray tracing header (stepwell.core.tracing), made at its start and handed to every invocation;
+    # None for an execution created before traces.
+    trace_header: str | None = None
 
 
 @dataclass(frozen=True)

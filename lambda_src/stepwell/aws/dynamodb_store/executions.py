@@ -180,6 +180,8 @@ class DynamoDbExecutions(DynamoDbTables):
             item["ra"] = _resume_item(record.resumed)
         if record.paused_seconds:
             item["pd"] = _n(record.paused_seconds)
+        if record.trace_header is not None:
+            item["tr"] = _s(record.trace_header)
         return item
 
     def _record(self, item: Item) -> ExecutionRecord:
@@ -211,6 +213,7 @@ class DynamoDbExecutions(DynamoDbTables):
             pause=_pause(item),
             resumed=_resumed(item),
             paused_seconds=_num(item, "pd") or 0.0,
+            trace_header=_str(item, "tr"),
         )
 
     def _execution_ttl(self, ended_at: float) -> int:
