@@ -38,6 +38,7 @@ from stepwell.core.registry import (
     validate_workflow_name,
 )
 from stepwell.core.status_events import NoStatusEvents, iso_timestamp, status_change_detail
+from stepwell.core.tracing import execution_trace_header, parse_trace_header
 from stepwell.errors import (
     ExecutionAlreadyEnded,
     ExecutionAlreadyExists,
@@ -185,10 +186,18 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         *,
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        trace_header: str | None = None,
     ) -> str:
-        """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`."""
+        """Start workflow `name` with a JSON-serializable input; idempotent on `execution_name`.
+        `trace_header`: the caller's X-Ray tracing header, the execution's trace (stepwell.core.tracing)."""
         return self.start_execution_json(
-            name, _input_json(name, input), execution_name, domain, subject_id=subject_id, tags=tags
+            name,
+            _input_json(name, input),
+            execution_name,
+            domain,
+            subject_id=subject_id,
+            tags=tags,
+            trace_header=trace_header,
         )
 
     def start_execution_to_run(
@@ -199,6 +208,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         domain: str = "default",
         *,
         subject_id: str | None = None,
+        trace_header: str | None = None,
     ) -> tuple[ExecutionRecord, bool]:
         """start_execution for a caller in the worker that runs the execution itself at once (Worker.run
         with worker.Known(record, fresh=created)): no message is sent. The record as stored, and whether
@@ -212,6 +222,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             subject_id=subject_id,
             tags=None,
             wake=False,
+            trace_header=trace_header,
         )
 
     def start_execution_json(
@@ -223,6 +234,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         *,
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        trace_header: str | None = None,
     ) -> str:
         """Start workflow `name` with its input as JSON text; idempotent on `execution_name` (the first
         start's tags stay: a repeat with other tags returns the same execution, as AWS)."""
@@ -234,6 +246,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             subject_id=subject_id,
             tags=tags,
             wake=True,
+            trace_header=trace_header,
         )
         return record.execution_id
 
@@ -247,6 +260,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         subject_id: str | None,
         tags: Mapping[str, str] | None,
         wake: bool,
+        trace_header: str | None = None,
     ) -> tuple[ExecutionRecord, bool]:
         validate_workflow_name(name)
         self._check_registered(name)
@@ -256,6 +270,8 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         if subject_id is not None:
             _check_key_part("subject id", subject_id)
         checked_tags = check_tags(tags)
+        if trace_header is not None:
+            parse_trace_header(trace_header)  # a bad header refuses the start, naming the format
         if name not in INPUT_BOUNDED_ELSEWHERE:
             # Before anything is read or written: a refused start leaves no trace.
             self.limits.execution_input.check(f"the input of workflow {name!r}", input_payload)
@@ -265,6 +281,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             input_payload,
             tags=checked_tags,
             wake=wake,
+            trace_header=trace_header,
         )
 
     def _check_registered(self, name: str) -> None:
@@ -284,6 +301,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         parent_operation_id: str | None = None,
         tags: dict[str, str] | None = None,
         wake: bool = True,
+        trace_header: str | None = None,
     ) -> tuple[ExecutionRecord, bool]:
         """Create the execution (a child of `parent`'s chained invoke: pinned to the parent's version) and
         enqueue its first run (unless not `wake`); the same id again is the same start only with the same
@@ -316,6 +334,8 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             tags=tags or {},
             flow=flow,
             callback_key=new_callback_key(),
+            # A chained invoke's child inherits its parent's trace (AWS's ChainedInvokeOptions).
+            trace_header=execution_trace_header(trace_header if parent is None else parent.trace_header, now),
         )
         if self.store.create_execution(record):
             if input_is_ref:
@@ -666,6 +686,8 @@ class Engine(ExecutionLifecycle, ExternalInputs):
         if record.code_version is not None:
             description["Version"] = record.code_version
         description["Tags"] = dict(record.tags)
+        if record.trace_header is not None:
+            description["TraceHeader"] = record.trace_header
         description.update(self.pause_description(record))
         return description
 

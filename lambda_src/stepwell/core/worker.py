@@ -44,6 +44,7 @@ from stepwell.core.remote_runs import RemoteInvocationEnded, RemoteRuns, keeps_l
 from stepwell.core.run import Invocation, Known, Run
 from stepwell.core.service import StoreServiceClient
 from stepwell.core.status_events import iso_timestamp
+from stepwell.core.tracing import trace_environment
 from stepwell.core.versions import explain_replay_mismatch
 from stepwell.errors import (
     InvalidArgument,
@@ -97,8 +98,12 @@ class InvocationContext:
         request_id: str,
         remaining_millis: int = 900_000,
         time_left: Callable[[], float] | None = None,
+        *,
+        trace_header: str | None = None,
     ) -> None:
         self.aws_request_id = request_id
+        # The execution's X-Ray tracing header (stepwell.core.tracing), also in _X_AMZN_TRACE_ID.
+        self.trace_header = trace_header
         self.log_group_name: str | None = None
         self.log_stream_name: str | None = None
         self.function_name: str | None = "stepwell-worker"
@@ -540,9 +545,14 @@ class Worker:
         timer = time.monotonic()
         try:
             # In Lambda its request id names the invocation in the log lines; elsewhere the engine's.
-            with log_context(invocation_id=invocation.request_id, keep_invocation=True):
+            with (
+                log_context(invocation_id=invocation.request_id, keep_invocation=True),
+                trace_environment(record.trace_header),
+            ):
                 output = handler(
-                    invocation_input, run.lambda_context or InvocationContext(invocation.request_id)
+                    invocation_input,
+                    run.lambda_context
+                    or InvocationContext(invocation.request_id, trace_header=record.trace_header),
                 )
         except BaseException as crash:
             if isinstance(crash, KeyboardInterrupt):
