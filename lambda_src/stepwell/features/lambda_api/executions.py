@@ -59,6 +59,8 @@ def get_execution(api: ApiContext, request: Request, params: dict[str, str]) -> 
         answer["PauseDetails"] = pause_details(pause, include)
     if described.get("ExpectedExecutionTimeoutTimestamp") is not None:
         answer["ExpectedExecutionTimeoutTimestamp"] = described["ExpectedExecutionTimeoutTimestamp"]
+    if described.get("TraceHeader") is not None:
+        answer["TraceHeader"] = {"XAmznTraceId": described["TraceHeader"]}
     return Response.json(answer)
 
 

@@ -22,6 +22,7 @@ import json
 import re
 from typing import Any
 
+from stepwell.core.tracing import caller_trace_header
 from stepwell.errors import VersionNotFound
 from stepwell.features.definitions.interpreter import INTERPRETER_NAME
 from stepwell.features.lambda_api.arns import LATEST, LATEST_PUBLISHED, FunctionRef
@@ -63,17 +64,29 @@ def invoke(api: ApiContext, request: Request, params: dict[str, str]) -> Respons
         shown = api.arns.function_arn(function.name, function.qualifier)
         api.scope.check(tenant or DEFAULT_TENANT, "Invoke", f"{shown} (TenantId {tenant or DEFAULT_TENANT})")
     payload = _payload(request)
+    # The caller's trace, as Lambda takes X-Amzn-Trace-Id: a malformed or over-long one starts a fresh trace.
+    trace = caller_trace_header(request.headers.get("x-amzn-trace-id"))
     version = _start_version(api, function)
     if invocation_type == "DryRun":
         api.engine.limits.execution_input.check(f"the input of workflow {function.name!r}", payload)
         return Response(204)
     if version is None:
         execution_id = api.engine.start_execution_json(
-            function.name, payload, execution_name=name, domain=tenant or DEFAULT_TENANT
+            function.name,
+            payload,
+            execution_name=name,
+            domain=tenant or DEFAULT_TENANT,
+            trace_header=trace,
         )
     else:
         execution_id = _start_pinned(
-            api, function.name, payload, name=name, tenant=tenant or DEFAULT_TENANT, version=version
+            api,
+            function.name,
+            payload,
+            name=name,
+            tenant=tenant or DEFAULT_TENANT,
+            version=version,
+            trace=trace,
         )
     arn = api.arns.execution_arn(execution_id)
     if invocation_type == "Event":
@@ -117,7 +130,14 @@ def _start_version(api: ApiContext, function: FunctionRef) -> str | None:
 
 
 def _start_pinned(
-    api: ApiContext, workflow: str, payload: str, *, name: str | None, tenant: str, version: str
+    api: ApiContext,
+    workflow: str,
+    payload: str,
+    *,
+    name: str | None,
+    tenant: str,
+    version: str,
+    trace: str | None = None,
 ) -> str:
     """Start the execution pinned to the published worker `version` before its first run, which the
     live worker then forwards to that version (as it does an execution pinned by its own first run).
@@ -129,7 +149,7 @@ def _start_pinned(
     version has, is left as it is."""
     engine = api.engine
     record, created = engine.start_execution_to_run(
-        workflow, json.loads(payload), execution_name=name, domain=tenant
+        workflow, json.loads(payload), execution_name=name, domain=tenant, trace_header=trace
     )
     execution_id = record.execution_id
     if created:
