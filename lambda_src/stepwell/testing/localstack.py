@@ -8,6 +8,8 @@ API (everything else here is internal):
     handle = start_localstack()             # the same, without a with-block
     handle.endpoint; handle.log_path; handle.lambda_log_dir; handle.rss_bytes(); handle.stop()
 
+    set_function_environment(endpoint, "fn", {"VAR": "value"})   # over fn's Lambda environment
+
     LocalStackUnavailable                    # raised when LocalStack cannot be set up or started;
                                              # the message says why and where the log is
 
@@ -20,7 +22,10 @@ done), then LocalStack's runtime is started from `.cache/localstack/venv` with:
 - DynamoDB Local in memory;
 - LAMBDA_RUNTIME_EXECUTOR=stepwell-local (plugins/localstack): Python functions run in local
   processes under `.cache/localstack/lambda-python` (Python 3.13 with only boto3, like AWS's
-  python3.13 runtime), with AWS_ENDPOINT_URL pointing at this LocalStack;
+  python3.13 runtime), Node.js ones (nodejs18.x/20.x/22.x) on the `node` on PATH with the
+  harness's node_bootstrap.mjs (as on moto), with AWS_ENDPOINT_URL pointing at this LocalStack;
+  `set_function_environment()` puts variables over a function's environment (as
+  LambdaRuntime.function_environment does on moto);
 - its own filesystem root under `.cache/localstack/runs/`, removed on stop, and its log at
   `.cache/localstack/logs/localstack-<port>.log`, each Lambda execution environment's output
   in `.cache/localstack/logs/lambda-<port>/` (kept after stop; the newest ten runs are retained).
@@ -45,6 +50,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ENDPOINT_ENV = "LOCALSTACK_ENDPOINT"
 EXECUTOR_NAME = "stepwell-local"
@@ -55,6 +61,12 @@ DEFAULT_READY_TIMEOUT_SECONDS = 120.0
 STOP_GRACE_SECONDS = 2.0
 KEPT_LOGS = 10
 READY_POLL_SECONDS = 0.2
+
+
+NODE_BOOTSTRAP = Path(__file__).resolve().parent / "lambda_runtime" / "node_bootstrap.mjs"
+# The plugin's executor puts the variables this JSON file holds for a function ({name: {variable: value}})
+# over its Lambda environment when an execution environment starts (set_function_environment).
+LAMBDA_ENVIRONMENT_FILE_ENV = "STEPWELL_LAMBDA_ENVIRONMENT_FILE"
 
 
 class LocalStackUnavailable(RuntimeError):
@@ -138,6 +150,7 @@ def start_localstack(
     shutil.rmtree(lambda_log_dir, ignore_errors=True)
     env = localstack_environment(port, filesystem_root)
     env["STEPWELL_LAMBDA_LOG_DIR"] = str(lambda_log_dir)
+    env[LAMBDA_ENVIRONMENT_FILE_ENV] = str(lambda_environment_file(endpoint))
     env.update(extra_env or {})
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
@@ -162,6 +175,38 @@ def start_localstack(
         handle.stop()
         raise
     return handle
+
+
+def lambda_environment_file(endpoint: str) -> Path:
+    """Where the plugin of the LocalStack this module started at ``endpoint`` reads the harness's function
+    variables (beside that run's Lambda logs)."""
+    port = urlsplit(endpoint).port
+    if port is None:
+        raise ValueError(f"{endpoint!r} names no port: not a LocalStack this module started")
+    return LOCALSTACK_HOME / "logs" / f"lambda-{port}" / "environment.json"
+
+
+def set_function_environment(endpoint: str, function_name: str, variables: dict[str, str] | None) -> None:
+    """Put ``variables`` over ``function_name``'s Lambda environment in the execution environments the
+    LocalStack at ``endpoint`` starts from now on (None: none any more), as ``LambdaRuntime``'s
+    ``function_environment`` does on moto: for what a deployed function reaches through Lambda's network
+    and cannot here (a function URL's host resolves nowhere; a front checking signatures knows only the
+    keys it handed out). Only for a LocalStack this module started; a running environment keeps its own."""
+    if os.environ.get(ENDPOINT_ENV, "").strip():
+        raise LocalStackUnavailable(
+            f"{ENDPOINT_ENV} names a LocalStack started elsewhere: its functions' environments are its own"
+        )
+    path = lambda_environment_file(endpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    overrides = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if variables is None:
+        overrides.pop(function_name, None)
+    else:
+        overrides[function_name] = {str(name): str(value) for name, value in variables.items()}
+    # Written whole and renamed, so the executor never reads half a file.
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(overrides), encoding="utf-8")
+    partial.replace(path)
 
 
 def run_setup() -> None:
@@ -200,6 +245,8 @@ def localstack_environment(port: int, filesystem_root: Path) -> dict[str, str]:
             "DYNAMODB_IN_MEMORY": "1",
             "LAMBDA_RUNTIME_EXECUTOR": EXECUTOR_NAME,
             "STEPWELL_LAMBDA_PYTHON": str(LOCALSTACK_HOME / "lambda-python" / "bin" / "python"),
+            # Node.js functions run on the bootstrap the moto stack's runtime runs them on.
+            "STEPWELL_NODE_BOOTSTRAP": str(NODE_BOOTSTRAP),
         }
     )
     return env

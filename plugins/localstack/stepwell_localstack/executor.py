@@ -10,8 +10,10 @@ destinations behave as they do with Docker.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -45,6 +47,16 @@ LAMBDA_LOG_DIR_ENV = "STEPWELL_LAMBDA_LOG_DIR"
 # that far ahead of the host's clock (worker.py reads it before each invocation), so a wake-up the
 # harness fast-forwarded is due for the engine too.
 CLOCK_OFFSET_FILE_ENV = "STEPWELL_CLOCK_OFFSET_FILE"
+# Node.js functions: the node to run them on (default: the one on PATH) and the test harness's bootstrap
+# for it (stepwell.testing.lambda_runtime's node_bootstrap.mjs, which the moto stack runs too).
+LAMBDA_NODE_ENV = "STEPWELL_LAMBDA_NODE"
+NODE_BOOTSTRAP_ENV = "STEPWELL_NODE_BOOTSTRAP"
+NODE_RUNTIMES = ("nodejs18.x", "nodejs20.x", "nodejs22.x")
+# A JSON file {function name: {variable: value}} the harness may write: variables put over a function's
+# Lambda environment when an execution environment starts (what LambdaRuntime.function_environment does on
+# moto), for what a deployed function reaches through Lambda's network and cannot here: a function URL's
+# host name resolves nowhere, and a front checking signatures knows only the keys it handed out.
+ENVIRONMENT_OVERRIDES_ENV = "STEPWELL_LAMBDA_ENVIRONMENT_FILE"
 # Host variables a handler may see besides its Lambda environment (the rest of the host's,
 # and LocalStack's own settings, stay out, as they would on AWS).
 PASSED_HOST_VARIABLES = (
@@ -64,6 +76,22 @@ def lambda_python() -> str:
     return os.environ.get(LAMBDA_PYTHON_ENV) or sys.executable
 
 
+def lambda_node() -> str | None:
+    return os.environ.get(LAMBDA_NODE_ENV) or shutil.which("node")
+
+
+def environment_overrides(function_name: str) -> dict[str, str]:
+    """The harness's variables for this function (none when no file is configured or it names none)."""
+    path = os.environ.get(ENVIRONMENT_OVERRIDES_ENV)
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as overrides_file:
+        overrides = json.load(overrides_file).get(function_name, {})
+    if not isinstance(overrides, dict):
+        raise LambdaRuntimeException(f"{path}: the variables of {function_name!r} are not an object")
+    return {str(name): str(value) for name, value in overrides.items()}
+
+
 def gateway_host() -> str:
     host = config.GATEWAY_LISTEN[0].host
     # A wildcard bind is not an address a client can dial.
@@ -71,7 +99,7 @@ def gateway_host() -> str:
 
 
 class LocalProcessRuntimeExecutor(RuntimeExecutor):
-    """Runs a Python function's unzipped code in a local process instead of a container."""
+    """Runs a Python or Node.js function's unzipped code in a local process instead of a container."""
 
     def __init__(self, id: str, function_version: FunctionVersion) -> None:
         super().__init__(id=id, function_version=function_version)
@@ -114,9 +142,17 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
                 "stepwell-local executor: only Zip packages"
             )
         runtime = str(function_config.runtime or "")
-        if not runtime.startswith("python3"):
+        if runtime in NODE_RUNTIMES:
+            bootstrap = os.environ.get(NODE_BOOTSTRAP_ENV, "")
+            if lambda_node() is None or not os.path.isfile(bootstrap):
+                raise LambdaRuntimeException(
+                    f"runtime {runtime!r} needs node (on PATH or {LAMBDA_NODE_ENV}) and the harness's "
+                    f"node_bootstrap.mjs ({NODE_BOOTSTRAP_ENV}={bootstrap!r})"
+                )
+        elif not runtime.startswith("python3"):
             raise LambdaRuntimeException(
-                f"runtime {runtime!r} is not supported by the stepwell-local executor: only python3.x"
+                f"runtime {runtime!r} is not supported by the stepwell-local executor: only python3.x "
+                f"and {', '.join(NODE_RUNTIMES)}"
             )
         return code
 
@@ -127,6 +163,10 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
         handler_env = {name: os.environ[name] for name in PASSED_HOST_VARIABLES if name in os.environ}
         # LocalStack hands over some values as ints; a process environment takes only strings.
         handler_env.update({name: str(value) for name, value in env_vars.items()})
+        runtime = str(self.function_version.config.runtime or "")
+        # LocalStack leaves it to the runtime in its container, which names itself (AWS_Lambda_nodejs20.x).
+        handler_env["AWS_EXECUTION_ENV"] = f"AWS_Lambda_{runtime}"
+        handler_env.update(environment_overrides(self.function_version.id.function_name))
         handler_env["LAMBDA_TASK_ROOT"] = code_dir
         handler_env["PYTHONUNBUFFERED"] = "1"
         handler_env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -148,6 +188,8 @@ class LocalProcessRuntimeExecutor(RuntimeExecutor):
             "--function-log",
             str(self.function_log),
         ]
+        if runtime in NODE_RUNTIMES:
+            command += ["--node", str(lambda_node()), "--node-bootstrap", os.environ[NODE_BOOTSTRAP_ENV]]
         LOG.debug("Starting local runtime for %s: %s", self.function_version.qualified_arn, command)
         with self.runtime_log.open("ab") as runtime_log:
             self.process = subprocess.Popen(

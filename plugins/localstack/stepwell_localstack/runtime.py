@@ -3,14 +3,16 @@
 Run by the executor in the Lambda interpreter, standard library only:
 
     python runtime.py --runtime-endpoint URL --runtime-id ID --worker worker.py \
-        --code-dir DIR --handler mod.func --timeout SECONDS --function-log FILE
+        --code-dir DIR --handler mod.func --timeout SECONDS --function-log FILE \
+        [--node NODE --node-bootstrap node_bootstrap.mjs]
 
 It binds a free port on 127.0.0.1 and prints `port N` as its first stdout line, reports
 ready to LocalStack, and then serves `POST /invoke` (LocalStack's invoke payload). Each
 invocation runs in a long-lived worker process (`worker.py`, which imports the handler
-once, like a warm Lambda); this process enforces the function's timeout by killing the
-worker, and posts the invocation's logs and then its result or error back to LocalStack.
-Both processes exit when their parent goes away, so nothing outlives LocalStack.
+once, like a warm Lambda; a Node.js function's is `node_worker.py`'s); this process
+enforces the function's timeout by killing the worker, and posts the invocation's logs
+and then its result or error back to LocalStack. Both processes exit when their parent goes
+away, so nothing outlives LocalStack.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import urllib.request
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from node_worker import NodeWorker  # beside this script, which runs as one
 
 PARENT_POLL_SECONDS = 0.5
 # AWS gives a function's init phase 10 s of its own before the invocation's timeout starts.
@@ -113,11 +117,24 @@ class Worker:
         return 0
 
 
+def new_worker(args: argparse.Namespace) -> Worker | NodeWorker:
+    """A Python worker (worker.py in this interpreter), or a Node.js one when the executor named node."""
+    if args.node:
+        return NodeWorker(
+            node=args.node,
+            bootstrap=args.node_bootstrap,
+            code_dir=args.code_dir,
+            handler=args.handler,
+            function_log=args.function_log,
+        )
+    return Worker(args)
+
+
 class Environment:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.timeout_seconds = float(args.timeout)
-        self.worker: Worker | None = Worker(args)
+        self.worker: Worker | NodeWorker | None = new_worker(args)
         self.invocations: queue.Queue[dict[str, Any]] = queue.Queue()
         # Each invocation's logs run from where the previous one's ended, so the first also
         # carries the init output (as on AWS) and nothing printed between invocations is lost.
@@ -155,7 +172,7 @@ class Environment:
     def call_worker(self, invocation: dict[str, Any], started: float, deadline_ms: int) -> tuple[str, bytes]:
         request_id = invocation["invoke-id"]
         if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.args)
+            self.worker = new_worker(self.args)
         worker = self.worker
         if not worker.initialized:
             try:
@@ -263,6 +280,9 @@ def main() -> None:
     parser.add_argument("--handler", required=True)
     parser.add_argument("--timeout", required=True, type=float)
     parser.add_argument("--function-log", required=True)
+    # A Node.js function: the node executable and the harness's bootstrap (node_worker.py).
+    parser.add_argument("--node", default="")
+    parser.add_argument("--node-bootstrap", default="")
     args = parser.parse_args()
 
     environment = Environment(args)
