@@ -50,6 +50,7 @@ _ENV_BY_CLIENT_KEY: dict[str, str] = {
     "scheduler_role_arn": "STEPWELL_SCHEDULER_ROLE_ARN",
     "payload_bucket": "STEPWELL_PAYLOAD_BUCKET",
     "wake_function_arn": "STEPWELL_WAKE_FUNCTION_ARN",
+    "long_wait_wakeups": "STEPWELL_LONG_WAIT_WAKEUPS",
 }
 
 # Settings that are JSON objects: client_config key -> environment variable of the worker Lambda.
@@ -118,6 +119,10 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_RUN_CPU_SECONDS = 10.0
 DEFAULT_EXPRESSION_CPU_SECONDS = 0.25
 MAX_LAMBDA_TIMEOUT_SECONDS = 900
+# How waits over SQS's 900 s delay wake (the module's long_wait_wakeups; stepwell.aws.timers): one Scheduler
+# schedule each, or due items a recurring sweep sends (stepwell.core.wake_sweep).
+LONG_WAIT_SCHEDULES = "schedules"
+LONG_WAIT_SWEEP = "sweep"
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,8 @@ class StepwellConfig:
     # asynchronously instead of with an SQS message (stepwell.aws.direct_wake). The module turns it off when
     # maximum_concurrency caps the queue's mapping, so that the cap holds for every start.
     direct_wake_ups: bool = False
+    # How the worker wakes waits over 900 s: "schedules" (one each) or "sweep" (due items, a recurring sweep).
+    long_wait_wakeups: str = LONG_WAIT_SCHEDULES
     # The alias the work queue's mapping invokes (its version is the live code) and how many of the
     # newest versions the reconciler keeps whatever runs on them.
     worker_alias: str = DEFAULT_WORKER_ALIAS
@@ -210,6 +217,11 @@ class StepwellConfig:
             _check_wake_function(self.wake_function_arn)
         elif self.direct_wake_ups:
             raise ConfigError("direct_wake_ups needs wake_function_arn, the worker alias to invoke, got ''")
+        if self.long_wait_wakeups not in (LONG_WAIT_SCHEDULES, LONG_WAIT_SWEEP):
+            raise ConfigError(
+                f"long_wait_wakeups must be {LONG_WAIT_SCHEDULES!r} or {LONG_WAIT_SWEEP!r}, "
+                f"got {self.long_wait_wakeups!r}"
+            )
         for arn in self.invoke_functions:
             try:
                 parse_function_arn(arn)
