@@ -31,6 +31,7 @@ from stepwell.client import StepwellClient
 from stepwell.config import ConfigError
 from stepwell.console import graph, timeline
 from stepwell.core.sdk_operations import internal_operations
+from stepwell.core.tracing import trace_id_of
 from stepwell.errors import ExecutionNotFound, InvalidArgument, StepwellError
 from stepwell.features.definitions.service import DefinitionsService
 from stepwell.features.definitions.validation import parse_definition
@@ -245,6 +246,7 @@ def create_app(
             "execution.html",
             execution=description,
             execution_id=execution_id,
+            trace_id=trace_id_of(description.get("TraceHeader")),
             # Which buttons: a live one is stopped, paused or resumed, an ended one deleted; the page
             # reloads when a live or deleting one's status changes.
             live=not status.is_terminal,

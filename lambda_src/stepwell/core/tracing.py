@@ -150,3 +150,14 @@ def trace_environment(header: str | None) -> Iterator[None]:
                 os.environ.pop(TRACE_ENVIRONMENT, None)
             else:
                 os.environ[TRACE_ENVIRONMENT] = current
+
+
+def trace_id_of(header: object) -> str | None:
+    """The OpenTelemetry trace id (32 hex) of a stored header, to look the trace up; None when there is
+    none (an execution from before traces) or it does not parse."""
+    if not isinstance(header, str):
+        return None
+    try:
+        return parse_trace_header(header).trace_id
+    except InvalidArgument:
+        return None
