@@ -5,7 +5,8 @@ How the cases reach the deployed worker: `write_conformance_workflows` writes a 
 one module per case (a copy of its handler) and an `__init__` that registers each case's `handler` as
 `conformance.<suite>.<id>` and its `WORKFLOWS` and `FUNCTIONS` under their own names (with a copy of
 case_registration.py, the registration the local backend uses too). The package also sends the durable
-logger's lines (records carrying `executionArn`) to the function's log with a `[conformance-log]` prefix,
+logger's lines (records carrying `executionArn`, and the printed JSON objects of log_rules.PRINTED_JSON) to
+the function's log with a `[conformance-log]` prefix,
 so `ExpectedLogs` is checked on what the deployed handler logged.
 
 How a batch of cases runs (`run_cases`): every case is started through an `ExecutionApi` (the Stepwell
@@ -71,7 +72,7 @@ class _DurableLogLines(logging.Handler):
     fields Lambda's JSON log format writes, and when."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not hasattr(record, "executionArn"):
+        if not hasattr(record, "executionArn") and not hasattr(record, "stdoutJson"):
             return
         sys.stderr.write(f"{{LOG_PREFIX}} {{LogLine.of(record).to_json()}}\\n")
         sys.stderr.flush()

@@ -32,8 +32,17 @@ from typing import Any
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
 
+# A record standing for a JSON object printed to stdout (the `plugin` suite's records) carries it here:
+# CloudWatch parses such a line as that object, with no fields of the logging record's own.
+PRINTED_JSON = "stdoutJson"
+
+
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:
-    """The JSON object Lambda's Python runtime writes for `record` in its JSON log format."""
+    """The JSON object Lambda's Python runtime writes for `record` in its JSON log format (the printed
+    object itself for a record carrying PRINTED_JSON)."""
+    printed = record.__dict__.get(PRINTED_JSON)
+    if isinstance(printed, dict):
+        return dict(printed)
     try:
         message = record.getMessage()
     except Exception:

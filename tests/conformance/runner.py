@@ -29,7 +29,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from history_model import check_history_against_model
-from log_rules import LogLine, check_logs, of_execution
+from log_rules import PRINTED_JSON, LogLine, check_logs, of_execution
 from matching import (
     EXTENSION,
     Placeholders,
@@ -243,7 +243,7 @@ class _LogCapture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         # Only records carrying an execution's ARN can pass AWS's filter; of_execution picks one's.
-        if hasattr(record, "executionArn"):
+        if hasattr(record, "executionArn") or hasattr(record, PRINTED_JSON):
             self.lines.append(LogLine.of(record))
 
 
