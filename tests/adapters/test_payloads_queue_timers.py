@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
+from stepwell.aws.dynamodb_store.due_wakeups import DynamoDbDueWakeUps, due_item_key
 from stepwell.aws.payloads import (
     RETENTION_TAG_ENDED,
     RETENTION_TAG_KEY,
@@ -18,6 +19,7 @@ from stepwell.aws.payloads import (
     reference_key,
 )
 from stepwell.aws.timers import (
+    SqsWakeBatches,
     WakeScheduler,
     at_expression,
     invoke_message,
@@ -28,6 +30,8 @@ from stepwell.aws.timers import (
 from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.config import StepwellConfig
 from stepwell.core.registry import Registry
+from stepwell.core.wake_sweep import SweepRequest, WakeSweep
+from stepwell.ports.due_wakeups import DUE_SHARDS, due_bucket, due_shard
 from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
 from stepwell.testing.scheduler import VirtualClock
 from stepwell.wiring.build import build_engine
@@ -406,3 +410,115 @@ def test_expiration_rules_read_like_s3() -> None:
     disabled = {"ID": "d", "Status": "Disabled", "Filter": {}, "Expiration": {"Days": 1}}
     abort_only = ENDED_ONLY_RULES["Rules"][1]
     assert ExpirationRule.from_api(disabled) is None and ExpirationRule.from_api(abort_only) is None
+
+
+# --- long_wait_wakeups = "sweep": due items on the executions table, sent by the sweep ---
+
+
+class MovingClock:
+    def __init__(self, now: float) -> None:
+        self.t = now
+
+    def now(self) -> float:
+        return self.t
+
+
+def _due_store(deployment: Deployment) -> DynamoDbDueWakeUps:
+    config = deployment.config
+    return DynamoDbDueWakeUps(
+        deployment.clients.dynamodb,
+        executions_table=config.executions_table,
+        operations_table=config.operations_table,
+        coordination_table=config.coordination_table,
+        subject_index=config.subject_index_name,
+    )
+
+
+def _swept_wakes(deployment: Deployment) -> tuple[WakeScheduler, DynamoDbDueWakeUps]:
+    wakes, due = _wakes(deployment), _due_store(deployment)
+    wakes.sweep_long_waits(due)
+    return wakes, due
+
+
+def _pending(due: DynamoDbDueWakeUps, *execution_ids: str) -> list[tuple[str, float]]:
+    found = []
+    for shard in {due_shard(eid) for eid in execution_ids}:
+        for bucket in range(due_bucket(NOW), due_bucket(NOW + 86400) + 1):
+            page = due.due_page(shard, bucket, until=NOW + 86400, limit=100)
+            found += [(wake.execution_id, wake.due_at) for wake in page]
+    return sorted(found)
+
+
+def test_a_long_wait_in_sweep_mode_is_a_due_item_which_the_sweep_sends_to_the_second(
+    deployment: Deployment,
+) -> None:
+    wakes, due = _swept_wakes(deployment)
+    eid = "default#orders#o-1/abc"
+    assert wakes.schedule_wake(eid, NOW + 7200.25).via == "sweep"
+    assert wakes.schedule_wake(eid, NOW + 600).via == "sqs"  # short waits stay SQS delays
+    scheduler = deployment.clients.scheduler
+    assert scheduler.list_schedules(GroupName=deployment.config.schedule_group_name)["Schedules"] == []
+    assert _pending(due, eid) == [(eid, NOW + 7200.25)]
+    # No index holds it: it carries none of their keys.
+    item = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.executions_table, Key=due_item_key(eid, NOW + 7200.25)
+    )["Item"]
+    assert set(item) == {"contextKey", "instanceId", "eid", "due"}
+
+    sent: list[dict[str, Any]] = []
+    sqs = deployment.clients.sqs
+    sqs.meta.events.register(
+        "before-parameter-build.sqs.SendMessageBatch", lambda params, **_: sent.append(params)
+    )
+    clock = MovingClock(NOW + 7200.25 - 99.5)
+    sweep = WakeSweep(
+        due, SqsWakeBatches(sqs, deployment.config.work_queue_url), wakes_queue(deployment), clock
+    )
+    report = sweep.run(SweepRequest())
+
+    assert report.sent == 1 and _pending(due, eid) == []
+    (entry,) = [entry for params in sent for entry in params["Entries"]]
+    assert entry["DelaySeconds"] == 100  # the rest of the wait in whole seconds, never early
+    assert json.loads(entry["MessageBody"]) == invoke_message(eid, NOW + 7200.25)
+    state = due.sweep_state()
+    assert state is not None and len(state.watermarks) == DUE_SHARDS
+
+
+def wakes_queue(deployment: Deployment) -> SqsWorkQueue:
+    return SqsWorkQueue(deployment.clients.sqs, deployment.config.work_queue_url)
+
+
+def test_withdraw_and_cancel_all_delete_the_due_item_by_its_key(deployment: Deployment) -> None:
+    wakes, due = _swept_wakes(deployment)
+    stopped, timed_out, other = "default#orders#o-2/a", "default#orders#o-3/b", "default#orders#o-4/c"
+    wakes.schedule_wake(stopped, NOW + 7200)
+    wakes.schedule_wake(stopped, NOW + 86400)
+    wakes.schedule_wake(timed_out, NOW + 3600)
+    wakes.schedule_wake(other, NOW + 3600)
+
+    wakes.withdraw(stopped, NOW + 7200, keep=NOW + 86400)
+    assert _pending(due, stopped) == [(stopped, NOW + 86400)]
+    # A time-out or a delete drops the wake-up the execution's last run armed (its coordination record's).
+    deployment.clients.dynamodb.put_item(
+        TableName=deployment.config.coordination_table,
+        Item={"key": {"S": "lease#" + timed_out}, "w": {"N": str(NOW + 3600)}},
+    )
+    wakes.cancel_all(timed_out)
+    assert _pending(due, timed_out, other) == [(other, NOW + 3600)]
+
+
+def test_the_sweep_state_on_dynamodb_moves_forward_only_and_leases_one_holder(deployment: Deployment) -> None:
+    due = _due_store(deployment)
+    assert due.sweep_state() is None
+    due.advance_watermark(3, 500)
+    due.advance_watermark(3, 499)  # a slower sweep's: ignored
+    assert due.take_sweep_lease(3, owner="a", now=NOW, until=NOW + 60)
+    assert not due.take_sweep_lease(3, owner="b", now=NOW + 30, until=NOW + 90)
+    assert due.take_sweep_lease(3, owner="a", now=NOW + 30, until=NOW + 90)  # renewed by its holder
+    due.release_sweep_lease(3, "b")  # not its lease: nothing happens
+    state = due.sweep_state()
+    assert state is not None and state.watermarks == {3: 500} and state.leases[3].owner == "a"
+    assert due.take_sweep_lease(3, owner="b", now=NOW + 91, until=NOW + 150)  # expired: taken over
+    due.release_sweep_lease(3, "b")
+    state = due.sweep_state()
+    assert state is not None and state.leases == {}

@@ -9,7 +9,9 @@ not finished then among the failures (handle_sqs_batch). Message bodies (docs/ar
 - {"kind": "invoke", "executionId": ..., "dueAt"?: ..., "busyRetries"?: n}: run or resume an execution.
   One arriving before its `dueAt` is re-scheduled, not run; one finding the execution busy (leased by
   another worker) is re-sent later with `busyRetries` counting up and the delay doubling.
-- {"kind": "reconcile"}: sweep flow control keys and prune old worker versions (stepwell.features.reconciler).
+- {"kind": "reconcile"}: sweep flow control keys and prune old worker versions (stepwell.features.reconciler);
+  it also sweeps due wake-ups left from a time with long_wait_wakeups = "sweep".
+- {"kind": "wake-sweep", "shard"?: k, "owner"?: ...}: send the long waits now due (stepwell.core.wake_sweep).
 - {"kind": "scheduled-start", ...}: one occurrence of a schedule starts its workflow
 (stepwell.features.schedules);
   one that cannot start anything is logged and dropped, not retried.
@@ -63,6 +65,7 @@ from stepwell.core.registry import Registry, default_registry, import_workflow_m
 from stepwell.core.remote_functions import is_remote_result
 from stepwell.core.status_events import STATUS_EVENT_SOURCE
 from stepwell.core.versions import PRUNE_GRACE_SECONDS, prune_grace_seconds
+from stepwell.core.wake_sweep import WAKE_SWEEP_KIND, SweepRequest, WakeSweep
 from stepwell.core.worker import Worker, parse_invoke_message
 from stepwell.errors import (
     CallbackNotFound,
@@ -86,6 +89,7 @@ from stepwell.wiring.events import (
     callback_result_text,
     reject_json_constant,
 )
+from stepwell.wiring.long_waits import build_wake_sweep
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -203,8 +207,11 @@ class EntryRuntime:
         event_router: Router | None = None,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
         prune_grace: float = PRUNE_GRACE_SECONDS,
+        wake_sweep: WakeSweep | None = None,
     ) -> None:
         self.engine = engine
+        # Due wake-ups of long waits (None: the deployment has no sweep, as in memory).
+        self.wake_sweep = wake_sweep
         self.worker = Worker(engine)
         self.reconciler = reconciler or Reconciler(
             engine.store,
@@ -233,7 +240,8 @@ class EntryRuntime:
         chosen = allow_deployment_targets(registry if registry is not None else default_registry, config, aws)
         engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics=metrics)
         grace = prune_grace_seconds(config.work_queue_visibility_seconds)
-        return cls(engine, keep_versions=config.keep_versions, prune_grace=grace)
+        sweep = build_wake_sweep(config, aws, engine)
+        return cls(engine, keep_versions=config.keep_versions, prune_grace=grace, wake_sweep=sweep)
 
     # --- events ---
 
@@ -530,14 +538,27 @@ class EntryRuntime:
             return self._invoke(body, context)
         if kind == "reconcile":
             report = self.reconciler.run()
+            # The catch-up of due wake-ups a deployment left when it switched back to schedules (one read
+            # when it never swept).
+            swept = self.wake_sweep.run(SweepRequest(), only_if_started=True) if self.wake_sweep else None
             return MessageResult(
                 "reconcile",
                 "ran",
                 details={
                     "sweptFlowKeys": report.swept_flow_keys,
                     "deletedVersions": report.deleted_versions,
+                    "sentWakeUps": swept.sent if swept else 0,
                 },
             )
+        if kind == WAKE_SWEEP_KIND:
+            if self.wake_sweep is None:
+                raise InvalidMessage("a wake-sweep message reached a worker without due wake-ups (no sweep)")
+            try:
+                request = SweepRequest.parse(body)
+            except ValueError as error:
+                raise InvalidMessage(str(error)) from None
+            sweep = self.wake_sweep.run(request, time_left=_time_left(context))
+            return MessageResult(WAKE_SWEEP_KIND, "ran", details=sweep.to_details())
         if kind == SCHEDULED_START:
             started = start_scheduled(self.engine, body)
             details = {"reason": started.reason} if started.reason else {}
@@ -549,7 +570,8 @@ class EntryRuntime:
         if kind is None and is_bus_envelope(body):
             return self._bus_event(body, context)
         raise InvalidMessage(
-            f"unknown message (kind {kind!r}); expected kind 'invoke', 'reconcile' or '{SCHEDULED_START}', "
+            f"unknown message (kind {kind!r}); expected kind 'invoke', 'reconcile', "
+            f"'{WAKE_SWEEP_KIND}' or '{SCHEDULED_START}', "
             "or an EventBridge event"
         )
 
