@@ -12,10 +12,14 @@ from moto import mock_aws
 from moto.dynamodb.responses import DynamoHandler
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
+from stepwell.aws.dynamodb_store.shards import IndexShards
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.memory.store import MemoryExecutionStore
 from stepwell.ports import ExecutionStore
 from stepwell.testing.mock_deployment import REGION, create_deployment
+
+# The sharded store's index shards: writers spread over 3, readers read 4, so one shard is always empty.
+SHARDED = IndexShards(write=3, read=4)
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
@@ -25,6 +29,22 @@ def execution_store(
     if request.param == "memory":
         yield MemoryExecutionStore()
         return
+    yield from _dynamodb_store(monkeypatch, IndexShards())
+
+
+@pytest.fixture(params=["memory", "dynamodb-sharded"])
+def sharded_store(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ExecutionStore]:
+    """The memory store, then the DynamoDB store with its index key values over SHARDED's shards: the
+    listings must give the same orders and pages."""
+    if request.param == "memory":
+        yield MemoryExecutionStore()
+        return
+    yield from _dynamodb_store(monkeypatch, SHARDED)
+
+
+def _dynamodb_store(monkeypatch: pytest.MonkeyPatch, shards: IndexShards) -> Iterator[ExecutionStore]:
     # Fake credentials, so nothing can reach a real account.
     for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
@@ -53,4 +73,5 @@ def execution_store(
             coordination_table=config.coordination_table,
             subject_index=config.subject_index_name,
             payloads=S3PayloadStore(clients.s3, config.payload_bucket),
+            index_shards=shards,
         )

@@ -11,8 +11,22 @@ from botocore.exceptions import ClientError, ParamValidationError
 
 from stepwell.aws.clients import error_code
 from stepwell.aws.dynamodb_store.items import _CAPACITY, Item, _flag, _item_id, _n, _num, _s, _str
+from stepwell.aws.dynamodb_store.shards import (
+    SHARD_SEPARATOR,
+    Descending,
+    Position,
+    merge_shards,
+    shard_value,
+    unsharded,
+)
 from stepwell.aws.dynamodb_store.tables import DynamoDbTables
-from stepwell.aws.page_tokens import decode_page_token, encode_page_token
+from stepwell.aws.page_tokens import (
+    InvalidPageToken,
+    decode_page_token,
+    decode_shard_token,
+    encode_page_token,
+    encode_shard_token,
+)
 from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import InvalidArgument
 from stepwell.model import (
@@ -49,13 +63,14 @@ def tag_entry_partition(domain: str, key: str, value: str) -> str:
     return f"{domain}#~tag#{key}#{value}"
 
 
-def _tag_entries(record: ExecutionRecord, ttl: int | None) -> list[Item]:
-    """The record's tag entries: their keys sort newest first, and they expire with the record."""
+def _tag_entries(record: ExecutionRecord, ttl: int | None, shard: int) -> list[Item]:
+    """The record's tag entries in its tag shard (`ts` on its item, fixed when it was created): their keys
+    sort newest first, and they expire with the record."""
     order = f"{int(record.created_at * 1000):015d}#{record.execution_id}"
     entries: list[Item] = []
     for key, value in record.tags.items():
         entry: Item = {
-            "contextKey": _s(tag_entry_partition(record.domain, key, value)),
+            "contextKey": _s(shard_value(tag_entry_partition(record.domain, key, value), shard)),
             "instanceId": _s(order),
         }
         if ttl is not None:
@@ -118,17 +133,28 @@ def _resumed(item: Item) -> ResumeRequest | None:
     return ResumeRequest(requested_at=_num(fields, "rt") or 0.0, reason=_str(fields, "rs"))
 
 
-def _status_values(statuses: frozenset[ExecutionStatus] | set[ExecutionStatus], prefix: str) -> Item:
-    """Expression values naming each of `statuses` (`:<prefix>0`, ...), in a fixed order."""
-    return {f":{prefix}{i}": _s(status.value) for i, status in enumerate(sorted(statuses))}
+def status_condition(
+    statuses: frozenset[ExecutionStatus] | set[ExecutionStatus], prefix: str
+) -> tuple[str, Item]:
+    """The condition that `#status` is one of `statuses` in any index shard (the bare value in shard 0,
+    the value and '#<shard>' in the others: shards.py), and its values (`:<prefix>0`, ...)."""
+    terms: list[str] = []
+    values: Item = {}
+    for i, status in enumerate(sorted(statuses)):
+        values[f":{prefix}{i}"] = _s(status.value)
+        values[f":{prefix}{i}s"] = _s(status.value + SHARD_SEPARATOR)
+        terms += [f"#status = :{prefix}{i}", f"begins_with(#status, :{prefix}{i}s)"]
+    return f"({' OR '.join(terms)})", values
 
 
-_LIVE = _status_values(LIVE_STATUSES, "live")
+_LIVE_CONDITION, _LIVE = status_condition(LIVE_STATUSES, "live")
 # The condition that the record is an execution that has not ended (names "#status": "status").
-_NOT_ENDED = (
-    f"attribute_exists(contextKey) AND attribute_not_exists(recordType) AND #status IN ({', '.join(_LIVE)})"
-)
-_OUTCOMES = _status_values({status for status in ExecutionStatus if status.is_outcome}, "ended")
+_NOT_ENDED = f"attribute_exists(contextKey) AND attribute_not_exists(recordType) AND {_LIVE_CONDITION}"
+# The indexes a time-ordered listing reads: index, its (sharded) partition key and its sort key.
+_TIME_INDEXES = {
+    "status": (_STATUS_INDEX, "status", "updatedAt"),
+    "workflow": (_WORKFLOW_INDEX, "workflowId", "createdAt"),
+}
 
 
 class DynamoDbExecutions(DynamoDbTables):
@@ -136,12 +162,13 @@ class DynamoDbExecutions(DynamoDbTables):
 
     def _execution_item(self, record: ExecutionRecord) -> Item:
         item: Item = self._execution_key(record.execution_id)
+        shard = self.index_shards.shard(record.execution_id)
         item.update(
             {
                 "domain": _s(record.domain),
-                "workflowId": _s(record.workflow_id),
+                "workflowId": _s(shard_value(record.workflow_id, shard)),
                 "subjectId": _s(record.subject_id),
-                "status": _s(record.status.value),
+                "status": _s(shard_value(record.status.value, shard)),
                 "createdAt": _n(record.created_at),
                 "updatedAt": _n(record.updated_at),
                 "nm": _s(record.execution_name),
@@ -167,9 +194,11 @@ class DynamoDbExecutions(DynamoDbTables):
         if record.code_version is not None:
             item["cv"] = _s(record.code_version)
             if not record.status.is_terminal:
-                item["pinnedVersion"] = _s(record.code_version)
+                item["pinnedVersion"] = _s(shard_value(record.code_version, shard))
         if record.tags:
             item["tg"] = {"M": {key: _s(value) for key, value in record.tags.items()}}
+            if shard:  # its tag entries' shard for good (the write count may change before it ends)
+                item["ts"] = _n(shard)
         if record.flow:
             item["fl"] = {"L": [{"M": _flow_limit_item(limit)} for limit in record.flow]}
         if record.callback_key is not None:
@@ -191,11 +220,11 @@ class DynamoDbExecutions(DynamoDbTables):
         return ExecutionRecord(
             execution_id=f"{context_key}/{instance_id}",
             domain=_str(item, "domain") or "",
-            workflow_id=_str(item, "workflowId") or "",
+            workflow_id=unsharded(_str(item, "workflowId") or ""),
             subject_id=_str(item, "subjectId") or "",
             instance_id=instance_id,
             execution_name=_str(item, "nm") or "",
-            status=ExecutionStatus(_str(item, "status") or ""),
+            status=ExecutionStatus(unsharded(_str(item, "status") or "")),
             created_at=_num(item, "createdAt") or 0.0,
             updated_at=_num(item, "updatedAt") or 0.0,
             input_payload=_str(item, "in"),
@@ -231,7 +260,8 @@ class DynamoDbExecutions(DynamoDbTables):
         if record.tags:
             # The record and its tag entries in one transaction: none is ever written without the others.
             ttl = int(record.ended_at) + self.retention_seconds if record.ended_at is not None else None
-            return self._write_with_tag_entries({"Put": put}, _tag_entries(record, ttl))
+            entries = _tag_entries(record, ttl, self.index_shards.shard(record.execution_id))
+            return self._write_with_tag_entries({"Put": put}, entries)
         try:
             self._db.put_item(**put, ReturnConsumedCapacity=_CAPACITY)
         except self._db.exceptions.ConditionalCheckFailedException:
@@ -269,7 +299,7 @@ class DynamoDbExecutions(DynamoDbTables):
             self._put_text(values, "er", json.dumps(dict(error)), is_ref=False, execution_id=execution_id)
         values.update(
             {
-                "status": _s(status.value),
+                "status": _s(self.index_shards.value(status.value, execution_id)),
                 "updatedAt": _n(now),
                 "end": _n(now),
                 "ttl": _n(self._execution_ttl(now)),
@@ -307,12 +337,14 @@ class DynamoDbExecutions(DynamoDbTables):
             if (
                 not current
                 or not _is_execution(current)
-                or _str(current, "status") not in {status.value for status in LIVE_STATUSES}
+                or unsharded(_str(current, "status") or "") not in {status.value for status in LIVE_STATUSES}
                 or "tg" not in current
             ):
                 return False
             # Its tag entries start their retention with it, in the same transaction.
-            entries = _tag_entries(self._record(current), int(now) + self.retention_seconds)
+            entries = _tag_entries(
+                self._record(current), int(now) + self.retention_seconds, int(_num(current, "ts") or 0)
+            )
             return self._write_with_tag_entries(
                 {"Update": {**update, "ConditionExpression": running}}, entries
             )
@@ -329,20 +361,35 @@ class DynamoDbExecutions(DynamoDbTables):
         )
         item = response.get("Item")
         status = _str(item, "status") if item is not None and _is_execution(item) else None
-        return ExecutionStatus(status) if status is not None else None
+        return ExecutionStatus(unsharded(status)) if status is not None else None
 
-    def _change_status(self, execution_id: str, update: str, condition: str, values: Item) -> bool:
-        """One conditional UpdateItem of an execution's record ("#status" names its status); False when
-        the condition failed."""
+    def _change_status(
+        self,
+        execution_id: str,
+        *,
+        to: ExecutionStatus,
+        when: set[ExecutionStatus],
+        update: str,
+        condition: str = "",
+        values: Item | None = None,
+    ) -> bool:
+        """One conditional UpdateItem of an execution's record: its status becomes `to` (in the shard the
+        write count puts it now) if it is one of `when` (in any shard) and `condition` holds; `update`
+        sets the rest (",".join'ed after the status). False when the condition failed."""
+        when_condition, when_values = status_condition(when, "from")
         try:
             self._db.update_item(
                 TableName=self.executions_table,
                 Key=self._execution_key(execution_id),
-                UpdateExpression=update,
+                UpdateExpression=f"SET #status = :to, {update}",
                 ConditionExpression=f"attribute_exists(contextKey) AND attribute_not_exists(recordType) "
-                f"AND {condition}",
+                f"AND {when_condition}{condition}",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=values,
+                ExpressionAttributeValues={
+                    ":to": _s(self.index_shards.value(to.value, execution_id)),
+                    **when_values,
+                    **(values or {}),
+                },
                 ReturnConsumedCapacity=_CAPACITY,
             )
         except self._db.exceptions.ConditionalCheckFailedException:
@@ -352,27 +399,20 @@ class DynamoDbExecutions(DynamoDbTables):
     def request_pause(self, execution_id: str, pause: PauseState) -> bool:
         return self._change_status(
             execution_id,
-            "SET #status = :pausing, pa = :pa, updatedAt = :t",
-            "#status = :running",
-            {
-                ":pausing": _s(ExecutionStatus.PAUSING.value),
-                ":running": _s(ExecutionStatus.RUNNING.value),
-                ":pa": _pause_item(pause),
-                ":t": _n(pause.requested_at),
-            },
+            to=ExecutionStatus.PAUSING,
+            when={ExecutionStatus.RUNNING},
+            update="pa = :pa, updatedAt = :t",
+            values={":pa": _pause_item(pause), ":t": _n(pause.requested_at)},
         )
 
     def settle_pause(self, execution_id: str, requested_at: float, paused_at: float) -> bool:
         return self._change_status(
             execution_id,
-            "SET #status = :paused, pa.pt = :pt, updatedAt = :pt",
-            "#status = :pausing AND pa.rt = :rt",
-            {
-                ":paused": _s(ExecutionStatus.PAUSED.value),
-                ":pausing": _s(ExecutionStatus.PAUSING.value),
-                ":pt": _n(paused_at),
-                ":rt": _n(requested_at),
-            },
+            to=ExecutionStatus.PAUSED,
+            when={ExecutionStatus.PAUSING},
+            update="pa.pt = :pt, updatedAt = :pt",
+            condition=" AND pa.rt = :rt",
+            values={":pt": _n(paused_at), ":rt": _n(requested_at)},
         )
 
     def end_pause(
@@ -380,12 +420,11 @@ class DynamoDbExecutions(DynamoDbTables):
     ) -> bool:
         return self._change_status(
             execution_id,
-            "SET #status = :running, ra = :ra, pd = :pd, updatedAt = :t REMOVE pa",
-            "#status IN (:pausing, :paused) AND pa.rt = :rt",
-            {
-                ":running": _s(ExecutionStatus.RUNNING.value),
-                ":pausing": _s(ExecutionStatus.PAUSING.value),
-                ":paused": _s(ExecutionStatus.PAUSED.value),
+            to=ExecutionStatus.RUNNING,
+            when={ExecutionStatus.PAUSING, ExecutionStatus.PAUSED},
+            update="ra = :ra, pd = :pd, updatedAt = :t REMOVE pa",
+            condition=" AND pa.rt = :rt",
+            values={
                 ":ra": _resume_item(resumed),
                 ":pd": _n(paused_seconds),
                 ":t": _n(resumed.requested_at),
@@ -396,25 +435,35 @@ class DynamoDbExecutions(DynamoDbTables):
     def begin_deletion(self, execution_id: str, now: float) -> bool:
         return self._change_status(
             execution_id,
-            "SET #status = :deleting, updatedAt = :t",
-            f"#status IN ({', '.join(_OUTCOMES)})",
-            {":deleting": _s(ExecutionStatus.DELETING.value), ":t": _n(now), **_OUTCOMES},
+            to=ExecutionStatus.DELETING,
+            when={status for status in ExecutionStatus if status.is_outcome},
+            update="updatedAt = :t",
+            values={":t": _n(now)},
         )
 
     def delete_execution(self, execution_id: str) -> bool:
-        record = self.get_execution(execution_id)
-        if record is None or record.status is not ExecutionStatus.DELETING:
+        item = self._db.get_item(
+            TableName=self.executions_table,
+            Key=self._execution_key(execution_id),
+            ConsistentRead=True,
+            ReturnConsumedCapacity=_CAPACITY,
+        ).get("Item")
+        if item is None or not _is_execution(item):
+            return False
+        record = self._record(item)
+        if record.status is not ExecutionStatus.DELETING:
             return False
         # Its tag entries first: a delete that dies in between leaves the record, and so a retry to finish.
-        entries = _tag_entries(record, None)
+        entries = _tag_entries(record, None, int(_num(item, "ts") or 0))
         self._batch_delete(self.executions_table, [self._key_of(entry) for entry in entries])
+        deleting, deleting_values = status_condition({ExecutionStatus.DELETING}, "deleting")
         try:
             self._db.delete_item(
                 TableName=self.executions_table,
                 Key=self._execution_key(execution_id),
-                ConditionExpression="#status = :deleting",
+                ConditionExpression=deleting,
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":deleting": _s(ExecutionStatus.DELETING.value)},
+                ExpressionAttributeValues=deleting_values,
                 ReturnConsumedCapacity=_CAPACITY,
             )
         except self._db.exceptions.ConditionalCheckFailedException:
@@ -449,53 +498,90 @@ class DynamoDbExecutions(DynamoDbTables):
             raise InvalidArgument(_NO_OLDEST_FIRST)
         if query.tag is not None:
             return self._list_by_tag(query, limit, next_token, oldest_first)
-        kwargs: dict[str, Any] = {"TableName": self.executions_table, "Limit": limit}
         if query.status is not None:
-            kwargs.update(
-                IndexName=_STATUS_INDEX,
-                KeyConditionExpression="#k = :k",
-                ExpressionAttributeNames={"#k": "status"},
-                ExpressionAttributeValues={":k": _s(query.status.value)},
-                ScanIndexForward=oldest_first,
-            )
-        elif query.workflow_id is not None:
-            kwargs.update(
-                IndexName=_WORKFLOW_INDEX,
-                KeyConditionExpression="#k = :k",
-                ExpressionAttributeNames={"#k": "workflowId"},
-                ExpressionAttributeValues={":k": _s(query.workflow_id)},
-                ScanIndexForward=oldest_first,
-            )
-        else:
-            assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
-            condition = "#k = :k"
-            names = {"#k": "domain"}
-            values: Item = {":k": _s(query.domain)}
-            if query.subject_id is not None:
-                condition += " AND #s = :s"
-                names["#s"] = "subjectId"
-                values[":s"] = _s(query.subject_id)
-            kwargs.update(
-                IndexName=self.subject_index,
-                KeyConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        listing = f"{kwargs['IndexName']}|{json.dumps(kwargs['ExpressionAttributeValues'], sort_keys=True)}"
-        if oldest_first:  # a token of one direction does not continue the other
-            listing += "|oldest-first"
+            return self._list_by_time("status", query.status.value, limit, next_token, oldest_first)
+        if query.workflow_id is not None:
+            return self._list_by_time("workflow", query.workflow_id, limit, next_token, oldest_first)
+        assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
+        condition = "#k = :k"
+        names = {"#k": "domain"}
+        values: Item = {":k": _s(query.domain)}
+        if query.subject_id is not None:
+            condition += " AND #s = :s"
+            names["#s"] = "subjectId"
+            values[":s"] = _s(query.subject_id)
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "Limit": limit,
+            "IndexName": self.subject_index,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        listing = f"{self.subject_index}|{json.dumps(values, sort_keys=True)}"
         if next_token:
             kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
         response = self._query_page(kwargs, next_token)
-        items = response.get("Items", [])
-        if kwargs["IndexName"] != self.subject_index:
-            # The status and workflow indexes are KEYS_ONLY: read the listed executions themselves.
-            items = self._get_executions([self._key_of(item) for item in items])
-            if query.status is not None:  # an entry the index has not caught up on yet
-                items = [item for item in items if _str(item, "status") == query.status.value]
-        records = [self._record(item) for item in items if _is_execution(item)]
+        records = [self._record(item) for item in response.get("Items", []) if _is_execution(item)]
         last_key = response.get("LastEvaluatedKey")
         return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+    def _list_by_time(
+        self, by: str, value: str, limit: int, next_token: str | None, oldest_first: bool
+    ) -> Page[ExecutionRecord]:
+        """Newest (or oldest) first by the status or workflow index: one Query per read shard, merged by
+        the index's sort key (ties: the execution id, ascending newest first), then the listed records
+        (the indexes are KEYS_ONLY: BatchGetItem)."""
+        index, partition, sort = _TIME_INDEXES[by]
+        listing = f"{index}|{json.dumps({':k': _s(value)}, sort_keys=True)}"
+        if oldest_first:  # a token of one direction does not continue the other
+            listing += "|oldest-first"
+        positions = self._positions(listing, next_token, partition, value)
+
+        def fetch(shard: int, start: Item | None, count: int) -> tuple[list[Item], Item | None]:
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "IndexName": index,
+                "KeyConditionExpression": "#k = :k",
+                "ExpressionAttributeNames": {"#k": partition},
+                "ExpressionAttributeValues": {":k": _s(shard_value(value, shard))},
+                "ScanIndexForward": oldest_first,
+                "Limit": count,
+            }
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            response = self._query_page(kwargs, next_token)
+            return response.get("Items", []), response.get("LastEvaluatedKey")
+
+        def order(item: Item) -> tuple[float, str | Descending]:
+            at, execution_id = _num(item, sort) or 0.0, "/".join(_item_id(item))
+            return (at, Descending(execution_id)) if oldest_first else (-at, execution_id)
+
+        page = merge_shards(
+            fetch,
+            positions=positions,
+            order=order,
+            key_of=lambda item: {name: item[name] for name in ("contextKey", "instanceId", partition, sort)},
+            limit=limit,
+        )
+        items = self._get_executions([self._key_of(item) for _, item in page.items])
+        if by == "status":  # an entry the index has not caught up on yet
+            items = [item for item in items if unsharded(_str(item, "status") or "") == value]
+        records = [self._record(item) for item in items if _is_execution(item)]
+        token = encode_shard_token(listing, page.positions) if page.positions else None
+        return Page(items=records, next_token=token)
+
+    def _positions(self, listing: str, next_token: str | None, partition: str, value: str) -> list[Position]:
+        """Where each read shard of `listing` starts: a token's positions, each checked to lie in its own
+        shard's partition (a token is input from outside), or every shard from its start."""
+        shards = self.index_shards.read
+        if not next_token:
+            return [None] * shards
+        positions: list[Position] = list(decode_shard_token(listing, next_token, shards))
+        for shard, position in enumerate(positions):
+            if isinstance(position, dict) and position.get(partition) != _s(shard_value(value, shard)):
+                raise InvalidPageToken(f"page token {next_token[:80]!r} is not one this store returned")
+        return positions
 
     def _query_page(self, kwargs: dict[str, Any], next_token: str | None) -> QueryOutputTypeDef:
         """One Query of a listing; a token DynamoDB cannot start from is the caller's InvalidArgument."""
@@ -511,38 +597,51 @@ class DynamoDbExecutions(DynamoDbTables):
     def _list_by_tag(
         self, query: ExecutionQuery, limit: int, next_token: str | None, oldest_first: bool
     ) -> Page[ExecutionRecord]:
-        """Newest first: a consistent Query of the tag's entries (written with their records), then the
-        records themselves (BatchGetItem). With a status filter, Queries follow until the page is full or
-        _MAX_TAG_ENTRIES_PER_CALL entries were read (the page may then be short: follow next_token)."""
+        """Newest first: a consistent Query of the tag's entries (written with their records) per read
+        shard, merged, then the records themselves (BatchGetItem). With a status filter, merged pages follow
+        until the page is full or _MAX_TAG_ENTRIES_PER_CALL entries were read (the page may then be short:
+        follow next_token)."""
         assert query.tag is not None and query.domain is not None  # ExecutionQuery guarantees both
         partition = tag_entry_partition(query.domain, *query.tag)
         status = query.status.value if query.status is not None else None
         listing = f"tag|{partition}|{status}" + ("|oldest-first" if oldest_first else "")
-        start_key = decode_page_token(listing, next_token) if next_token else None
-        records: list[ExecutionRecord] = []
-        evaluated = 0
-        while True:
+        positions: list[Position] | None = self._positions(listing, next_token, "contextKey", partition)
+
+        def fetch(shard: int, start: Item | None, count: int) -> tuple[list[Item], Item | None]:
             kwargs: dict[str, Any] = {
                 "TableName": self.executions_table,
                 "KeyConditionExpression": "contextKey = :p",
-                "ExpressionAttributeValues": {":p": _s(partition)},
+                "ExpressionAttributeValues": {":p": _s(shard_value(partition, shard))},
                 "ScanIndexForward": oldest_first,
                 "ConsistentRead": True,
-                "Limit": limit - len(records),
+                "Limit": count,
             }
-            if start_key:
-                kwargs["ExclusiveStartKey"] = start_key
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
             response = self._query_page(kwargs, next_token)
-            entries = response.get("Items", [])
-            evaluated += len(entries)
+            return response.get("Items", []), response.get("LastEvaluatedKey")
+
+        def order(entry: Item) -> str | Descending:
+            # An entry's sort key is its creation in milliseconds and then its execution's id: unique.
+            key = _str(entry, "instanceId") or ""
+            return key if oldest_first else Descending(key)
+
+        records: list[ExecutionRecord] = []
+        evaluated = 0
+        while positions is not None:
+            page = merge_shards(
+                fetch, positions=positions, order=order, key_of=self._key_of, limit=limit - len(records)
+            )
+            evaluated += len(page.items)
             # An entry's sort key ends with its execution's id; an expired record is left out.
-            ids = [(_str(entry, "instanceId") or "#").split("#", 1)[1] for entry in entries]
+            ids = [(_str(entry, "instanceId") or "#").split("#", 1)[1] for _, entry in page.items]
             items = self._get_executions([self._execution_key(each) for each in ids])
             records += [r for r in map(self._record, items) if status is None or r.status.value == status]
-            start_key = response.get("LastEvaluatedKey")
-            if not start_key or len(records) >= limit or evaluated >= _MAX_TAG_ENTRIES_PER_CALL:
+            positions = page.positions
+            if len(records) >= limit or evaluated >= _MAX_TAG_ENTRIES_PER_CALL:
                 break
-        return Page(items=records, next_token=encode_page_token(listing, start_key) if start_key else None)
+        token = encode_shard_token(listing, positions) if positions else None
+        return Page(items=records, next_token=token)
 
     @staticmethod
     def _key_of(item: Item) -> Item:

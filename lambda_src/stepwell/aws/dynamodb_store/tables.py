@@ -7,6 +7,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stepwell.aws.dynamodb_store.items import _CAPACITY, Item, _back_off, _flag, _s, _str
+from stepwell.aws.dynamodb_store.shards import IndexShards
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.errors import InvalidArgument
 from stepwell.model import ExecutionId
@@ -35,6 +36,7 @@ class DynamoDbTables:
         payloads: S3PayloadStore | None = None,
         retention_days: int = 30,
         inline_limit: int = DEFAULT_INLINE_LIMIT,
+        index_shards: IndexShards | None = None,
     ) -> None:
         self._db = dynamodb
         self.executions_table = executions_table
@@ -44,6 +46,8 @@ class DynamoDbTables:
         self._payloads = payloads
         self.retention_seconds = retention_days * 86400
         self.inline_limit = inline_limit
+        # The status, workflow and version indexes' key values and tags' entries are sharded (shards.py).
+        self.index_shards = index_shards or IndexShards()
 
     def _put_text(self, item: Item, name: str, text: str | None, *, is_ref: bool, execution_id: str) -> None:
         """Set `name` (and `name`R when it holds a reference), offloading text too large for an item."""
