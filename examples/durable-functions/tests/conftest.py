@@ -3,12 +3,13 @@
 - `deployed_stack`: ../main.tf applied to the backend (as examples/testing does: the session's own
   `deployed_stack` is examples/complete), with the function's zip built first by ../build.py (tsc, then the
   zip; Terraform's archive provider is not used) and passed as `function_zip`.
-- `durable_function`: what Lambda's front end does for the API's AWS_IAM function URL, which the harness's
-  runtime refuses (it checks no signatures): tests/api/iam_url_front.py checks each request's SigV4
-  signature against the keys it knows and the API function's resource policy, and names the caller. The
-  team's function runs with its execution role's credentials (an STS session of that role, as Lambda gives
-  a function) and its AWS_ENDPOINT_URL_LAMBDA is that front, so its SDK's checkpoints reach the deployed API
-  function signed as the role the module admits to the data plane.
+- `durable_function` (moto and LocalStack): what Lambda's front end does for the API's AWS_IAM function URL,
+  which the harness's runtime refuses (it checks no signatures) and LocalStack serves unchecked on a host no
+  DNS resolves here: tests/api/iam_url_front.py checks each request's SigV4 signature against the keys it
+  knows and the API function's resource policy, and names the caller. The team's function runs with its
+  execution role's credentials (an STS session of that role, as Lambda gives a function) and its
+  AWS_ENDPOINT_URL_LAMBDA is that front, so its SDK's checkpoints reach the deployed API function signed as
+  the role the module admits to the data plane.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from durable_function_harness import (
 from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, FunctionSpec, LambdaRuntime
+from stepwell.testing.localstack import set_function_environment
 from stepwell.testing.terraform import TerraformStack
 
 REPO = EXAMPLE.parents[1]
@@ -68,9 +70,8 @@ def deployed_stack(
 def durable_function(
     deployed_stack: DeployedStack, lambda_runtime: LambdaRuntime | BackendLambdaDriver
 ) -> Iterator[DurableFunction]:
-    """The team's function on the harness's runtime, checkpointing through the API as its role."""
-    if not isinstance(lambda_runtime, LambdaRuntime):
-        pytest.fail("the example's deployed test runs on moto (the harness's runtime): see its README")
+    """The team's function, checkpointing through the API as its role: on moto the harness's runtime runs it,
+    on LocalStack LocalStack's executor does (its variables put there by set_function_environment)."""
     outputs = deployed_stack.outputs
     api_function, function_name = str(outputs["api_function_name"]), str(outputs["function_name"])
     backend = deployed_stack.backend
@@ -87,13 +88,23 @@ def durable_function(
     identity = front.register(
         role_session(backend.client("sts"), str(outputs["function_role_arn"]), function_name)
     )
+    # Where the deployed AWS_ENDPOINT_URL_LAMBDA (the API's URL, a host no DNS resolves here) is reached, and
+    # the role's keys, which the front knows.
+    variables = {"AWS_ENDPOINT_URL_LAMBDA": front.url, **identity.environment()}
+    if not isinstance(lambda_runtime, LambdaRuntime):
+        set_function_environment(backend.endpoint_url, function_name, variables)
+        try:
+            yield DurableFunction(function_name, identity, front)
+        finally:
+            set_function_environment(backend.endpoint_url, function_name, None)
+            front.close()
+        return
     before = lambda_runtime.function_environment
 
     def environment(spec: FunctionSpec) -> Mapping[str, str]:
         if spec.name != function_name:
             return before(spec) if before is not None else {}
-        # Where the deployed AWS_ENDPOINT_URL_LAMBDA (the API's URL) is reached here, and the role's keys.
-        return {"AWS_ENDPOINT_URL_LAMBDA": front.url, **identity.environment()}
+        return variables
 
     lambda_runtime.function_environment = environment
     try:
