@@ -21,6 +21,7 @@ help:
 	@echo "make bench  write BENCHMARKS.md"
 	@echo "make chaos  run 1,000 executions under injected faults on moto, then on LocalStack; write their sections of BENCHMARKS.md"
 	@echo "make soak   run a mix of executions through their retention on moto; write its section of BENCHMARKS.md (fails if anything is left)"
+	@echo "make scale  record a mix's AWS requests on moto, project them to issue 42's targets; write its section of BENCHMARKS.md"
 	@echo "make screenshot  write docs/console-timeline.png (the console's timeline of the demo's order)"
 
 setup: venv tfrc node
@@ -142,6 +143,9 @@ chaos: venv localstack
 
 soak: venv
 	$(BIN)/python tools/soak.py --write BENCHMARKS.md
+
+scale: venv
+	$(BIN)/python tools/scale.py --write BENCHMARKS.md
 
 # A wheel of the Python package (engine, client, CLI, test harness) in dist/, for a repo that uses the module:
 # pip install "dist/stepwell-0.1.0-py3-none-any.whl[testing]". pip builds it in-tree: build/ goes after.

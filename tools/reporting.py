@@ -3,7 +3,7 @@ the docs' line length, the marked sections of BENCHMARKS.md, and how a checked r
 
 `make bench` rewrites BENCHMARKS.md whole. `make chaos` (one section per backend) and `make soak` each write
 a section of their own between the markers `<!-- NAME:start -->` and `<!-- NAME:end -->`; a bench run keeps
-every marked section whose NAME starts with `chaos` (the soak's is `chaos-soak` for that reason).
+every marked section whose NAME starts with `chaos` (the soak's is `chaos-soak`), and `make scale`'s `scale`.
 
 Every writer passes its text through `wrap_markdown`, which wraps paragraphs and list items at `MAX_LINE`
 characters (the limit tests/test_docs.py holds every Markdown file to). It leaves tables alone: a table
@@ -20,7 +20,7 @@ from pathlib import Path
 # The longest line of the docs (tests/test_docs.py).
 MAX_LINE = 120
 # The marked sections a bench run keeps when it rewrites the file.
-_KEPT_SECTION = re.compile(r"<!-- (chaos[a-z-]*):start -->.*?<!-- \1:end -->", re.DOTALL)
+_KEPT_SECTION = re.compile(r"<!-- (chaos[a-z-]*|scale):start -->.*?<!-- \1:end -->", re.DOTALL)
 # A list item: its indentation, its marker and the spaces after it, its text.
 _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])( +)(\S.*)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")

@@ -1,0 +1,201 @@
+"""`make scale`'s model without moto (tools/scale): which partitions a DynamoDB request touches and with how
+many units (from the table description, so sharded index keys show as they are), and the projection of
+per-unit profiles to a target's rates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+if str(TOOLS) not in sys.path:
+    sys.path.insert(0, str(TOOLS))
+
+from reporting import kept_sections  # noqa: E402
+from scale.keys import TableSchema, Touch, query_partition, write_touches  # noqa: E402
+from scale.limits import PARTITION_WRITE_UNITS  # noqa: E402
+from scale.model import Load, Scope, Target, build_profiles, project, schedule_slope  # noqa: E402
+from scale.recorder import Recorder, Request, Tag  # noqa: E402
+
+DESCRIPTION: dict[str, Any] = {
+    "KeySchema": [
+        {"AttributeName": "contextKey", "KeyType": "HASH"},
+        {"AttributeName": "instanceId", "KeyType": "RANGE"},
+    ],
+    "GlobalSecondaryIndexes": [
+        {
+            "IndexName": "status-index",
+            "KeySchema": [
+                {"AttributeName": "status", "KeyType": "HASH"},
+                {"AttributeName": "updatedAt", "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        },
+        {
+            "IndexName": "domain-index",
+            "KeySchema": [{"AttributeName": "domain", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "ALL"},
+        },
+    ],
+}
+SCHEMA = TableSchema.from_description(DESCRIPTION)
+
+
+def _item(status: str, *, note: str = "n", updated: str = "1") -> dict[str, Any]:
+    return {
+        "contextKey": {"S": "exec-1"},
+        "instanceId": {"S": "0"},
+        "status": {"S": status},
+        "updatedAt": {"N": updated},
+        "domain": {"S": "acme"},
+        "note": {"S": note},
+    }
+
+
+def _places(touches: list[Touch]) -> list[tuple[str, str, float]]:
+    return [(touch.index, touch.value, touch.write_units) for touch in touches]
+
+
+def test_a_new_item_writes_its_table_partition_and_every_index_whose_keys_it_has() -> None:
+    touches = write_touches("executions", SCHEMA, None, _item("RUNNING#3"))
+    assert _places(touches) == [
+        ("", "exec-1", 1.0),
+        ("status-index", "RUNNING#3", 1.0),
+        ("domain-index", "acme", 1.0),
+    ]
+
+
+def test_an_index_key_change_writes_the_old_and_the_new_partition_and_units_follow_size() -> None:
+    before, after = _item("RUNNING"), _item("SUCCEEDED", note="x" * 1500, updated="2")
+    touches = write_touches("executions", SCHEMA, before, after)
+    assert _places(touches) == [
+        ("", "exec-1", 2.0),  # 1,500 bytes and more: 2 KB
+        ("status-index", "RUNNING", 1.0),  # the old entry removed
+        ("status-index", "SUCCEEDED", 1.0),  # the new one put (KEYS_ONLY: small)
+        ("domain-index", "acme", 2.0),  # same key, the whole item projected and changed
+    ]
+
+
+def test_a_change_outside_a_keys_only_projection_leaves_that_index_alone_and_a_transaction_doubles() -> None:
+    touches = write_touches(
+        "executions", SCHEMA, _item("RUNNING"), _item("RUNNING", note="m"), transactional=True
+    )
+    assert _places(touches) == [("", "exec-1", 2.0), ("domain-index", "acme", 2.0)]
+
+
+def test_a_query_reads_the_partition_its_key_condition_names_on_the_table_or_the_index() -> None:
+    on_index = {
+        "IndexName": "status-index",
+        "KeyConditionExpression": "#s = :s AND updatedAt < :t",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {":s": {"S": "RUNNING#7"}, ":t": {"N": "5"}},
+    }
+    assert query_partition(on_index, SCHEMA) == ("status-index", "RUNNING#7")
+    on_table = {
+        "KeyConditionExpression": "(contextKey = :p) AND begins_with(instanceId, :i)",
+        "ExpressionAttributeValues": {":p": {"S": "exec-1"}, ":i": {"S": "0"}},
+    }
+    assert query_partition(on_table, SCHEMA) == ("", "exec-1")
+    with pytest.raises(ValueError, match="partition key 'status'"):
+        query_partition({**on_index, "KeyConditionExpression": "updatedAt < :t"}, SCHEMA)
+
+
+class _Backend:
+    """moto's backend as the recorder reads it: items by table and key."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def get_item(self, table: str, key: dict[str, Any]) -> Any:
+        found = self.items.get((table, key["contextKey"]["S"]))
+        return None if found is None else SimpleNamespace(to_json=lambda: {"Attributes": found})
+
+
+def _model(name: str) -> Any:
+    return SimpleNamespace(name=name, service_model=SimpleNamespace(service_name="dynamodb"))
+
+
+def test_the_recorder_charges_an_update_to_the_partitions_of_the_item_before_and_after() -> None:
+    backend = _Backend()
+    raw = SimpleNamespace(describe_table=lambda TableName: {"Table": DESCRIPTION})
+    recorder = Recorder(raw_dynamodb=raw, backend=backend, prefix="sw-")
+    recorder.tag = Tag("straight", "straight-0")
+    backend.items[("sw-executions", "exec-1")] = _item("RUNNING")
+    params = {"TableName": "sw-executions", "Key": {"contextKey": {"S": "exec-1"}, "instanceId": {"S": "0"}}}
+    context: dict[str, Any] = {}
+    recorder._before(params=params, model=_model("UpdateItem"), context=context)
+    backend.items[("sw-executions", "exec-1")] = _item("SUCCEEDED", updated="2")  # what moto did
+    recorder._after("dynamodb", parsed={}, model=_model("UpdateItem"), context=context)
+    (request,) = recorder.requests
+    assert (request.service, request.operation, request.tag.unit) == ("dynamodb", "UpdateItem", "straight-0")
+    assert {(t.table, t.index, t.value) for t in request.touches} == {
+        ("executions", "", "exec-1"),
+        ("executions", "status-index", "RUNNING"),
+        ("executions", "status-index", "SUCCEEDED"),
+        ("executions", "domain-index", "acme"),  # its entry (ALL) changed
+    }
+    # A refused condition is billed in the table only; a throttled request not at all.
+    for code, expected in (("ConditionalCheckFailedException", 1), ("ThrottlingException", 0)):
+        recorder._before(params=params, model=_model("UpdateItem"), context=context)
+        recorder._after(
+            "dynamodb", parsed={"Error": {"Code": code}}, model=_model("UpdateItem"), context=context
+        )
+        assert len(recorder.requests[-1].touches) == expected
+
+
+def _request(unit: str, value: str, units: float, *, group: str = "", kind: str = "k") -> Request:
+    tag = Tag(kind, unit, group)
+    return Request(tag, "dynamodb", "PutItem", touches=(Touch("executions", "status-index", value, units),))
+
+
+def test_projection_gives_a_shared_value_the_whole_rate_a_tenants_its_share_and_bounds_a_private_one() -> (
+    None
+):
+    requests = [
+        _request("a/u1", "RUNNING", 1.0, group="a"),
+        _request("a/u2", "RUNNING", 1.0, group="a"),
+        _request("b/u3", "RUNNING", 1.0, group="b"),
+        _request("b/u4", "RUNNING", 1.0, group="b"),
+        _request("a/u1", "a", 2.0, group="a"),
+        _request("a/u2", "a", 2.0, group="a"),
+        _request("b/u3", "b", 2.0, group="b"),
+        _request("b/u4", "b", 2.0, group="b"),
+        _request("a/u1", "exec-u1", 5.0, group="a"),
+    ]
+    profiles = build_profiles(
+        requests,
+        units={"k": 4},
+        groups={"k": 2},
+        charges={"k": {"run": {"lambda_invocations": 4}}},
+        schedules={},
+        events_per_unit={},
+    )
+    scopes = {use.label: use.scope for use in profiles["k"].phases["run"].partitions}
+    assert scopes == {"RUNNING": Scope.SHARED, "<tenant>": Scope.TENANT, "exec-<unit>": Scope.PRIVATE}
+    load = Load("k", rate=1_000, tenants=100)
+    projection = project(Target("t", "a target", (load,), "units/s", 1_000), profiles)
+    rates = {p.label: p.write_per_second for p in projection.partitions}
+    assert rates == {"RUNNING": 1_000.0, "<tenant>": 2_000.0 / 100, "exec-<unit>": 5.0}
+    what, at = projection.first_limit()
+    assert what == "executions/status-index `RUNNING`"
+    assert at == pytest.approx(1_000 * PARTITION_WRITE_UNITS / 1_000)
+    concurrency = {q.key: q.value for q in projection.quotas}["lambda_concurrency"]
+    assert concurrency == pytest.approx(1_000 * (0.020 + 9 * 0.010 / 4))
+
+
+def test_schedules_held_split_into_one_per_waiting_unit_and_a_fixed_part() -> None:
+    assert schedule_slope({10: 12, 20: 22}) == (1.0, 2.0)
+    assert schedule_slope({10: 3, 20: 3}) == (0.0, 3.0)
+
+
+def test_a_bench_run_keeps_the_scale_section(tmp_path: Path) -> None:
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text(
+        "# old\n<!-- scale:start -->\n## Scale model\n<!-- scale:end -->\n"
+        "<!-- other:start -->x<!-- other:end -->\n"
+    )
+    assert kept_sections(path) == "\n<!-- scale:start -->\n## Scale model\n<!-- scale:end -->\n"

@@ -1,0 +1,74 @@
+"""`make scale`: run the mix on moto, build the profiles, project them to the targets, print the report
+and (with --write) put it in its section of BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.moto_stack import moto_stack
+from bench.section import ROOT, log
+from reporting import write_section
+
+from scale.model import KindProfile, build_profiles, project, schedule_slope
+from scale.report import SECTION_NAME, render
+from scale.targets import targets
+from scale.workload import Sizes, Workload, make_recorder
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def measure(sizes: Sizes) -> tuple[dict[str, KindProfile], int]:
+    """Runs the mix; (profiles by kind, requests recorded)."""
+    with moto_stack() as stack:
+        recorder = make_recorder(stack)
+        workload = Workload(stack, recorder)
+        workload.run_all(sizes)
+        runs = workload.runs
+        profiles = build_profiles(
+            recorder.requests,
+            units={kind: run.units for kind, run in runs.items()},
+            groups={kind: run.groups for kind, run in runs.items()},
+            charges={kind: run.modelled for kind, run in runs.items()},
+            schedules={
+                kind: schedule_slope(run.schedules_at) for kind, run in runs.items() if run.schedules_at
+            },
+            events_per_unit={"definitions": 2},
+        )
+        return profiles, len(recorder.requests)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", type=Path, help="write the section into this file (BENCHMARKS.md)")
+    defaults = Sizes()
+    parser.add_argument("--plain", type=int, default=defaults.plain, help="executions of each plain kind")
+    parser.add_argument("--waits", type=int, default=defaults.waits, help="executions of each wait kind")
+    parser.add_argument("--tenants", type=int, default=defaults.tenants, help="definitions tenants")
+    parser.add_argument(
+        "--subjects", type=int, default=defaults.subjects_per_tenant, help="subjects per tenant"
+    )
+    args = parser.parse_args(argv)
+    try:
+        sizes = Sizes(args.plain, args.waits, args.tenants, args.subjects)
+    except ValueError as error:
+        parser.error(str(error))
+    started = time.perf_counter()
+    profiles, requests = measure(sizes)
+    seconds = time.perf_counter() - started
+    log(f"scale: measured in {seconds:.0f} s; projecting")
+    projections = [project(target, profiles) for target in targets()]
+    section = render(projections, profiles, commit=_commit(), seconds=seconds, requests=requests)
+    print(section)
+    if args.write:
+        write_section(args.write, section, SECTION_NAME)
+        print(f"wrote the {SECTION_NAME} section of {args.write}", file=sys.stderr)
+    return 0
