@@ -69,6 +69,7 @@ module "scheduler" {
   permissions_boundary_arn   = var.permissions_boundary_arn
   reconcile_interval_minutes = var.reconcile_interval_minutes
   reconcile_schedule_enabled = var.reconcile_schedule_enabled
+  long_wait_wakeups          = var.long_wait_wakeups
   schedules                  = var.schedules
 }
 
@@ -135,6 +136,7 @@ module "engine" {
   log_retention_days              = var.log_retention_days
   keep_versions                   = var.keep_versions
   status_change_events            = var.status_change_events
+  long_wait_wakeups               = var.long_wait_wakeups
   log_level                       = var.log_level
   retention_days                  = var.retention_days
   event_extractor                 = var.event_extractor

@@ -212,6 +212,18 @@ variable "reconcile_schedule_enabled" {
   default     = true
 }
 
+variable "long_wait_wakeups" {
+  description = "How waits longer than SQS's 15-minute delay wake: \"schedules\" (the default: one one-time EventBridge Scheduler schedule per wait, the cheapest per wait and with no fixed cost) or \"sweep\" (each wait is a due item in the executions table, and a recurring schedule `<name>-wake-sweep` sends what is due every minute, to the second, through the work queue: no Scheduler quota caps how many long waits start or end per second). See \"Running at scale\" in the README."
+  type        = string
+  default     = "schedules"
+  nullable    = false
+
+  validation {
+    condition     = contains(["schedules", "sweep"], var.long_wait_wakeups)
+    error_message = "long_wait_wakeups must be \"schedules\" or \"sweep\"."
+  }
+}
+
 variable "schedules" {
   description = "Workflow schedules: name => {workflow, expression (at(), rate() or cron() as EventBridge Scheduler takes it), timezone (IANA, default UTC), input (the execution's input as JSON text, default \"{}\": text, as the inputs of different schedules have different shapes), enabled (default true), overlap (ALLOW, the default, or SKIP: start nothing while an execution of the schedule still runs)}. Each is the schedule `start.<name>` in the module's group; an occurrence starts the execution `<name>-<YYYYMMDDTHHMMSSZ>` (subject `<name>`) once, however often it is delivered."
   type = map(object({

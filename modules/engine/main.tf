@@ -66,6 +66,8 @@ locals {
   environment = merge(
     local.base_environment,
     var.callback_url == null ? {} : { STEPWELL_CALLBACK_URL = var.callback_url },
+    # Set only when not the default, so a deployment that keeps per-wait schedules sees no change.
+    var.long_wait_wakeups == "schedules" ? {} : { STEPWELL_LONG_WAIT_WAKEUPS = var.long_wait_wakeups },
     var.durable_functions_parameter == null ? {} : { STEPWELL_DURABLE_FUNCTIONS_PARAMETER = var.durable_functions_parameter },
   )
 }

@@ -520,3 +520,15 @@ variable "durable_functions" {
     error_message = "durable_functions may hold at most 1024 characters of JSON (as the root module allows); use fewer functions or shorter names."
   }
 }
+
+variable "long_wait_wakeups" {
+  description = "How the worker wakes waits over 900 s: \"schedules\" (one Scheduler schedule each) or \"sweep\" (due items the recurring wake-sweep schedule sends)."
+  type        = string
+  default     = "schedules"
+  nullable    = false
+
+  validation {
+    condition     = contains(["schedules", "sweep"], var.long_wait_wakeups)
+    error_message = "long_wait_wakeups must be \"schedules\" or \"sweep\"."
+  }
+}

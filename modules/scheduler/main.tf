@@ -110,6 +110,35 @@ resource "aws_scheduler_schedule" "reconcile" {
   depends_on = [aws_iam_role_policy.scheduler]
 }
 
+# With long_wait_wakeups = "sweep": every minute, the worker sends the long waits now due (kept as due items,
+# not as a schedule each) to the work queue with the rest of each wait as its delay (stepwell.core.wake_sweep).
+resource "aws_scheduler_schedule" "wake_sweep" {
+  #checkov:skip=CKV_AWS_297:The schedule holds no secret (its input is {"kind":"wake-sweep"}); kms_key_arn encrypts it when given.
+  count = var.long_wait_wakeups == "sweep" ? 1 : 0
+
+  name                = "${var.name}-wake-sweep"
+  group_name          = aws_scheduler_schedule_group.this.name
+  description         = "Sends the Stepwell waits now due (long_wait_wakeups = sweep)."
+  kms_key_arn         = var.kms_key_arn
+  schedule_expression = "rate(1 minute)"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = var.work_queue_arn
+    role_arn = aws_iam_role.scheduler.arn
+    input    = jsonencode({ kind = "wake-sweep" })
+
+    dead_letter_config {
+      arn = var.dead_letter_queue_arn
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.scheduler]
+}
+
 # The user's workflow schedules. Named `start.<key>`: the engine's own schedules (`sw-...` wake-ups and
 # `<name>-reconcile`) never contain a dot, since var.name allows none, so the two never collide and a
 # listing tells them apart (stepwell.features.schedules.SCHEDULE_NAME_PREFIX).

@@ -28,6 +28,11 @@ output "reconcile_schedule_arn" {
   value       = try(aws_scheduler_schedule.reconcile.arn, null)
 }
 
+output "wake_sweep_schedule_names" {
+  description = "Names of the recurring wake-sweep schedule (one with long_wait_wakeups = \"sweep\", none otherwise)."
+  value       = aws_scheduler_schedule.wake_sweep[*].name
+}
+
 output "workflow_schedule_names" {
   description = "Scheduler names of the workflow schedules by key (`start.<key>`)."
   value       = { for key, schedule in aws_scheduler_schedule.workflow : key => schedule.name }

@@ -93,6 +93,18 @@ variable "reconcile_schedule_enabled" {
   default     = true
 }
 
+variable "long_wait_wakeups" {
+  description = "\"sweep\" creates the recurring schedule `<name>-wake-sweep` (rate(1 minute), {\"kind\":\"wake-sweep\"} to the work queue) that sends the long waits kept as due items; \"schedules\" (one schedule per wait) creates none."
+  type        = string
+  default     = "schedules"
+  nullable    = false
+
+  validation {
+    condition     = contains(["schedules", "sweep"], var.long_wait_wakeups)
+    error_message = "long_wait_wakeups must be \"schedules\" or \"sweep\"."
+  }
+}
+
 variable "schedules" {
   description = "Workflow schedules (the root module's `schedules`, validated there): each becomes `start.<key>` in the group, sending a scheduled-start message to the work queue."
   type = map(object({
