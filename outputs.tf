@@ -8,6 +8,8 @@ output "client_config" {
     operations_table     = module.state.operations_table_name
     coordination_table   = module.state.coordination_table_name
     subject_index_name   = module.state.subject_index_name
+    index_shards         = module.state.index_shards.write
+    index_read_shards    = module.state.index_shards.read
     work_queue_url       = module.messaging.work_queue_url
     work_queue_arn       = module.messaging.work_queue_arn
     dlq_url              = module.messaging.dlq_url

@@ -92,7 +92,21 @@ CPU_BUDGET_ENV: dict[str, str] = {
 }
 
 # Settings that are whole numbers (client_config may give them as numbers or strings).
-_INT_SETTINGS = ("retention_days", "keep_versions", "work_queue_visibility_seconds", *PAYLOAD_LIMIT_ENV)
+_INT_SETTINGS = (
+    "retention_days",
+    "keep_versions",
+    "work_queue_visibility_seconds",
+    "index_shards",
+    "index_read_shards",
+    *PAYLOAD_LIMIT_ENV,
+)
+# The executions table's sharded index keys (stepwell.aws.dynamodb_store.shards): settings -> variables.
+INDEX_SHARDS_ENV = {
+    "index_shards": "STEPWELL_INDEX_SHARDS",
+    "index_read_shards": "STEPWELL_INDEX_READ_SHARDS",
+}
+# A listing page costs one Query per read shard; 64 shards carry 64,000 index writes per second.
+MAX_INDEX_SHARDS = 64
 
 # Settings that are numbers (client_config may give them as numbers or strings).
 _FLOAT_SETTINGS = tuple(CPU_BUDGET_ENV)
@@ -159,6 +173,10 @@ class StepwellConfig:
     # newest versions the reconciler keeps whatever runs on them.
     worker_alias: str = DEFAULT_WORKER_ALIAS
     keep_versions: int = DEFAULT_KEEP_VERSIONS
+    # Shards of the status, workflow and version indexes' key values that writers spread executions over,
+    # and that listings read (0 = index_shards; more while a raised count's old items live: shards.py).
+    index_shards: int = 1
+    index_read_shards: int = 0
     # The work queue's visibility timeout (seconds; 0 = not told): how long a killed run's message waits
     # before SQS delivers it again, which the reconciler's pruning of old versions must outwait
     # (stepwell.core.versions.prune_grace_seconds).
@@ -210,6 +228,19 @@ class StepwellConfig:
             raise ConfigError(
                 f"work_queue_visibility_seconds must be 0..{MAX_VISIBILITY_SECONDS} (the work queue's "
                 f"visibility timeout in seconds; 0 when not known), got {self.work_queue_visibility_seconds}"
+            )
+        if (
+            not 1 <= self.index_shards <= MAX_INDEX_SHARDS
+            or not 0 <= self.index_read_shards <= MAX_INDEX_SHARDS
+        ):
+            raise ConfigError(
+                f"index_shards must be 1..{MAX_INDEX_SHARDS} and index_read_shards 0..{MAX_INDEX_SHARDS}, "
+                f"got {self.index_shards} and {self.index_read_shards}"
+            )
+        if self.index_read_shards and self.index_read_shards < self.index_shards:
+            raise ConfigError(
+                f"index_read_shards ({self.index_read_shards}) must be 0 (= index_shards) or at least "
+                f"index_shards ({self.index_shards}): listings read every shard writers write"
             )
         if not self.worker_alias:
             raise ConfigError("worker_alias must name the worker function's alias (default 'live'), got ''")
@@ -336,6 +367,9 @@ class StepwellConfig:
             values["keep_versions"] = _parse_int("STEPWELL_KEEP_VERSIONS", env["STEPWELL_KEEP_VERSIONS"])
         if env.get(VISIBILITY_ENV):
             values["work_queue_visibility_seconds"] = _parse_int(VISIBILITY_ENV, env[VISIBILITY_ENV])
+        for key, variable in INDEX_SHARDS_ENV.items():
+            if env.get(variable):
+                values[key] = _parse_int(variable, env[variable])
         for key, variable in PAYLOAD_LIMIT_ENV.items():
             if env.get(variable):
                 values[key] = _parse_int(variable, env[variable])
@@ -383,6 +417,9 @@ class StepwellConfig:
         env["STEPWELL_KEEP_VERSIONS"] = str(self.keep_versions)
         if self.work_queue_visibility_seconds:
             env[VISIBILITY_ENV] = str(self.work_queue_visibility_seconds)
+        for key, variable in INDEX_SHARDS_ENV.items():
+            if getattr(self, key):
+                env[variable] = str(getattr(self, key))
         for key, variable in PAYLOAD_LIMIT_ENV.items():
             env[variable] = str(getattr(self, key))
         for key, variable in CPU_BUDGET_ENV.items():

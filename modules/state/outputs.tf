@@ -72,3 +72,11 @@ output "due_index_name" {
   description = "Name of the coordination (dueShard, dueAt) GSI."
   value       = local.due_index_name
 }
+
+output "index_shards" {
+  description = "The sharded index keys' shard counts: write (index_shards) and read (index_read_shards, or index_shards when null)."
+  value = {
+    write = var.index_shards
+    read  = coalesce(var.index_read_shards, var.index_shards)
+  }
+}

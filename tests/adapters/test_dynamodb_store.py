@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from stepwell.aws.dynamodb_store import DEFAULT_INLINE_LIMIT, DynamoDbExecutionStore, due_shard
+from stepwell.aws.dynamodb_store.shards import IndexShards
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.clock import VirtualClock
+from stepwell.config import ConfigError, StepwellConfig
 from stepwell.core.flow_control import FlowControl
 from stepwell.core.log_expiry import NAME_HOLD_SECONDS
 from stepwell.errors import InvalidArgument, SequenceConflict
@@ -556,3 +558,110 @@ def test_a_batch_keeps_its_expiry_as_its_ttl_and_keep_log_takes_it_off(deploymen
         ExpressionAttributeValues={":e": {"S": record.execution_id}},
     )["Items"]
     assert len(items) == 2 and all("ttl" not in item for item in items)
+
+
+def _every_page(store: DynamoDbExecutionStore, query: ExecutionQuery, limit: int) -> list[str]:
+    ids: list[str] = []
+    token: str | None = None
+    while True:
+        page = store.list_executions(query, limit, token)
+        ids += [r.instance_id for r in page.items]
+        token = page.next_token
+        if token is None:
+            return ids
+
+
+def test_raising_the_index_shards_read_count_first_loses_no_listing(deployment: Deployment) -> None:
+    # docs/reference/tables.md, "Index shards": readers read the raised count before writers write it.
+    before = deployment.execution_store(index_shards=IndexShards(write=2, read=2))
+    for n in range(6):
+        assert before.create_execution(_record(instance=f"a{n}", created=T0 + n))
+    raised_readers = deployment.execution_store(index_shards=IndexShards(write=2, read=5))
+    raised = deployment.execution_store(index_shards=IndexShards(write=5, read=5))
+    for n in range(6, 12):
+        assert raised.create_execution(_record(instance=f"a{n}", created=T0 + n))
+    # An item written under 2 shards ends under 5: it moves to the status's shard of the new count.
+    assert raised.complete_execution(_record(instance="a0").execution_id, ExecutionStatus.SUCCEEDED, T0 + 50)
+    newest = [f"a{n}" for n in range(11, -1, -1)]
+
+    for store in (raised_readers, raised):
+        assert _every_page(store, ExecutionQuery(workflow_id="orders"), 5) == newest
+        assert _every_page(store, ExecutionQuery(status=ExecutionStatus.RUNNING), 4) == newest[:-1]
+        assert _every_page(store, ExecutionQuery(status=ExecutionStatus.SUCCEEDED), 4) == ["a0"]
+    # Readers still on 2 shards would miss what the new count put in shards 2..4: why readers go first.
+    assert len(_every_page(before, ExecutionQuery(workflow_id="orders"), 100)) < 12
+    items = deployment.clients.dynamodb.scan(TableName=deployment.config.executions_table)["Items"]
+    assert {item["workflowId"]["S"] for item in items} > {"orders", "orders#1"}  # sharded, shard 0 bare
+    assert raised.get_execution(_record(instance="a7").execution_id).workflow_id == "orders"  # type: ignore[union-attr]
+
+
+def test_a_token_of_another_shard_count_or_of_another_shard_is_refused_and_an_old_one_honoured(
+    deployment: Deployment,
+) -> None:
+    one = deployment.execution_store()
+    four = deployment.execution_store(index_shards=IndexShards(write=4, read=4))
+    for n in range(5):
+        one.create_execution(_record(instance=f"b{n}", created=T0 + n))
+    query = ExecutionQuery(workflow_id="orders")
+    token = four.list_executions(query, 2).next_token
+    assert token is not None
+    with pytest.raises(InvalidArgument, match="had 4 shards; it has 1 now"):
+        one.list_executions(query, 2, token)
+
+    # A token the single-Query listing returned before sharding: one shard continues it, more refuse it.
+    first = one.list_executions(query, 2)
+    last = first.items[-1]
+    old_key = {
+        "contextKey": {"S": last.execution_id.split("/")[0]},
+        "instanceId": {"S": last.instance_id},
+        "workflowId": {"S": "orders"},
+        "createdAt": {"N": str(int(last.created_at))},
+    }
+    listing = 'workflow-index|{":k": {"S": "orders"}}'
+    old = base64.urlsafe_b64encode(json.dumps({"l": listing, "k": old_key}).encode()).decode().rstrip("=")
+    assert [r.instance_id for r in one.list_executions(query, 2, old).items] == ["b2", "b1"]
+    with pytest.raises(InvalidArgument, match="before the listing was sharded"):
+        four.list_executions(query, 2, old)
+
+    # A position moved to another shard's partition (tampered) is refused before any Query.
+    positions = [None, None, None, dict(old_key, workflowId={"S": "orders"})]
+    forged = base64.urlsafe_b64encode(json.dumps({"l": listing, "p": positions}).encode()).decode()
+    with pytest.raises(InvalidArgument, match="not one this store returned"):
+        four.list_executions(query, 2, forged)
+
+
+def test_a_listing_page_costs_one_query_per_read_shard_when_the_shards_share_it_evenly(
+    deployment: Deployment,
+) -> None:
+    store = deployment.execution_store(index_shards=IndexShards(write=4, read=4))
+    for n in range(40):
+        store.create_execution(_record(instance=f"c{n:02d}", created=T0 + n))
+    queries: list[dict[str, Any]] = []
+    deployment.clients.dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params)
+    )
+    page = store.list_executions(ExecutionQuery(workflow_id="orders"), 8)
+    assert [r.instance_id for r in page.items] == [f"c{n:02d}" for n in range(39, 31, -1)]
+    # Each shard reads its share of the page and two more (ceil(8 / 4) + 2): no shard is read twice.
+    assert sorted(q["ExpressionAttributeValues"][":k"]["S"] for q in queries) == [
+        "orders",
+        "orders#1",
+        "orders#2",
+        "orders#3",
+    ]
+    assert {q["Limit"] for q in queries} == {4}
+
+
+def test_the_index_shard_settings_are_validated_and_reach_the_environment() -> None:
+    with pytest.raises(ValueError, match="readers must read at least"):
+        IndexShards(write=4, read=2)
+    with pytest.raises(ValueError, match=r"1\.\.64"):
+        IndexShards(write=0)
+    base = {"name": "n", "executions_table": "e", "operations_table": "o", "coordination_table": "c"}
+    config = StepwellConfig(**base, work_queue_url="q", index_shards=4, index_read_shards=8)
+    assert StepwellConfig.from_env(config.to_env()) == config
+    assert config.to_env()["STEPWELL_INDEX_SHARDS"] == "4"
+    with pytest.raises(ConfigError, match="index_read_shards \\(2\\) must be 0"):
+        StepwellConfig(**base, work_queue_url="q", index_shards=4, index_read_shards=2)
+    with pytest.raises(ConfigError, match=r"index_shards must be 1\.\.64"):
+        StepwellConfig.from_env({**config.to_env(), "STEPWELL_INDEX_SHARDS": "65"})

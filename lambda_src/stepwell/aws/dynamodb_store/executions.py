@@ -499,9 +499,13 @@ class DynamoDbExecutions(DynamoDbTables):
         if query.tag is not None:
             return self._list_by_tag(query, limit, next_token, oldest_first)
         if query.status is not None:
-            return self._list_by_time("status", query.status.value, limit, next_token, oldest_first)
+            return self._list_by_time(
+                "status", query.status.value, limit=limit, next_token=next_token, oldest_first=oldest_first
+            )
         if query.workflow_id is not None:
-            return self._list_by_time("workflow", query.workflow_id, limit, next_token, oldest_first)
+            return self._list_by_time(
+                "workflow", query.workflow_id, limit=limit, next_token=next_token, oldest_first=oldest_first
+            )
         assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
         condition = "#k = :k"
         names = {"#k": "domain"}
@@ -527,7 +531,7 @@ class DynamoDbExecutions(DynamoDbTables):
         return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
 
     def _list_by_time(
-        self, by: str, value: str, limit: int, next_token: str | None, oldest_first: bool
+        self, by: str, value: str, *, limit: int, next_token: str | None, oldest_first: bool
     ) -> Page[ExecutionRecord]:
         """Newest (or oldest) first by the status or workflow index: one Query per read shard, merged by
         the index's sort key (ties: the execution id, ascending newest first), then the listed records

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepwell.aws.dynamodb_store.items import Item
+from stepwell.config import MAX_INDEX_SHARDS
 
-# Each listing page costs one Query per read shard at least, so the count stays small. 64 shards take a
-# key value to 64,000 write units per second, past any one workflow's start rate the module is sized for.
-MAX_INDEX_SHARDS = 64
 SHARD_SEPARATOR = "#"
 # A shard's position in a page token: not started (None), done (DONE) or the key of the last item taken.
 DONE = "-"
