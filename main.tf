@@ -35,6 +35,8 @@ module "state" {
   point_in_time_recovery = var.point_in_time_recovery
   deletion_protection    = var.deletion_protection
   subject_index_name     = var.subject_index_name
+  index_shards           = var.index_shards
+  index_read_shards      = var.index_read_shards
 }
 
 module "messaging" {
@@ -100,6 +102,8 @@ module "engine" {
     coordination_name  = module.state.coordination_table_name
     coordination_arn   = module.state.coordination_table_arn
     subject_index_name = module.state.subject_index_name
+    index_shards       = module.state.index_shards.write
+    index_read_shards  = module.state.index_shards.read
   }
   work_queue = {
     url                        = module.messaging.work_queue_url
@@ -238,6 +242,8 @@ module "api" {
     coordination_name  = module.state.coordination_table_name
     coordination_arn   = module.state.coordination_table_arn
     subject_index_name = module.state.subject_index_name
+    index_shards       = module.state.index_shards.write
+    index_read_shards  = module.state.index_shards.read
   }
   work_queue = {
     url = module.messaging.work_queue_url

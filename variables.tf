@@ -108,6 +108,31 @@ variable "subject_index_name" {
   }
 }
 
+variable "index_shards" {
+  description = "Shards writers spread each status, workflow and version index key value and each tag's entries over (issue 42: one key value takes at most 1,000 writes per second; a listing page costs one Query per read shard). 1 fits deployments under about 500 starts per second of one workflow; raise it by docs/reference/tables.md's \"Index shards\": index_read_shards first."
+  type        = number
+  default     = 1
+  nullable    = false
+
+  validation {
+    condition     = floor(var.index_shards) == var.index_shards && var.index_shards >= 1 && var.index_shards <= 64
+    error_message = "index_shards must be a whole number 1..64."
+  }
+}
+
+variable "index_read_shards" {
+  description = "Shards listings read (null = index_shards): at least index_shards, and at least every index_shards used before while an execution whose index keys were last written under it lives (docs/reference/tables.md, \"Index shards\")."
+  type        = number
+  default     = null
+
+  validation {
+    condition = var.index_read_shards == null ? true : (
+      floor(var.index_read_shards) == var.index_read_shards && var.index_read_shards >= var.index_shards && var.index_read_shards <= 64
+    )
+    error_message = "index_read_shards must be null or a whole number from index_shards to 64 (listings read every shard writers write)."
+  }
+}
+
 # --- Messaging (SQS, EventBridge) ---
 
 variable "create_event_bus" {

@@ -17,6 +17,8 @@ locals {
     STEPWELL_OPERATIONS_TABLE   = var.tables.operations_name
     STEPWELL_COORDINATION_TABLE = var.tables.coordination_name
     STEPWELL_SUBJECT_INDEX      = var.tables.subject_index_name
+    STEPWELL_INDEX_SHARDS       = tostring(var.tables.index_shards)
+    STEPWELL_INDEX_READ_SHARDS  = tostring(coalesce(var.tables.index_read_shards, var.tables.index_shards))
     STEPWELL_WORK_QUEUE_URL     = var.work_queue.url
     STEPWELL_WORK_QUEUE_ARN     = var.work_queue.arn
     STEPWELL_DLQ_URL            = var.dlq.url

@@ -28,6 +28,9 @@ variable "tables" {
     coordination_name  = string
     coordination_arn   = string
     subject_index_name = string
+    # Sharded index keys (modules/state's index_shards, index_read_shards).
+    index_shards      = optional(number, 1)
+    index_read_shards = optional(number)
   })
 }
 
