@@ -20,10 +20,15 @@ from scale.workload import Sizes, Workload, make_recorder
 
 
 def _commit() -> str:
-    done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    return done.stdout.strip() or "unknown"
+    """HEAD's short id, and whether the engine or the tools measured differ from it (another change in the
+    working tree is measured too)."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+    commit = git("rev-parse", "--short", "HEAD").stdout.strip() or "unknown"
+    changed = git("diff", "--quiet", "HEAD", "--", "lambda_src", "tools").returncode == 1
+    return f"{commit} (with uncommitted changes to lambda_src or tools)" if changed else commit
 
 
 def measure(sizes: Sizes) -> tuple[dict[str, KindProfile], int]:
