@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.direct_wake import DirectWakeQueue
 from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
+from stepwell.aws.dynamodb_store.shards import IndexShards
 from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.aws.lambda_versions import LambdaFunctionVersions
 from stepwell.aws.parameters import read_durable_functions
@@ -106,6 +107,9 @@ def build_engine(
         subject_index=config.subject_index_name,
         payloads=payloads,
         retention_days=config.retention_days,
+        index_shards=IndexShards(
+            write=config.index_shards, read=config.index_read_shards or config.index_shards
+        ),
     )
     # A client without a clock follows a local stack's virtual clock when the environment names its file
     # (STEPWELL_CLOCK_OFFSET_FILE); the worker's entry and the functions pass the system clock.
