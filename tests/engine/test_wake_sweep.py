@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from stepwell.config import LONG_WAIT_SCHEDULES, LONG_WAIT_SWEEP, ConfigError, StepwellConfig
 from stepwell.core.wake_sweep import (
     LOOKAHEAD_SECONDS,
     WAKE_SWEEP_KIND,
@@ -178,3 +179,20 @@ def test_the_reconcilers_catch_up_costs_nothing_where_no_sweep_ever_ran() -> Non
 def test_a_bad_sweep_message_is_refused_naming_what_is_wrong(body: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         SweepRequest.parse(body)
+
+
+_ENV = {
+    "STEPWELL_NAME": "unit",
+    "STEPWELL_EXECUTIONS_TABLE": "unit-executions",
+    "STEPWELL_OPERATIONS_TABLE": "unit-operations",
+    "STEPWELL_COORDINATION_TABLE": "unit-coordination",
+    "STEPWELL_WORK_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work",
+}
+
+
+def test_the_worker_reads_long_wait_wakeups_from_its_environment_and_refuses_other_values() -> None:
+    assert StepwellConfig.from_env(_ENV).long_wait_wakeups == LONG_WAIT_SCHEDULES
+    swept = StepwellConfig.from_env({**_ENV, "STEPWELL_LONG_WAIT_WAKEUPS": "sweep"})
+    assert swept.long_wait_wakeups == LONG_WAIT_SWEEP
+    with pytest.raises(ConfigError, match="long_wait_wakeups must be 'schedules' or 'sweep', got 'auto'"):
+        StepwellConfig.from_env({**_ENV, "STEPWELL_LONG_WAIT_WAKEUPS": "auto"})
