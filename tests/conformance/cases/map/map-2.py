@@ -26,5 +26,6 @@ def handler(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
         max_concurrency=1, completion_config=CompletionConfig(tolerated_failure_count=1)
     )
     batch: BatchResult[int] = context.map([1, 2, 3, 4], square, name="squares", config=config)
-    errors = [error.type if error else None for error in batch.get_errors()]
+    # The class name: the SDK's module path (aws_durable_execution_sdk_python.exceptions.) is its own.
+    errors = [error.type.rsplit(".", 1)[-1] if error and error.type else None for error in batch.get_errors()]
     return {"results": batch.get_results(), "errors": errors, "reason": batch.completion_reason.value}

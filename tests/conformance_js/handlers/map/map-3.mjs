@@ -2,8 +2,16 @@
 // failure, the items after it never start.
 import { withDurableExecution, retryPresets } from "@aws/durable-execution-sdk-js";
 
+// The Python handler's exception class, by name (the error's name is its ErrorType).
+class RuntimeError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RuntimeError";
+  }
+}
+
 const check = (value) => {
-  if (value <= 2) throw new Error(`item ${value} failed`);
+  if (value <= 2) throw new RuntimeError(`item ${value} failed`);
   return value;
 };
 const work = async (context, value) =>
