@@ -3,7 +3,8 @@ per-backend conformance summary is tests/conftest.py's).
 
 The stack (one apply per backend, shared by every deployed test) carries:
 - the conformance handlers (`stepwell_conformance`, written by tests/conformance/deployed_backend.py):
-  our own cases' (tests/conformance/cases) and, when present, AWS's shared cases', and
+  our own cases' (tests/conformance/cases) and, when present, AWS's shared cases' (its plugin suite's
+  too: tests/conformance/plugin_cases.py), and
 - `stepwell_test_workflows` (tests/deploy/workflows/): the failure tests' workflows, and
 - `stepwell_versioned` (tests/deploy/workflows/versions/v1.py; test_versions_deployed.py deploys v2.py).
 """
@@ -23,6 +24,7 @@ if str(CONFORMANCE_DIR) not in sys.path:
     sys.path.insert(0, str(CONFORMANCE_DIR))
 
 from deployed_backend import DeployedTarget, write_conformance_workflows  # noqa: E402
+from plugin_cases import plugin_cases  # noqa: E402
 from runner import discover_cases  # noqa: E402
 from stepwell.client import StepwellClient  # noqa: E402
 from stepwell.config import StepwellConfig  # noqa: E402
@@ -36,7 +38,7 @@ from deploy.versioned import VERSIONED_MODULE, VERSIONED_SOURCES  # noqa: E402
 @pytest.fixture(scope="session")
 def stepwell_workflows_writer() -> Callable[[Path], None]:
     def write(workflows_dir: Path) -> None:
-        cases = discover_cases()
+        cases = discover_cases() + plugin_cases()
         if cases:
             write_conformance_workflows(workflows_dir, cases)
         shutil.copyfile(TEST_WORKFLOWS, workflows_dir / TEST_WORKFLOWS.name)
