@@ -21,6 +21,11 @@ DESCRIPTION = "`make bench`: measure Stepwell and write BENCHMARKS.md."
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=DESCRIPTION)
     parser.add_argument("--write", type=Path, help="write the results to this markdown file")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --write: replace only the sections run (and the prices table), keep the rest of the file",
+    )
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="step counts")
     parser.add_argument(
         "--sections", default=",".join(name for name, _ in SECTIONS), help="sections to run, comma-separated"
@@ -41,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cpu-probe", choices=("local", "sdk"), help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.update and not args.write:
+        parser.error("--update needs --write (the file whose sections it replaces)")
     if args.cpu_probe:
         print(json.dumps(cpu_probe(args.cpu_probe, args.steps)))
         return 0
@@ -76,7 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in result.summary:
             print(line)
         print()
-    if args.write:
+    if args.write and args.update:
+        existing = args.write.read_text() if args.write.exists() else ""
+        args.write.write_text(document.update(existing, results))
+        print(f"updated {', '.join(wanted)} in {args.write} in {time.perf_counter() - started:.0f} s")
+    elif args.write:
         text = document.render(results, started, [name for name, _ in SECTIONS if name in wanted])
         document.write(args.write, text)
         print(f"wrote {args.write} in {time.perf_counter() - started:.0f} s")

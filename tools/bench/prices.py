@@ -39,6 +39,11 @@ PRICES: dict[str, Price] = {
     "s3_put": Price("S3 Standard PUT/LIST request", 0.005, 1_000, "aws.amazon.com/s3/pricing"),
     "s3_get": Price("S3 Standard GET request", 0.0004, 1_000, "aws.amazon.com/s3/pricing"),
     "lambda_request": Price("Lambda request (invocation)", 0.20, 1_000_000, "aws.amazon.com/lambda/pricing"),
+    # arm64, the module's default architecture (x86: $16.6667 per million GB-s), first tier (up to 7.5 billion
+    # GB-s a month).
+    "lambda_gb_second": Price(
+        "Lambda duration, arm64 (GB-second)", 13.3334, 1_000_000, "aws.amazon.com/lambda/pricing"
+    ),
 }
 DURABLE_FUNCTIONS_PER_MILLION = 8.00  # AWS Lambda durable functions, per million durable operations
 STEP_FUNCTIONS_PER_MILLION = 25.00  # Step Functions Standard, per million state transitions

@@ -13,6 +13,7 @@ from bench.sections.definitions import section_definitions, start_definitions
 from bench.sections.definitions_replay import section_definitions_replay
 from bench.sections.long_lived import section_long_lived
 from bench.sections.operations import section_operations
+from bench.sections.remote import section_remote
 from bench.sections.versions import section_versions
 
 # (name for --sections, function).
@@ -25,6 +26,7 @@ SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("definitions-replay", section_definitions_replay),
     ("cpu", section_cpu),
     ("api", section_api),
+    ("remote", section_remote),
 ]
 # Started before the sections run (in the background), for the sections selected: name -> starter.
 STARTERS: dict[str, Callable[[Options], None]] = {"definitions": start_definitions}
