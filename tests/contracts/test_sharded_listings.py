@@ -137,3 +137,19 @@ def test_pinned_listings_and_counts_read_every_shard(sharded_store: ExecutionSto
             break
     assert ids == oldest
     assert sharded_store.count_pinned("7") == len(oldest) and sharded_store.count_pinned("8") == 0
+
+
+def test_a_domain_listing_merges_its_shards_by_subject(sharded_store: ExecutionStore) -> None:
+    records = [record(f"d{n}", subject=f"s{n % 4}", created=NOW + n) for n in range(10)]
+    records.append(dataclasses.replace(record("x"), execution_id="other#wf#s0/x", domain="other"))
+    for each in records:
+        assert sharded_store.create_execution(each)
+    by_subject = [r.instance_id for r in sorted(records[:10], key=lambda r: (r.subject_id, r.execution_id))]
+
+    for limit in (1, 3, 10):
+        pages = _listed(sharded_store, ExecutionQuery(domain="default"), limit)
+        assert ",".join(page for page in pages if page).split(",") == by_subject, limit
+    one_subject = _listed(sharded_store, ExecutionQuery(domain="default", subject_id="s1"), 2)
+    assert ",".join(page for page in one_subject if page) == "d1,d5,d9"
+    stored = sharded_store.list_executions(ExecutionQuery(domain="other")).items
+    assert [(r.domain, r.instance_id) for r in stored] == [("other", "x")]

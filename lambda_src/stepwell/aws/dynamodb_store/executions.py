@@ -4,7 +4,8 @@ entries, and the listings by the status, workflow and subject indexes or by tag.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError, ParamValidationError
@@ -22,9 +23,7 @@ from stepwell.aws.dynamodb_store.shards import (
 from stepwell.aws.dynamodb_store.tables import DynamoDbTables
 from stepwell.aws.page_tokens import (
     InvalidPageToken,
-    decode_page_token,
     decode_shard_token,
-    encode_page_token,
     encode_shard_token,
 )
 from stepwell.core.log_expiry import NAME_HOLD_SECONDS
@@ -150,6 +149,29 @@ def status_condition(
 _LIVE_CONDITION, _LIVE = status_condition(LIVE_STATUSES, "live")
 # The condition that the record is an execution that has not ended (names "#status": "status").
 _NOT_ENDED = f"attribute_exists(contextKey) AND attribute_not_exists(recordType) AND {_LIVE_CONDITION}"
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What an index listing Queries: the index, its (sharded) partition key and its sort key, the
+    partition's value and the subject (the subject index's sort key) it is limited to, if any."""
+
+    index: str
+    partition: str
+    sort: str
+    value: str
+    subject: str | None
+
+
+@dataclass(frozen=True)
+class _IndexPage:
+    """A merged page of an index listing: the listing's text (its tokens'), the entries and positions."""
+
+    listing: str
+    items: list[tuple[int, Item]]
+    positions: list[Position] | None
+
+
 # The indexes a time-ordered listing reads: index, its (sharded) partition key and its sort key.
 _TIME_INDEXES = {
     "status": (_STATUS_INDEX, "status", "updatedAt"),
@@ -165,7 +187,7 @@ class DynamoDbExecutions(DynamoDbTables):
         shard = self.index_shards.shard(record.execution_id)
         item.update(
             {
-                "domain": _s(record.domain),
+                "domain": _s(shard_value(record.domain, shard)),
                 "workflowId": _s(shard_value(record.workflow_id, shard)),
                 "subjectId": _s(record.subject_id),
                 "status": _s(shard_value(record.status.value, shard)),
@@ -219,7 +241,7 @@ class DynamoDbExecutions(DynamoDbTables):
         error_text = self._text(item, "er")
         return ExecutionRecord(
             execution_id=f"{context_key}/{instance_id}",
-            domain=_str(item, "domain") or "",
+            domain=unsharded(_str(item, "domain") or ""),
             workflow_id=unsharded(_str(item, "workflowId") or ""),
             subject_id=_str(item, "subjectId") or "",
             instance_id=instance_id,
@@ -507,49 +529,88 @@ class DynamoDbExecutions(DynamoDbTables):
                 "workflow", query.workflow_id, limit=limit, next_token=next_token, oldest_first=oldest_first
             )
         assert query.domain is not None  # ExecutionQuery guarantees exactly one filter
-        condition = "#k = :k"
-        names = {"#k": "domain"}
         values: Item = {":k": _s(query.domain)}
         if query.subject_id is not None:
-            condition += " AND #s = :s"
-            names["#s"] = "subjectId"
             values[":s"] = _s(query.subject_id)
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "Limit": limit,
-            "IndexName": self.subject_index,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
-        listing = f"{self.subject_index}|{json.dumps(values, sort_keys=True)}"
-        if next_token:
-            kwargs["ExclusiveStartKey"] = decode_page_token(listing, next_token)
-        response = self._query_page(kwargs, next_token)
-        records = [self._record(item) for item in response.get("Items", []) if _is_execution(item)]
-        last_key = response.get("LastEvaluatedKey")
-        return Page(items=records, next_token=encode_page_token(listing, last_key) if last_key else None)
+
+        def by_subject(item: Item) -> tuple[str, str]:
+            return _str(item, "subjectId") or "", "/".join(_item_id(item))
+
+        page = self._merged_index_page(
+            _Listing(self.subject_index, "domain", "subjectId", query.domain, query.subject_id),
+            f"{self.subject_index}|{json.dumps(values, sort_keys=True)}",
+            order=by_subject,
+            limit=limit,
+            next_token=next_token,
+            oldest_first=False,
+            forward=True,
+        )
+        # The subject index keeps ALL: its entries are the records.
+        records = [self._record(item) for _, item in page.items if _is_execution(item)]
+        token = encode_shard_token(page.listing, page.positions) if page.positions else None
+        return Page(items=records, next_token=token)
 
     def _list_by_time(
         self, by: str, value: str, *, limit: int, next_token: str | None, oldest_first: bool
     ) -> Page[ExecutionRecord]:
-        """Newest (or oldest) first by the status or workflow index: one Query per read shard, merged by
-        the index's sort key (ties: the execution id, ascending newest first), then the listed records
-        (the indexes are KEYS_ONLY: BatchGetItem)."""
+        """Newest (or oldest) first by the status or workflow index: merged by the index's sort key (ties:
+        the execution id, ascending newest first), then the listed records (the indexes are KEYS_ONLY:
+        BatchGetItem)."""
         index, partition, sort = _TIME_INDEXES[by]
-        listing = f"{index}|{json.dumps({':k': _s(value)}, sort_keys=True)}"
+
+        def by_time(item: Item) -> tuple[float, str | Descending]:
+            at, execution_id = _num(item, sort) or 0.0, "/".join(_item_id(item))
+            return (at, Descending(execution_id)) if oldest_first else (-at, execution_id)
+
+        page = self._merged_index_page(
+            _Listing(index, partition, sort, value, None),
+            f"{index}|{json.dumps({':k': _s(value)}, sort_keys=True)}",
+            order=by_time,
+            limit=limit,
+            next_token=next_token,
+            oldest_first=oldest_first,
+            forward=oldest_first,
+        )
+        items = self._get_executions([self._key_of(item) for _, item in page.items])
+        if by == "status":  # an entry the index has not caught up on yet
+            items = [item for item in items if unsharded(_str(item, "status") or "") == value]
+        records = [self._record(item) for item in items if _is_execution(item)]
+        token = encode_shard_token(page.listing, page.positions) if page.positions else None
+        return Page(items=records, next_token=token)
+
+    def _merged_index_page(
+        self,
+        of: _Listing,
+        listing: str,
+        *,
+        order: Callable[[Item], Any],
+        limit: int,
+        next_token: str | None,
+        oldest_first: bool,
+        forward: bool,
+    ) -> _IndexPage:
+        """A page of an index listing: one Query per read shard of its key value (and the subject, if
+        any), each read `forward` (ascending sort key) or not, merged by `order` (shards.merge_shards)."""
         if oldest_first:  # a token of one direction does not continue the other
             listing += "|oldest-first"
-        positions = self._positions(listing, next_token, partition, value)
+        positions = self._positions(listing, next_token, of.partition, of.value)
+        names = {"#k": of.partition}
+        condition = "#k = :k"
+        if of.subject is not None:
+            names["#s"] = "subjectId"
+            condition += " AND #s = :s"
 
         def fetch(shard: int, start: Item | None, count: int) -> tuple[list[Item], Item | None]:
+            values = {":k": _s(shard_value(of.value, shard))}
+            if of.subject is not None:
+                values[":s"] = _s(of.subject)
             kwargs: dict[str, Any] = {
                 "TableName": self.executions_table,
-                "IndexName": index,
-                "KeyConditionExpression": "#k = :k",
-                "ExpressionAttributeNames": {"#k": partition},
-                "ExpressionAttributeValues": {":k": _s(shard_value(value, shard))},
-                "ScanIndexForward": oldest_first,
+                "IndexName": of.index,
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ScanIndexForward": forward,
                 "Limit": count,
             }
             if start is not None:
@@ -557,23 +618,15 @@ class DynamoDbExecutions(DynamoDbTables):
             response = self._query_page(kwargs, next_token)
             return response.get("Items", []), response.get("LastEvaluatedKey")
 
-        def order(item: Item) -> tuple[float, str | Descending]:
-            at, execution_id = _num(item, sort) or 0.0, "/".join(_item_id(item))
-            return (at, Descending(execution_id)) if oldest_first else (-at, execution_id)
-
+        key = ("contextKey", "instanceId", of.partition, of.sort)
         page = merge_shards(
             fetch,
             positions=positions,
             order=order,
-            key_of=lambda item: {name: item[name] for name in ("contextKey", "instanceId", partition, sort)},
+            key_of=lambda item: {name: item[name] for name in key},
             limit=limit,
         )
-        items = self._get_executions([self._key_of(item) for _, item in page.items])
-        if by == "status":  # an entry the index has not caught up on yet
-            items = [item for item in items if unsharded(_str(item, "status") or "") == value]
-        records = [self._record(item) for item in items if _is_execution(item)]
-        token = encode_shard_token(listing, page.positions) if page.positions else None
-        return Page(items=records, next_token=token)
+        return _IndexPage(listing=listing, items=page.items, positions=page.positions)
 
     def _positions(self, listing: str, next_token: str | None, partition: str, value: str) -> list[Position]:
         """Where each read shard of `listing` starts: a token's positions, each checked to lie in its own
