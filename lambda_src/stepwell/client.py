@@ -32,7 +32,7 @@ from stepwell.errors import InvalidArgument, InvalidWorkflowName, WorkflowNotFou
 from stepwell.features.schedules import ScheduleManager, ScheduleTarget
 from stepwell.model import ExecutionId, ExecutionRecord, ExecutionStatus, Page
 from stepwell.ports import Clock, FunctionVersions
-from stepwell.wiring.build import AnyWorkflowRegistry, build_engine
+from stepwell.wiring.build import AnyWorkflowRegistry, build_engine, deployment_arns
 from stepwell.wiring.events import CALLBACK_DETAIL_TYPES, CALLBACK_EVENT_SOURCE, callback_result_text
 
 if TYPE_CHECKING:
@@ -115,6 +115,8 @@ class StepwellClient:
                 else DeployedWorkflowRegistry(config.name, workflows)
             )
         self.engine = build_engine(config, self.clients, registry, clock)
+        # Where the deployment's execution ARNs live (None: the config names no resource ARN).
+        self.arns = deployment_arns(config)
 
     @classmethod
     def from_client_config(
@@ -155,7 +157,13 @@ class StepwellClient:
         )
 
     def describe_execution(self, execution_id: str) -> dict[str, Any]:
-        return self.engine.describe_execution(execution_id)
+        """The execution as the engine describes it, with `executionArn`: its ARN as AWS's durable
+        execution API answers it and its handlers' log records name it (stepwell.core.arns), when the
+        config names the deployment's account (its resources' ARNs)."""
+        described = self.engine.describe_execution(execution_id)
+        if self.arns is not None:
+            described["executionArn"] = self.arns.execution_arn(described["ExecutionId"])
+        return described
 
     def list_executions(
         self,

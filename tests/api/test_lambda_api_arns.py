@@ -8,7 +8,8 @@ import botocore.session
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from stepwell.features.lambda_api.arns import ArnContext, FunctionRef, arn_name
+from stepwell.core.arns import arn_name
+from stepwell.features.lambda_api.arns import ArnContext, FunctionRef
 from stepwell.features.lambda_api.errors import ApiError
 
 from tests.api.conftest import ACCOUNT, ARNS, REGION

@@ -31,8 +31,10 @@ if str(REPO_ROOT) not in sys.path:
 
 from tests.api.iam_url_front import IamFunctionUrlFront, Identity
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
+# The worker's default (no Lambda context): its log records and the API's answers name the same ARN.
+HARNESS = ArnContext.local()
+REGION = HARNESS.region
+ACCOUNT = HARNESS.account
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/conformance-runner"
 CALLER = Identity(
     "AKIACONFORMANCE00001",
@@ -50,7 +52,7 @@ HANDLER_SECONDS_LEFT = 60.0
 class LocalApiBackend:
     def __init__(self) -> None:
         self.stepwell = LocalStepwell()
-        arns = ArnContext("aws", REGION, ACCOUNT)
+        arns = HARNESS
         settings = ApiSettings(
             arns=arns, access=AccessPolicy.from_lists(read=[ROLE], operate=[ROLE], callbacks=[ROLE])
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from case_registration import register_case_module
 from runner import Case
+from stepwell.core.arns import ArnContext
 from stepwell.testing.local import LocalStepwell
 
 
@@ -23,7 +24,10 @@ class LocalBackend:
         return self.stepwell.history(execution_id)
 
     def describe(self, execution_id: str) -> dict[str, Any]:
-        return self.stepwell.describe(execution_id)
+        """As the Stepwell client describes it: with its ARN, in the harness's account and region, where
+        the worker's log records name it (stepwell.core.arns)."""
+        described = self.stepwell.describe(execution_id)
+        return {**described, "executionArn": ArnContext.local().execution_arn(described["ExecutionId"])}
 
     def send_callback(self, callback_id: str, operation: str, payload: Any) -> None:
         engine = self.stepwell.engine

@@ -80,6 +80,16 @@ class LogLine:
         return cls(int(data["written_ms"]), dict(data["fields"]))
 
 
+def reported_arn(described: dict[str, Any]) -> str | None:
+    """The ARN a backend reports for an execution, which AWS's validator filters its logs by:
+    GetDurableExecution's DurableExecutionArn, or the Stepwell client's describe's executionArn."""
+    for key in ("DurableExecutionArn", "executionArn"):
+        value = described.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def of_execution(lines: list[LogLine], execution_arn: str) -> list[LogLine]:
     """AWS's retrieval filter: the records whose executionArn or durableExecutionArn is the execution's."""
     return [

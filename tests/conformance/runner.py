@@ -29,7 +29,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from history_model import check_history_against_model
-from log_rules import PRINTED_JSON, LogLine, check_logs, of_execution
+from log_rules import PRINTED_JSON, LogLine, check_logs, of_execution, reported_arn
 from matching import (
     EXTENSION,
     Placeholders,
@@ -223,9 +223,7 @@ def judge(
     errors += match_history(expected, history, names)
     if driver.ended is not PollEnd.MATCHED:
         errors += check_result(data.get("ExpectedResult"), describe(driver.execution_id), names)
-    errors += check_logs(
-        data.get("ExpectedLogs"), of_execution(log_lines, driver.execution_id), names.substitute
-    )
+    errors += _check_logs(data.get("ExpectedLogs"), driver, describe, log_lines, names)
     errors += check_shapes(history, describe)
     block = extension(data)
     errors += match_history(list(block.get("ExpectedExecutionHistory") or []), history, names, EXTENSION)
@@ -234,6 +232,22 @@ def judge(
 
 
 # ---------------------------------------------------------------------------------------------- logs
+
+
+def _check_logs(
+    expected: Any,
+    driver: Driver,
+    describe: Callable[[str], dict[str, Any]],
+    log_lines: list[LogLine],
+    names: Placeholders,
+) -> list[str]:
+    """ExpectedLogs, on the records of the execution's ARN as the backend reports it (AWS's filter)."""
+    if not expected:
+        return []
+    arn = reported_arn(describe(driver.execution_id))
+    if arn is None:
+        return [f"ExpectedLogs: the backend reports no ARN for execution {driver.execution_id!r}"]
+    return check_logs(expected, of_execution(log_lines, arn), names.substitute)
 
 
 class _LogCapture(logging.Handler):

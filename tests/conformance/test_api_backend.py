@@ -14,10 +14,9 @@ from runner import Case, discover_cases, load_handler_module, run_case, start_ca
 from stepwell.features.lambda_api.arns import ArnContext
 
 CASES = {case.test_id: case for case in discover_cases()}
-# What fails through the API and passes through the client, as the API stands: the durable logger's
-# records name the execution by its Stepwell id (the worker hands the SDK the id as its
-# DurableExecutionArn), so AWS's filter, by the ARN the API answered, finds none of them.
-LOGS_BY_ARN = "step/1-7"
+# Cases whose ExpectedLogs are found by the ARN the API answered (AWS's filter): the worker hands the SDK
+# that ARN as its DurableExecutionArn (stepwell.core.arns), so the durable logger's records carry it.
+LOGS_BY_ARN = ("step/1-7", "step/1-17", "step/1-18", "child/3-11", "child/3-17")
 
 
 @pytest.fixture
@@ -39,12 +38,11 @@ def test_the_subset_passes_through_the_api(backend: LocalApiBackend, case_id: st
     assert result.passed, "\n".join([*result.errors, "history:", *(str(event) for event in result.history)])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the durable logger's executionArn is the Stepwell id, not the ARN the API answered",
-)
-def test_log_records_are_found_by_the_apis_arn(backend: LocalApiBackend) -> None:
-    result = run_case(_case(LOGS_BY_ARN), backend)
+@pytest.mark.parametrize("case_id", LOGS_BY_ARN)
+def test_log_records_are_found_by_the_apis_arn(backend: LocalApiBackend, case_id: str) -> None:
+    case = _case(case_id)
+    assert case.data.get("ExpectedLogs"), f"{case_id} expects log records"
+    result = run_case(case, backend)
     assert result.passed, "\n".join(result.errors)
 
 

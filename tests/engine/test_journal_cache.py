@@ -20,6 +20,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     OperationUpdate,
     WaitOptions,
 )
+from stepwell.core.arns import as_handed, execution_id_of
 from stepwell.core.engine import Engine
 from stepwell.core.journal import Journal, decode_body, encode_body
 from stepwell.core.journal_cache import (
@@ -188,8 +189,11 @@ def test_the_sdk_replays_the_same_operations_a_fresh_fold_gives() -> None:
 
     @functools.wraps(cycles)  # a wrapper of a durable handler (the registry checks it)
     def checked(invocation_input: Any, lambda_context: Any) -> Any:
-        # What the log holds, and what changed since (a wait that ended) as the SDK is told.
-        folded = fresh_fold(local.engine, invocation_input.durable_execution_arn).operations
+        # What the log holds, and what changed since (a wait that ended) as the SDK is told: the EXECUTION
+        # operation under the ARN's last segment (stepwell.core.arns.as_handed).
+        arn = invocation_input.durable_execution_arn
+        stored = fresh_fold(local.engine, execution_id_of(arn)).operations.values()
+        folded = {op.operation_id: op for op in as_handed(stored, execution_id=execution_id_of(arn), arn=arn)}
         given = {op.operation_id: op for op in invocation_input.initial_execution_state.operations}
         changed = set(invocation_input.updated_operation_ids)
         replays.append(
@@ -238,7 +242,7 @@ def test_a_fenced_worker_drops_its_journal_and_the_next_run_folds_the_winners_ba
         if intrude["now"]:
             intrude["now"] = False
             # A worker whose lease had expired lost the log: a newer one appended the next batch first.
-            execution_id = invocation_input.durable_execution_arn
+            execution_id = execution_id_of(invocation_input.durable_execution_arn)
             seq = local.engine.load_journal(execution_id).next_seq
             winner = Batch(seq=seq, body='{"w":1}', created_at=local.clock.now())
             local.store.append_batch(execution_id, winner)

@@ -299,7 +299,8 @@ class JournalMachine(RuleBasedStateMachine):
         journal.absorb(self.store.list_external_inputs(execution_id), now)
         if journal.fire_due_timers(now):
             event("invocation start: timers fired")
-        client = StoreServiceClient(self.engine, record, journal, owner=owner)
+        # Handed the Stepwell id as its ARN: its answers name every operation as the journal stores it.
+        client = StoreServiceClient(self.engine, record, journal, owner=owner, arn=execution_id)
         self.invocations.append(Invocation(owner, execution_id, journal, client, now, taken))
 
     @precondition(lambda self: self._invocations(current=True))

@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 from aws_durable_execution_sdk_python import durable_execution
 from botocore.config import Config
+from stepwell.core.arns import execution_arn_of_function
 from stepwell.core.engine import Engine
 from stepwell.core.invoke_targets import LambdaInvokeRefused
 from stepwell.core.registry import Registry
@@ -25,7 +26,6 @@ from stepwell.features.lambda_api.context import ApiSettings
 from stepwell.features.lambda_api.handler import LambdaApiHandler
 from stepwell.ports import ExecutionStore
 from stepwell.testing.local import LocalStepwell
-from stepwell.wiring.build import remote_execution_arn
 from stepwell.wiring.entry import EntryRuntime, MessageResult
 
 from tests.api.conftest import ACCESS, ACCOUNT, ARNS, CLIENT_CONFIG, OPERATOR, REGION, resource_policy
@@ -192,7 +192,7 @@ def remote_stack(
         local._unversioned = local._code(None, registry)
     fake_lambda = FakeLambda()
     functions = {name: RemoteFunction(function_arn(name), None, timeout_seconds) for name in remote}
-    registry.allow_remote_functions(functions, fake_lambda, remote_execution_arn)
+    registry.allow_remote_functions(functions, fake_lambda, execution_arn_of_function)
     # The API function is another process: an engine of its own on the same store.
     api_engine = Engine(
         store=local.store,

@@ -16,7 +16,6 @@ module's WORKFLOWS and FUNCTIONS, the targets of an invoke) run in the worker.
 
 from __future__ import annotations
 
-import logging
 import shutil
 import sys
 from enum import Enum
@@ -25,8 +24,8 @@ from types import ModuleType
 from typing import Any
 
 from aws_durable_execution_sdk_python.lambda_service import LambdaClient
+from stepwell.core.arns import execution_arn_of_function
 from stepwell.core.remote_functions import RemoteFunction
-from stepwell.wiring.build import remote_execution_arn
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -58,22 +57,6 @@ def js_handler_path(case: Case) -> Path:
     return JS_HANDLERS_DIR / case.suite / f"{case.case_id}.mjs"
 
 
-class _ExecutionIds(logging.Filter):
-    """The execution a remote function's log record names is the one its ARN maps to: the records the SDK
-    writes (through the root logger) carry the ARN the function was handed, which names the execution as
-    the Stepwell id does the records of an in-worker run (AWS's log filter: the execution's ARN)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: dict[str, str] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        arn = getattr(record, "executionArn", None)
-        if isinstance(arn, str) and arn in self.ids:
-            record.executionArn = self.ids[arn]
-        return True
-
-
 class RemoteBackend(LocalBackend):
     def __init__(self, language: Language = Language.PYTHON) -> None:
         self.language = language
@@ -81,8 +64,6 @@ class RemoteBackend(LocalBackend):
         if language is Language.JAVASCRIPT and node_missing_reason(self._node) is not None:
             raise RuntimeError(f"JavaScript functions cannot run: {node_missing_reason(self._node)}")
         self.node_functions: list[NodeFunction] = []
-        self._ids = _ExecutionIds()
-        logging.getLogger().addFilter(self._ids)
         self.stack = remote_stack({}, api_knows_workflows=True)
         self.stepwell = self.stack.local
         self._remote: dict[str, RemoteFunction] = {}
@@ -100,13 +81,11 @@ class RemoteBackend(LocalBackend):
                 registry.register(workflow, handler, **options)
                 return
             self._remote[workflow] = RemoteFunction(function_arn(workflow))
-            registry.allow_remote_functions(self._remote, self.stack.fake_lambda, remote_execution_arn)
+            registry.allow_remote_functions(self._remote, self.stack.fake_lambda, execution_arn_of_function)
             self.stack.handlers[function_arn(workflow)] = self._function(case, workflow, handler)
 
         register_case_module(module, name, register, self.stepwell.register_function)
-        execution_id = self.stepwell.start(name, event)
-        self._ids.ids[remote_execution_arn(execution_id, function_arn(name))] = execution_id
-        return execution_id
+        return self.stepwell.start(name, event)
 
     def _function(self, case: Case, workflow: str, handler: Any) -> Any:
         """The case's own function in the backend's language: its Python handler, or a warm node worker
@@ -134,7 +113,6 @@ class RemoteBackend(LocalBackend):
         self.stack.run_pending()
 
     def close(self) -> None:
-        logging.getLogger().removeFilter(self._ids)
         LambdaClient._cached_boto_client = self._previous_client
         for function in self.node_functions:
             function.close()

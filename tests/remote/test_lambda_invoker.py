@@ -13,7 +13,7 @@ from stepwell.config import StepwellConfig
 from stepwell.core.invoke_targets import LambdaInvokeRefused
 from stepwell.core.registry import Registry
 from stepwell.core.remote_functions import RemoteFunction
-from stepwell.wiring.build import remote_execution_arn
+from stepwell.features.lambda_api.arns import ArnContext
 from stepwell.wiring.entry import EntryRuntime
 
 REGION = "us-east-1"
@@ -84,10 +84,12 @@ def test_the_entry_registers_the_configured_functions(clients: AwsClients) -> No
     assert registry.remote("orders") == RemoteFunction(ORDERS, "3", 30)
     invoker, execution_arn = registry.remote_invoker()
     assert isinstance(invoker, BotoLambdaInvoker)
-    # AWS's shape in the function's account, ending with the execution's EXECUTION operation id
+    # The API's ARN of the execution, in the function's account (the API's), which the API reads back
     arn = execution_arn("default#orders#order-7/run-1", ORDERS)
-    assert arn == f"{ORDERS}:$LATEST/durable-execution/run-1/run-1"
-    assert arn == remote_execution_arn("default#orders#order-7/run-1", ORDERS)
+    api_arns = ArnContext.from_function_arn(ORDERS)
+    assert arn == api_arns.execution_arn("default#orders#order-7/run-1")
+    assert arn.startswith(f"{ORDERS}:$LATEST/durable-execution/run-1/")
+    assert api_arns.execution_id(arn) == "default#orders#order-7/run-1"
     # A runtime without them has none
     plain = EntryRuntime.from_config(
         StepwellConfig(**{**config.to_client_config(), "durable_functions": {}}), clients, registry=Registry()

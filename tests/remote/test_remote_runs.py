@@ -20,6 +20,7 @@ from stepwell.model import ExecutionStatus, OutcomeAction
 from stepwell.ports import ExecutionStore
 from stepwell.testing.local import LocalStepwell
 
+from tests.api.conftest import ARNS
 from tests.remote.harness import EventInvoke, Ran, RemoteStack, destination_record, function_arn, remote_stack
 
 
@@ -113,8 +114,11 @@ def test_steps_a_wait_and_a_callback_end_as_the_same_handler_does_in_the_worker(
     ]
     assert len(invokes) == 3 and all(invoke.qualifier is None for invoke in invokes)
     first = invokes[0].payload
-    assert first["DurableExecutionArn"].endswith("/" + remote.rpartition("/")[2])
-    assert first["InitialExecutionState"]["Operations"][0]["Type"] == "EXECUTION"
+    # Handed the execution's ARN as the API answers it, its EXECUTION operation under the ARN's last part
+    assert first["DurableExecutionArn"] == ARNS.execution_arn(remote)
+    execution_op = first["InitialExecutionState"]["Operations"][0]
+    assert execution_op["Type"] == "EXECUTION"
+    assert execution_op["Id"] == first["DurableExecutionArn"].rpartition("/")[2]
     # Each invocation's end is logged under the request id its token carried
     request_ids = [
         event["InvocationCompletedDetails"]["RequestId"]

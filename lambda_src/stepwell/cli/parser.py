@@ -290,7 +290,8 @@ def _add_execution_commands(commands: Any) -> None:
     describe = commands.add_parser(
         "describe",
         help="show an execution as JSON",
-        description="Show an execution as JSON: its status, input, result or error, version and tags, with "
+        description="Show an execution as JSON: its status, input, result or error, version and tags, its "
+        "ARN (executionArn: as AWS's durable execution API answers it and its log records name it), with "
         f"its timestamps in ISO 8601 (UTC). {EXECUTION_DESCRIPTION}",
     )
     _add_execution_address(describe)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_durable_execution_sdk_python.lambda_service import Operation
 
+from stepwell.core.arns import as_handed, ids_as_handed
 from stepwell.core.endings import Endings
 from stepwell.core.external_inputs import check_error_object
 from stepwell.core.invoke_targets import LambdaInvokeRefused
@@ -67,10 +68,11 @@ def keeps_lease(outcome: WorkOutcome | None) -> bool:
 
 
 def invocation_input(
-    arn: str, token: str, operations: Iterable[Operation], updated: list[str]
+    execution_id: str, arn: str, *, token: str, operations: Iterable[Operation], updated: list[str]
 ) -> dict[str, Any]:
-    """AWS's durable invocation input, its operations paged past MAX_INITIAL_STATE_BYTES."""
-    listed = list(operations)
+    """AWS's durable invocation input for the function `arn` is handed to (the operations as it is handed
+    them: stepwell.core.arns.as_handed), paged past MAX_INITIAL_STATE_BYTES."""
+    listed = as_handed(operations, execution_id=execution_id, arn=arn)
     page = page_of(listed, 0, len(listed) or 1, MAX_INITIAL_STATE_BYTES)
     if page.operations and operations_size(page.operations) > MAX_INITIAL_STATE_BYTES:
         page = dataclasses.replace(page, operations=[], next_marker="0")  # one operation over the budget
@@ -81,7 +83,7 @@ def invocation_input(
             "Operations": [op.to_json_dict() for op in page.operations],
             "NextMarker": page.next_marker or "",
         },
-        "UpdatedOperationIds": updated,
+        "UpdatedOperationIds": ids_as_handed(updated, execution_id=execution_id, arn=arn),
     }
 
 
@@ -154,7 +156,13 @@ class RemoteRuns:
         invocation = Invocation(request_id, run.now)
         try:
             arn = execution_arn(record.execution_id, remote.function_arn)
-            payload = invocation_input(arn, token.encode(), journal.operations.values(), updated)
+            payload = invocation_input(
+                record.execution_id,
+                arn,
+                token=token.encode(),
+                operations=journal.operations.values(),
+                updated=updated,
+            )
         except (InvalidArgument, ValueError) as error:
             failed = _error("Stepwell.InvalidInvocation", error)
             return worker.endings.end(

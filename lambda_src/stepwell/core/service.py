@@ -17,6 +17,7 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from aws_durable_execution_sdk_python.exceptions import CheckpointError
@@ -29,6 +30,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
     StateOutput,
 )
 
+from stepwell.core.arns import ArnContext, as_handed, ids_as_handed
 from stepwell.core.journal import Journal
 from stepwell.errors import SequenceConflict, StaleCheckpointToken
 from stepwell.limits import PayloadLimits, PayloadOverLimit
@@ -40,9 +42,21 @@ if TYPE_CHECKING:
 
 
 class StoreServiceClient:
-    def __init__(self, engine: Engine, record: ExecutionRecord, journal: Journal, owner: str) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        record: ExecutionRecord,
+        journal: Journal,
+        owner: str,
+        *,
+        arn: str | None = None,
+    ) -> None:
+        """`arn`: the execution's ARN the handler is handed (stepwell.core.arns; by default in the harness's
+        account and region): the operations it is answered name the EXECUTION operation by its last
+        segment."""
         self._engine = engine
         self._record = record
+        self.arn = arn or ArnContext.local().execution_arn(record.execution_id)
         self._journal = journal
         self._owner = owner
         self._lock = threading.Lock()
@@ -70,7 +84,18 @@ class StoreServiceClient:
         return f"{self._owner}:{self._journal.next_seq}"
 
     def initial_operations(self) -> list[Operation]:
-        return list(self._journal.operations.values())
+        return self._handed(self._journal.operations.values())
+
+    def updated_operation_ids(self) -> list[str]:
+        """The operations changed since the last invocation (not yet written), as the handler knows them."""
+        unflushed = self._journal.unflushed_operation_ids()
+        return ids_as_handed(unflushed, execution_id=self._record.execution_id, arn=self.arn)
+
+    def _handed(self, operations: Iterable[Operation]) -> list[Operation]:
+        return as_handed(operations, execution_id=self._record.execution_id, arn=self.arn)
+
+    def _answer_state(self, operations: Iterable[Operation]) -> CheckpointUpdatedExecutionState:
+        return _state(self._handed(operations))
 
     def checkpoint(
         self,
@@ -99,7 +124,9 @@ class StoreServiceClient:
             if _replayable(updates, journal) and not journal.has_unflushed_side_effects:
                 self.deferred += 1
                 changed = [journal.operations[op_id] for op_id in journal.unflushed_operation_ids()]
-                return CheckpointOutput(checkpoint_token=self.token, new_execution_state=_state(changed))
+                return CheckpointOutput(
+                    checkpoint_token=self.token, new_execution_state=self._answer_state(changed)
+                )
             try:
                 flushed = self._engine.append_journal(self._record, journal)
             except SequenceConflict as conflict:
@@ -108,9 +135,11 @@ class StoreServiceClient:
             if self._pause_found(updates):
                 # The checkpoint is stored; without a token the SDK ends the invocation with PENDING.
                 self.paused = True
-                return CheckpointOutput(checkpoint_token=None, new_execution_state=_state(flushed.operations))
+                return CheckpointOutput(
+                    checkpoint_token=None, new_execution_state=self._answer_state(flushed.operations)
+                )
             return CheckpointOutput(
-                checkpoint_token=self.token, new_execution_state=_state(flushed.operations)
+                checkpoint_token=self.token, new_execution_state=self._answer_state(flushed.operations)
             )
 
     def _pause_found(self, updates: list[OperationUpdate]) -> bool:
@@ -140,7 +169,7 @@ class StoreServiceClient:
     ) -> StateOutput:
         with self._lock:
             self._check_arn(durable_execution_arn)
-            operations = list(self._journal.operations.values())
+            operations = self._handed(self._journal.operations.values())
         try:
             start = int(next_marker) if next_marker else 0
         except ValueError:
@@ -150,8 +179,9 @@ class StoreServiceClient:
         return StateOutput(operations=page, next_marker=str(start + max_items) if more else None)
 
     def _check_arn(self, arn: str) -> None:
-        if arn != self._record.execution_id:
-            raise ValueError(f"this client serves execution {self._record.execution_id!r}, not {arn!r}")
+        """The handler names its own execution: by the ARN it was handed, or by its Stepwell id."""
+        if arn not in (self.arn, self._record.execution_id):
+            raise ValueError(f"this client serves execution {self.arn!r}, not {arn!r}")
 
 
 def apply_updates(

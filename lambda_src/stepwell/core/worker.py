@@ -26,6 +26,7 @@ from aws_durable_execution_sdk_python.execution import (
 )
 from aws_durable_execution_sdk_python.lambda_service import ErrorObject
 
+from stepwell.core.arns import ArnContext, arn_context_of
 from stepwell.core.deletion import Deletion
 from stepwell.core.endings import Endings, log_start
 from stepwell.core.engine import Engine, predates
@@ -146,8 +147,11 @@ def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
 
 
 class Worker:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, arns: ArnContext | None = None) -> None:
+        """`arns`: where executions' ARNs live when a run has no Lambda context that tells it (a harness's
+        default: ArnContext.local())."""
         self.engine = engine
+        self.arns = arns or ArnContext.local()
         self.endings = Endings(engine)
         self._pausing = Pausing(engine, self.absorb, lambda run: _next_wake_at(run.record, run.journal))
         self._deletion = Deletion(engine)
@@ -531,16 +535,18 @@ class Worker:
             return self.endings.end(
                 run, ExecutionStatus.FAILED, at=run.now, error=_error(error), invocation=failed_at_once
             )
-        client = StoreServiceClient(engine, record, run.journal, run.lease.owner)
+        # The handler knows its execution by the ARN the API answers for it (stepwell.core.arns).
+        arn = arn_context_of(run.lambda_context, self.arns).execution_arn(record.execution_id)
+        client = StoreServiceClient(engine, record, run.journal, run.lease.owner, arn=arn)
         invocation = Invocation(request_id=uuid.uuid4().hex, started_at=run.now)
         invocation_input = DurableExecutionInvocationInputWithClient(
-            durable_execution_arn=record.execution_id,
+            durable_execution_arn=arn,
             checkpoint_token=client.token,
             initial_execution_state=InitialExecutionState(
                 operations=client.initial_operations(), next_marker=""
             ),
             service_client=client,
-            updated_operation_ids=run.journal.unflushed_operation_ids(),
+            updated_operation_ids=client.updated_operation_ids(),
         )
         timer = time.monotonic()
         try:

@@ -19,29 +19,24 @@ from stepwell.aws.timers import WakeScheduler
 from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.clock import default_clock
 from stepwell.config import DURABLE_FUNCTIONS_PARAMETER_ENV, StepwellConfig
+from stepwell.core.arns import ArnContext, execution_arn_of_function
 from stepwell.core.engine import Engine
 from stepwell.core.metrics import Metrics, NoMetrics
 from stepwell.core.registry import Registry, validate_workflow_name
 from stepwell.core.status_events import NoStatusEvents
 from stepwell.core.versions import running_version
 from stepwell.features.definitions.interpreter import register_interpreter
-from stepwell.features.lambda_api.arns import LATEST, ArnContext, arn_name
-from stepwell.model import ExecutionId
 from stepwell.ports import Clock, WorkQueue
 
 
-def remote_execution_arn(execution_id: str, function_arn: str) -> str:
-    """The DurableExecutionArn a remote durable function is handed for an execution: AWS's shape, in the
-    function's own partition, region and account, ending with the id of the execution's EXECUTION operation
-    (its instance id), where the SDKs look for it (the Python SDK's ExecutionState.get_execution_operation
-    takes the ARN's last part). The API maps it back with the checkpoint token, which names the execution
-    (stepwell.features.lambda_api.data_plane)."""
-    arns = ArnContext.from_function_arn(function_arn)
-    ids = ExecutionId.parse(execution_id)
-    return (
-        f"arn:{arns.partition}:lambda:{arns.region}:{arns.account}:function:{ids.workflow_id}:{LATEST}"
-        f"/durable-execution/{arn_name(ids.instance_id)}/{ids.instance_id}"
-    )
+def deployment_arns(config: StepwellConfig) -> ArnContext | None:
+    """The partition, region and account of the deployment's ARNs (its executions', stepwell.core.arns), as
+    the ARNs of its resources in `config` tell them; None when it names none."""
+    for arn in (config.work_queue_arn, config.dlq_arn, config.event_bus_arn, config.wake_function_arn):
+        parts = arn.split(":")
+        if len(parts) >= 6 and parts[0] == "arn" and parts[1] and parts[3] and parts[4]:
+            return ArnContext(partition=parts[1], region=parts[3], account=parts[4])
+    return None
 
 
 def with_durable_functions_parameter(
@@ -65,9 +60,10 @@ def allow_deployment_targets(registry: Registry, config: StepwellConfig, clients
     if config.invoke_functions:
         registry.allow_lambda_targets(config.invoke_functions, BotoLambdaInvoker(clients))
     if config.durable_functions:
-        # The user's own durable functions (stepwell.core.remote_runs), invoked asynchronously.
+        # The user's own durable functions (stepwell.core.remote_runs), invoked asynchronously, each handed
+        # its execution's ARN as the API answers it (stepwell.core.arns: one ARN per execution).
         invoker = BotoLambdaInvoker(clients)
-        registry.allow_remote_functions(config.remote_functions, invoker, remote_execution_arn)
+        registry.allow_remote_functions(config.remote_functions, invoker, execution_arn_of_function)
     return registry
 
 

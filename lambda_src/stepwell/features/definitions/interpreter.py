@@ -65,6 +65,7 @@ from aws_durable_execution_sdk_python.exceptions import (
 )
 from aws_durable_execution_sdk_python.retries import RetryDecision
 
+from stepwell.core.arns import execution_id_of
 from stepwell.core.flow_limits import resolve_flow
 from stepwell.core.registry import EndObserver, Handler, Registry
 from stepwell.errors import InvalidArgument
@@ -167,9 +168,15 @@ def _error_dict(error: BaseException) -> dict[str, Any]:
 
 
 def _execution_id(context: DurableContext) -> str:
+    """The Stepwell id of the execution the worker handed the SDK by its ARN (stepwell.core.arns)."""
     state = getattr(context, "state", None)
     arn = getattr(state, "durable_execution_arn", None)
-    return str(arn) if arn else ""
+    if not arn:
+        return ""
+    try:
+        return execution_id_of(str(arn))
+    except ValueError:
+        return str(arn)  # StartInput.parse names it as no execution id
 
 
 class Walker:

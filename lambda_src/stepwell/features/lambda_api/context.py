@@ -7,9 +7,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from stepwell.core.arns import ArnContext
 from stepwell.core.engine import Engine
 from stepwell.features.lambda_api.access import AccessPolicy
-from stepwell.features.lambda_api.arns import ArnContext
+from stepwell.features.lambda_api.arns import ApiArns
 from stepwell.features.lambda_api.tenants import TenantLimits, TenantScope
 
 # How long Invoke's RequestResponse waits for the execution's end at most (Lambda's synchronous limit);
@@ -58,8 +59,9 @@ class ApiContext:
     scope: TenantScope | None = None
 
     @property
-    def arns(self) -> ArnContext:
-        return self.settings.arns
+    def arns(self) -> ApiArns:
+        """The deployment's ARNs, read and written with the API's errors."""
+        return ApiArns.of(self.settings.arns)
 
     def wait_deadline(self) -> float:
         """The monotonic time by which a RequestResponse wait gives up."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from aws_durable_execution_sdk_python.lambda_service import Operation, OperationUpdate
 
+from stepwell.core.arns import as_handed
 from stepwell.core.remote_checkpoints import (
     INVALID_TOKEN,
     MAX_CHECKPOINT_BYTES,
@@ -28,7 +29,9 @@ from stepwell.model import ExecutionId
 MAX_TOKEN_LENGTH = 2048
 MAX_MARKER_LENGTH = 64
 MAX_SHOWN = 300
-# The ARN a remote function is handed: the id part is the execution's instance id (a key part).
+# The ARN remote functions were handed before they were handed the API's (stepwell.core.arns): the id part
+# is the execution's instance id (a key part). Still taken, with the token that names the execution, from an
+# invocation that began before the change.
 _REMOTE_ARN = re.compile(
     r"arn:(?P<partition>aws[a-z-]{0,20}):lambda:(?P<region>[a-z0-9-]{1,32}):(?P<account>[0-9]{12}):"
     r"function:(?P<function>[A-Za-z0-9_.-]{1,64}):\$LATEST/durable-execution/[A-Za-z0-9_-]{1,64}/"
@@ -55,8 +58,9 @@ _UPDATE_FIELDS: dict[str, Any] = {
 
 def execution_of(api: ApiContext, arn: str, token: str) -> str:
     """The execution a data-plane call names: the DurableExecutionArn as the worker handed it to the function
-    (AWS's shape ending with the EXECUTION operation's id: wiring.build.remote_execution_arn), which must
-    name the token's execution, or any form the other operations take (ArnContext.execution_id)."""
+    (the API's ARN of the execution: any form the other operations take, ApiArns.execution_id) or, from an
+    invocation that began before functions were handed that, the ARN ending with the instance id, which
+    must name the token's execution."""
     match = _REMOTE_ARN.fullmatch(arn)
     decoded = decode_token(token)
     if match is not None and decoded is not None:
@@ -88,7 +92,7 @@ def get_state(api: ApiContext, request: Request, params: dict[str, str]) -> Resp
         page = RemoteCheckpoints(api.engine).get_state(execution_id, token, marker, max_items)
     except StaleCheckpointToken as stale:
         raise invalid(str(stale)) from None
-    answer: dict[str, Any] = {"Operations": [_wire(op) for op in page.operations]}
+    answer: dict[str, Any] = {"Operations": _wire(page.operations, execution_id, params["execution"])}
     if page.next_marker is not None:
         answer["NextMarker"] = page.next_marker
     return Response.json(answer)
@@ -116,7 +120,8 @@ def checkpoint(api: ApiContext, request: Request, params: dict[str, str]) -> Res
         raise invalid(str(refused)) from None
     except ValueError as error:  # an update the journal's rules refuse (an action its type has not)
         raise invalid(f"Updates: {error}") from None
-    result: dict[str, Any] = {"NewExecutionState": {"Operations": [_wire(op) for op in answer.operations]}}
+    operations = _wire(answer.operations, execution_id, params["execution"])
+    result: dict[str, Any] = {"NewExecutionState": {"Operations": operations}}
     if answer.token is not None:
         result["CheckpointToken"] = answer.token
     return Response.json(result)
@@ -169,9 +174,10 @@ def _check_fields(where: str, item: dict[str, Any], fields: dict[str, Any]) -> N
             raise invalid(f"{where}.{key} must be a {expected.__name__}, got {type(value).__name__}")
 
 
-def _wire(operation: Operation) -> dict[str, Any]:
-    """An operation as the model's Operation (timestamps as datetimes: Response writes epoch seconds)."""
-    return dict(operation.to_dict())
+def _wire(operations: list[Operation], execution_id: str, arn: str) -> list[dict[str, Any]]:
+    """Operations as the model's Operation (timestamps as datetimes: Response writes epoch seconds), as
+    the function holding `arn` is handed them (the EXECUTION operation under the ARN's last segment)."""
+    return [dict(op.to_dict()) for op in as_handed(operations, execution_id=execution_id, arn=arn)]
 
 
 __all__ = ["checkpoint", "get_state"]
