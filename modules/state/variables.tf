@@ -82,7 +82,7 @@ variable "subject_index_name" {
 }
 
 variable "index_shards" {
-  description = "Shards writers spread each status, workflow and version index key value and each tag's entries over (issue 42: one key value takes at most 1,000 writes per second; a listing page costs one Query per read shard). 1 fits deployments under about 500 starts per second of one workflow; raise it by docs/reference/tables.md's \"Index shards\": index_read_shards first."
+  description = "Shards writers spread each status, workflow and version index key value and each tag's entries over (issue 42: one key value takes at most 1,000 writes per second; a listing page costs one Query per read shard). 1 fits deployments under about 250 executions a second of one workflow or domain; raise it by docs/reference/tables.md's \"Index shards\": index_read_shards first."
   type        = number
   default     = 1
   nullable    = false
