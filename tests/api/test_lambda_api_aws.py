@@ -181,6 +181,8 @@ def test_the_handler_serves_boto3_on_the_aws_adapters_with_only_what_its_role_gr
 
         execution_id = ArnContext.from_function_arn(LambdaContext.invoked_function_arn).execution_id(arn)
         assert execution_id == "default#approval#big/big"
+        # The client shows the execution by the ARN the API answered (its config's account and region).
+        assert client.describe_execution(execution_id)["executionArn"] == arn
         callback_id = callback_id_of(client, execution_id)
         api.send_durable_execution_callback_heartbeat(CallbackId=callback_id)
         api.send_durable_execution_callback_success(CallbackId=callback_id, Result=b'{"ok": true}')
