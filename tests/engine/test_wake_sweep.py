@@ -132,6 +132,22 @@ def test_a_handed_off_sweep_short_of_time_sends_itself_again_and_a_stale_one_swe
     assert sorted(_woken(batches)) == sorted(same_shard)
 
 
+def test_a_shard_whose_handed_off_sweep_was_lost_is_swept_from_where_it_started_hours_later() -> None:
+    sweep, due, batches, queue, clock = _sweep(page_size=2)
+    shard = due_shard(_eid(0))
+    same_shard = [eid for eid in (_eid(n) for n in range(300)) if due_shard(eid) == shard][:5]
+    for eid in same_shard:
+        due.put_due(eid, clock.t + 30)
+    sweep.run(SweepRequest())
+    queue.messages.clear()  # the hand-off never arrives (it went to the DLQ)
+    clock.t += 3 * 3600  # its lease long expired
+
+    sweep.run(SweepRequest())
+    ((handoff, _),) = queue.messages
+    sweep.run(SweepRequest.parse(handoff))
+    assert sorted(_woken(batches)) == sorted(same_shard) and due.pending() == []
+
+
 class CrashingDelete(MemoryDueWakeUps):
     """Dies once between the sweep's send and its delete."""
 

@@ -206,7 +206,12 @@ class WakeSweep:
         `max_queries` Queries (None: until drained or `time_left` runs short)."""
         until = now + LOOKAHEAD_SECONDS
         known = state.watermarks.get(shard)
-        start = known if known is not None else due_bucket(now) - FIRST_SWEEP_LOOKBACK_BUCKETS
+        if known is None:
+            # A shard's first sweep pins where it starts, so a later one (this one handed off and lost, say)
+            # starts there too, however much later it runs.
+            known = due_bucket(now) - FIRST_SWEEP_LOOKBACK_BUCKETS
+            self.due.advance_watermark(shard, known)
+        start = known
         last = due_bucket(until)
         result = _ShardPass()
         watermark = start
@@ -233,9 +238,8 @@ class WakeSweep:
         result.drained = True
         return result
 
-    def _advance(self, shard: int, known: int | None, watermark: int) -> None:
-        # A first sweep writes the shard's watermark even when it stays: the state then says where to start.
-        if known is None or watermark > known:
+    def _advance(self, shard: int, known: int, watermark: int) -> None:
+        if watermark > known:
             self.due.advance_watermark(shard, watermark)
 
     def _send(self, page: Sequence[DueWake], now: float) -> None:
