@@ -83,7 +83,10 @@ class ExecutionRecords(Protocol):
         oldest_first: bool = False,
     ) -> Page[ExecutionRecord]:
         """Newest first for workflow (createdAt), status (updatedAt) and a tag within its domain
-        (createdAt; the tag's entries are written with the record); by subject for domain. `oldest_first`
-        reads the same index the other way (InvalidArgument for domain, whose order is no time's); a
-        token continues only the listing and direction that returned it."""
+        (createdAt; the tag's entries are written with the record); by subject for domain. Equal times or
+        subjects are ordered by execution id (ascending; a tag's: descending, its entries' order): the
+        memory store's, and the DynamoDB store's across index shards (within one, its index's order).
+        `oldest_first` reads the same index the other way (InvalidArgument for domain, whose order is no
+        time's); a token continues only the listing and direction that returned it (on DynamoDB, under the
+        same index_read_shards: stepwell.aws.dynamodb_store.shards)."""
         ...
