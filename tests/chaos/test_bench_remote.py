@@ -84,7 +84,7 @@ def test_a_run_costs_its_units_requests_invocations_and_gb_seconds() -> None:
     assert costs["Lambda GB-s, your function"] == pytest.approx(0.5 * 0.2 * price["lambda_gb_second"])
 
 
-def _result(place: Place, steps: int, burn: int, worker_ms: list[int], function_ms: int) -> Result:
+def _result(place: Place, steps: int, burn: int, worker_ms: list[int], *, function_ms: int) -> Result:
     runs = len(worker_ms)
     usage = Usage(runs=runs, destination_sends=0 if place is Place.WORKER else 99_999 * runs)
     usage.billed[Role.WORKER] += worker_ms
