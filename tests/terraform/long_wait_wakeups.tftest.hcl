@@ -9,20 +9,6 @@ variables {
   name = "unit"
 }
 
-run "schedules_by_default_no_sweep_schedule_and_no_worker_setting" {
-  command = plan
-
-  assert {
-    condition     = length(module.scheduler.wake_sweep_schedule_names) == 0
-    error_message = "With per-wait schedules (the default) there is no recurring wake-sweep schedule."
-  }
-
-  assert {
-    condition     = !contains(keys(module.engine.environment), "STEPWELL_LONG_WAIT_WAKEUPS")
-    error_message = "The default leaves the worker's environment as it was (the worker's own default is schedules)."
-  }
-}
-
 run "sweep_creates_the_recurring_schedule_and_tells_the_worker" {
   command = plan
 
@@ -67,6 +53,26 @@ run "the_sweep_schedule_fires_every_minute_to_the_work_queue_with_a_dead_letter_
       aws_scheduler_schedule.wake_sweep[0].target[0].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
     )
     error_message = "The wake-sweep schedule must send {\"kind\":\"wake-sweep\"} to the work queue every minute, with the DLQ for what it cannot deliver."
+  }
+}
+
+run "no_sweep_schedule_by_default" {
+  command = plan
+
+  module {
+    source = "./modules/scheduler"
+  }
+
+  variables {
+    work_queue_arn        = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
+    wake_function_arn     = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker:live"
+    dead_letter_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:unit-dlq"
+    event_bus_arn         = "arn:aws:events:eu-west-1:123456789012:event-bus/unit"
+  }
+
+  assert {
+    condition     = length(aws_scheduler_schedule.wake_sweep) == 0
+    error_message = "With per-wait schedules (the default) there is no recurring wake-sweep schedule (and the engine's environment is unchanged: engine.tftest.hcl)."
   }
 }
 
