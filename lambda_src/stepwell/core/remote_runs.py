@@ -36,6 +36,7 @@ from stepwell.core.remote_checkpoints import page_of
 from stepwell.core.remote_functions import CheckpointToken, RemoteFunction, RemoteResult
 from stepwell.core.run import Invocation, Run
 from stepwell.core.service import StoreServiceClient
+from stepwell.core.tracing import trace_environment
 from stepwell.errors import InvalidArgument, StepwellError
 from stepwell.model import ExecutionRecord, ExecutionStatus, OutcomeAction, WorkOutcome
 
@@ -171,7 +172,10 @@ class RemoteRuns:
         # Armed first: a lost result still wakes the execution.
         engine.timers.schedule(record.execution_id, wake_at)
         try:
-            invoker.invoke_event(remote.function_arn, remote.qualifier, json.dumps(payload).encode())
+            # botocore sends _X_AMZN_TRACE_ID as the Invoke's X-Amzn-Trace-Id from inside Lambda, and Lambda
+            # hands it to the function's invocation: the execution's trace (docs/reference/traces.md).
+            with trace_environment(record.trace_header):
+                invoker.invoke_event(remote.function_arn, remote.qualifier, json.dumps(payload).encode())
         except LambdaInvokeRefused as refused:
             engine.timers.withdraw(record.execution_id, wake_at)
             message = f"Lambda refused to invoke {remote.qualified_arn}: {refused.message}"
