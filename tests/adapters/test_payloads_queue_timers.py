@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
+from aws_durable_execution_sdk_python.config import Duration
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from stepwell.aws.dynamodb_store.due_wakeups import DynamoDbDueWakeUps, due_item_key
@@ -28,15 +31,20 @@ from stepwell.aws.timers import (
     schedule_prefix,
 )
 from stepwell.aws.work_queue import SqsWorkQueue
-from stepwell.config import StepwellConfig
+from stepwell.client import StepwellClient
+from stepwell.clock import VirtualClock as EngineClock
+from stepwell.config import LONG_WAIT_SWEEP, StepwellConfig
 from stepwell.core.registry import Registry
 from stepwell.core.wake_sweep import SweepRequest, WakeSweep
 from stepwell.ports.due_wakeups import DUE_SHARDS, due_bucket, due_shard
 from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
 from stepwell.testing.scheduler import VirtualClock
 from stepwell.wiring.build import build_engine
+from stepwell.wiring.entry import EntryRuntime
+from stepwell.wiring.long_waits import attach_due_wakeups
 
 from .deployment import Deployment
+from .driver import QueueDriver
 
 NOW = 1_800_000_000.0  # a fixed clock: wake-up routing depends only on due_at - now
 
@@ -522,3 +530,55 @@ def test_the_sweep_state_on_dynamodb_moves_forward_only_and_leases_one_holder(de
     due.release_sweep_lease(3, "b")
     state = due.sweep_state()
     assert state is not None and state.leases == {}
+
+
+@durable_execution
+def _two_day_sleeper(event: Any, context: DurableContext) -> str:
+    context.wait(Duration.from_seconds(2 * 86400), name="two-days")
+    return "awake"
+
+
+def test_the_worker_in_sweep_mode_keeps_long_waits_as_due_items_and_the_sweep_wakes_them(
+    deployment: Deployment,
+) -> None:
+    registry = Registry()
+    registry.register("sleeper", _two_day_sleeper)
+    config = dataclasses.replace(deployment.config, long_wait_wakeups=LONG_WAIT_SWEEP)
+    clock = EngineClock()
+    client = StepwellClient(config, deployment.clients, registry=registry, clock=clock)
+    runtime = EntryRuntime.from_config(config, deployment.clients, registry=registry, clock=clock)
+    driver = QueueDriver(deployment, runtime, clock)
+    woken = client.start_execution("sleeper", None, execution_name="woken")
+    stopped = client.start_execution("sleeper", None, execution_name="stopped")
+    driver.run_until_quiet(fire_schedules=False)
+
+    scheduler = deployment.clients.scheduler
+    assert scheduler.list_schedules(GroupName=config.schedule_group_name)["Schedules"] == []
+    due, table = _due_store(deployment), config.executions_table
+    armed = {eid: _armed(deployment, eid) for eid in (woken, stopped)}
+
+    def kept(eid: str) -> bool:
+        item = deployment.clients.dynamodb.get_item(TableName=table, Key=due_item_key(eid, armed[eid]))
+        return "Item" in item
+
+    assert kept(woken) and kept(stopped)
+    # A stop from a client that keeps per-wait schedules itself (as build_engine should attach it).
+    stopper = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
+    attach_due_wakeups(deployment.config, deployment.clients, stopper.engine)
+    stopper.stop_execution(stopped)
+    driver.run_until_quiet(fire_schedules=False)
+    assert not kept(stopped) and client.describe_execution(stopped)["Status"] == "STOPPED"
+
+    clock.advance_to(armed[woken] + 0.5)
+    result = runtime.handle_body({"kind": "wake-sweep"})
+    assert result.details["sent"] == 1
+    driver.run_until_quiet(fire_schedules=False)
+    assert client.describe_execution(woken)["Status"] == "SUCCEEDED" and not kept(woken)
+    assert due.sweep_state() is not None
+
+
+def _armed(deployment: Deployment, execution_id: str) -> float:
+    item = deployment.clients.dynamodb.get_item(
+        TableName=deployment.config.coordination_table, Key={"key": {"S": "lease#" + execution_id}}
+    )["Item"]
+    return float(item["w"]["N"])

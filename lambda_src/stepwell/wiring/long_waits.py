@@ -12,9 +12,10 @@ from stepwell.core.engine import Engine
 from stepwell.core.wake_sweep import WakeSweep
 
 
-def build_wake_sweep(config: StepwellConfig, clients: AwsClients, engine: Engine) -> WakeSweep:
-    """The sweep on the deployment's executions table and work queue; with long_wait_wakeups = "sweep" the
-    engine's timers keep long waits as its due items from now on."""
+def attach_due_wakeups(config: StepwellConfig, clients: AwsClients, engine: Engine) -> DynamoDbDueWakeUps:
+    """The deployment's due wake-ups, given to the engine's timers: with long_wait_wakeups = "sweep" they keep
+    long waits there from now on; in any case a stop, a time-out or a delete drops the armed wake-up's item
+    (a client with per-wait schedules may stop an execution a worker with the sweep armed)."""
     due = DynamoDbDueWakeUps(
         clients.dynamodb,
         executions_table=config.executions_table,
@@ -22,6 +23,15 @@ def build_wake_sweep(config: StepwellConfig, clients: AwsClients, engine: Engine
         coordination_table=config.coordination_table,
         subject_index=config.subject_index_name,
     )
-    if config.long_wait_wakeups == LONG_WAIT_SWEEP and isinstance(engine.timers, WakeScheduler):
-        engine.timers.sweep_long_waits(due)
+    if isinstance(engine.timers, WakeScheduler):
+        if config.long_wait_wakeups == LONG_WAIT_SWEEP:
+            engine.timers.sweep_long_waits(due)
+        else:
+            engine.timers.cancel_due_wakeups(due)
+    return due
+
+
+def build_wake_sweep(config: StepwellConfig, clients: AwsClients, engine: Engine) -> WakeSweep:
+    """The worker's sweep on the deployment's executions table and work queue (attach_due_wakeups too)."""
+    due = attach_due_wakeups(config, clients, engine)
     return WakeSweep(due, SqsWakeBatches(clients.sqs, config.work_queue_url), engine.queue, engine.clock)
