@@ -12,26 +12,36 @@ from stepwell.core.engine import Engine
 from stepwell.core.wake_sweep import WakeSweep
 
 
-def attach_due_wakeups(config: StepwellConfig, clients: AwsClients, engine: Engine) -> DynamoDbDueWakeUps:
-    """The deployment's due wake-ups, given to the engine's timers: with long_wait_wakeups = "sweep" they keep
-    long waits there from now on; in any case a stop, a time-out or a delete drops the armed wake-up's item
-    (a client with per-wait schedules may stop an execution a worker with the sweep armed)."""
-    due = DynamoDbDueWakeUps(
+def due_wakeups(config: StepwellConfig, clients: AwsClients) -> DynamoDbDueWakeUps:
+    """The deployment's due wake-ups (stepwell.ports.due_wakeups) on its executions table."""
+    return DynamoDbDueWakeUps(
         clients.dynamodb,
         executions_table=config.executions_table,
         operations_table=config.operations_table,
         coordination_table=config.coordination_table,
         subject_index=config.subject_index_name,
     )
-    if isinstance(engine.timers, WakeScheduler):
-        if config.long_wait_wakeups == LONG_WAIT_SWEEP:
-            engine.timers.sweep_long_waits(due)
-        else:
-            engine.timers.cancel_due_wakeups(due)
-    return due
+
+
+def attach_due_wakeups(config: StepwellConfig, clients: AwsClients, engine: Engine) -> None:
+    """For an engine a client builds (build_engine): with long_wait_wakeups = "sweep" its timers keep long
+    waits as due items; in any case its stop drops the armed wake-up's item (a client that does not know the
+    deployment's setting may stop an execution a worker with the sweep armed). A stop then costs a read
+    more."""
+    if not isinstance(engine.timers, WakeScheduler):
+        return
+    due = due_wakeups(config, clients)
+    if config.long_wait_wakeups == LONG_WAIT_SWEEP:
+        engine.timers.sweep_long_waits(due)
+    else:
+        engine.timers.cancel_due_wakeups(due)
 
 
 def build_wake_sweep(config: StepwellConfig, clients: AwsClients, engine: Engine) -> WakeSweep:
-    """The worker's sweep on the deployment's executions table and work queue (attach_due_wakeups too)."""
-    due = attach_due_wakeups(config, clients, engine)
+    """The worker's sweep on the deployment's executions table and work queue. With long_wait_wakeups =
+    "sweep" the engine's timers keep long waits as its due items (and drop them on a stop, a time-out, a
+    delete); with "schedules" nothing changes for the timers (no request more per run)."""
+    due = due_wakeups(config, clients)
+    if config.long_wait_wakeups == LONG_WAIT_SWEEP and isinstance(engine.timers, WakeScheduler):
+        engine.timers.sweep_long_waits(due)
     return WakeSweep(due, SqsWakeBatches(clients.sqs, config.work_queue_url), engine.queue, engine.clock)
