@@ -52,6 +52,7 @@ class LocalStackNodeFunctions:
             RoleName=f"node-role-{self.suffix}", AssumeRolePolicyDocument=json.dumps(trust)
         )["Role"]["Arn"]
         self.names: list[str] = []
+        self.overridden: list[str] = []  # functions given harness variables (set_function_environment)
 
     def create(self, name: str, code: bytes, handler: str, *, timeout: int = 30, **extra: Any) -> str:
         function_name = f"{name}-{self.suffix}"
@@ -92,9 +93,14 @@ class LocalStackNodeFunctions:
                 self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         return found
 
+    def set_environment(self, name: str, variables: dict[str, str]) -> None:
+        set_function_environment(self.backend.endpoint_url, name, variables)
+        self.overridden.append(name)
+
     def delete_all(self) -> None:
-        for name in self.names:
+        for name in self.overridden:
             set_function_environment(self.backend.endpoint_url, name, None)
+        for name in self.names:
             self.lam.delete_function(FunctionName=name)
 
 
@@ -198,12 +204,12 @@ def test_event_invokes_send_their_answers_to_the_destinations(functions: LocalSt
 
 
 def test_a_durable_js_handler_checkpoints_at_the_endpoint_the_harness_gives_it(
-    functions: LocalStackNodeFunctions, stepwell_backend: Backend
+    functions: LocalStackNodeFunctions,
 ) -> None:
     name = functions.create("durable", _durable_package(), "index.handler")
     recorder = CheckpointRecorder()
     # The function's own AWS_ENDPOINT_URL_LAMBDA would be a function URL no DNS resolves here.
-    set_function_environment(stepwell_backend.endpoint_url, name, {"AWS_ENDPOINT_URL_LAMBDA": recorder.url})
+    functions.set_environment(name, {"AWS_ENDPOINT_URL_LAMBDA": recorder.url})
     function_arn = functions.lam.get_function(FunctionName=name)["Configuration"]["FunctionArn"]
     arn = f"{function_arn}:$LATEST/durable-execution/run-1/inv-1"
     event = {
