@@ -4,6 +4,7 @@ end states and the no-progress timeout, callback actions), and by ours only insi
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -310,6 +311,28 @@ def test_only_the_executions_own_records_count() -> None:
         LogLine(3, {"message": "c", "durableExecutionArn": "exec-1"}),
     ]
     assert [line.fields["message"] for line in of_execution(lines, "exec-1")] == ["a", "c"]
+
+
+def test_logs_are_found_by_the_arn_the_backend_reports_for_the_execution() -> None:
+    """AWS's validator filters by the ARN the API answered; the runner asks the backend for it (the API's
+    DurableExecutionArn, the client's executionArn), never takes the id it started the case with."""
+    data = {"ExpectedLogs": [{"match": {"message": "hello"}, "count": 1}]}
+    case = Case("step", "logs", Path("logs.yaml"), Path("logs.py"), data)
+    lines = [_line(1, "hello", arn="arn-of-exec-1"), _line(2, "hello", arn="exec-1")]
+
+    def verdict(described: dict[str, Any]) -> list[str]:
+        driver = Driver.for_case(data, Placeholders(), "exec-1", 0.0)
+        errors = judge(case, driver, [], lambda _: described, lambda _: [], lines)
+        return [error for error in errors if error.startswith("ExpectedLogs")]
+
+    assert verdict({"Status": "SUCCEEDED", "executionArn": "arn-of-exec-1"}) == []
+    assert verdict({"Status": "SUCCEEDED", "DurableExecutionArn": "arn-of-exec-1"}) == []
+    assert verdict({"Status": "SUCCEEDED", "executionArn": "arn-of-another"}) == [
+        "ExpectedLogs[0] match(message='hello'): expected exactly 1 match(es), got 0"
+    ]
+    assert verdict({"Status": "SUCCEEDED"}) == [
+        "ExpectedLogs: the backend reports no ARN for execution 'exec-1'"
+    ]
 
 
 # ------------------------------------------------------------------------------ polling and actions
