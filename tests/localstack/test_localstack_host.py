@@ -250,13 +250,13 @@ def test_the_function_timeout_is_enforced_and_the_next_invoke_works(session: Ses
 
 def test_an_unsupported_runtime_fails_the_function_with_a_reason(session: Session, role_arn: str) -> None:
     lambda_client = session.client("lambda")
-    name = unique("node")
+    name = unique("java")
     lambda_client.create_function(
         FunctionName=name,
-        Runtime="nodejs20.x",
+        Runtime="java21",
         Role=role_arn,
-        Handler="index.handler",
-        Code={"ZipFile": zip_of("exports.handler = async () => 1;", module="index")},
+        Handler="example.Handler::handleRequest",
+        Code={"ZipFile": zip_of("class Handler {}", module="Handler")},
     )
 
     def settled() -> bool:
@@ -265,7 +265,7 @@ def test_an_unsupported_runtime_fails_the_function_with_a_reason(session: Sessio
     wait_for(settled, "the function to leave Pending")
     configuration = lambda_client.get_function(FunctionName=name)["Configuration"]
     assert configuration["State"] == "Failed"
-    assert "nodejs20.x" in configuration["StateReason"]
+    assert "java21" in configuration["StateReason"]
 
 
 def test_sqs_mapping_retries_only_failed_items_and_redrives_them(session: Session, role_arn: str) -> None:

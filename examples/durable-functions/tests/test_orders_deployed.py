@@ -9,6 +9,7 @@ payment service (the callback) and the scheduler's clock (the wait).
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from datetime import timedelta
@@ -21,7 +22,12 @@ from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime
 from stepwell.testing.scheduler import SchedulerFirer
 
-pytestmark = pytest.mark.deployed
+# The project's default backends (make test) run it on moto only: LocalStack's apply and destroy would add
+# about three minutes, and LocalStack's Node.js executor has its own tests
+# (tests/deploy/test_lambda_runtime_node_localstack.py). Backends named explicitly
+# (STEPWELL_DEPLOYED_BACKENDS=localstack) run it there too.
+_MOTO_ONLY = [] if os.environ.get("STEPWELL_DEPLOYED_BACKENDS") else [pytest.mark.moto]
+pytestmark = [pytest.mark.deployed, *_MOTO_ONLY]
 
 WORKFLOW = "shop.fulfil"
 ORDER = {"orderId": "A-17", "items": ["kettle", "mug"]}
