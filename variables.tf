@@ -963,7 +963,7 @@ variable "api_tenant_principals" {
 }
 
 variable "durable_functions" {
-  description = "Lambda functions you deploy yourself (any runtime, written with AWS's durable execution SDK) that become Stepwell workflows, by workflow name: function_arn (the unqualified ARN of a function in this deployment's account and region) and qualifier (a version number, an alias name or $LATEST; null: unqualified). Needs enable_api: the function's SDK calls the API (durable_functions_endpoint, as AWS_ENDPOINT_URL_LAMBDA) with the durable_function_policy_json grants. The worker invokes each by name (lambda:InvokeFunction on exactly these), and each gets an event invoke config that sends its results, success and failure, to the work queue without Lambda's retries. The module writes them, with each function's timeout and execution role (read from the function: planning needs lambda:GetFunction), into the SSM parameter durable_functions_parameter, which the worker and the API function read at cold start (their environments carry its name only, so that a function may take durable_functions_endpoint in the same root); those roles alone may call the API's data plane, and its URL's resource policy lets them through. A name may not also be in workflow_names, to which these names are added for the client, the CLI and the API. {}: none."
+  description = "Lambda functions you deploy yourself (any runtime, written with AWS's durable execution SDK) that become Stepwell workflows, by workflow name: function_arn (the unqualified ARN of a function in this deployment's account and region) and qualifier (a version number, an alias name or $LATEST; null: unqualified). Needs enable_api: the function's SDK calls the API (durable_functions_endpoint, as AWS_ENDPOINT_URL_LAMBDA) with the durable_function_policy_json grants. The worker invokes each by name (lambda:InvokeFunction on exactly these), and each gets an event invoke config that sends its results, success and failure, to the work queue without Lambda's retries. The module writes them, with each function's timeout and execution role (read from the function: planning needs lambda:GetFunction), into the SSM parameter durable_functions_parameter, which the worker and the API function read at cold start (their environments carry its name only, so that a function may take durable_functions_endpoint in the same root); those roles alone may call the API's data plane, and its URL's resource policy lets them through. A name may not also be in workflow_names, to which these names are added for the client, the CLI and the API. At most 3072 characters of JSON, about 20 to 30 functions: with their roles and timeouts they must fit the parameter's 8 KB. The parameter is Intelligent-Tiering: standard (free) while under 4 KB, about 9 functions, advanced ($0.05 a month) above. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)
@@ -1000,8 +1000,11 @@ variable "durable_functions" {
   }
 
   validation {
-    condition     = length(jsonencode(var.durable_functions)) <= 1024
-    error_message = "durable_functions may hold at most 1024 characters of JSON (with each function's role and timeout it must fit the SSM parameter's standard tier, 4 KB); use fewer functions or shorter names."
+    # The parameter adds each function's role ARN and timeout: 3072 characters keep it within an advanced
+    # parameter's 8 KB for any mix of entries whose role ARNs are up to 114 characters (34 one-letter
+    # entries at most); a longer role path is caught by modules/api's precondition on the document itself.
+    condition     = length(jsonencode(var.durable_functions)) <= 3072
+    error_message = "durable_functions may hold at most 3072 characters of JSON, about 20 to 30 functions (with each function's role and timeout the SSM parameter must stay within 8 KB, an advanced parameter's limit); got ${length(jsonencode(var.durable_functions))}: use fewer functions or shorter names."
   }
 }
 

@@ -267,13 +267,25 @@ resource "aws_lambda_permission" "functions" {
 # "qualifier", "timeout_seconds", "role_arn"}}}. Always there (empty without functions), so that the
 # functions' environments need not know whether there are any. SSM encrypts only SecureString parameters
 # with a key: with kms_key_arn it is one, with that key (the roles may decrypt with it).
+# Intelligent-Tiering: a standard parameter (free) while the document is under 4 KB, advanced ($0.05 a month,
+# 8 KB) above, so that durable_functions is not capped at the nine or so functions 4 KB holds. The provider
+# suppresses the diff between the configured Intelligent-Tiering and the tier SSM reports.
 resource "aws_ssm_parameter" "durable_functions" {
   #checkov:skip=CKV2_AWS_34:Without kms_key_arn it holds function and role ARNs only, no secret; with it, it is a SecureString with that key.
   name        = local.parameter_name
   description = "Stepwell ${var.name}: the durable functions (durable_functions) the worker and the API run as workflows."
   type        = var.kms_key_arn == null ? "String" : "SecureString"
   key_id      = var.kms_key_arn
-  tier        = "Standard"
+  tier        = "Intelligent-Tiering"
   value       = local.durable_functions_document
   tags        = var.tags
+
+  lifecycle {
+    # The variable's bound assumes role ARNs of up to 114 characters; longer role paths could still
+    # overflow, which SSM would refuse with a bare ValidationException.
+    precondition {
+      condition     = length(local.durable_functions_document) <= 8192
+      error_message = "The durable functions' registrations take ${length(local.durable_functions_document)} characters with their roles and timeouts; an SSM parameter holds at most 8192: register fewer functions, or use shorter names or role paths."
+    }
+  }
 }

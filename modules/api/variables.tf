@@ -282,7 +282,7 @@ variable "durable_functions_parameter" {
 }
 
 variable "durable_functions" {
-  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The module writes them, with each function's timeout and execution role (read from the function), into the SSM parameter durable_functions_parameter, which the worker and this function read at cold start; those roles are the only callers of the data plane; the URL's resource policy lets those roles through. {}: none."
+  description = "Users' Lambda functions (any runtime) that run as workflows, by workflow name: function_arn (unqualified) and qualifier (a version, an alias or $LATEST; null: unqualified), as the engine's durable_functions. The module writes them, with each function's timeout and execution role (read from the function), into the SSM parameter durable_functions_parameter, which the worker and this function read at cold start; those roles are the only callers of the data plane; the URL's resource policy lets those roles through. At most 3072 characters of JSON: with roles and timeouts the parameter (Intelligent-Tiering: standard under 4 KB, advanced above) holds 8 KB. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)
@@ -309,7 +309,9 @@ variable "durable_functions" {
   }
 
   validation {
-    condition     = length(jsonencode(var.durable_functions)) <= 1024
-    error_message = "durable_functions may hold at most 1024 characters of JSON (with each function's role and timeout it must fit the SSM parameter's standard tier, 4 KB)."
+    # With each function's role ARN (up to 114 characters) and timeout the document stays within 8 KB, an
+    # advanced parameter's limit; the parameter's precondition checks the document itself.
+    condition     = length(jsonencode(var.durable_functions)) <= 3072
+    error_message = "durable_functions may hold at most 3072 characters of JSON (with each function's role and timeout the SSM parameter must stay within 8 KB, an advanced parameter's limit); got ${length(jsonencode(var.durable_functions))}."
   }
 }

@@ -491,7 +491,7 @@ variable "durable_functions_parameter" {
 }
 
 variable "durable_functions" {
-  description = "Lambda functions you deploy yourself (any runtime, with AWS's durable execution SDK) that run as Stepwell workflows, by workflow name: the function's unqualified ARN and the qualifier it is invoked with (a version, an alias or $LATEST; null: unqualified). The worker reads them from the SSM parameter durable_functions_parameter names (modules/api writes it) and may invoke exactly those functions; each gets an event invoke config that sends its results (success and failure) to the work queue, without Lambda's retries. {}: none."
+  description = "Lambda functions you deploy yourself (any runtime, with AWS's durable execution SDK) that run as Stepwell workflows, by workflow name: the function's unqualified ARN and the qualifier it is invoked with (a version, an alias or $LATEST; null: unqualified). The worker reads them from the SSM parameter durable_functions_parameter names (modules/api writes it) and may invoke exactly those functions; each gets an event invoke config that sends its results (success and failure) to the work queue, without Lambda's retries. At most 3072 characters of JSON, as the root's. {}: none."
   type = map(object({
     function_arn = string
     qualifier    = optional(string)
@@ -518,9 +518,9 @@ variable "durable_functions" {
   }
 
   validation {
-    # It travels in the worker's (and the API function's) environment, 4 KB in all.
-    condition     = length(jsonencode(var.durable_functions)) <= 1024
-    error_message = "durable_functions may hold at most 1024 characters of JSON (as the root module allows); use fewer functions or shorter names."
+    # The same bound as the root's: the registrations travel in the SSM parameter modules/api writes.
+    condition     = length(jsonencode(var.durable_functions)) <= 3072
+    error_message = "durable_functions may hold at most 3072 characters of JSON (as the root module allows); got ${length(jsonencode(var.durable_functions))}: use fewer functions or shorter names."
   }
 }
 

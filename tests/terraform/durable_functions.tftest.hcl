@@ -121,9 +121,9 @@ run "functions_reach_the_worker_the_api_and_the_outputs" {
       module.api[0].durable_functions_parameter.name == "/stepwell/unit/durable-functions" &&
       module.api[0].durable_functions_parameter.type == "SecureString" &&
       module.api[0].durable_functions_parameter.key_id == "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab" &&
-      module.api[0].durable_functions_parameter.tier == "Standard"
+      module.api[0].durable_functions_parameter.tier == "Intelligent-Tiering"
     )
-    error_message = "The parameter holds each function's ARN, qualifier (null when none), timeout and execution role (the mock's), read from the function; with kms_key_arn it is a SecureString with that key."
+    error_message = "The parameter holds each function's ARN, qualifier (null when none), timeout and execution role (the mock's), read from the function; with kms_key_arn it is a SecureString with that key; Intelligent-Tiering (standard under 4 KB, advanced above)."
   }
 
   assert {
@@ -398,14 +398,39 @@ run "accepts_latest_a_version_and_an_alias" {
   }
 }
 
-run "durable_functions_over_1024_characters_are_refused" {
+# The bound (3072 characters of JSON): 26 such registrations (3069 characters) are taken, and their
+# parameter, over a standard parameter's 4 KB, within an advanced one's 8 KB; 27 (3187) are refused.
+run "durable_functions_up_to_3072_characters_are_accepted" {
   command = plan
 
   variables {
     enable_api     = true
     api_principals = { read = ["123456789012"] }
     durable_functions = {
-      for index in range(10) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+      for index in range(26) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+    }
+  }
+
+  assert {
+    condition = (
+      length(jsonencode(var.durable_functions)) == 3069 &&
+      length(jsondecode(module.api[0].durable_functions_parameter.value).functions) == 26 &&
+      length(module.api[0].durable_functions_parameter.value) > 4096 &&
+      length(module.api[0].durable_functions_parameter.value) <= 8192 &&
+      module.api[0].durable_functions_parameter.tier == "Intelligent-Tiering"
+    )
+    error_message = "26 registrations (3069 characters) are taken: their parameter is over 4 KB (so advanced, which Intelligent-Tiering chooses) and within 8 KB."
+  }
+}
+
+run "durable_functions_over_3072_characters_are_refused" {
+  command = plan
+
+  variables {
+    enable_api     = true
+    api_principals = { read = ["123456789012"] }
+    durable_functions = {
+      for index in range(27) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
     }
   }
 
@@ -484,7 +509,7 @@ run "engine_refuses_a_qualifier" {
   expect_failures = [var.durable_functions]
 }
 
-run "engine_refuses_over_1024_characters" {
+run "engine_refuses_over_3072_characters" {
   command = plan
 
   module {
@@ -493,7 +518,7 @@ run "engine_refuses_over_1024_characters" {
 
   variables {
     durable_functions = {
-      for index in range(10) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+      for index in range(27) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
     }
   }
 
@@ -564,6 +589,60 @@ run "api_submodule_refuses_a_qualifier" {
   }
 
   expect_failures = [var.durable_functions]
+}
+
+run "api_submodule_refuses_over_3072_characters" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  variables {
+    principals     = { read = ["123456789012"] }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    durable_functions = {
+      for index in range(27) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+    }
+
+    durable_functions_parameter = "/stepwell/unit/durable-functions"
+  }
+
+  expect_failures = [var.durable_functions]
+}
+
+# Within the bound, roles with a long path (205 characters) take the document past 8192: the parameter's
+# precondition says so at plan time, before SSM would refuse it.
+run "api_submodule_refuses_a_document_over_8192_characters" {
+  command = plan
+
+  module {
+    source = "./modules/api"
+  }
+
+  override_data {
+    target = data.aws_lambda_function.durable
+    values = {
+      role    = "arn:aws:iam::123456789012:role/business-unit-00/business-unit-01/business-unit-02/business-unit-03/business-unit-04/business-unit-05/business-unit-06/business-unit-07/business-unit-08/business-unit-09/business-unit-10/business-unit-11/durable-function"
+      timeout = 900
+    }
+  }
+
+  variables {
+    principals     = { read = ["123456789012"] }
+    package        = { path = "worker.zip", code_hash = "aGFzaA==" }
+    schedule_group = { name = "unit", arn = "arn:aws:scheduler:eu-west-1:123456789012:schedule-group/unit" }
+    worker         = { function_name = "unit-worker", function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:unit-worker", alias_name = "live" }
+    durable_functions = {
+      for index in range(26) : format("workflow-%02d", index) => { function_arn = format("arn:aws:lambda:eu-west-1:123456789012:function:function-number-%02d", index), qualifier = "live" }
+    }
+
+    durable_functions_parameter = "/stepwell/unit/durable-functions"
+  }
+
+  expect_failures = [aws_ssm_parameter.durable_functions]
 }
 
 # Issue 41: a function that takes durable_functions_endpoint as its AWS_ENDPOINT_URL_LAMBDA and is registered
