@@ -4,6 +4,7 @@ per-unit profiles to a target's rates."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -199,3 +200,39 @@ def test_a_bench_run_keeps_the_scale_section(tmp_path: Path) -> None:
         "<!-- other:start -->x<!-- other:end -->\n"
     )
     assert kept_sections(path) == "\n<!-- scale:start -->\n## Scale model\n<!-- scale:end -->\n"
+
+
+def test_shards_are_one_row_at_one_shards_load_and_a_sweeps_own_item_a_minutes_cost() -> None:
+    requests = [_request(f"u{n}", "RUNNING" if n % 4 == 0 else f"RUNNING#{n % 4}", 1.0) for n in range(8)]
+    requests += [_request("u0", "exec-u0", 1.0), _request("sweep", "exec-u0", 1.0)]  # the sweep woke u0
+    requests += [_request("sweep", "~due#state", 30.0)]
+    profiles = build_profiles(
+        requests, units={"k": 8}, groups={}, charges={}, schedules={}, events_per_unit={}, sweeps={"k": 1}
+    )
+    uses = {use.label: use for use in profiles["k"].phases["run"].partitions}
+    assert (uses["RUNNING#<shard>"].shards, uses["RUNNING#<shard>"].write_units) == (3, 2.0)
+    assert uses["RUNNING"].write_units == 2.0  # shard 0 is the plain value
+    assert uses["exec-<unit>"].scope is Scope.PRIVATE
+    assert uses["~due#state"].scope is Scope.FIXED
+    projection = project(Target("t", "a target", (Load("k", rate=800),), "units/s", 800), profiles)
+    rates = {p.label: p.write_per_second for p in projection.partitions}
+    assert rates["RUNNING#<shard>"] == rates["RUNNING"] == 200.0
+    assert rates["~due#state"] == pytest.approx(30.0 / 60)  # one sweep a minute, whatever the rate
+
+
+def test_a_deployment_setting_is_typed_as_its_field_and_a_bad_one_is_named() -> None:
+    from scale.workload import settings
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        index_shards: int = 1
+        long_wait_wakeups: str = "schedules"
+        direct_wake_ups: bool = False
+
+    config = Config()
+    values = settings(config, {"index_shards": "16", "long_wait_wakeups": "sweep", "direct_wake_ups": "true"})
+    assert values == {"index_shards": 16, "long_wait_wakeups": "sweep", "direct_wake_ups": True}
+    with pytest.raises(ValueError, match="--set shards: not a deployment setting"):
+        settings(config, {"shards": "2"})
+    with pytest.raises(ValueError, match="--set index_shards=many: a int"):
+        settings(config, {"index_shards": "many"})

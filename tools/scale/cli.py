@@ -7,6 +7,7 @@ import argparse
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from bench.moto_stack import moto_stack
@@ -31,11 +32,13 @@ def _commit() -> str:
     return f"{commit} (with uncommitted changes to lambda_src or tools)" if changed else commit
 
 
-def measure(sizes: Sizes) -> tuple[dict[str, KindProfile], int]:
-    """Runs the mix; (profiles by kind, requests recorded)."""
+def measure(sizes: Sizes, overrides: Mapping[str, str]) -> tuple[dict[str, KindProfile], int]:
+    """Runs the mix on a deployment with `overrides` to its settings; (profiles by kind, requests)."""
     with moto_stack() as stack:
         recorder = make_recorder(stack)
         workload = Workload(stack, recorder)
+        if overrides:
+            workload.reconfigure(overrides)
         workload.run_all(sizes)
         runs = workload.runs
         profiles = build_profiles(
@@ -47,6 +50,7 @@ def measure(sizes: Sizes) -> tuple[dict[str, KindProfile], int]:
                 kind: schedule_slope(run.schedules_at) for kind, run in runs.items() if run.schedules_at
             },
             events_per_unit={"definitions": 2},
+            sweeps={kind: run.sweeps for kind, run in runs.items()},
         )
         return profiles, len(recorder.requests)
 
@@ -61,17 +65,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--subjects", type=int, default=defaults.subjects_per_tenant, help="subjects per tenant"
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a deployment setting (a StepwellConfig field), e.g. index_shards=16 or long_wait_wakeups=sweep",
+    )
     args = parser.parse_args(argv)
+    overrides: dict[str, str] = {}
+    for item in args.set:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            parser.error(f"--set {item!r}: NAME=VALUE")
+        overrides[name.strip()] = value.strip()
     try:
         sizes = Sizes(args.plain, args.waits, args.tenants, args.subjects)
     except ValueError as error:
         parser.error(str(error))
     started = time.perf_counter()
-    profiles, requests = measure(sizes)
+    try:
+        profiles, requests = measure(sizes, overrides)
+    except ValueError as error:
+        if str(error).startswith("--set"):
+            parser.error(str(error))
+        raise
+    settings_text = (
+        ", ".join(f"`{name}={value}`" for name, value in overrides.items()) or "the default settings"
+    )
     seconds = time.perf_counter() - started
     log(f"scale: measured in {seconds:.0f} s; projecting")
     projections = [project(target, profiles) for target in targets()]
-    section = render(projections, profiles, commit=_commit(), seconds=seconds, requests=requests)
+    section = render(
+        projections, profiles, commit=_commit(), seconds=seconds, requests=requests, settings=settings_text
+    )
     print(section)
     if args.write:
         write_section(args.write, section, SECTION_NAME)

@@ -5,9 +5,11 @@ A partition key value touched by one unit only (an execution's own item) is priv
 grow with the rate, and the model bounds it by the unit's whole load within one second. A value touched
 by several units of one tenant only is the tenant's: at a target of R units per second over T tenants
 it takes R / T times its load per unit. Any other value is shared by every unit of its kind (a status, a
-workflow id, a shard of one): it takes R times its load per unit, the share the run observed (a value
-one shard of k took 1/k of the kind's touches in the run). Each private or tenant value is reported
-with its unit's and tenant's names replaced by <unit> and <tenant>, so one row stands for all of them.
+workflow id, a shard of one): it takes R times its load per unit, the share the run observed. Values
+that end in "#<number>" (index shards: `RUNNING#3`; shard 0 is the plain value) are one row, "#<shard>",
+with one shard's load: the row's total over the shards the run saw. A private value is one whose unit's
+name is in it; private and tenant values are reported with the unit's and tenant's names replaced by
+<unit> and <tenant>, so one row stands for all of them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from enum import Enum
 from scale.limits import PARTITION_READ_UNITS, PARTITION_WRITE_UNITS, QUOTA_BY_KEY, Measure
 from scale.recorder import Request
 
+# The unit a periodic sweep's requests are charged to (scale.workload.SWEEP_UNIT).
+FIXED_UNIT = "sweep"
+SWEEPS_PER_SECOND = 1 / 60  # the recurring wake-sweep schedule's rate
 # A Lambda invocation's time, for concurrency: a fixed part plus a round trip per AWS request (typical
 # in-Region latencies; moto's in-process times say nothing about Lambda's).
 INVOCATION_SECONDS = 0.020
@@ -31,6 +36,7 @@ class Scope(Enum):
     PRIVATE = "one per unit"
     TENANT = "one per tenant"
     SHARED = "shared"
+    FIXED = "the sweep's"  # touched by a periodic sweep only: its cost a sweep, one sweep a minute
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class PartitionUse:
     scope: Scope
     write_units: float
     read_units: float
+    shards: int = 0  # a sharded value: the shards the run saw (its units are one shard's)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class KindProfile:
     schedules_per_wait: float = 0.0  # schedules held per waiting unit (a slope)
     schedules_fixed: float = 0.0  # schedules held whatever waits (an intercept)
     events_per_unit: int = 0  # bus events a unit is made of (definitions: 2)
+    sweeps: int = 0  # periodic sweeps the run drove for this kind
 
 
 def _label(value: str, names: Iterable[str], placeholder: str) -> str:
@@ -69,6 +77,34 @@ def _label(value: str, names: Iterable[str], placeholder: str) -> str:
         if name:
             value = re.sub(re.escape(name) + r"(?![0-9A-Za-z])", placeholder, value)
     return value
+
+
+_SHARD = re.compile(r"^(.*)#([0-9]{1,4})$")
+
+
+def _classify(value: str, who: set[str], tenants: set[str], *, tenanted: bool) -> tuple[str, Scope]:
+    """A value's scope and the label it is reported under. A periodic sweep touches many units' values:
+    it does not make a unit's own value shared."""
+    if who == {FIXED_UNIT}:
+        return value, Scope.FIXED
+    who = who - {FIXED_UNIT}
+    if len(who) == 1:
+        name = next(iter(who)).split("/")[-1]
+        if re.search(re.escape(name) + r"(?![0-9A-Za-z])", value):  # derived from the unit's own id
+            return _label(_label(value, [name], "<unit>"), tenants, "<tenant>"), Scope.PRIVATE
+    if tenanted and len(tenants) == 1:
+        return _label(value, tenants, "<tenant>"), Scope.TENANT
+    shard = _SHARD.match(value)
+    return (f"{shard.group(1)}#<shard>" if shard else value), Scope.SHARED
+
+
+def _use(table: str, index: str, label: str, scope: Scope, totals: list[float]) -> PartitionUse:
+    write, read, write_max, read_max, values = totals
+    if scope is Scope.PRIVATE:  # the worst single value of the class
+        return PartitionUse(table, index, label, scope, write_max, read_max)
+    if label.endswith("#<shard>"):  # one shard's share: the class over the shards the run saw
+        return PartitionUse(table, index, label, scope, write / values, read / values, int(values))
+    return PartitionUse(table, index, label, scope, write, read)
 
 
 def build_profiles(
@@ -79,13 +115,18 @@ def build_profiles(
     charges: Mapping[str, Mapping[str, Mapping[str, int]]],
     schedules: Mapping[str, tuple[float, float]],
     events_per_unit: Mapping[str, int],
+    sweeps: Mapping[str, int] | None = None,
 ) -> dict[str, KindProfile]:
     """Profiles by kind from the tagged requests; `units`, `groups`, `charges` (kind -> phase -> name ->
     count), `schedules` (kind -> (per wait, fixed)) and `events_per_unit` from the run."""
     # (kind, phase) -> (table, index, value) -> [write, read, units touching, groups touching]
     touched: dict[tuple[str, str], dict[tuple[str, str, str], list[object]]] = defaultdict(dict)
     calls: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    # (kind, table, index, value) -> units and tenants touching it in any phase: a value's scope is its kind's
+    whose: dict[tuple[str, str, str, str], tuple[set[str], set[str]]] = {}
     for request in requests:
+        if request.empty and request.tag.unit == FIXED_UNIT:
+            continue  # a periodic sweep's empty reads: its fixed cost a minute, not any unit's
         key = (request.tag.kind, request.tag.phase)
         calls[key][f"{request.service}.{request.operation}"] += 1
         if request.operation in ("PutEvents", "SendMessageBatch"):
@@ -96,33 +137,30 @@ def build_profiles(
             entry[1] = float(entry[1]) + touch.read_units  # type: ignore[arg-type]
             entry[2].add(request.tag.unit)  # type: ignore[attr-defined]
             entry[3].add(request.tag.group)  # type: ignore[attr-defined]
+            who, tenants = whose.setdefault(
+                (request.tag.kind, touch.table, touch.index, touch.value), (set(), set())
+            )
+            who.add(request.tag.unit)
+            tenants.add(request.tag.group)
     profiles: dict[str, KindProfile] = {}
     for kind in units:
         phases: dict[str, PhaseProfile] = {}
         phase_names = {phase for k, phase in calls if k == kind} | set(charges.get(kind, {}))
         for phase in sorted(phase_names):
+            # (table, index, label, scope) -> [write total, read total, write max, read max, values]
             classes: dict[tuple[str, str, str, Scope], list[float]] = {}
-            for (table, index, value), (write, read, who, tenants) in touched[(kind, phase)].items():
-                assert isinstance(who, set) and isinstance(tenants, set)
+            for (table, index, value), (write, read, _, _) in touched[(kind, phase)].items():
                 assert isinstance(write, float) and isinstance(read, float)
-                if len(who) == 1:
-                    unit = next(iter(who))
-                    label = _label(value, [unit.split("/")[-1]], "<unit>")
-                    label = _label(label, tenants, "<tenant>")
-                    scope = Scope.PRIVATE
-                elif len(tenants) == 1 and groups.get(kind, 1) > 1:
-                    label, scope = _label(value, tenants, "<tenant>"), Scope.TENANT
-                else:
-                    label, scope = value, Scope.SHARED
-                found = classes.setdefault((table, index, label, scope), [0.0, 0.0])
-                if scope is Scope.PRIVATE:  # the worst single value of the class
-                    found[0], found[1] = max(found[0], write), max(found[1], read)
-                else:
-                    found[0] += write
-                    found[1] += read
+                who, tenants = whose[(kind, table, index, value)]
+                label, scope = _classify(value, who, tenants, tenanted=groups.get(kind, 1) > 1)
+                found = classes.setdefault((table, index, label, scope), [0.0, 0.0, 0.0, 0.0, 0.0])
+                found[0] += write
+                found[1] += read
+                found[2], found[3] = max(found[2], write), max(found[3], read)
+                found[4] += 1
             partitions = tuple(
-                PartitionUse(table, index, label, scope, write, read)
-                for (table, index, label, scope), (write, read) in sorted(classes.items(), key=str)
+                _use(table, index, label, scope, totals)
+                for (table, index, label, scope), totals in sorted(classes.items(), key=str)
             )
             phase_charges = {
                 name: float(count) for name, count in charges.get(kind, {}).get(phase, {}).items()
@@ -137,6 +175,7 @@ def build_profiles(
             schedules_per_wait=per_wait,
             schedules_fixed=fixed,
             events_per_unit=events_per_unit.get(kind, 0),
+            sweeps=(sweeps or {}).get(kind, 0),
         )
     return profiles
 
@@ -180,6 +219,7 @@ class PartitionRate:
     scope: Scope
     write_per_second: float
     read_per_second: float
+    shards: int = 0
 
     @property
     def utilisation(self) -> float:
@@ -244,6 +284,9 @@ def project(target: Target, profiles: Mapping[str, KindProfile]) -> Projection:
             for use in phase.partitions:
                 if use.scope is Scope.PRIVATE:
                     write, read = use.write_units, use.read_units  # within a second, at worst
+                elif use.scope is Scope.FIXED:  # a sweep's, one sweep a minute whatever the rate
+                    per_sweep = SWEEPS_PER_SECOND / max(1, profile.sweeps)
+                    write, read = use.write_units * per_sweep, use.read_units * per_sweep
                 elif use.scope is Scope.TENANT:
                     write, read = (
                         use.write_units * per_unit / load.tenants,
@@ -251,8 +294,9 @@ def project(target: Target, profiles: Mapping[str, KindProfile]) -> Projection:
                     )
                 else:
                     write, read = use.write_units * per_unit, use.read_units * per_unit
-                found = partitions.setdefault((use.table, use.index, use.label, use.scope), [0.0, 0.0])
-                if use.scope is Scope.PRIVATE:
+                found = partitions.setdefault((use.table, use.index, use.label, use.scope), [0.0, 0.0, 0.0])
+                found[2] = max(found[2], use.shards)
+                if use.scope in (Scope.PRIVATE, Scope.FIXED):
                     found[0], found[1] = max(found[0], write), max(found[1], read)
                 else:
                     found[0] += write
@@ -294,7 +338,10 @@ def project(target: Target, profiles: Mapping[str, KindProfile]) -> Projection:
         quotas["lambda_scaling"] = quotas["lambda_concurrency"]
     projection = Projection(target, sqs_requests=sqs)
     projection.partitions = sorted(
-        (PartitionRate(t, i, label, scope, w, r) for (t, i, label, scope), (w, r) in partitions.items()),
+        (
+            PartitionRate(t, i, label, scope, w, r, int(shards))
+            for (t, i, label, scope), (w, r, shards) in partitions.items()
+        ),
         key=lambda p: p.utilisation,
         reverse=True,
     )

@@ -42,6 +42,7 @@ class Request:
     operation: str
     entries: int = 1  # messages or events in a batch request
     touches: tuple[Touch, ...] = ()
+    empty: bool = False  # a Query that found nothing
 
 
 @dataclass
@@ -136,7 +137,8 @@ class Recorder:
             touches = self._dynamodb_touches(operation, params, writes, parsed=parsed, code=code)
         elif operation in ("SendMessageBatch", "DeleteMessageBatch", "PutEvents"):
             entries = int(context.get("scale_entries", 1))
-        self.requests.append(Request(tag, service, operation, entries, tuple(touches)))
+        empty = operation == "Query" and not code and not parsed.get("Items")
+        self.requests.append(Request(tag, service, operation, entries, tuple(touches), empty))
 
     def _dynamodb_touches(
         self,

@@ -73,7 +73,7 @@ def partition_table(projection: Projection) -> str:
         [
             p.place,
             _label(p.label),
-            p.scope.value,
+            f"one of {p.shards} shards" if p.shards else p.scope.value,
             _number(p.write_per_second),
             _number(p.read_per_second),
             _percent(p.utilisation),
@@ -109,7 +109,7 @@ def profile_table(profiles: Mapping[str, KindProfile]) -> str:
             requests += sum(n for name, n in phase.calls.items() if not name.endswith(" entries"))
             invocations += phase.charges.get("lambda_invocations", 0.0)
             for use in phase.partitions:
-                if use.scope is not Scope.PRIVATE:
+                if use.scope not in (Scope.PRIVATE, Scope.FIXED):
                     writes += use.write_units
                     reads += use.read_units
         units = profile.units
@@ -158,11 +158,12 @@ def render(
     commit: str,
     seconds: float,
     requests: int,
+    settings: str,
 ) -> str:
     units = sum(profile.units for profile in profiles.values())
     run = (
         f"`make scale` (tools/scale.py) at commit {commit}: {units:,} units of {len(profiles)} kinds run on "
-        f"moto in-process ({requests:,} AWS requests recorded, {seconds:,.0f} s)"
+        f"moto in-process with {settings} ({requests:,} AWS requests recorded, {seconds:,.0f} s)"
     )
     intro = f"""{run}, each request's DynamoDB partitions and quota counted, then projected to issue 42's
 targets. A partition key value shared by every unit of a kind takes the whole rate; one per tenant takes its
