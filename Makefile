@@ -144,8 +144,9 @@ chaos: venv localstack
 soak: venv
 	$(BIN)/python tools/soak.py --write BENCHMARKS.md
 
+# Another design's settings: make scale SCALE_ARGS="--set index_shards=16 --set long_wait_wakeups=sweep".
 scale: venv
-	$(BIN)/python tools/scale.py --write BENCHMARKS.md
+	$(BIN)/python tools/scale.py --write BENCHMARKS.md $(SCALE_ARGS)
 
 # A wheel of the Python package (engine, client, CLI, test harness) in dist/, for a repo that uses the module:
 # pip install "dist/stepwell-0.1.0-py3-none-any.whl[testing]". pip builds it in-tree: build/ goes after.
