@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 
 TF_DIRS := . $(wildcard modules/*) $(wildcard examples/*)
 
-.PHONY: help setup venv tfrc node localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check checks pytest test demo screenshot bench chaos soak clean
+.PHONY: help setup venv otel-conformance tfrc node localstack browser lint fmt-check validate tf-test ruff mypy checkov docs docs-check checks pytest test demo screenshot bench chaos soak clean
 
 help:
 	@echo "make demo   run the main story on the embedded (moto) backend"
@@ -31,6 +31,22 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+# AWS's OpenTelemetry conformance validators (tests/conformance/test_otel_suites.py), fetched unmodified and
+# unpacked onto the tests' sys.path, not installed: their wheels say Requires-Python >=3.14 (for the S3
+# collector's compression.zstd, which the tests do not import) and the venv is 3.11. Pinned by version and sha256.
+OTEL_CONFORMANCE := $(CACHE)/otel-conformance-0.2.0
+otel-conformance: $(OTEL_CONFORMANCE)/.installed
+$(OTEL_CONFORMANCE)/.installed: | venv
+	rm -rf $(OTEL_CONFORMANCE) && mkdir -p $(OTEL_CONFORMANCE)/wheels
+	$(BIN)/python -m pip download -q --no-deps --python-version 3.14 --only-binary=:all: -d $(OTEL_CONFORMANCE)/wheels \
+	  aws-durable-execution-conformance-tests==1.0.0 aws-durable-execution-conformance-tests-otel==0.2.0
+	cd $(OTEL_CONFORMANCE)/wheels && printf '%s  %s\n' \
+	  59b46cda93c0cbfed6a80f342ab0b93542ad8841196200a15fc716ebaa619c30 aws_durable_execution_conformance_tests-1.0.0-py3-none-any.whl \
+	  622638184567947282a5a95379a011c8a5982f2e5ea467090df6e61c04f817ec aws_durable_execution_conformance_tests_otel-0.2.0-py3-none-any.whl \
+	  | sha256sum -c --quiet
+	for wheel in $(OTEL_CONFORMANCE)/wheels/*.whl; do $(BIN)/python -m zipfile -e $$wheel $(OTEL_CONFORMANCE)/site; done
 	touch $@
 
 tfrc: $(CACHE)/terraformrc
@@ -102,7 +118,7 @@ lint: fmt-check validate ruff mypy checkov docs-check
 # Two workers on this 2-CPU machine (tests/conftest.py keeps each deployed backend's tests, which share one
 # apply, in one worker, and every other module's tests together); PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= auto
-pytest: venv tfrc node localstack browser
+pytest: venv tfrc node localstack browser otel-conformance
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 checks: lint tf-test
