@@ -449,6 +449,53 @@ def cpu_budgets_from_env(environ: Mapping[str, str] | None = None) -> tuple[floa
     return run, expression
 
 
+# The worker's own spans (docs/reference/traces.md#exporting-traces): on or off, and where the OTLP/HTTP
+# endpoint and its headers are kept (a Secrets Manager secret or an SSM parameter, read once per cold start:
+# never the endpoint's credentials in the environment).
+WORKER_SPANS_ENV = "STEPWELL_WORKER_SPANS"
+OTLP_SECRET_ENV = "STEPWELL_OTLP_SECRET_ARN"
+OTLP_PARAMETER_ENV = "STEPWELL_OTLP_PARAMETER"
+_SECRET_ARN = re.compile(
+    r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}"
+)
+_PARAMETER_NAME = re.compile(r"/[A-Za-z0-9_.\-/]{1,1010}")
+
+
+@dataclass(frozen=True)
+class SpanExportSettings:
+    """Whether the worker records its own spans, and the secret or parameter its OTLP endpoint is in."""
+
+    worker_spans: bool = False
+    otlp_secret_arn: str | None = None
+    otlp_parameter: str | None = None
+
+
+def span_export_from_env(environ: Mapping[str, str] | None = None) -> SpanExportSettings:
+    """The worker's span settings from its environment, checked: spans need exactly one place for the
+    endpoint; a secret must be a Secrets Manager ARN, a parameter a name from the root ("/...")."""
+    env = os.environ if environ is None else environ
+    spans = _parse_bool(WORKER_SPANS_ENV, env[WORKER_SPANS_ENV]) if env.get(WORKER_SPANS_ENV) else False
+    secret, parameter = env.get(OTLP_SECRET_ENV) or None, env.get(OTLP_PARAMETER_ENV) or None
+    if secret is not None and parameter is not None:
+        raise ConfigError(f"{OTLP_SECRET_ENV} and {OTLP_PARAMETER_ENV} are both set: give one of them")
+    if secret is not None and not _SECRET_ARN.fullmatch(secret):
+        raise ConfigError(
+            f"{OTLP_SECRET_ENV} must be a Secrets Manager secret ARN "
+            f"(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME), got {secret[:200]!r}"
+        )
+    if parameter is not None and not _PARAMETER_NAME.fullmatch(parameter):
+        raise ConfigError(
+            f"{OTLP_PARAMETER_ENV} must be an SSM parameter name from the root (/path/name), "
+            f"got {parameter[:200]!r}"
+        )
+    if spans and secret is None and parameter is None:
+        raise ConfigError(
+            f"{WORKER_SPANS_ENV} is true but neither {OTLP_SECRET_ENV} nor {OTLP_PARAMETER_ENV} says where "
+            "the OTLP endpoint is"
+        )
+    return SpanExportSettings(worker_spans=spans, otlp_secret_arn=secret, otlp_parameter=parameter)
+
+
 def check_cpu_budgets(run: float, expression: float) -> None:
     """A run's budget is more than 0 and below Lambda's longest timeout (the module holds it below the
     worker's); an expression's is more than 0 and at most the run's. NaN fails every comparison."""
