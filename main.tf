@@ -141,6 +141,7 @@ module "engine" {
   keep_versions                   = var.keep_versions
   status_change_events            = var.status_change_events
   long_wait_wakeups               = var.long_wait_wakeups
+  traces                          = var.traces
   log_level                       = var.log_level
   retention_days                  = var.retention_days
   event_extractor                 = var.event_extractor

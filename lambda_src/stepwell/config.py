@@ -458,7 +458,7 @@ OTLP_PARAMETER_ENV = "STEPWELL_OTLP_PARAMETER"
 _SECRET_ARN = re.compile(
     r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}"
 )
-_PARAMETER_NAME = re.compile(r"/[A-Za-z0-9_.\-/]{1,1010}")
+_PARAMETER_NAME = re.compile(r"/[A-Za-z0-9_./-]{1,1000}")
 
 
 @dataclass(frozen=True)

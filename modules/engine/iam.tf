@@ -145,6 +145,34 @@ locals {
       Action   = "ssm:GetParameter"
       Resource = "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${var.durable_functions_parameter}"
     }],
+    var.traces.otlp_secret_arn == null ? [] : [{
+      # The OTLP endpoint's URL and headers (traces), read once per cold start: that secret only.
+      Sid      = "TraceExportSecret"
+      Effect   = "Allow"
+      Action   = "secretsmanager:GetSecretValue"
+      Resource = var.traces.otlp_secret_arn
+    }],
+    var.traces.otlp_parameter == null ? [] : [{
+      Sid      = "TraceExportParameter"
+      Effect   = "Allow"
+      Action   = "ssm:GetParameter"
+      Resource = "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${var.traces.otlp_parameter}"
+    }],
+    var.traces.otlp_kms_key_arn == null ? [] : [{
+      # The key of that secret or parameter, only as its service decrypts it for the worker.
+      Sid       = "TraceExportKey"
+      Effect    = "Allow"
+      Action    = "kms:Decrypt"
+      Resource  = var.traces.otlp_kms_key_arn
+      Condition = { StringEquals = { "kms:ViaService" = ["secretsmanager.${local.region}.amazonaws.com", "ssm.${local.region}.amazonaws.com"] } }
+    }],
+    !var.traces.xray ? [] : [{
+      # "*" resource: X-Ray's PutTraceSegments and PutTelemetryRecords take no resource-level permission.
+      Sid      = "XRayTraces"
+      Effect   = "Allow"
+      Action   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      Resource = "*"
+    }],
     var.kms_key_arn == null ? [] : [{
       Sid      = "CustomerKey"
       Effect   = "Allow"

@@ -71,6 +71,10 @@ locals {
     # Set only when not the default, so a deployment that keeps per-wait schedules sees no change.
     var.long_wait_wakeups == "schedules" ? {} : { STEPWELL_LONG_WAIT_WAKEUPS = var.long_wait_wakeups },
     var.durable_functions_parameter == null ? {} : { STEPWELL_DURABLE_FUNCTIONS_PARAMETER = var.durable_functions_parameter },
+    # Trace export (stepwell.config.span_export_from_env): where the OTLP endpoint is kept, by name only.
+    var.traces.otlp_secret_arn == null ? {} : { STEPWELL_OTLP_SECRET_ARN = var.traces.otlp_secret_arn },
+    var.traces.otlp_parameter == null ? {} : { STEPWELL_OTLP_PARAMETER = var.traces.otlp_parameter },
+    var.traces.worker_spans ? { STEPWELL_WORKER_SPANS = "true" } : {},
   )
 }
 
@@ -84,7 +88,7 @@ resource "aws_cloudwatch_log_group" "worker" {
 }
 
 resource "aws_lambda_function" "worker" {
-  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the engine logs structured records instead.
+  #checkov:skip=CKV_AWS_50:X-Ray active tracing is the traces.xray variable (off by default: it needs xray:PutTraceSegments on "*").
   #checkov:skip=CKV_AWS_116:The worker is invoked by an SQS mapping, whose failed messages go to the queue's DLQ; an async DLQ would never be used.
   #checkov:skip=CKV_AWS_117:VPC placement is optional (subnet_ids/security_group_ids); the engine only calls AWS APIs.
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
@@ -108,6 +112,14 @@ resource "aws_lambda_function" "worker" {
 
   environment {
     variables = local.environment
+  }
+
+  # Lambda's own segments of each invocation in X-Ray (traces.xray); PassThrough, Lambda's default, otherwise.
+  dynamic "tracing_config" {
+    for_each = var.traces.xray ? [1] : []
+    content {
+      mode = "Active"
+    }
   }
 
   dynamic "vpc_config" {

@@ -535,3 +535,46 @@ variable "long_wait_wakeups" {
     error_message = "long_wait_wakeups must be \"schedules\" or \"sweep\"."
   }
 }
+
+variable "traces" {
+  description = "Exporting traces (docs/reference/traces.md#exporting-traces). `xray`: Lambda active tracing on the worker function (`tracing_config { mode = \"Active\" }`) with xray:PutTraceSegments and xray:PutTelemetryRecords. `otlp_secret_arn` (a Secrets Manager secret ARN) or `otlp_parameter` (an SSM parameter name from the root, `/path/name`), one of them: where the OTLP/HTTP endpoint's URL and headers are kept, as JSON `{\"endpoint\": \"https://collector:4318\", \"headers\": {\"name\": \"value\"}}` (never in plain variables); the worker's role may read exactly that secret or parameter. `otlp_kms_key_arn`: the customer key that encrypts it (kms:Decrypt), if any. `worker_spans`: the worker sends its own spans (lease, load, run, checkpoint, release) to that endpoint as children of each execution's trace; off by default."
+  type = object({
+    xray             = optional(bool, false)
+    otlp_secret_arn  = optional(string)
+    otlp_parameter   = optional(string)
+    otlp_kms_key_arn = optional(string)
+    worker_spans     = optional(bool, false)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.traces.otlp_secret_arn == null || var.traces.otlp_parameter == null
+    error_message = "traces: give otlp_secret_arn or otlp_parameter, not both: the OTLP endpoint is kept in one place."
+  }
+
+  validation {
+    condition     = var.traces.otlp_secret_arn == null || can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$", var.traces.otlp_secret_arn))
+    error_message = "traces.otlp_secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-SUFFIX)."
+  }
+
+  validation {
+    condition     = var.traces.otlp_parameter == null || can(regex("^/[A-Za-z0-9_./-]{1,1000}$", var.traces.otlp_parameter))
+    error_message = "traces.otlp_parameter must be an SSM parameter name from the root (/path/name: letters, digits, _ . - /)."
+  }
+
+  validation {
+    condition     = var.traces.otlp_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]{1,128}$", var.traces.otlp_kms_key_arn))
+    error_message = "traces.otlp_kms_key_arn must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/KEY-ID)."
+  }
+
+  validation {
+    condition     = var.traces.otlp_kms_key_arn == null || var.traces.otlp_secret_arn != null || var.traces.otlp_parameter != null
+    error_message = "traces.otlp_kms_key_arn decrypts the OTLP endpoint's secret or parameter: give otlp_secret_arn or otlp_parameter with it."
+  }
+
+  validation {
+    condition     = !var.traces.worker_spans || var.traces.otlp_secret_arn != null || var.traces.otlp_parameter != null
+    error_message = "traces.worker_spans needs the OTLP endpoint: give otlp_secret_arn or otlp_parameter."
+  }
+}
