@@ -15,7 +15,9 @@ from stepwell.aws.page_tokens import (
     MAX_PAGE_TOKEN_CHARS,
     InvalidPageToken,
     decode_page_token,
+    decode_shard_token,
     encode_page_token,
+    encode_shard_token,
 )
 from stepwell.errors import InvalidArgument
 
@@ -118,3 +120,39 @@ def test_a_token_that_is_not_text_is_refused(token: object) -> None:
         InvalidPageToken, match=re.escape(f"page token {token!r} is not one this store returned")
     ):
         decode_page_token(LISTING, token)
+
+
+def _raw(value: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def test_a_merged_listings_token_holds_each_shards_position() -> None:
+    positions: list[Any] = [KEY, None, "-"]
+    token = encode_shard_token(LISTING, positions)
+    assert decode_shard_token(LISTING, token, 3) == positions
+    with pytest.raises(InvalidPageToken, match="had 3 shards; it has 4 now"):
+        decode_shard_token(LISTING, token, 4)
+    with pytest.raises(InvalidPageToken, match="does not belong to this listing"):
+        decode_shard_token("other", token, 3)
+
+
+def test_a_token_from_before_sharding_continues_one_shard_and_is_refused_over_more() -> None:
+    old = encode_page_token(LISTING, KEY)
+    assert decode_shard_token(LISTING, old, 1) == [KEY]
+    with pytest.raises(InvalidPageToken, match="before the listing was sharded"):
+        decode_shard_token(LISTING, old, 2)
+
+
+@pytest.mark.parametrize(
+    "positions",
+    [
+        "not a list",
+        [KEY, 7],  # neither a key, null nor "-"
+        [KEY, {"contextKey": {"M": {}}}],  # not a key attribute
+        [KEY, {}],  # an empty key
+        ["-", "-"],  # a listing that ended returns no token
+    ],
+)
+def test_a_merged_token_with_a_bad_position_is_refused(positions: object) -> None:
+    with pytest.raises(InvalidPageToken, match="not one this store returned"):
+        decode_shard_token(LISTING, _raw({"l": LISTING, "p": positions}), 2)
