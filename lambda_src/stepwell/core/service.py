@@ -32,6 +32,7 @@ from aws_durable_execution_sdk_python.lambda_service import (
 
 from stepwell.core.arns import ArnContext, as_handed, ids_as_handed
 from stepwell.core.journal import Journal
+from stepwell.core.run_spans import CHECKPOINT_SPAN, NO_TRACE, RunTrace
 from stepwell.errors import SequenceConflict, StaleCheckpointToken
 from stepwell.limits import PayloadLimits, PayloadOverLimit
 from stepwell.model import ExecutionStatus
@@ -50,10 +51,12 @@ class StoreServiceClient:
         owner: str,
         *,
         arn: str | None = None,
+        trace: RunTrace = NO_TRACE,
     ) -> None:
         """`arn`: the execution's ARN the handler is handed (stepwell.core.arns; by default in the harness's
         account and region): the operations it is answered name the EXECUTION operation by its last
-        segment."""
+        segment. `trace`: where each written checkpoint's span goes (stepwell.core.run_spans)."""
+        self._trace = trace
         self._engine = engine
         self._record = record
         self.arn = arn or ArnContext.local().execution_arn(record.execution_id)
@@ -128,7 +131,8 @@ class StoreServiceClient:
                     checkpoint_token=self.token, new_execution_state=self._answer_state(changed)
                 )
             try:
-                flushed = self._engine.append_journal(self._record, journal)
+                with self._trace.phase(CHECKPOINT_SPAN, **{"stepwell.updates": len(updates)}):
+                    flushed = self._engine.append_journal(self._record, journal)
             except SequenceConflict as conflict:
                 self.conflict = conflict
                 return self._revoked(updates)

@@ -43,6 +43,15 @@ from stepwell.core.pausing import Pausing
 from stepwell.core.remote_functions import RemoteResult, is_remote_result, parse_remote_result
 from stepwell.core.remote_runs import RemoteInvocationEnded, RemoteRuns, keeps_lease
 from stepwell.core.run import Invocation, Known, Run
+from stepwell.core.run_spans import (
+    LEASE_SPAN,
+    LOAD_SPAN,
+    NO_TRACE,
+    RELEASE_SPAN,
+    RUN_SPAN,
+    RunTrace,
+    current_trace,
+)
 from stepwell.core.service import StoreServiceClient
 from stepwell.core.status_events import iso_timestamp
 from stepwell.core.tracing import trace_environment
@@ -68,6 +77,7 @@ from stepwell.model import (
     OutcomeAction,
     WorkOutcome,
 )
+from stepwell.ports.spans import NoSpans, SpanRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -147,10 +157,14 @@ def parse_invoke_message(body: Mapping[str, Any]) -> InvokeMessage:
 
 
 class Worker:
-    def __init__(self, engine: Engine, arns: ArnContext | None = None) -> None:
+    def __init__(
+        self, engine: Engine, arns: ArnContext | None = None, *, spans: SpanRecorder | None = None
+    ) -> None:
         """`arns`: where executions' ARNs live when a run has no Lambda context that tells it (a harness's
-        default: ArnContext.local())."""
+        default: ArnContext.local()). `spans`: the worker's own spans (stepwell.core.run_spans; off by
+        default), sent after each run."""
         self.engine = engine
+        self.spans: SpanRecorder = spans or NoSpans()
         self.arns = arns or ArnContext.local()
         self.endings = Endings(engine)
         self._pausing = Pausing(engine, self.absorb, lambda run: _next_wake_at(run.record, run.journal))
@@ -190,6 +204,23 @@ class Worker:
     def _run(
         self, execution_id: str, lambda_context: Any | None, known: Known, result: RemoteResult | None = None
     ) -> WorkOutcome:
+        """One run, its spans ended and sent after it (the run's own trace, once it has read the record)."""
+        token = current_trace.set(NO_TRACE)
+        outcome: WorkOutcome | None = None
+        error: str | None = None
+        try:
+            outcome = self._run_once(execution_id, lambda_context, known, result)
+            return outcome
+        except BaseException as failure:
+            error = type(failure).__name__
+            raise
+        finally:
+            current_trace.get().end(str(outcome.action.value) if outcome else None, error=error)
+            current_trace.reset(token)
+
+    def _run_once(
+        self, execution_id: str, lambda_context: Any | None, known: Known, result: RemoteResult | None = None
+    ) -> WorkOutcome:
         engine = self.engine
         record = known.record
         if record is None or record.execution_id != execution_id:
@@ -202,15 +233,20 @@ class Worker:
             # Its own version runs it (the entry forwards the message); no lease taken here.
             return _forward(record)
         owner = uuid.uuid4().hex
+        trace = RunTrace.begin(
+            self.spans, record.trace_header, execution_id=execution_id, workflow=record.workflow_id
+        )
+        current_trace.set(trace)
         duration, now = self._remote.lease_seconds(record.workflow_id), engine.clock.now()
-        if result is not None:  # a remote function's result: taken over from the run that invoked it
-            lease = engine.store.resume_lease(
-                execution_id, result.token.owner, successor=owner, now=now, duration=duration
-            )
-            if lease is None:
-                return self._remote.stale(record, result)
-        else:
-            lease = engine.store.acquire_lease(execution_id, owner, now, duration)
+        with trace.phase(LEASE_SPAN):
+            if result is not None:  # a remote function's result: taken over from the run that invoked it
+                lease = engine.store.resume_lease(
+                    execution_id, result.token.owner, successor=owner, now=now, duration=duration
+                )
+            else:
+                lease = engine.store.acquire_lease(execution_id, owner, now, duration)
+        if lease is None and result is not None:
+            return self._remote.stale(record, result)
         if lease is None:
             engine.metrics.add(Metric.LEASE_BUSY, 1, record.workflow_id)
             return WorkOutcome(execution_id, OutcomeAction.BUSY, status=record.status)
@@ -238,7 +274,8 @@ class Worker:
             # One write drops the lease and records what the run hands on (see _hand_off); a remote
             # function's invocation keeps it (stepwell.core.remote_runs).
             if not keeps_lease(outcome):
-                engine.store.release_lease(execution_id, owner, _hand_off(outcome, engine.clock.now()))
+                with trace.phase(RELEASE_SPAN):
+                    engine.store.release_lease(execution_id, owner, _hand_off(outcome, engine.clock.now()))
         return outcome
 
     # ------------------------------------------------------------------
@@ -295,7 +332,8 @@ class Worker:
         """Read the execution's log and run it. The engine keeps the fold of its log for the next run when
         this one leaves it whole."""
         try:
-            journal, pending = self._read_log(record, lease, known)
+            with current_trace.get().phase(LOAD_SPAN):
+                journal, pending = self._read_log(record, lease, known)
         except PayloadMissing as missing:
             return self._payloads_missing(record, missing)
         keep = False
@@ -537,7 +575,11 @@ class Worker:
             )
         # The handler knows its execution by the ARN the API answers for it (stepwell.core.arns).
         arn = arn_context_of(run.lambda_context, self.arns).execution_arn(record.execution_id)
-        client = StoreServiceClient(engine, record, run.journal, run.lease.owner, arn=arn)
+        trace = current_trace.get()
+        run_span = trace.open(RUN_SPAN)
+        client = StoreServiceClient(
+            engine, record, run.journal, run.lease.owner, arn=arn, trace=trace.under(run_span)
+        )
         invocation = Invocation(request_id=uuid.uuid4().hex, started_at=run.now)
         invocation_input = DurableExecutionInvocationInputWithClient(
             durable_execution_arn=arn,
@@ -561,10 +603,14 @@ class Worker:
                     or InvocationContext(invocation.request_id, trace_header=record.trace_header),
                 )
         except BaseException as crash:
+            if run_span is not None:
+                run_span.end(error=type(crash).__name__)
             if isinstance(crash, KeyboardInterrupt):
                 raise
             return self.crashed(run, invocation, client, crash)
         finally:
+            if run_span is not None:
+                run_span.end()  # the handler's invocation (ended already when it crashed)
             engine.metrics.add(Metric.INVOCATIONS, 1, record.workflow_id)
             engine.metrics.add(
                 Metric.INVOCATION_DURATION, (time.monotonic() - timer) * 1000, record.workflow_id
