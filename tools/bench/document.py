@@ -182,6 +182,6 @@ def update(text: str, results: Sequence[SectionResult]) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    """Writes the run's `text` to `path`, keeping the sections of `make chaos` and `make soak` there."""
+    """Writes the run's `text` to `path`, keeping the sections of `make chaos`, `soak` and `scale`."""
     path.write_text(text + kept_sections(path))
     warn_overlong(path)
