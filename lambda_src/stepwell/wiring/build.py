@@ -3,8 +3,11 @@ adapters are chosen, used by the worker's entry, the callback-URL function and t
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
+
+import boto3
 
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.direct_wake import DirectWakeQueue
@@ -12,13 +15,20 @@ from stepwell.aws.dynamodb_store import DynamoDbExecutionStore
 from stepwell.aws.dynamodb_store.shards import IndexShards
 from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.aws.lambda_versions import LambdaFunctionVersions
+from stepwell.aws.otlp_endpoint import read_otlp_endpoint
+from stepwell.aws.otlp_spans import OtlpSpanRecorder
 from stepwell.aws.parameters import read_durable_functions
 from stepwell.aws.payloads import S3PayloadStore
 from stepwell.aws.status_events import EventBridgeStatusEvents
 from stepwell.aws.timers import WakeScheduler
 from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.clock import default_clock
-from stepwell.config import DURABLE_FUNCTIONS_PARAMETER_ENV, StepwellConfig
+from stepwell.config import (
+    DURABLE_FUNCTIONS_PARAMETER_ENV,
+    ConfigError,
+    StepwellConfig,
+    span_export_from_env,
+)
 from stepwell.core.arns import ArnContext, execution_arn_of_function
 from stepwell.core.engine import Engine
 from stepwell.core.metrics import Metrics, NoMetrics
@@ -27,6 +37,9 @@ from stepwell.core.status_events import NoStatusEvents
 from stepwell.core.versions import running_version
 from stepwell.features.definitions.interpreter import register_interpreter
 from stepwell.ports import Clock, WorkQueue
+from stepwell.ports.spans import NoSpans, SpanRecorder
+
+logger = logging.getLogger(__name__)
 
 
 def deployment_arns(config: StepwellConfig) -> ArnContext | None:
@@ -51,6 +64,34 @@ def with_durable_functions_parameter(
         return config, ()
     document = read_durable_functions(clients.ssm, parameter)
     return config.with_durable_functions(document.registrations, f"SSM parameter {parameter}"), document.roles
+
+
+def span_recorder(environ: Mapping[str, str], clients: AwsClients) -> SpanRecorder:
+    """The worker's span recorder (Worker(spans=...)): NoSpans unless STEPWELL_WORKER_SPANS is true, else
+    one to the OTLP endpoint of the secret or parameter the environment names, read here (at cold start).
+    A bad setting is the deployment's error (ConfigError); an endpoint that cannot be read or is bad
+    turns spans off with an error in the log: tracing never stops the worker."""
+    settings = span_export_from_env(environ)
+    if not settings.worker_spans:
+        return NoSpans()
+    try:
+        secrets = None
+        if settings.otlp_secret_arn is not None:
+            secrets = boto3.client(
+                "secretsmanager",
+                region_name=clients.region,
+                endpoint_url=clients.service_endpoints.get("secretsmanager", clients.endpoint_url),
+            )
+        endpoint = read_otlp_endpoint(
+            secrets=secrets,
+            ssm=clients.ssm if settings.otlp_parameter is not None else None,
+            secret_arn=settings.otlp_secret_arn,
+            parameter=settings.otlp_parameter,
+        )
+    except ConfigError as error:
+        logger.error("the worker's spans are off: %s", error)
+        return NoSpans()
+    return OtlpSpanRecorder(endpoint)
 
 
 def allow_deployment_targets(registry: Registry, config: StepwellConfig, clients: AwsClients) -> Registry:
@@ -146,6 +187,7 @@ def build_engine(
         ),
         metrics=metrics or NoMetrics(),
         limits=config.payload_limits,
+        arns=deployment_arns(config) or ArnContext.local(),
     )
 
 
