@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepwell.core.arns import ArnContext
 from stepwell.core.external_inputs import MAX_ERROR_BYTES as MAX_ERROR_BYTES  # re-exported
 from stepwell.core.external_inputs import ExternalInputs
 from stepwell.core.external_inputs import check_error_object as check_error_object  # re-exported
@@ -167,6 +168,9 @@ class Engine(ExecutionLifecycle, ExternalInputs):
     # change), by execution id and creation time, so describe_execution reads each once per process
     # (stepwell.core.lifecycle).
     started_timeouts: dict[tuple[str, float], int | None] = field(default_factory=dict, repr=False)
+    # Where the deployment's execution ARNs live (stepwell.core.arns): a worker without a Lambda context to
+    # tell it (an inline run of the router or of a continuation) names executions by these.
+    arns: ArnContext = field(default_factory=ArnContext.local)
     # Per-key concurrency and rate limits (stepwell.core.flow_control), on this engine's ports.
     flow: FlowControl = field(init=False, repr=False)
 

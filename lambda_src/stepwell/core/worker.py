@@ -160,12 +160,12 @@ class Worker:
     def __init__(
         self, engine: Engine, arns: ArnContext | None = None, *, spans: SpanRecorder | None = None
     ) -> None:
-        """`arns`: where executions' ARNs live when a run has no Lambda context that tells it (a harness's
-        default: ArnContext.local()). `spans`: the worker's own spans (stepwell.core.run_spans; off by
+        """`arns`: where executions' ARNs live when a run has no Lambda context that tells it (default: the
+        engine's, the deployment's). `spans`: the worker's own spans (stepwell.core.run_spans; off by
         default), sent after each run."""
         self.engine = engine
         self.spans: SpanRecorder = spans or NoSpans()
-        self.arns = arns or ArnContext.local()
+        self.arns = arns or engine.arns
         self.endings = Endings(engine)
         self._pausing = Pausing(engine, self.absorb, lambda run: _next_wake_at(run.record, run.journal))
         self._deletion = Deletion(engine)
