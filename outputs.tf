@@ -18,6 +18,7 @@ output "client_config" {
     event_bus_arn        = module.messaging.event_bus_arn
     schedule_group_name  = module.scheduler.schedule_group_name
     scheduler_role_arn   = module.scheduler.scheduler_role_arn
+    long_wait_wakeups    = var.long_wait_wakeups
     kms_key_arn          = var.kms_key_arn
     payload_bucket       = module.payloads.bucket_name
     worker_function_name = module.engine.function_name

@@ -16,7 +16,7 @@ run "client_config_has_the_contract_keys" {
     condition = toset(keys(output.client_config)) == toset([
       "region", "name", "definitions_table", "executions_table", "operations_table", "coordination_table",
       "subject_index_name", "index_shards", "index_read_shards", "work_queue_url", "work_queue_arn", "dlq_url", "dlq_arn", "event_bus_name", "event_bus_arn",
-      "schedule_group_name", "scheduler_role_arn", "kms_key_arn", "payload_bucket", "worker_function_name",
+      "schedule_group_name", "scheduler_role_arn", "long_wait_wakeups", "kms_key_arn", "payload_bucket", "worker_function_name",
       "worker_alias", "wake_function_arn", "direct_wake_ups", "callback_url", "max_execution_input_bytes",
       "max_execution_result_bytes", "max_operation_payload_bytes", "max_callback_result_bytes", "workflows",
     ])

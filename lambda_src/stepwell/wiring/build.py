@@ -25,6 +25,7 @@ from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.clock import default_clock
 from stepwell.config import (
     DURABLE_FUNCTIONS_PARAMETER_ENV,
+    LONG_WAIT_SWEEP,
     ConfigError,
     StepwellConfig,
     span_export_from_env,
@@ -38,6 +39,7 @@ from stepwell.core.versions import running_version
 from stepwell.features.definitions.interpreter import register_interpreter
 from stepwell.ports import Clock, WorkQueue
 from stepwell.ports.spans import NoSpans, SpanRecorder
+from stepwell.wiring.long_waits import attach_due_wakeups
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +173,7 @@ def build_engine(
         if config.worker_function_name
         else None
     )
-    return Engine(
+    engine = Engine(
         store=store,
         queue=wake_queue,
         timers=timers,
@@ -189,6 +191,11 @@ def build_engine(
         limits=config.payload_limits,
         arns=deployment_arns(config) or ArnContext.local(),
     )
+    if config.long_wait_wakeups == LONG_WAIT_SWEEP:
+        # A client's stop or delete then drops the execution's due item (a read more); with per-wait
+        # schedules nothing changes (an item left from a sweep period fires and finds the execution ended).
+        attach_due_wakeups(config, clients, engine)
+    return engine
 
 
 class _NoPayloadBucket:
