@@ -19,7 +19,15 @@ if str(TOOLS) not in sys.path:
 from reporting import kept_sections  # noqa: E402
 from scale.keys import TableSchema, Touch, query_partition, write_touches  # noqa: E402
 from scale.limits import PARTITION_WRITE_UNITS  # noqa: E402
-from scale.model import Load, Scope, Target, build_profiles, project, schedule_slope  # noqa: E402
+from scale.model import (  # noqa: E402
+    Load,
+    Scope,
+    Target,
+    build_profiles,
+    estimated_shards,
+    project,
+    schedule_slope,
+)
 from scale.recorder import Recorder, Request, Tag  # noqa: E402
 
 DESCRIPTION: dict[str, Any] = {
@@ -203,21 +211,30 @@ def test_a_bench_run_keeps_the_scale_section(tmp_path: Path) -> None:
 
 
 def test_shards_are_one_row_at_one_shards_load_and_a_sweeps_own_item_a_minutes_cost() -> None:
-    requests = [_request(f"u{n}", "RUNNING" if n % 4 == 0 else f"RUNNING#{n % 4}", 1.0) for n in range(8)]
+    # 40 units over 4 shards; shard 0 is the plain value.
+    requests = [_request(f"u{n}", "RUNNING" if n % 4 == 0 else f"RUNNING#{n % 4}", 1.0) for n in range(40)]
     requests += [_request("u0", "exec-u0", 1.0), _request("sweep", "exec-u0", 1.0)]  # the sweep woke u0
     requests += [_request("sweep", "~due#state", 30.0)]
     profiles = build_profiles(
-        requests, units={"k": 8}, groups={}, charges={}, schedules={}, events_per_unit={}, sweeps={"k": 1}
+        requests, units={"k": 40}, groups={}, charges={}, schedules={}, events_per_unit={}, sweeps={"k": 1}
     )
     uses = {use.label: use for use in profiles["k"].phases["run"].partitions}
-    assert (uses["RUNNING#<shard>"].shards, uses["RUNNING#<shard>"].write_units) == (3, 2.0)
-    assert uses["RUNNING"].write_units == 2.0  # shard 0 is the plain value
+    assert set(uses) == {"RUNNING#<shard>", "exec-<unit>", "~due#state"}
+    assert uses["RUNNING#<shard>"].shards == 4
+    assert uses["RUNNING#<shard>"].write_units == pytest.approx(10.0, rel=0.01)
     assert uses["exec-<unit>"].scope is Scope.PRIVATE
     assert uses["~due#state"].scope is Scope.FIXED
     projection = project(Target("t", "a target", (Load("k", rate=800),), "units/s", 800), profiles)
     rates = {p.label: p.write_per_second for p in projection.partitions}
-    assert rates["RUNNING#<shard>"] == rates["RUNNING"] == 200.0
+    assert rates["RUNNING#<shard>"] == pytest.approx(200.0, rel=0.01)
     assert rates["~due#state"] == pytest.approx(30.0 / 60)  # one sweep a minute, whatever the rate
+
+
+def test_the_shard_count_is_estimated_from_the_shards_the_touches_found() -> None:
+    assert estimated_shards(4, 400) == pytest.approx(4.0, rel=0.01)  # well sampled: what was seen
+    assert estimated_shards(5, 5) == 5.0  # every touch a new shard: a lower bound
+    # 40 touches finding 25 of them: about 40 shards (25 seen would make each shard 1.6 times too hot).
+    assert 35 < estimated_shards(25, 40) < 45
 
 
 def test_a_deployment_setting_is_typed_as_its_field_and_a_bad_one_is_named() -> None:

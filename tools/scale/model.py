@@ -82,9 +82,12 @@ def _label(value: str, names: Iterable[str], placeholder: str) -> str:
 _SHARD = re.compile(r"^(.*)#([0-9]{1,4})$")
 
 
-def _classify(value: str, who: set[str], tenants: set[str], *, tenanted: bool) -> tuple[str, Scope]:
+def _classify(
+    value: str, who: set[str], tenants: set[str], *, tenanted: bool, sharded: set[str]
+) -> tuple[str, Scope]:
     """A value's scope and the label it is reported under. A periodic sweep touches many units' values:
-    it does not make a unit's own value shared."""
+    it does not make a unit's own value shared. `sharded`: the values seen with a "#<number>" suffix, whose
+    plain value is their shard 0."""
     if who == {FIXED_UNIT}:
         return value, Scope.FIXED
     who = who - {FIXED_UNIT}
@@ -92,18 +95,40 @@ def _classify(value: str, who: set[str], tenants: set[str], *, tenanted: bool) -
         name = next(iter(who)).split("/")[-1]
         if re.search(re.escape(name) + r"(?![0-9A-Za-z])", value):  # derived from the unit's own id
             return _label(_label(value, [name], "<unit>"), tenants, "<tenant>"), Scope.PRIVATE
-    if tenanted and len(tenants) == 1:
-        return _label(value, tenants, "<tenant>"), Scope.TENANT
     shard = _SHARD.match(value)
-    return (f"{shard.group(1)}#<shard>" if shard else value), Scope.SHARED
+    base = shard.group(1) if shard else value
+    label = f"{base}#<shard>" if shard or value in sharded else value
+    if tenanted and len(tenants) == 1:
+        return _label(label, tenants, "<tenant>"), Scope.TENANT
+    return label, Scope.SHARED
 
 
-def _use(table: str, index: str, label: str, scope: Scope, totals: list[float]) -> PartitionUse:
-    write, read, write_max, read_max, values = totals
+def estimated_shards(seen: int, touches: int) -> float:
+    """How many shards a class has, from the `seen` distinct ones `touches` random touches found: k with
+    k (1 - (1 - 1/k)^touches) = seen (the expected occupancy). All touches on distinct shards bound k
+    below only: then `seen`, which errs towards a hotter shard."""
+    if touches <= seen or seen <= 1:
+        return float(max(1, seen))
+    low, high = float(seen), float(seen) * 1_000
+    for _ in range(100):
+        middle = (low + high) / 2
+        if middle * (1 - (1 - 1 / middle) ** touches) < seen:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def _use(
+    table: str, index: str, label: str, scope: Scope, totals: list[float], *, groups: int
+) -> PartitionUse:
+    write, read, write_max, read_max, values, touches = totals
     if scope is Scope.PRIVATE:  # the worst single value of the class
         return PartitionUse(table, index, label, scope, write_max, read_max)
-    if label.endswith("#<shard>"):  # one shard's share: the class over the shards the run saw
-        return PartitionUse(table, index, label, scope, write / values, read / values, int(values))
+    if label.endswith("#<shard>"):  # one shard's share of the class (a tenant's: of its tenant's shards)
+        per = max(1, groups) if scope is Scope.TENANT else 1
+        shards = estimated_shards(round(values / per), round(touches / per))
+        return PartitionUse(table, index, label, scope, write / shards, read / shards, round(shards))
     return PartitionUse(table, index, label, scope, write, read)
 
 
@@ -142,24 +167,37 @@ def build_profiles(
             )
             who.add(request.tag.unit)
             tenants.add(request.tag.group)
+    # (kind, table, index) -> plain values seen with shard suffixes too: their shard 0
+    sharded: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for kind, table, index, value in whose:
+        if match := _SHARD.match(value):
+            sharded[(kind, table, index)].add(match.group(1))
     profiles: dict[str, KindProfile] = {}
     for kind in units:
         phases: dict[str, PhaseProfile] = {}
         phase_names = {phase for k, phase in calls if k == kind} | set(charges.get(kind, {}))
         for phase in sorted(phase_names):
-            # (table, index, label, scope) -> [write total, read total, write max, read max, values]
+            # (table, index, label, scope) -> [write total, read total, write max, read max, values,
+            # units' touches (a unit counted once a value)]
             classes: dict[tuple[str, str, str, Scope], list[float]] = {}
             for (table, index, value), (write, read, _, _) in touched[(kind, phase)].items():
                 assert isinstance(write, float) and isinstance(read, float)
                 who, tenants = whose[(kind, table, index, value)]
-                label, scope = _classify(value, who, tenants, tenanted=groups.get(kind, 1) > 1)
-                found = classes.setdefault((table, index, label, scope), [0.0, 0.0, 0.0, 0.0, 0.0])
+                label, scope = _classify(
+                    value,
+                    who,
+                    tenants,
+                    tenanted=groups.get(kind, 1) > 1,
+                    sharded=sharded[(kind, table, index)],
+                )
+                found = classes.setdefault((table, index, label, scope), [0.0] * 6)
                 found[0] += write
                 found[1] += read
                 found[2], found[3] = max(found[2], write), max(found[3], read)
                 found[4] += 1
+                found[5] += len(who - {FIXED_UNIT})
             partitions = tuple(
-                _use(table, index, label, scope, totals)
+                _use(table, index, label, scope, totals, groups=groups.get(kind, 1))
                 for (table, index, label, scope), totals in sorted(classes.items(), key=str)
             )
             phase_charges = {
