@@ -41,7 +41,6 @@ from stepwell.testing.lifecycle import BucketLifecycle, ExpirationRule
 from stepwell.testing.scheduler import VirtualClock
 from stepwell.wiring.build import build_engine
 from stepwell.wiring.entry import EntryRuntime
-from stepwell.wiring.long_waits import attach_due_wakeups
 
 from .deployment import Deployment
 from .driver import QueueDriver
@@ -562,10 +561,8 @@ def test_the_worker_in_sweep_mode_keeps_long_waits_as_due_items_and_the_sweep_wa
         return "Item" in item
 
     assert kept(woken) and kept(stopped)
-    # A stop from a client that keeps per-wait schedules itself (as build_engine should attach it).
-    stopper = StepwellClient(deployment.config, deployment.clients, registry=registry, clock=clock)
-    attach_due_wakeups(deployment.config, deployment.clients, stopper.engine)
-    stopper.stop_execution(stopped)
+    # A client of the sweep deployment (client_config's long_wait_wakeups): its stop drops the due item.
+    StepwellClient(config, deployment.clients, registry=registry, clock=clock).stop_execution(stopped)
     driver.run_until_quiet(fire_schedules=False)
     assert not kept(stopped) and client.describe_execution(stopped)["Status"] == "STOPPED"
 

@@ -126,19 +126,10 @@ class WakeScheduler:
         self.wake_function_arn = wake_function_arn
         # Where long waits go with long_wait_wakeups = "sweep" (None: one schedule per wait).
         self.due: DueWakeUps | None = None
-        # Where cancel_all looks for the armed wake-up's due item (None: nowhere).
-        self._cancel_due: DueWakeUps | None = None
 
     def sweep_long_waits(self, due: DueWakeUps) -> None:
         """Keep wake-ups more than 900 s ahead as due items the recurring sweep sends, not as schedules."""
         self.due = due
-        self._cancel_due = due
-
-    def cancel_due_wakeups(self, due: DueWakeUps) -> None:
-        """Let cancel_all (a stop, a time-out, a delete: rare) drop the armed wake-up's due item whatever
-        this process's own setting: a client that keeps per-wait schedules may stop an execution a worker
-        with the sweep armed. Scheduling and withdraw (one per run) are left as they are."""
-        self._cancel_due = due
 
     def schedule(self, execution_id: str, due_at: float) -> None:
         """The engine's Timers port: an invoke of the execution at `due_at` or later."""
@@ -196,11 +187,11 @@ class WakeScheduler:
         """The engine's Timers port: delete the execution's pending schedules. The execution has already
         ended, so a caller without scheduler permissions only leaves wake-ups that will find nothing to
         do: that is logged, not raised."""
-        if self._cancel_due is not None:
+        if self.due is not None:
             # The armed wake-up (one per execution's run) names its item's key; others fire and find it ended.
-            armed = self._cancel_due.armed_wake(execution_id)
+            armed = self.due.armed_wake(execution_id)
             if armed is not None and armed > self._clock():  # a past one has been swept, or is being
-                self._withdraw_due(self._cancel_due, execution_id, armed)
+                self._withdraw_due(self.due, execution_id, armed)
         try:
             self.cancel_schedules(execution_id)
         except ClientError as error:

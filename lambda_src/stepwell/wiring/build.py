@@ -25,7 +25,6 @@ from stepwell.aws.work_queue import SqsWorkQueue
 from stepwell.clock import default_clock
 from stepwell.config import (
     DURABLE_FUNCTIONS_PARAMETER_ENV,
-    LONG_WAIT_SWEEP,
     ConfigError,
     StepwellConfig,
     span_export_from_env,
@@ -191,10 +190,7 @@ def build_engine(
         limits=config.payload_limits,
         arns=deployment_arns(config) or ArnContext.local(),
     )
-    if config.long_wait_wakeups == LONG_WAIT_SWEEP:
-        # A client's stop or delete then drops the execution's due item (a read more); with per-wait
-        # schedules nothing changes (an item left from a sweep period fires and finds the execution ended).
-        attach_due_wakeups(config, clients, engine)
+    attach_due_wakeups(config, clients, engine)
     return engine
 
 

@@ -24,17 +24,12 @@ def due_wakeups(config: StepwellConfig, clients: AwsClients) -> DynamoDbDueWakeU
 
 
 def attach_due_wakeups(config: StepwellConfig, clients: AwsClients, engine: Engine) -> None:
-    """For an engine a client builds (build_engine): with long_wait_wakeups = "sweep" its timers keep long
-    waits as due items; in any case its stop drops the armed wake-up's item (a client that does not know the
-    deployment's setting may stop an execution a worker with the sweep armed). A stop then costs a read
-    more."""
-    if not isinstance(engine.timers, WakeScheduler):
-        return
-    due = due_wakeups(config, clients)
-    if config.long_wait_wakeups == LONG_WAIT_SWEEP:
-        engine.timers.sweep_long_waits(due)
-    else:
-        engine.timers.cancel_due_wakeups(due)
+    """For an engine a client builds (build_engine) of a deployment with long_wait_wakeups = "sweep": its
+    timers keep long waits as due items, and its stop or delete drops the armed wake-up's item (a read more).
+    A client of a deployment with per-wait schedules changes nothing: an item left from a sweep period is
+    still sent by the worker's catch-up and finds its execution ended."""
+    if config.long_wait_wakeups == LONG_WAIT_SWEEP and isinstance(engine.timers, WakeScheduler):
+        engine.timers.sweep_long_waits(due_wakeups(config, clients))
 
 
 def build_wake_sweep(config: StepwellConfig, clients: AwsClients, engine: Engine) -> WakeSweep:
