@@ -6,7 +6,10 @@ The stack (one apply per backend, shared by every deployed test) carries:
   our own cases' (tests/conformance/cases) and, when present, AWS's shared cases' (its plugin suite's
   too: tests/conformance/plugin_cases.py), and
 - `stepwell_test_workflows` (tests/deploy/workflows/): the failure tests' workflows, and
-- `stepwell_versioned` (tests/deploy/workflows/versions/v1.py; test_versions_deployed.py deploys v2.py).
+- `stepwell_versioned` (tests/deploy/workflows/versions/v1.py; test_versions_deployed.py deploys v2.py);
+and, beside the module in the stack's root, users' own durable functions (tests/deploy/remote_functions.py:
+one JavaScript and one Python function with a subset of the cases' handlers, registered with
+durable_functions; test_remote_functions_deployed.py runs them).
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from plugin_cases import plugin_cases  # noqa: E402
 from runner import discover_cases  # noqa: E402
 from stepwell.client import StepwellClient  # noqa: E402
 from stepwell.config import StepwellConfig  # noqa: E402
+from stepwell.testing.backends import Backend  # noqa: E402
 from stepwell.testing.deployed_fixtures import DeployedStack  # noqa: E402
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, LambdaRuntime  # noqa: E402
 from stepwell.testing.scheduler import SchedulerFirer, VirtualClock  # noqa: E402
 
+from deploy.remote_functions import write_stack_files  # noqa: E402
 from deploy.versioned import VERSIONED_MODULE, VERSIONED_SOURCES  # noqa: E402
 
 
@@ -43,6 +48,16 @@ def stepwell_workflows_writer() -> Callable[[Path], None]:
             write_conformance_workflows(workflows_dir, cases)
         shutil.copyfile(TEST_WORKFLOWS, workflows_dir / TEST_WORKFLOWS.name)
         shutil.copyfile(VERSIONED_SOURCES["v1"], workflows_dir / VERSIONED_MODULE)
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def stepwell_stack_writer(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path, Backend], None]:
+    """The remote functions' zips built and their Terraform written into the stack's root before apply."""
+
+    def write(root: Path, backend: Backend) -> None:
+        write_stack_files(root, tmp_path_factory.mktemp(f"remote-cases-{backend.name}"))
 
     return write
 

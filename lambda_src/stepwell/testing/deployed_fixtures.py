@@ -21,6 +21,9 @@ their workflows share one apply per backend:
   clock the deployed handlers' wall clock follows on both backends: see ``deployed_clock``).
 - ``stepwell_workflows_writer``: override it to write further workflow modules into the deployed
   package (the stack's ``./workflows`` copy) before apply.
+- ``stepwell_stack_writer``: override it to write further Terraform files into the stack's working copy
+  of its root module before apply (resources of your own beside the module, an ``*_override.tf`` giving
+  the module an input such as ``durable_functions``), as you would add them to your root.
 """
 
 from __future__ import annotations
@@ -222,12 +225,23 @@ def stepwell_workflows_writer() -> WorkflowsWriter | None:
     return None
 
 
+StackWriter = Callable[[Path, Backend], None]
+
+
+@pytest.fixture(scope="session")
+def stepwell_stack_writer() -> StackWriter | None:
+    """Override to add Terraform files to the stack: called with the working copy of its root module (the
+    folder `terraform apply` runs in) and the backend, before apply. Default: nothing added."""
+    return None
+
+
 @pytest.fixture(scope="session")
 def deployed_stack(
     request: pytest.FixtureRequest,
     stepwell_backend: Backend,
     tmp_path_factory: pytest.TempPathFactory,
     stepwell_workflows_writer: WorkflowsWriter | None,
+    stepwell_stack_writer: StackWriter | None,
 ) -> Iterator[DeployedStack]:
     module_dir = os.environ.get(STACK_MODULE_ENV, DEFAULT_STACK_MODULE)
     source_root = Path(os.environ.get(STACK_ROOT_ENV) or request.config.rootpath)
@@ -245,6 +259,8 @@ def deployed_stack(
         workflows_dir = stack.working_dir / "workflows"
         workflows_dir.mkdir(exist_ok=True)
         stepwell_workflows_writer(workflows_dir)
+    if stepwell_stack_writer is not None:
+        stepwell_stack_writer(stack.working_dir, stepwell_backend)
     stack.variables.update(module_variables(stack.working_dir, stepwell_backend))
     try:
         outputs = stack.apply()
