@@ -14,6 +14,7 @@ from bench.sections.definitions_replay import section_definitions_replay
 from bench.sections.long_lived import section_long_lived
 from bench.sections.operations import section_operations
 from bench.sections.remote import section_remote
+from bench.sections.tracing import section_tracing
 from bench.sections.versions import section_versions
 
 # (name for --sections, function).
@@ -27,6 +28,7 @@ SECTIONS: list[tuple[str, Callable[[Options], SectionResult]]] = [
     ("cpu", section_cpu),
     ("api", section_api),
     ("remote", section_remote),
+    ("tracing", section_tracing),
 ]
 # Started before the sections run (in the background), for the sections selected: name -> starter.
 STARTERS: dict[str, Callable[[Options], None]] = {"definitions": start_definitions}
