@@ -66,3 +66,19 @@ def test_otel_case(otel_case: Case | None, receiver: OtlpReceiver) -> None:
             *result.spans,
         ]
     )
+
+
+def test_spans_of_the_other_view_fail_the_case(receiver: OtlpReceiver) -> None:
+    """The judge is not vacuous: the invocation view's spans for an execution-view case (success) fail it,
+    by AWS's validator, while the history and result still pass."""
+    case = next((case for case in CASES if case.case_id == "otel-execution-1"), None)
+    if case is None:
+        pytest.skip("no otel wheels")
+    wrong_view = Case(
+        case.suite, case.case_id, case.yaml_path, case.handler_path.with_name("invocation.py"), case.data
+    )
+    result = run_otel_case(wrong_view, receiver)
+    assert result.errors and all(error.startswith("OpenTelemetry: ") for error in result.errors), (
+        result.errors
+    )
+    assert any("expect.parent.name: expected 'Workflow'" in error for error in result.errors), result.errors
