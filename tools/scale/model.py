@@ -2,8 +2,8 @@
 partitions it touches how widely); from the profiles, the rates at a target.
 
 A partition key value touched by one unit only (an execution's own item) is private: its load does not
-grow with the rate, and the model bounds it by the unit's whole load within one second. A value touched
-by several units of one tenant only is the tenant's: at a target of R units per second over T tenants
+grow with the rate, and the model bounds it by the unit's whole load within one second. A value with
+a tenant's name in it, touched by that tenant's units only, is the tenant's: at a target of R units per second over T tenants
 it takes R / T times its load per unit. Any other value is shared by every unit of its kind (a status, a
 workflow id, a shard of one): it takes R times its load per unit, the share the run observed. Values
 that end in "#<number>" (index shards: `RUNNING#3`; shard 0 is the plain value) are one row, "#<shard>",
@@ -25,6 +25,8 @@ from scale.recorder import Request
 
 # The unit a periodic sweep's requests are charged to (scale.workload.SWEEP_UNIT).
 FIXED_UNIT = "sweep"
+# More distinct shards than this share of the touches: too few touches to estimate a shard count.
+UNDERSAMPLED = 0.8
 SWEEPS_PER_SECOND = 1 / 60  # the recurring wake-sweep schedule's rate
 # A Lambda invocation's time, for concurrency: a fixed part plus a round trip per AWS request (typical
 # in-Region latencies; moto's in-process times say nothing about Lambda's).
@@ -98,7 +100,8 @@ def _classify(
     shard = _SHARD.match(value)
     base = shard.group(1) if shard else value
     label = f"{base}#<shard>" if shard or value in sharded else value
-    if tenanted and len(tenants) == 1:
+    tenant = next(iter(tenants)) if tenanted and len(tenants) == 1 else ""
+    if tenant and re.search(re.escape(tenant) + r"(?![0-9A-Za-z])", value):  # derived from the tenant
         return _label(label, tenants, "<tenant>"), Scope.TENANT
     return label, Scope.SHARED
 
@@ -106,8 +109,8 @@ def _classify(
 def estimated_shards(seen: int, touches: int) -> float:
     """How many shards a class has, from the `seen` distinct ones `touches` random touches found: k with
     k (1 - (1 - 1/k)^touches) = seen (the expected occupancy). All touches on distinct shards bound k
-    below only: then `seen`, which errs towards a hotter shard."""
-    if touches <= seen or seen <= 1:
+    below only, and nearly all of them say little: then `seen`, which errs towards a hotter shard."""
+    if seen > UNDERSAMPLED * touches or seen <= 1:
         return float(max(1, seen))
     low, high = float(seen), float(seen) * 1_000
     for _ in range(100):

@@ -50,7 +50,7 @@ class Sizes:
     """How many executions (or subjects) of each kind the run records."""
 
     plain: int = 40
-    waits: int = 20
+    waits: int = 30
     tenants: int = 10
     subjects_per_tenant: int = 4
 
