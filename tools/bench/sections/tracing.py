@@ -143,12 +143,12 @@ def section_tracing(options: Options) -> SectionResult:
             md_table(
                 [
                     "workflow",
-                    "CPU ms / op, spans off",
-                    "CPU ms / op, spans on",
+                    "CPU ms/op, off",
+                    "CPU ms/op, on",
                     "CPU added",
-                    "AWS requests / op, off",
-                    "AWS requests / op, on",
-                    "OTLP exports / op, on",
+                    "AWS requests/op, off",
+                    "AWS requests/op, on",
+                    "OTLP POSTs/op",
                 ],
                 rows,
             ),
