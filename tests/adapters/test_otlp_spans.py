@@ -7,17 +7,26 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from moto import mock_aws
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.otlp_endpoint import OtlpEndpoint, parse_otlp_endpoint
 from stepwell.aws.otlp_spans import OtlpSpanRecorder
+from stepwell.client import StepwellClient
 from stepwell.config import ConfigError
+from stepwell.core.registry import Registry
+from stepwell.core.tracing import trace_id_of
+from stepwell.model import InvokeMessage
 from stepwell.ports.spans import NoSpans, SpanRecorder
 from stepwell.testing.otlp_receiver import OtlpReceiver
 from stepwell.wiring.build import span_recorder
+from stepwell.wiring.entry import EntryRuntime
+
+from .deployment import Deployment
 
 REGION = "eu-west-1"
 TRACE = "6b0a50b9cfb26d38b1e77f56130efb0a"
@@ -151,3 +160,31 @@ def test_an_unreadable_endpoint_turns_spans_off_with_an_error_in_the_log(
 def test_a_bad_setting_is_the_deployments_error(clients: AwsClients) -> None:
     with pytest.raises(ConfigError, match="STEPWELL_WORKER_SPANS is true but neither"):
         span_recorder({"STEPWELL_WORKER_SPANS": "true"}, clients)
+
+
+@durable_execution
+def _one_step(event: Any, context: DurableContext) -> int:
+    return int(context.step(lambda _: 41, name="add")) + 1
+
+
+def test_the_deployed_worker_sends_each_runs_spans_in_the_executions_trace(
+    deployment: Deployment, receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EntryRuntime.from_config (the worker function's wiring) reads the deployment's span settings."""
+    secret = boto3.client("secretsmanager", region_name=deployment.clients.region).create_secret(
+        Name="otlp", SecretString=json.dumps({"endpoint": receiver.endpoint})
+    )["ARN"]
+    monkeypatch.setenv("STEPWELL_WORKER_SPANS", "true")
+    monkeypatch.setenv("STEPWELL_OTLP_SECRET_ARN", secret)
+    registry = Registry()
+    registry.register("one-step", _one_step)
+    runtime = EntryRuntime.from_config(deployment.config, deployment.clients, registry=registry)
+    client = StepwellClient(deployment.config, deployment.clients, registry=registry)
+    execution = client.start_execution("one-step", None)
+    runtime.handle_body(InvokeMessage(execution).to_body())
+
+    described = client.describe_execution(execution)
+    assert described["Status"] == "SUCCEEDED"
+    spans = receiver.spans()
+    assert {"stepwell.worker", "stepwell.run"} <= {span.name for span in spans}
+    assert {span.trace_id for span in spans} == {trace_id_of(described["TraceHeader"])}

@@ -80,7 +80,13 @@ from stepwell.features.reconciler import Reconciler
 from stepwell.features.schedules import SCHEDULED_START, start_scheduled
 from stepwell.model import InvokeMessage, OutcomeAction
 from stepwell.ports import Clock
-from stepwell.wiring.build import allow_deployment_targets, build_engine, with_durable_functions_parameter
+from stepwell.ports.spans import SpanRecorder
+from stepwell.wiring.build import (
+    allow_deployment_targets,
+    build_engine,
+    span_recorder,
+    with_durable_functions_parameter,
+)
 from stepwell.wiring.events import (
     CALLBACK_DETAIL_TYPES,
     CALLBACK_EVENT_SOURCE,
@@ -208,11 +214,13 @@ class EntryRuntime:
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
         prune_grace: float = PRUNE_GRACE_SECONDS,
         wake_sweep: WakeSweep | None = None,
+        spans: SpanRecorder | None = None,
     ) -> None:
         self.engine = engine
         # Due wake-ups of long waits (None: the deployment has no sweep, as in memory).
         self.wake_sweep = wake_sweep
-        self.worker = Worker(engine)
+        # The worker's own spans (off unless the deployment's traces ask: wiring.build.span_recorder).
+        self.worker = Worker(engine, spans=spans)
         self.reconciler = reconciler or Reconciler(
             engine.store,
             engine.queue,
@@ -241,7 +249,13 @@ class EntryRuntime:
         engine = build_engine(config, aws, chosen, clock or SystemClock(), metrics=metrics)
         grace = prune_grace_seconds(config.work_queue_visibility_seconds)
         sweep = build_wake_sweep(config, aws, engine)
-        return cls(engine, keep_versions=config.keep_versions, prune_grace=grace, wake_sweep=sweep)
+        return cls(
+            engine,
+            keep_versions=config.keep_versions,
+            prune_grace=grace,
+            wake_sweep=sweep,
+            spans=span_recorder(os.environ, aws),
+        )
 
     # --- events ---
 
