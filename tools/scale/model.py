@@ -2,14 +2,14 @@
 partitions it touches how widely); from the profiles, the rates at a target.
 
 A partition key value touched by one unit only (an execution's own item) is private: its load does not
-grow with the rate, and the model bounds it by the unit's whole load within one second. A value with
-a tenant's name in it, touched by that tenant's units only, is the tenant's: at a target of R units per second over T tenants
-it takes R / T times its load per unit. Any other value is shared by every unit of its kind (a status, a
-workflow id, a shard of one): it takes R times its load per unit, the share the run observed. Values
-that end in "#<number>" (index shards: `RUNNING#3`; shard 0 is the plain value) are one row, "#<shard>",
-with one shard's load: the row's total over the shards the run saw. A private value is one whose unit's
-name is in it; private and tenant values are reported with the unit's and tenant's names replaced by
-<unit> and <tenant>, so one row stands for all of them.
+grow with the rate, and the model bounds it by the unit's whole load within one second. A value with a
+tenant's name in it, touched by that tenant's units only, is the tenant's: at a target of R units per
+second over T tenants it takes R / T times its load per unit. Any other value is shared by every unit of
+its kind (a status, a workflow id, a shard of one): it takes R times its load per unit, the share the run
+observed. Values that end in "#<number>" (index shards: `RUNNING#3`; shard 0 is the plain value) are one
+row, "#<shard>", with one shard's load: the row's total over the shard count (estimated_shards). A value
+is private only when its unit's name is in it; private and tenant values are reported with the unit's and
+tenant's names replaced by <unit> and <tenant>, so one row stands for all of them.
 """
 
 from __future__ import annotations
