@@ -205,6 +205,7 @@ module "callback_urls" {
 
   reserved_concurrent_executions = var.callback_url_reserved_concurrency
   max_callback_result_bytes      = var.max_callback_result_bytes
+  xray_tracing                   = var.traces.xray
 }
 
 module "monitoring" {
@@ -281,4 +282,5 @@ module "api" {
   log_level                      = var.log_level
   retention_days                 = var.retention_days
   reserved_concurrent_executions = var.api_reserved_concurrency
+  xray_tracing                   = var.traces.xray
 }

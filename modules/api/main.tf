@@ -204,6 +204,8 @@ module "function_url" {
   permissions_boundary_arn       = var.permissions_boundary_arn
   log_retention_days             = var.log_retention_days
   tags                           = var.tags
+  # Only X-Ray: the function sends no spans of its own, so it needs no OTLP endpoint (traces.md).
+  xray_tracing = var.xray_tracing
 }
 
 # The function, its role, policy, log group and URL were this module's own resources before

@@ -82,3 +82,8 @@ output "durable_functions_parameter" {
     value  = local.durable_functions_document
   }
 }
+
+output "tracing_mode" {
+  description = "The function's Lambda tracing mode: Active with xray_tracing (the root's traces.xray), PassThrough otherwise."
+  value       = try(module.function_url.configuration.tracing_mode, null)
+}

@@ -315,3 +315,10 @@ variable "durable_functions" {
     error_message = "durable_functions may hold at most 3072 characters of JSON (with each function's role and timeout the SSM parameter must stay within 8 KB, an advanced parameter's limit); got ${length(jsonencode(var.durable_functions))}."
   }
 }
+
+variable "xray_tracing" {
+  description = "Lambda active tracing on the function with xray:PutTraceSegments and xray:PutTelemetryRecords (the root's traces.xray). The function sends no spans of its own, so it takes no OTLP endpoint."
+  type        = bool
+  default     = false
+  nullable    = false
+}

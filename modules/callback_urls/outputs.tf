@@ -42,3 +42,8 @@ output "reserved_concurrent_executions" {
   description = "Concurrent executions reserved for the callbacks function; null when unreserved."
   value       = var.reserved_concurrent_executions
 }
+
+output "tracing_mode" {
+  description = "The function's Lambda tracing mode: Active with xray_tracing (the root's traces.xray), PassThrough otherwise."
+  value       = try(module.function_url.configuration.tracing_mode, null)
+}

@@ -163,3 +163,10 @@ variable "secret_arn" {
     error_message = "secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME) or an SSM parameter ARN (arn:aws:ssm:REGION:ACCOUNT:parameter/NAME), or null."
   }
 }
+
+variable "xray_tracing" {
+  description = "Lambda active tracing on the function with xray:PutTraceSegments and xray:PutTelemetryRecords (the root's traces.xray). The function sends no spans of its own, so it takes no OTLP endpoint."
+  type        = bool
+  default     = false
+  nullable    = false
+}

@@ -22,6 +22,13 @@ locals {
       Action   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
       Resource = var.kms_key_arn
     }],
+    # Lambda's active tracing sends the function's segments; the actions take no resource but "*".
+    !var.xray_tracing ? [] : [{
+      Sid      = "XRayTraces"
+      Effect   = "Allow"
+      Action   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      Resource = "*"
+    }],
   )
 }
 
@@ -57,7 +64,7 @@ resource "aws_iam_role_policy" "this" {
 }
 
 resource "aws_lambda_function" "this" {
-  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the function logs structured records instead.
+  #checkov:skip=CKV_AWS_50:X-Ray active tracing is the xray_tracing variable (the root's traces.xray; off by default: it needs xray:PutTraceSegments on "*").
   #checkov:skip=CKV_AWS_116:Invoked synchronously by its function URL; an async DLQ would never be used.
   #checkov:skip=CKV_AWS_117:The function only calls AWS APIs; it needs no VPC.
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile the module cannot assume the account has.
@@ -79,6 +86,14 @@ resource "aws_lambda_function" "this" {
 
   environment {
     variables = var.environment
+  }
+
+  # Lambda's own segments of each request in X-Ray (xray_tracing); PassThrough, Lambda's default, otherwise.
+  dynamic "tracing_config" {
+    for_each = var.xray_tracing ? [1] : []
+    content {
+      mode = "Active"
+    }
   }
 
   tags = var.tags

@@ -29,7 +29,7 @@ output "role_arn" {
 }
 
 output "policy_json" {
-  description = "The role's inline policy document (JSON): the given statements, Logs and, with kms_key_arn, CustomerKey."
+  description = "The role's inline policy document (JSON): the given statements, Logs, with kms_key_arn CustomerKey and with xray_tracing XRayTraces."
   value       = try(aws_iam_role_policy.this.policy, null)
 }
 
@@ -44,7 +44,7 @@ output "log_retention_days" {
 }
 
 output "configuration" {
-  description = "The function as planned: handler, runtime, architecture, memory_size, timeout, reserved_concurrent_executions, filename and source_code_hash of its package, and environment."
+  description = "The function as planned: handler, runtime, architecture, memory_size, timeout, reserved_concurrent_executions, filename and source_code_hash of its package, environment, and tracing_mode (Active with xray_tracing, PassThrough otherwise)."
   value = try({
     handler                        = aws_lambda_function.this.handler
     runtime                        = aws_lambda_function.this.runtime
@@ -55,5 +55,6 @@ output "configuration" {
     filename                       = aws_lambda_function.this.filename
     source_code_hash               = aws_lambda_function.this.source_code_hash
     environment                    = aws_lambda_function.this.environment[0].variables
+    tracing_mode                   = try(aws_lambda_function.this.tracing_config[0].mode, "PassThrough")
   }, null)
 }

@@ -80,7 +80,7 @@ variable "policy_name" {
 }
 
 variable "policy_statements" {
-  description = "The statements (a JSON array, as jsonencode writes it) of the role's inline policy besides the two the module adds: Logs (writing to its own log group) and, with kms_key_arn, CustomerKey. Each names its Sid, Effect, Action and Resource."
+  description = "The statements (a JSON array, as jsonencode writes it) of the role's inline policy besides those the module adds: Logs (writing to its own log group), with kms_key_arn CustomerKey, and with xray_tracing XRayTraces. Each names its Sid, Effect, Action and Resource."
   type        = string
 
   validation {
@@ -90,12 +90,12 @@ variable "policy_statements" {
       alltrue([
         for statement in jsondecode(var.policy_statements) :
         can(regex("^[A-Za-z0-9]{1,128}$", statement.Sid)) && contains(["Allow", "Deny"], statement.Effect) &&
-        can(statement.Action) && can(statement.Resource) && !contains(["Logs", "CustomerKey"], statement.Sid)
+        can(statement.Action) && can(statement.Resource) && !contains(["Logs", "CustomerKey", "XRayTraces"], statement.Sid)
       ]) &&
       length(distinct([for statement in jsondecode(var.policy_statements) : statement.Sid])) == length(jsondecode(var.policy_statements)),
       false
     )
-    error_message = "policy_statements must be a JSON array of at least one IAM statement, each with a distinct alphanumeric Sid (not Logs or CustomerKey, which the module adds), an Effect (Allow or Deny), an Action and a Resource."
+    error_message = "policy_statements must be a JSON array of at least one IAM statement, each with a distinct alphanumeric Sid (not Logs, CustomerKey or XRayTraces, which the module adds), an Effect (Allow or Deny), an Action and a Resource."
   }
 }
 
@@ -201,4 +201,11 @@ variable "reserved_concurrent_executions" {
     condition     = var.reserved_concurrent_executions == null || try(var.reserved_concurrent_executions >= 1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions, false)
     error_message = "reserved_concurrent_executions must be a whole number >= 1, or null."
   }
+}
+
+variable "xray_tracing" {
+  description = "Lambda active tracing on the function (`tracing_config { mode = \"Active\" }`) with xray:PutTraceSegments and xray:PutTelemetryRecords (the XRayTraces statement); the root's traces.xray."
+  type        = bool
+  default     = false
+  nullable    = false
 }

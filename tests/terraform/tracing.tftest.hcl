@@ -1,5 +1,6 @@
 # traces (issue 43): X-Ray active tracing and the OTLP endpoint's secret or parameter on the worker (modules/engine),
-# passed from the root; bad values fail at the variable.
+# passed from the root; bad values fail at the variable. The API and callback-URL functions (modules/function_url)
+# take X-Ray only: they send no spans of their own, so they get no OTLP endpoint and no grant to read it.
 
 mock_provider "aws" {
   override_during = plan
@@ -245,5 +246,151 @@ run "root_passes_traces_to_the_worker" {
       strcontains(module.engine.policy_json, "xray:PutTraceSegments")
     )
     error_message = "The root's traces must reach the worker's environment and role."
+  }
+}
+
+run "function_url_off_by_default" {
+  command = plan
+
+  module {
+    source = "./modules/function_url"
+  }
+
+  variables {
+    function_name        = "unit-widget"
+    function_description = "Stepwell: a widget."
+    role_description     = "Stepwell widget: answers its function URL."
+    handler              = "stepwell.wiring.widget.handler"
+    package              = { path = "worker.zip", code_hash = "aGFzaA==" }
+    policy_name          = "stepwell-widget"
+    policy_statements    = jsonencode([{ Sid = "Queue", Effect = "Allow", Action = "sqs:SendMessage", Resource = "*" }])
+    authorization_type   = "AWS_IAM"
+  }
+
+  assert {
+    condition     = length(aws_lambda_function.this.tracing_config) == 0 && output.configuration.tracing_mode == "PassThrough"
+    error_message = "Without xray_tracing the function keeps Lambda's default tracing."
+  }
+
+  assert {
+    condition     = !strcontains(output.policy_json, "xray:")
+    error_message = "Without xray_tracing the function's role has no X-Ray grant."
+  }
+}
+
+run "function_url_xray_turns_on_active_tracing_with_its_grants" {
+  command = plan
+
+  module {
+    source = "./modules/function_url"
+  }
+
+  variables {
+    function_name        = "unit-widget"
+    function_description = "Stepwell: a widget."
+    role_description     = "Stepwell widget: answers its function URL."
+    handler              = "stepwell.wiring.widget.handler"
+    package              = { path = "worker.zip", code_hash = "aGFzaA==" }
+    policy_name          = "stepwell-widget"
+    policy_statements    = jsonencode([{ Sid = "Queue", Effect = "Allow", Action = "sqs:SendMessage", Resource = "*" }])
+    authorization_type   = "AWS_IAM"
+    xray_tracing         = true
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.tracing_config[0].mode == "Active" && output.configuration.tracing_mode == "Active"
+    error_message = "xray_tracing must set the function's tracing_config mode to Active."
+  }
+
+  assert {
+    condition = anytrue([for statement in jsondecode(output.policy_json).Statement :
+      statement.Sid == "XRayTraces" && statement.Resource == "*" &&
+      jsonencode(statement.Action) == jsonencode(["xray:PutTraceSegments", "xray:PutTelemetryRecords"])
+    ])
+    error_message = "xray_tracing must grant xray:PutTraceSegments and xray:PutTelemetryRecords."
+  }
+}
+
+run "function_url_refuses_a_statement_named_as_the_modules_xray_grant" {
+  command = plan
+
+  module {
+    source = "./modules/function_url"
+  }
+
+  variables {
+    function_name        = "unit-widget"
+    function_description = "Stepwell: a widget."
+    role_description     = "Stepwell widget: answers its function URL."
+    handler              = "stepwell.wiring.widget.handler"
+    package              = { path = "worker.zip", code_hash = "aGFzaA==" }
+    policy_name          = "stepwell-widget"
+    policy_statements    = jsonencode([{ Sid = "XRayTraces", Effect = "Allow", Action = "xray:*", Resource = "*" }])
+    authorization_type   = "AWS_IAM"
+  }
+
+  expect_failures = [var.policy_statements]
+}
+
+run "root_keeps_the_api_and_callback_functions_untraced_by_default" {
+  command = plan
+  variables {
+    name           = "unit"
+    enable_api     = true
+    callback_urls  = true
+    api_principals = { read = ["arn:aws:iam::123456789012:role/operator"] }
+  }
+
+  assert {
+    condition = (
+      module.api[0].tracing_mode == "PassThrough" && module.callback_urls[0].tracing_mode == "PassThrough" &&
+      !strcontains(module.api[0].policy_json, "xray:") && !strcontains(module.callback_urls[0].policy_json, "xray:")
+    )
+    error_message = "Without traces.xray the API and callback-URL functions keep Lambda's default tracing and no X-Ray grant."
+  }
+}
+
+run "root_passes_xray_to_the_api_and_callback_functions_and_no_otlp_grant" {
+  command = plan
+  variables {
+    name           = "unit"
+    enable_api     = true
+    callback_urls  = true
+    api_principals = { read = ["arn:aws:iam::123456789012:role/operator"] }
+    traces = {
+      xray             = true
+      otlp_secret_arn  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:otlp-AbCdEf"
+      otlp_kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+      worker_spans     = true
+    }
+  }
+
+  assert {
+    condition     = module.api[0].tracing_mode == "Active" && module.callback_urls[0].tracing_mode == "Active"
+    error_message = "traces.xray must turn on active tracing on the API and callback-URL functions."
+  }
+
+  assert {
+    condition = alltrue([for policy in [module.api[0].policy_json, module.callback_urls[0].policy_json] :
+      anytrue([for statement in jsondecode(policy).Statement :
+        statement.Sid == "XRayTraces" &&
+        jsonencode(statement.Action) == jsonencode(["xray:PutTraceSegments", "xray:PutTelemetryRecords"])
+      ])
+    ])
+    error_message = "traces.xray must grant the API and callback-URL functions xray:PutTraceSegments and xray:PutTelemetryRecords."
+  }
+
+  assert {
+    condition = alltrue([for policy in [module.api[0].policy_json, module.callback_urls[0].policy_json] :
+      !strcontains(policy, "secret:otlp-AbCdEf") && !strcontains(policy, "key/1234abcd-12ab-34cd-56ef-1234567890ab")
+    ])
+    error_message = "The API and callback-URL functions send no spans: they must not read the OTLP secret or its key."
+  }
+
+  assert {
+    condition = alltrue([for environment in [module.api[0].environment, module.callback_urls[0].environment] :
+      !contains(keys(environment), "STEPWELL_OTLP_SECRET_ARN") && !contains(keys(environment), "STEPWELL_WORKER_SPANS")
+    ])
+    error_message = "The API and callback-URL functions' environments name no OTLP endpoint."
   }
 }
