@@ -16,7 +16,6 @@ from typing import Any
 import boto3
 from aws_durable_execution_sdk_python import durable_execution
 from botocore.config import Config
-from stepwell.core.arns import execution_arn_of_function
 from stepwell.core.engine import Engine
 from stepwell.core.invoke_targets import LambdaInvokeRefused
 from stepwell.core.registry import Registry
@@ -192,7 +191,7 @@ def remote_stack(
         local._unversioned = local._code(None, registry)
     fake_lambda = FakeLambda()
     functions = {name: RemoteFunction(function_arn(name), None, timeout_seconds) for name in remote}
-    registry.allow_remote_functions(functions, fake_lambda, execution_arn_of_function)
+    registry.allow_remote_functions(functions, fake_lambda)
     # The API function is another process: an engine of its own on the same store.
     api_engine = Engine(
         store=local.store,

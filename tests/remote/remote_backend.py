@@ -24,7 +24,6 @@ from types import ModuleType
 from typing import Any
 
 from aws_durable_execution_sdk_python.lambda_service import LambdaClient
-from stepwell.core.arns import execution_arn_of_function
 from stepwell.core.remote_functions import RemoteFunction
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
@@ -81,7 +80,7 @@ class RemoteBackend(LocalBackend):
                 registry.register(workflow, handler, **options)
                 return
             self._remote[workflow] = RemoteFunction(function_arn(workflow))
-            registry.allow_remote_functions(self._remote, self.stack.fake_lambda, execution_arn_of_function)
+            registry.allow_remote_functions(self._remote, self.stack.fake_lambda)
             self.stack.handlers[function_arn(workflow)] = self._function(case, workflow, handler)
 
         register_case_module(module, name, register, self.stepwell.register_function)

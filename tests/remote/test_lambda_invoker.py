@@ -10,6 +10,7 @@ from botocore.stub import Stubber
 from stepwell.aws.clients import AwsClients
 from stepwell.aws.lambda_invoker import BotoLambdaInvoker
 from stepwell.config import StepwellConfig
+from stepwell.core.arns import execution_arn_of_function
 from stepwell.core.invoke_targets import LambdaInvokeRefused
 from stepwell.core.registry import Registry
 from stepwell.core.remote_functions import RemoteFunction
@@ -82,10 +83,9 @@ def test_the_entry_registers_the_configured_functions(clients: AwsClients) -> No
     runtime = EntryRuntime.from_config(config, clients, registry=Registry())
     registry = runtime.engine.registry
     assert registry.remote("orders") == RemoteFunction(ORDERS, "3", 30)
-    invoker, execution_arn = registry.remote_invoker()
-    assert isinstance(invoker, BotoLambdaInvoker)
+    assert isinstance(registry.remote_invoker(), BotoLambdaInvoker)
     # The API's ARN of the execution, in the function's account (the API's), which the API reads back
-    arn = execution_arn("default#orders#order-7/run-1", ORDERS)
+    arn = execution_arn_of_function("default#orders#order-7/run-1", ORDERS)
     api_arns = ArnContext.from_function_arn(ORDERS)
     assert arn == api_arns.execution_arn("default#orders#order-7/run-1")
     assert arn.startswith(f"{ORDERS}:$LATEST/durable-execution/run-1/")

@@ -75,7 +75,7 @@ def test_a_bad_registration_is_refused_naming_the_value(functions: dict[str, obj
 
 def test_a_remote_workflow_is_a_durable_workflow_of_the_registry_without_a_handler() -> None:
     registry = Registry()
-    registry.allow_remote_functions({"orders": RemoteFunction(ARN)}, FakeLambda(), lambda e, f: e)
+    registry.allow_remote_functions({"orders": RemoteFunction(ARN)}, FakeLambda())
     assert "orders" in registry and registry.is_durable("orders") and registry.names() == ["orders"]
     assert registry.remote("orders") == RemoteFunction(ARN) and registry.remote("other") is None
     assert registry.executed_version("orders", None) == "$LATEST"
@@ -84,7 +84,7 @@ def test_a_remote_workflow_is_a_durable_workflow_of_the_registry_without_a_handl
     assert registry.copy().remote("orders") == RemoteFunction(ARN)
     registry.register_function("plain", lambda event, context: event)
     with pytest.raises(DuplicateWorkflow):
-        registry.allow_remote_functions({"plain": RemoteFunction(ARN)}, FakeLambda(), lambda e, f: e)
+        registry.allow_remote_functions({"plain": RemoteFunction(ARN)}, FakeLambda())
 
 
 def test_a_token_reads_back_and_nothing_else_reads_as_one() -> None:

@@ -411,7 +411,6 @@ class RemoteBench:
         from stepwell.wiring.build import AnyWorkflowRegistry, build_engine
         from stepwell.wiring.entry import EntryRuntime
 
-        remote_execution_arn = _execution_arn_maker()
         self.stack = stack
         clients = stack.clients
         # The worker's Event invokes of the functions, on a client of its own sharing the stack's counter
@@ -443,7 +442,7 @@ class RemoteBench:
         invoker = BotoLambdaInvoker(invoking)
         registry = Registry()
         registry.register(WORKFLOW, _load_steps().handler)
-        registry.allow_remote_functions(registrations, invoker, remote_execution_arn)
+        registry.allow_remote_functions(registrations, invoker)
         self.runtime = TimedRuntime(
             EntryRuntime.from_config(stack.config, clients, registry=registry, clock=stack.clock), self.meter
         )
@@ -455,7 +454,7 @@ class RemoteBench:
         )
         # The API function, as stepwell.wiring.api_function builds it, the functions' role its callers.
         api_registry = AnyWorkflowRegistry()
-        api_registry.allow_remote_functions(registrations, invoker, remote_execution_arn)
+        api_registry.allow_remote_functions(registrations, invoker)
         engine = build_engine(stack.config, clients, api_registry, stack.clock)
         engine.code_version = None
         settings = ApiSettings(
@@ -521,19 +520,6 @@ class RemoteBench:
         self.url.close()
         for function in self.functions.values():
             function.close()
-
-
-def _execution_arn_maker() -> Any:
-    """The engine's maker of a remote function's execution ARN (moved from stepwell.wiring.build to
-    stepwell.core.arns while this section was written: either)."""
-    try:
-        from stepwell.core.arns import execution_arn_of_function
-
-        return execution_arn_of_function
-    except ImportError:
-        from stepwell.wiring import build
-
-        return build.remote_execution_arn  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

@@ -244,10 +244,9 @@ class Registry:
         self._lambda_targets: tuple[LambdaTarget, ...] = ()
         self._invoker: LambdaInvoker | None = None
         # Remote durable functions (stepwell.core.remote_functions): workflows whose code is a Lambda
-        # function of the user's, invoked asynchronously; the ARN maker names executions as AWS does.
+        # function of the user's, invoked asynchronously.
         self._remote: dict[str, RemoteFunction] = {}
         self._remote_invoker: AsyncLambdaInvoker | None = None
-        self._execution_arn: Callable[[str, str], str] | None = None
         self._lock = threading.Lock()
 
     def register(self, name: str, handler: Handler, **settings: Unpack[WorkflowSettings]) -> Handler:
@@ -321,13 +320,12 @@ class Registry:
         self,
         functions: Mapping[str, RemoteFunction],
         invoker: AsyncLambdaInvoker,
-        execution_arn: Callable[[str, str], str],
     ) -> None:
         """Make these Lambda functions workflows (the deployment's durable_functions): started, listed and
         stopped like the others, each run an asynchronous invoke of the function through `invoker`, which
-        checkpoints against the API. `execution_arn(execution_id, function_arn)`: the execution's ARN in
-        AWS's shape, handed to the function. Replaces an earlier list; a name registered here in-process
-        too is refused (DuplicateWorkflow)."""
+        checkpoints against the API (the function is handed its execution's ARN as the API answers it:
+        stepwell.core.arns.execution_arn_of_function). Replaces an earlier list; a name registered here
+        in-process too is refused (DuplicateWorkflow)."""
         for name in functions:
             validate_workflow_name(name)
         with self._lock:
@@ -338,19 +336,18 @@ class Registry:
                 )
             self._remote = dict(functions)
             self._remote_invoker = invoker
-            self._execution_arn = execution_arn
 
     def remote(self, name: str) -> RemoteFunction | None:
         """The remote function that runs workflow `name`, if it is one."""
         return self._remote.get(name)
 
-    def remote_invoker(self) -> tuple[AsyncLambdaInvoker, Callable[[str, str], str]]:
-        """The invoker of remote functions and the ARN maker (allow_remote_functions set both)."""
-        if self._remote_invoker is None or self._execution_arn is None:
+    def remote_invoker(self) -> AsyncLambdaInvoker:
+        """The invoker of remote functions (allow_remote_functions set it)."""
+        if self._remote_invoker is None:
             raise WorkflowNotFound(
                 "no remote durable functions are allowed here (STEPWELL_DURABLE_FUNCTIONS)"
             )
-        return self._remote_invoker, self._execution_arn
+        return self._remote_invoker
 
     def copy(self, *, registrations: bool = True) -> Registry:
         """A new registry with the same allowed Lambda functions (deployment settings) and, unless
@@ -363,7 +360,6 @@ class Registry:
             copied._invoker = self._invoker
             copied._remote = dict(self._remote)
             copied._remote_invoker = self._remote_invoker
-            copied._execution_arn = self._execution_arn
         return copied
 
     def lambda_targets(self) -> list[str]:

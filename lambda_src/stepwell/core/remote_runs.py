@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_durable_execution_sdk_python.lambda_service import Operation
 
-from stepwell.core.arns import as_handed, ids_as_handed
+from stepwell.core.arns import as_handed, execution_arn_of_function, ids_as_handed
 from stepwell.core.endings import Endings
 from stepwell.core.external_inputs import check_error_object
 from stepwell.core.invoke_targets import LambdaInvokeRefused
@@ -138,7 +138,7 @@ class RemoteRuns:
                 f"(the function's timeout, {remote.timeout_seconds} s, and a margin)",
             )
             return worker.crashed(run, Invocation("", run.now), client, lost)
-        invoker, execution_arn = engine.registry.remote_invoker()
+        invoker = engine.registry.remote_invoker()
         updated = journal.unflushed_operation_ids()
         if journal.has_unflushed or journal.holds_carried:
             engine.append_journal(record, journal)  # the function reads the stored log
@@ -156,7 +156,7 @@ class RemoteRuns:
         )
         invocation = Invocation(request_id, run.now)
         try:
-            arn = execution_arn(record.execution_id, remote.function_arn)
+            arn = execution_arn_of_function(record.execution_id, remote.function_arn)
             payload = invocation_input(
                 record.execution_id,
                 arn,

@@ -29,7 +29,7 @@ from stepwell.config import (
     StepwellConfig,
     span_export_from_env,
 )
-from stepwell.core.arns import ArnContext, execution_arn_of_function
+from stepwell.core.arns import ArnContext
 from stepwell.core.engine import Engine
 from stepwell.core.metrics import Metrics, NoMetrics
 from stepwell.core.registry import Registry, validate_workflow_name
@@ -105,7 +105,7 @@ def allow_deployment_targets(registry: Registry, config: StepwellConfig, clients
         # The user's own durable functions (stepwell.core.remote_runs), invoked asynchronously, each handed
         # its execution's ARN as the API answers it (stepwell.core.arns: one ARN per execution).
         invoker = BotoLambdaInvoker(clients)
-        registry.allow_remote_functions(config.remote_functions, invoker, execution_arn_of_function)
+        registry.allow_remote_functions(config.remote_functions, invoker)
     return registry
 
 
