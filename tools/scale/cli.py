@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = Sizes(args.plain, args.waits, args.tenants, args.subjects)
     except ValueError as error:
         parser.error(str(error))
+    commit = _commit()  # what is measured: before the run, while HEAD is still what was checked out
     started = time.perf_counter()
     try:
         profiles, requests = measure(sizes, overrides)
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"scale: measured in {seconds:.0f} s; projecting")
     projections = [project(target, profiles) for target in targets()]
     section = render(
-        projections, profiles, commit=_commit(), seconds=seconds, requests=requests, settings=settings_text
+        projections, profiles, commit=commit, seconds=seconds, requests=requests, settings=settings_text
     )
     print(section)
     if args.write:
