@@ -10,10 +10,13 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chaos.record import Jump, RunData
 from chaos.workdir import read_lines
+
+if TYPE_CHECKING:
+    from chaos.delays import DelayParts
 
 # How long after its time a step's result may land (the engine's retries of an injected error included).
 STORE_MARGIN_SECONDS = 2.0
@@ -38,6 +41,8 @@ class Report:
     faults: Counter[str] = field(default_factory=Counter)
     fault_attempts: int = 0
     lags: list[float] = field(default_factory=list)  # seconds from a due time to the run
+    # The same delays from the workers' own records, each split into its parts (chaos.delays).
+    delay_parts: list[DelayParts] = field(default_factory=list)
     # Asynchronous invocations (direct wake-ups), and those whose attempts all failed or died: sent to the
     # work queue.
     async_invocations: int = 0

@@ -4,11 +4,11 @@ and its tables laid out to fit the file's 120 characters a line)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 
 from reporting import md_table, wrap_markdown
 
 from chaos.checks import Report
+from chaos.delays import percentile, summarise
 from chaos.settings import JOURNEY, MIX
 
 # Each backend's run has its section of BENCHMARKS.md between markers of its own (`make bench` keeps both).
@@ -25,13 +25,6 @@ _BACKEND_TEXT = {
         "every worker, the run, LocalStack and DynamoDB Local share this machine's cores",
     ),
 }
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
 def render(report: Report) -> str:
@@ -107,6 +100,23 @@ def render(report: Report) -> str:
         ),
     ]
     rerun_rows = [(cause, f"{count:,}") for cause, count in report.reruns.most_common()]
+    totals = [delay.total for delay in report.delay_parts]
+    delay_rows = [
+        (
+            part.name,
+            f"{part.p50:.2f}",
+            f"{part.p90:.2f}",
+            f"{part.p99:.2f}",
+            f"{100 * part.tail_share:.0f} %",
+        )
+        for part in summarise(report.delay_parts)
+    ] + [
+        (
+            f"total ({len(totals):,} runs of a wake-up)",
+            *(f"{percentile(totals, share):.2f}" for share in (0.5, 0.9, 0.99)),
+            "100 %",
+        )
+    ]
     on_localstack = settings.backend == "localstack"
     backend_name, shared = _BACKEND_TEXT[settings.backend]
     flags = f"{' --backend localstack' if on_localstack else ''} --executions {settings.executions}"
@@ -133,6 +143,11 @@ def render(report: Report) -> str:
         md_table(["fault", "count"], fault_rows),
         "",
         md_table(["why a step body ran again", "re-runs"], rerun_rows),
+        "",
+        "Where the due-to-run delay goes (real seconds; each part's percentiles over every run of a wake-up, "
+        "and its share of the delay of the slowest 1 %; the parts: docs/engine.md, Load and faults):",
+        "",
+        md_table(["part of the delay", "p50", "p90", "p99", "share of the slowest 1 %"], delay_rows),
     ]
     problems = (
         report.lost + report.double_results + report.double_events + report.bad_event_ids + report.unexplained

@@ -15,10 +15,12 @@ import chaos_workflows
 from fake_aws import fake_aws_environment
 
 from chaos.checks import Report, analyse
+from chaos.delays import split_delays
 from chaos.drive import ScheduleWatch, drive, send_callbacks, start_all
 from chaos.record import RunData
 from chaos.settings import REGION, Settings, log
-from chaos.workdir import ASYNC_QUEUE_FILE
+from chaos.workdir import ASYNC_QUEUE_FILE, read_lines
+from chaos.worker import RECEIPTS_FILE, WAKEUPS_FILE
 from chaos.worker_pool import Workers
 
 MODULE_MAX_RECEIVE_COUNT = 5  # variables.tf's max_receive_count default
@@ -138,4 +140,8 @@ def run(settings: Settings, workdir: Path, endpoint: str | None = None) -> Repor
         (workdir / "jumps.json").write_text(json.dumps([dataclasses.asdict(jump) for jump in data.jumps]))
         data.worker_exits = workers.exits
         log("checking the tables and the ledger")
-        return analyse(client, data, workdir)
+        report = analyse(client, data, workdir)
+        report.delay_parts = split_delays(
+            read_lines(workdir / WAKEUPS_FILE), read_lines(workdir / RECEIPTS_FILE), data.jumps
+        )
+        return report

@@ -20,6 +20,39 @@ from chaos.workdir import ASYNC_QUEUE_FILE
 
 # Lambda runs an asynchronous invocation at most this often (the module's maximum_retry_attempts 2 + 1).
 ASYNC_ATTEMPTS = 3
+# SQS's attributes of each received message the run records (chaos.delays splits the delays with them).
+RECEIVE_ATTRIBUTES = ["ApproximateReceiveCount", "SentTimestamp"]
+# The files of every receive and every wake-up handled (chaos.delays).
+RECEIPTS_FILE = "receipts.jsonl"
+WAKEUPS_FILE = "wakeups.jsonl"
+
+
+def append_line(path: Path, record: Mapping[str, Any]) -> None:
+    """One write of one line to a file opened for appending: concurrent writers never interleave."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+    finally:
+        os.close(descriptor)
+
+
+def wake_up_of(body_text: str, queue: str) -> tuple[tuple[str, float] | None, bool]:
+    """The (execution id, due time) of a message that wakes an execution at a due time (None otherwise),
+    and whether it is an asynchronous invocation's on-failure destination record."""
+    try:
+        body = json.loads(body_text)
+    except json.JSONDecodeError:
+        return None, False
+    if not isinstance(body, dict):
+        return None, False
+    if queue == "async":
+        body = body.get("payload")
+    destination = isinstance(body, dict) and "kind" not in body and "requestPayload" in body
+    if destination:
+        body = body["requestPayload"]
+    if not isinstance(body, dict) or body.get("kind") != "invoke" or body.get("dueAt") is None:
+        return None, destination
+    return (str(body.get("executionId")), float(body["dueAt"])), destination
 
 
 def worker_process(workdir: Path) -> None:
@@ -100,6 +133,45 @@ def worker_process(workdir: Path) -> None:
     chaos_workflows.TAKE_OVER = deliver_again
     async_queue_url = (workdir / ASYNC_QUEUE_FILE).read_text()
     count = 0
+    # The wake-up messages of the invocation running, by (execution id, due time): what the engine's
+    # handling of each is matched to.
+    received_wake_ups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+
+    def receipts(messages: list[dict[str, Any]], queue: str) -> None:
+        received_wake_ups.clear()
+        received = time.time()
+        for message in messages:
+            key, destination = wake_up_of(message["Body"], queue)
+            attributes = message.get("Attributes", {})
+            record = {
+                "message": message["MessageId"],
+                "queue": queue,
+                "received": received,
+                "count": int(attributes.get("ApproximateReceiveCount", 1)),
+                "sent": int(attributes["SentTimestamp"]) / 1000 if "SentTimestamp" in attributes else None,
+                "execution": key[0] if key else None,
+                "due": key[1] if key else None,
+            }
+            append_line(workdir / RECEIPTS_FILE, record)
+            if key is not None:
+                meta = {"message": record["message"], "received": received, "via": queue}
+                received_wake_ups.setdefault(key, []).append({**meta, "destination": destination})
+
+    handle_message = runtime.worker.handle_message
+
+    def timed_handle_message(body: Mapping[str, Any], lambda_context: Any | None = None) -> Any:
+        started = time.time()
+        outcome = handle_message(body, lambda_context)
+        due = body.get("dueAt")
+        if due is not None:
+            key = (str(body.get("executionId")), float(due))
+            waiting = received_wake_ups.get(key)
+            meta = waiting.pop(0) if waiting else {}
+            record = {**meta, "execution": key[0], "due": key[1], "started": started}
+            append_line(workdir / WAKEUPS_FILE, {**record, "action": str(outcome.action.value)})
+        return outcome
+
+    runtime.worker.handle_message = timed_handle_message  # type: ignore[method-assign]
 
     def begin_invocation(messages: int, via: str) -> threading.Timer | None:
         """Number the invocation, and arm the timer that kills a share of them while they run."""
@@ -131,10 +203,11 @@ def worker_process(workdir: Path) -> None:
     def run_async_invocation() -> bool:
         """One asynchronous invocation of the worker's alias, if one waits; False when none did."""
         waiting = poller.receive_message(
-            QueueUrl=async_queue_url, MaxNumberOfMessages=1, AttributeNames=["ApproximateReceiveCount"]
+            QueueUrl=async_queue_url, MaxNumberOfMessages=1, AttributeNames=RECEIVE_ATTRIBUTES
         ).get("Messages", [])
         if not waiting:
             return False
+        receipts(waiting, "async")
         message = waiting[0]
         attempt = int(message["Attributes"]["ApproximateReceiveCount"])
         if attempt > ASYNC_ATTEMPTS:  # the last attempt's worker was killed
@@ -158,10 +231,14 @@ def worker_process(workdir: Path) -> None:
     def run_sqs_batch(wait_seconds: int = 0) -> bool:
         """One batch of the event source mapping, if the work queue has messages; False when it had none."""
         messages = poller.receive_message(
-            QueueUrl=config.work_queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds
+            QueueUrl=config.work_queue_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=wait_seconds,
+            AttributeNames=RECEIVE_ATTRIBUTES,
         ).get("Messages", [])
         if not messages:
             return False
+        receipts(messages, "work")
         rng.shuffle(messages)
         timer = begin_invocation(len(messages), "sqs")
         records = [
