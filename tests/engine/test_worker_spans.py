@@ -5,6 +5,7 @@ a logged, counted failure; with the default recorder nothing is recorded."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from stepwell.core.tracing import parse_trace_header
 from stepwell.ports.spans import NoSpans
 from stepwell.testing.local import LocalStepwell
 from stepwell.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
+from stepwell.wiring.entry import EntryRuntime
 
 
 @durable_execution
@@ -122,3 +124,37 @@ def test_a_failed_phase_ends_its_span_failed_and_the_run_span_with_the_error(
         "stepwell.lease": {"code": 2, "message": "ConnectionError"},
         "stepwell.worker": {"code": 2, "message": "ConnectionError"},
     }
+
+
+@durable_execution
+def one_step(event: Any, context: DurableContext) -> str:
+    return str(context.step(lambda _: "done", name="only"))
+
+
+def test_a_batch_of_messages_sends_its_spans_in_one_request_per_invocation(
+    stepwell_local: LocalStepwell, receiver: OtlpReceiver
+) -> None:
+    """The worker function's entry flushes once per Lambda invocation: three messages, one POST."""
+    recorder = OtlpSpanRecorder(OtlpEndpoint(receiver.traces_endpoint))
+    stepwell_local.register("batched", one_step)
+    executions = [stepwell_local.start("batched", {"n": n}) for n in range(3)]
+    bodies = []
+    while (body := stepwell_local.queue.pop_due(stepwell_local.clock.now())) is not None:
+        bodies.append(body)
+    assert sorted(body["executionId"] for body in bodies) == sorted(executions)
+    records = [
+        {"messageId": f"m{n}", "body": json.dumps(body), "eventSource": "aws:sqs"}
+        for n, body in enumerate(bodies)
+    ]
+    runtime = EntryRuntime(stepwell_local.engine, spans=recorder)
+    answer = runtime.handle_event({"Records": records}, None)
+
+    assert answer == {"batchItemFailures": []}
+    assert {stepwell_local.describe(execution)["Status"] for execution in executions} == {"SUCCEEDED"}
+    assert recorder.exports == 1 and len(receiver.exports()) == 1
+    runs = [span for span in receiver.spans() if span.name == "stepwell.worker"]
+    assert sorted(str(run.attributes["stepwell.execution_id"]) for run in runs) == sorted(executions)
+    # Outside an invocation (a harness calling the worker itself) each run still sends its own.
+    again = stepwell_local.start("batched", {"n": 3})
+    runtime.worker.run(again)
+    assert recorder.exports == 2

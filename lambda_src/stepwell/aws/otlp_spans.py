@@ -1,11 +1,11 @@
 """The worker's spans sent to an OTLP/HTTP collector as OTLP/JSON (stepwell.ports.spans' adapter).
 
 Standard library only (urllib), so the Lambda package stays small. Spans are kept in memory as they end
-and sent in one request at `flush` (the worker flushes after each run). Sending is bounded: at most
-MAX_BUFFERED_SPANS wait (more are dropped and counted), a request waits `timeout` seconds at most, and a
-failed request drops its spans, is logged (its error type and the URL, never the headers) and counted, and
-pauses sending for PAUSE_AFTER_FAILURE_SECONDS, so a dead collector costs one run one timeout, not every run.
-Nothing here raises into the run.
+and sent in one request at `flush` (once per Lambda invocation: Worker.spans_per_invocation; after each
+run elsewhere). Sending is bounded: at most MAX_BUFFERED_SPANS wait (more are dropped and counted), a
+request waits `timeout` seconds at most, and a failed request drops its spans, is logged (its error type
+and the URL, never the headers) and counted, and pauses sending for PAUSE_AFTER_FAILURE_SECONDS, so a dead
+collector costs one invocation one timeout, not every one. Nothing here raises into the run.
 """
 
 from __future__ import annotations

@@ -88,14 +88,16 @@ class RunTrace:
             return NO_TRACE
         return RunTrace(self._recorder, self._trace_id, span)
 
-    def end(self, outcome: str | None, *, error: str | None = None) -> None:
-        """End the run's span with the run's outcome, and send the run's spans."""
+    def end(self, outcome: str | None, *, error: str | None = None, flush: bool = True) -> None:
+        """End the run's span with the run's outcome, and send the run's spans (unless `flush` is False:
+        the caller sends them later, with others)."""
         if self._parent is None:
             return
         if outcome is not None:
             self._parent.set("stepwell.outcome", outcome)
         self._parent.end(error=error)
-        self._recorder.flush()
+        if flush:
+            self._recorder.flush()
 
 
 NO_TRACE = RunTrace(NoSpans(), None, None)

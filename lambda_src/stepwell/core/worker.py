@@ -12,12 +12,14 @@ function) is invoked and its result acted on by stepwell.core.remote_runs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from aws_durable_execution_sdk_python.execution import (
@@ -162,14 +164,31 @@ class Worker:
     ) -> None:
         """`arns`: where executions' ARNs live when a run has no Lambda context that tells it (default: the
         engine's, the deployment's). `spans`: the worker's own spans (stepwell.core.run_spans; off by
-        default), sent after each run."""
+        default), sent after each run, or once at the end of `spans_per_invocation`."""
         self.engine = engine
         self.spans: SpanRecorder = spans or NoSpans()
+        # Open spans_per_invocation scopes: while any is open a run leaves its spans to the scope's flush.
+        self._deferring = 0
+        self._deferring_lock = threading.Lock()
         self.arns = arns or engine.arns
         self.endings = Endings(engine)
         self._pausing = Pausing(engine, self.absorb, lambda run: _next_wake_at(run.record, run.journal))
         self._deletion = Deletion(engine)
         self._remote = RemoteRuns(self)
+
+    @contextlib.contextmanager
+    def spans_per_invocation(self) -> Iterator[None]:
+        """Runs within send no spans of their own: the spans that ended go in one request when the scope
+        ends (the entry opens one per Lambda invocation, so a batch of messages costs one request). A run
+        still going when it ends (one a batch handed back at its deadline) sends its own after it."""
+        with self._deferring_lock:
+            self._deferring += 1
+        try:
+            yield
+        finally:
+            with self._deferring_lock:
+                self._deferring -= 1
+            self.spans.flush()
 
     def handle_message(self, body: Mapping[str, Any], lambda_context: Any | None = None) -> WorkOutcome:
         message = parse_invoke_message(body)
@@ -215,7 +234,8 @@ class Worker:
             error = type(failure).__name__
             raise
         finally:
-            current_trace.get().end(str(outcome.action.value) if outcome else None, error=error)
+            ended = str(outcome.action.value) if outcome else None
+            current_trace.get().end(ended, error=error, flush=self._deferring == 0)
             current_trace.reset(token)
 
     def _run_once(

@@ -262,7 +262,9 @@ class EntryRuntime:
     def handle_event(self, event: Any, context: Any = None) -> dict[str, Any]:
         # Lambda's request id on every line this invocation writes.
         request_id = getattr(context, "aws_request_id", None)
-        with log_context(invocation_id=request_id if isinstance(request_id, str) else None):
+        invocation_id = request_id if isinstance(request_id, str) else None
+        # The worker's spans (when on) go in one request per invocation, however many runs it made.
+        with log_context(invocation_id=invocation_id), self.worker.spans_per_invocation():
             return self._handle_event(event, context)
 
     def _handle_event(self, event: Any, context: Any) -> dict[str, Any]:
