@@ -214,12 +214,13 @@ def test_shards_are_one_row_at_one_shards_load_and_a_sweeps_own_item_a_minutes_c
     # 40 units over 4 shards; shard 0 is the plain value.
     requests = [_request(f"u{n}", "RUNNING" if n % 4 == 0 else f"RUNNING#{n % 4}", 1.0) for n in range(40)]
     requests += [_request("u0", "exec-u0", 1.0), _request("sweep", "exec-u0", 1.0)]  # the sweep woke u0
-    requests += [_request("sweep", "~due#state", 30.0)]
+    requests += [_request("sweep", "~due#state", 30.0), _request("u1", "cb#Zq3", 1.0)]  # a random id: u1's
     profiles = build_profiles(
         requests, units={"k": 40}, groups={}, charges={}, schedules={}, events_per_unit={}, sweeps={"k": 1}
     )
     uses = {use.label: use for use in profiles["k"].phases["run"].partitions}
-    assert set(uses) == {"RUNNING#<shard>", "exec-<unit>", "~due#state"}
+    assert set(uses) == {"RUNNING#<shard>", "exec-<unit>", "~due#state", "cb#Zq3"}
+    assert uses["cb#Zq3"].scope is Scope.PRIVATE
     assert uses["RUNNING#<shard>"].shards == 4
     assert uses["RUNNING#<shard>"].write_units == pytest.approx(10.0, rel=0.01)
     assert uses["exec-<unit>"].scope is Scope.PRIVATE

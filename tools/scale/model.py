@@ -7,8 +7,8 @@ tenant's name in it, touched by that tenant's units only, is the tenant's: at a 
 second over T tenants it takes R / T times its load per unit. Any other value is shared by every unit of
 its kind (a status, a workflow id, a shard of one): it takes R times its load per unit, the share the run
 observed. Values that end in "#<number>" (index shards: `RUNNING#3`; shard 0 is the plain value) are one
-row, "#<shard>", with one shard's load: the row's total over the shard count (estimated_shards). A value
-is private only when its unit's name is in it; private and tenant values are reported with the unit's and
+row, "#<shard>", with one shard's load: the row's total over the shard count (estimated_shards); a shard
+one unit hit is not that unit's. Private and tenant values are reported with the unit's and
 tenant's names replaced by <unit> and <tenant>, so one row stands for all of them.
 """
 
@@ -93,11 +93,10 @@ def _classify(
     if who == {FIXED_UNIT}:
         return value, Scope.FIXED
     who = who - {FIXED_UNIT}
-    if len(who) == 1:
-        name = next(iter(who)).split("/")[-1]
-        if re.search(re.escape(name) + r"(?![0-9A-Za-z])", value):  # derived from the unit's own id
-            return _label(_label(value, [name], "<unit>"), tenants, "<tenant>"), Scope.PRIVATE
     shard = _SHARD.match(value)
+    if len(who) == 1 and not shard and value not in sharded:  # one unit's (a shard one unit hit is not)
+        name = next(iter(who)).split("/")[-1]
+        return _label(_label(value, [name], "<unit>"), tenants, "<tenant>"), Scope.PRIVATE
     base = shard.group(1) if shard else value
     label = f"{base}#<shard>" if shard or value in sharded else value
     tenant = next(iter(tenants)) if tenanted and len(tenants) == 1 else ""
