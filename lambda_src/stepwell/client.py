@@ -149,11 +149,15 @@ class StepwellClient:
         *,
         subject_id: str | None = None,
         tags: Mapping[str, str] | None = None,
+        trace_header: str | None = None,
     ) -> str:
         """Start workflow `name` with up to 10 `tags`; idempotent on `execution_name` (a repeat keeps the
-        first start's tags). Returns the execution id."""
+        first start's tags and trace). `trace_header`: an X-Ray tracing header
+        (`Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1`) whose trace the execution joins
+        (docs/reference/traces.md); a malformed one refuses the start with InvalidArgument naming the
+        format; None: a fresh trace. Returns the execution id."""
         return self.engine.start_execution(
-            name, input, execution_name, domain, subject_id=subject_id, tags=tags
+            name, input, execution_name, domain, subject_id=subject_id, tags=tags, trace_header=trace_header
         )
 
     def describe_execution(self, execution_id: str) -> dict[str, Any]:

@@ -232,6 +232,7 @@ def run(args: argparse.Namespace, client: StepwellClient, out: TextIO, stdin: Te
             args.domain,
             subject_id=args.subject_id,
             tags=tags,
+            trace_header=args.trace_header,
         )
         out.write(execution_id + "\n")
     elif command in ("describe", "history", "stop", "pause", "resume", "delete"):

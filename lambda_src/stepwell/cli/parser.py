@@ -12,6 +12,8 @@ from typing import Any, NoReturn
 
 from stepwell.cli import definitions as definitions_cli
 from stepwell.cli import local as local_cli
+from stepwell.core.tracing import parse_trace_header
+from stepwell.errors import InvalidArgument
 from stepwell.model import ExecutionStatus
 
 CONFIG_ENV = "STEPWELL_CONFIG"
@@ -61,6 +63,15 @@ def _port(text: str) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 5) or int(text) > MAX_PORT:
         raise argparse.ArgumentTypeError(f"port must be a whole number 0..{MAX_PORT}, got {text!r}")
     return int(text)
+
+
+def _trace_header(text: str) -> str:
+    """--trace-header: an X-Ray tracing header, checked as the engine checks a start's."""
+    try:
+        parse_trace_header(text)
+    except InvalidArgument as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,6 +296,13 @@ def _add_execution_commands(commands: Any) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="tag the execution (repeatable, at most 10; split at the first '=')",
+    )
+    start.add_argument(
+        "--trace-header",
+        type=_trace_header,
+        metavar="HEADER",
+        help="the X-Ray tracing header whose trace the execution joins, "
+        "Root=1-<8 hex>-<24 hex>[;Parent=<16 hex>][;Sampled=0|1] (default: a fresh trace)",
     )
 
     describe = commands.add_parser(
