@@ -21,6 +21,7 @@ help:
 	@echo "make bench  write BENCHMARKS.md"
 	@echo "make chaos  run 1,000 executions under injected faults on moto, then on LocalStack; write their sections of BENCHMARKS.md"
 	@echo "make soak   run a mix of executions through their retention on moto; write its section of BENCHMARKS.md (fails if anything is left)"
+	@echo "make throughput  executions/s and the due-to-run delay with 1, 2 and 4 workers on LocalStack; write its section of BENCHMARKS.md"
 	@echo "make scale  record a mix's AWS requests on moto, project them to issue 42's targets; write its section of BENCHMARKS.md"
 	@echo "make screenshot  write docs/console-timeline.png (the console's timeline of the demo's order)"
 
@@ -159,6 +160,12 @@ chaos: venv localstack
 
 soak: venv
 	$(BIN)/python tools/soak.py --write BENCHMARKS.md
+
+# A few minutes: three chaos runs without faults (1, 2, 4 workers) of THROUGHPUT_EXECUTIONS executions each.
+THROUGHPUT_EXECUTIONS ?= 150
+.PHONY: throughput
+throughput: venv localstack
+	$(BIN)/python tools/throughput.py --executions $(THROUGHPUT_EXECUTIONS) --write BENCHMARKS.md
 
 # Another design's settings: make scale SCALE_ARGS="--set index_shards=16 --set long_wait_wakeups=sweep".
 scale: venv

@@ -10,6 +10,7 @@ back to find step bodies that ran more than once and whether each re-run is expl
 - `parent`: a step, an invoke of `child` (one step), a step.
 - `journey` (a definition, not a handler): a context started by a `chaos.begin` bus event runs an action,
   then waits for `chaos.next` (or two hours).
+- `three_steps` (tools/throughput.py's, not in the chaos mix): a step, a one-second wait, two steps.
 - `slow`: a step whose first run sleeps past the engine's lease and then has its execution delivered again,
   so another worker takes the execution over while it still runs (its checkpoint is then fenced); the
   first run waits for that takeover, and one execution at a time does this, so workers stay free for it.
@@ -40,6 +41,7 @@ CALLBACKS_ENV = "STEPWELL_CHAOS_CALLBACKS"
 SLOW_MARKS_ENV = "STEPWELL_CHAOS_SLOW_MARKS"
 SHORT_WAIT_SECONDS = 2
 LONG_WAIT_SECONDS = 3600  # beyond SQS's 900 s: a one-time Scheduler schedule
+THROUGHPUT_WAIT_SECONDS = 1
 FAN_OUT_BRANCHES = 3
 SLOW_STEP = "slow"
 # The slow step's first run: past its lease it asks for a delivery of its execution (as a duplicate would
@@ -127,6 +129,14 @@ def waiting(event: dict[str, Any], context: DurableContext) -> int:
     context.wait(Duration.from_seconds(SHORT_WAIT_SECONDS), name="short")
     context.wait(Duration.from_seconds(LONG_WAIT_SECONDS), name="long")
     return int(context.step(_step("after", 2), name="after"))
+
+
+@durable_execution
+def three_steps(event: dict[str, Any], context: DurableContext) -> int:
+    context.step(_step("first", 1), name="first")
+    context.wait(Duration.from_seconds(THROUGHPUT_WAIT_SECONDS), name="short")
+    context.step(_step("second", 2), name="second")
+    return int(context.step(_step("third", 3), name="third"))
 
 
 def _submit(callback_id: str, _context: Any) -> None:
@@ -257,4 +267,5 @@ WORKFLOWS: dict[str, Any] = {
     "parent": parent,
     "slow": slow,
 }
-ALL_HANDLERS: dict[str, Any] = {**WORKFLOWS, "child": child}
+THROUGHPUT = "three_steps"  # tools/throughput.py's one kind
+ALL_HANDLERS: dict[str, Any] = {**WORKFLOWS, "child": child, THROUGHPUT: three_steps}

@@ -43,6 +43,9 @@ class Report:
     lags: list[float] = field(default_factory=list)  # seconds from a due time to the run
     # The same delays from the workers' own records, each split into its parts (chaos.delays).
     delay_parts: list[DelayParts] = field(default_factory=list)
+    # Each execution's start and end as its record has them (virtual epoch seconds; no end while running).
+    start_times: list[float] = field(default_factory=list)
+    end_times: list[float] = field(default_factory=list)
     # Asynchronous invocations (direct wake-ups), and those whose attempts all failed or died: sent to the
     # work queue.
     async_invocations: int = 0
@@ -185,6 +188,10 @@ def analyse(client: Any, data: RunData, workdir: Path) -> Report:
         description = client.describe_execution(execution_id)
         status = str(description["Status"])
         report.ended[status] += 1
+        if description.get("StartTimestamp") is not None:
+            report.start_times.append(_epoch(description["StartTimestamp"]))
+        if description.get("EndTimestamp") is not None:
+            report.end_times.append(_epoch(description["EndTimestamp"]))
         if status == "RUNNING":
             report.lost.append(execution_id)
         elif description.get("Version") != version:

@@ -16,7 +16,7 @@ from typing import Any
 import chaos_workflows
 
 from chaos.record import Jump, RunData
-from chaos.settings import JOURNEY, MIX, log
+from chaos.settings import JOURNEY, log
 from chaos.workdir import read_lines
 from chaos.worker_pool import Workers
 
@@ -35,7 +35,8 @@ def start_all(client: Any, data: RunData) -> None:
     definitions = client.definitions()
     data.first_start = time.perf_counter()
     for index in range(data.settings.executions):
-        kind = MIX[index % len(MIX)]
+        kinds = data.settings.kinds
+        kind = kinds[index % len(kinds)]
         try:
             if kind == JOURNEY:
                 subject = f"subject-{index}"

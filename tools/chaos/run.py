@@ -75,7 +75,8 @@ def run(settings: Settings, workdir: Path, endpoint: str | None = None) -> Repor
         virtual = VirtualClock(listeners=[write_clock_file(str(workdir / "clock"))])
         virtual.advance_seconds(0)  # writes the file
         duplicating_sqs = boto3.client("sqs", region_name=REGION)
-        SqsDuplicator(sqs, settings.max_extra_delay, settings.seed).attach(duplicating_sqs)
+        if settings.duplicates:
+            SqsDuplicator(sqs, settings.max_extra_delay, settings.seed).attach(duplicating_sqs)
         # Lambda's queue of asynchronous invocations (what a client's wake-up and a wake-up schedule's
         # Scheduler invoke enter).
         async_queue_url = sqs.create_queue(
@@ -101,7 +102,8 @@ def run(settings: Settings, workdir: Path, endpoint: str | None = None) -> Repor
         for name, handler in chaos_workflows.ALL_HANDLERS.items():
             registry.register(name, handler)
         client_aws = AwsClients(region=REGION)
-        SqsDuplicator(sqs, settings.max_extra_delay, settings.seed + 1).attach(client_aws.sqs)
+        if settings.duplicates:
+            SqsDuplicator(sqs, settings.max_extra_delay, settings.seed + 1).attach(client_aws.sqs)
         # The client wakes executions as the module's client_config has it, by invoking the worker's alias
         # asynchronously: those invocations join Lambda's queue of them, with their faults and kills.
         take_event_invokes(client_aws.lambda_wake, enter_async)

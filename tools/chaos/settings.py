@@ -41,6 +41,10 @@ class Settings:
     # pinned to it (its end names it). "": unversioned workers, which never pin.
     worker_version: str = "1"
     backend: str = "moto"  # where the module's resources live: moto's server or LocalStack
+    # The kinds started in turn (MIX; tools/throughput.py starts one), and whether every SQS message is
+    # sent twice (a fault: off for the throughput run, which injects none).
+    kinds: tuple[str, ...] = MIX
+    duplicates: bool = True
 
 
 def log(message: str) -> None:

@@ -70,7 +70,8 @@ def worker_process(workdir: Path) -> None:
     from stepwell.testing.faults import FaultInjector, SqsDuplicator
     from stepwell.wiring.entry import EntryRuntime
 
-    settings = Settings(**json.loads((workdir / "settings.json").read_text()))
+    saved = json.loads((workdir / "settings.json").read_text())
+    settings = Settings(**{**saved, "kinds": tuple(saved["kinds"])})
     config = StepwellConfig.from_client_config(json.loads((workdir / "config.json").read_text()))
     pid = os.getpid()
     install_json_logging(config.log_level)  # as the Lambda entry does: JSON lines on stdout
@@ -87,9 +88,11 @@ def worker_process(workdir: Path) -> None:
     faults = FaultInjector(settings.fault_rate, settings.burst_rate, seed=rng.randrange(2**32))
     for client in (clients.dynamodb, clients.sqs, clients.scheduler):
         faults.attach(client)
-    SqsDuplicator(
-        boto3.client("sqs", region_name=REGION), settings.max_extra_delay, rng.randrange(2**32)
-    ).attach(clients.sqs)
+    duplicator_seed = rng.randrange(2**32)
+    if settings.duplicates:
+        SqsDuplicator(
+            boto3.client("sqs", region_name=REGION), settings.max_extra_delay, duplicator_seed
+        ).attach(clients.sqs)
     clock = OffsetFileClock(workdir / "clock")
     runtime = EntryRuntime.from_config(
         config, clients, registry=registry, clock=clock, metrics=EmfMetrics(config.name, now=clock.now)
