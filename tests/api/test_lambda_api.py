@@ -11,7 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from aws_durable_execution_sdk_python.lambda_service import OperationType
 from botocore.exceptions import ClientError
+from stepwell.core.arns import as_handed
 from stepwell.errors import CallbackAlreadyClosed, CallbackNotFound
 from stepwell.features.lambda_api.errors import translate
 
@@ -201,6 +203,37 @@ def test_history_pages_with_markers_in_either_order_and_without_execution_data(s
     with pytest.raises(client.exceptions.InvalidParameterValueException) as bad_marker:
         client.get_durable_execution_history(DurableExecutionArn=arn, Marker="not-ours")
     assert "marker" in bad_marker.value.response["Error"]["Message"]
+
+
+def test_history_names_the_execution_operations_events_by_the_id_a_handler_is_handed(stack: ApiStack) -> None:
+    client = stack.client()
+    done, stopped = _start(client, "greet", {"name": "Ada"}, "named"), _start(client, "approval", {}, "halt")
+    stack.local.run_until_idle()
+    execution_id = ARNS.execution_id(done)
+    stored = stack.local.engine.load_journal(execution_id).operations.values()
+    handed = as_handed(stored, execution_id=execution_id, arn=done)
+    [operation] = [op for op in handed if op.operation_type is OperationType.EXECUTION]
+    # The handler's (and GetDurableExecutionState's) id of the EXECUTION operation: the ARN's last segment.
+    assert operation.operation_id == done.rsplit("/", 1)[-1] != execution_id.rsplit("/", 1)[-1]
+    client.stop_durable_execution(DurableExecutionArn=stopped)
+    stack.local.run_until_idle()
+    for arn, ended in ((done, "ExecutionSucceeded"), (stopped, "ExecutionStopped")):
+        events = client.get_durable_execution_history(DurableExecutionArn=arn)["Events"]
+        ids = {event["EventType"]: event.get("Id") for event in events}
+        assert ids["ExecutionStarted"] == ids[ended] == arn.rsplit("/", 1)[-1]
+        # Only the execution's own events: the others keep their operations' ids, or none.
+        others = {event.get("Id") for event in events if not event["EventType"].startswith("Execution")}
+        assert others and arn.rsplit("/", 1)[-1] not in others
+        newest = client.get_durable_execution_history(DurableExecutionArn=arn, ReverseOrder=True, MaxItems=1)
+        assert newest["Events"][0]["EventType"] == ended
+        assert newest["Events"][0]["Id"] == arn.rsplit("/", 1)[-1]
+    # An ARN segment longer than the model's OperationId (64) names no event: the history stays valid.
+    long = _start(client, "greet", {"name": "Ada"}, "n" * 40)
+    stack.local.run_until_idle()
+    assert len(long.rsplit("/", 1)[-1]) > 64
+    events = client.get_durable_execution_history(DurableExecutionArn=long)["Events"]
+    assert events[-1]["EventType"] == "ExecutionSucceeded"
+    assert all("Id" not in event for event in events if event["EventType"].startswith("Execution"))
 
 
 def test_history_names_a_chained_invokes_child_by_its_arn(stack: ApiStack) -> None:

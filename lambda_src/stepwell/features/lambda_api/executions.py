@@ -6,6 +6,7 @@ into the model's shape; none duplicates what the engine does."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,12 @@ from stepwell.features.lambda_api.wire import MAX_RESPONSE_BYTES, Request, Respo
 
 MAX_MARKER_LENGTH = 4096
 _ERROR_FIELDS = ("ErrorType", "ErrorMessage", "ErrorData", "StackTrace")
+# The events of the EXECUTION operation itself, which AWS's history names by that operation's Id.
+_EXECUTION_EVENTS = frozenset(
+    ("ExecutionStarted", "ExecutionSucceeded", "ExecutionFailed", "ExecutionTimedOut", "ExecutionStopped")
+)
+# The model's OperationId: an event's Id must match it, so a longer ARN segment is no Id there.
+_OPERATION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def error_object(error: object) -> dict[str, Any] | None:
@@ -89,6 +96,11 @@ def get_history(api: ApiContext, request: Request, params: dict[str, str]) -> Re
     reverse = request.query_bool("ReverseOrder", False)
     max_items = request.query_int("MaxItems", 0, 1000) or None
     marker = request.query_string("Marker", MAX_MARKER_LENGTH)
+    # The EXECUTION operation's Id as GetDurableExecutionState and the handler name it (core.arns.as_handed):
+    # the ARN's last segment, when it is short enough to be an OperationId (an execution id of at most 48
+    # bytes); a longer one is left out, as the log keeps none for these events.
+    handed = api.arns.execution_arn(execution_id).rsplit("/", 1)[-1]
+    operation_id = handed if _OPERATION_ID.fullmatch(handed) else None
     while True:
         page = api.engine.get_execution_history_page(
             execution_id,
@@ -97,7 +109,10 @@ def get_history(api: ApiContext, request: Request, params: dict[str, str]) -> Re
             max_items=max_items,
             marker=marker,
         )
-        events = [_started_with_timeout(_event_with_arns(api, event)) for event in page["Events"]]
+        events = [
+            _started_with_timeout(_event_with_arns(api, _named(event, operation_id)))
+            for event in page["Events"]
+        ]
         answer: dict[str, Any] = {"Events": events}
         if page.get("NextMarker"):
             answer["NextMarker"] = page["NextMarker"]
@@ -106,6 +121,13 @@ def get_history(api: ApiContext, request: Request, params: dict[str, str]) -> Re
         if len(response.body) <= MAX_RESPONSE_BYTES or len(events) <= 1:
             return response
         max_items = max(1, len(events) // 2)
+
+
+def _named(event: dict[str, Any], operation_id: str | None) -> dict[str, Any]:
+    """An event of the EXECUTION operation with that operation's `Id` (the log keeps none for them)."""
+    if operation_id is None or event.get("EventType") not in _EXECUTION_EVENTS:
+        return event
+    return {**event, "Id": operation_id}
 
 
 def _event_with_arns(api: ApiContext, event: dict[str, Any]) -> dict[str, Any]:
