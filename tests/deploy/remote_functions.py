@@ -367,3 +367,29 @@ def role_session(sts: Any, role_arn: str, session_name: str) -> Identity:
         user["AssumedRoleId"],
         keys["SessionToken"],
     )
+
+
+def copy_alias_invoke_config_to_version(lambda_client: Any, function_name: str) -> str:
+    """LocalStack only: put the event invoke config the module gave the function's aliases on the version
+    they point at too, and return that version. LocalStack looks an asynchronous invocation's config up by
+    the version it runs (event_manager.handle_message), never by the alias it was invoked through, so an
+    alias's config (its destinations: the results' way back to the work queue) is ignored there, while
+    Lambda applies it. Every alias here points at the one published version and has the same config."""
+    configs = lambda_client.list_function_event_invoke_configs(FunctionName=function_name)
+    aliases = lambda_client.list_aliases(FunctionName=function_name)["Aliases"]
+    versions = {alias["FunctionVersion"] for alias in aliases}
+    given = configs["FunctionEventInvokeConfigs"]
+    if len(versions) != 1 or not given:
+        raise AssertionError(
+            f"{function_name}: expected aliases on one version with event invoke configs; versions "
+            f"{sorted(versions)}, {len(given)} configs"
+        )
+    version, config = versions.pop(), given[0]
+    lambda_client.put_function_event_invoke_config(
+        FunctionName=function_name,
+        Qualifier=version,
+        MaximumRetryAttempts=config["MaximumRetryAttempts"],
+        MaximumEventAgeInSeconds=config["MaximumEventAgeInSeconds"],
+        DestinationConfig=config["DestinationConfig"],
+    )
+    return str(version)

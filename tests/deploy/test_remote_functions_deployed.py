@@ -31,6 +31,7 @@ from deploy.remote_functions import (
     Language,
     RemoteCasesApi,
     alias_name,
+    copy_alias_invoke_config_to_version,
     language_copies,
     remote_workflow,
     role_session,
@@ -79,6 +80,7 @@ def remote_functions(
     if not isinstance(lambda_runtime, LambdaRuntime):
         for name in names:
             set_function_environment(backend.endpoint_url, name, variables)
+            copy_alias_invoke_config_to_version(backend.client("lambda"), name)
         try:
             yield functions, front
         finally:

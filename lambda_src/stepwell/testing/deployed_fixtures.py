@@ -240,6 +240,7 @@ def deployed_stack(
     request: pytest.FixtureRequest,
     stepwell_backend: Backend,
     tmp_path_factory: pytest.TempPathFactory,
+    *,
     stepwell_workflows_writer: WorkflowsWriter | None,
     stepwell_stack_writer: StackWriter | None,
 ) -> Iterator[DeployedStack]:
