@@ -13,13 +13,19 @@ Item layout (bulk data under short attribute names to keep items small and cheap
   execution's items: stepwell.core.log_expiry.NAME_HOLD_SECONDS), cv (the worker
   version it runs or ran on) and pinnedVersion (= cv until it ends, paused too: the sparse version-index's
   key), tg (tags, a map), ck (the secret its callback ids are derived from), pa (its pause while PAUSING or
-  PAUSED: rt request time, tp timeout paused, rs reason, pt paused at), ra (its last resume: rt, rs) and pd
-  (the seconds pauses extend its timeout by). Per tag an entry item: contextKey
-  "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no '#'), instanceId
-  "<createdAt ms:015>#<execution id>", ttl once it ended.
+  PAUSED: rt request time, tp timeout paused, rs reason, pt paused at), ra (its last resume: rt, rs), pd
+  (the seconds pauses extend its timeout by), fl (its flow limits) and tr (its trace header). status,
+  workflowId, pinnedVersion and domain carry a shard suffix "#<k>" past shard 0 (shards.py). Per tag an
+  entry item: contextKey "<domain>#~tag#<key>#<value>" (no workflow name has '~', tag keys and values no
+  '#'; "#<k>" past shard 0), instanceId "<createdAt ms:015>#<execution id>", ts (its shard, past 0), ttl
+  once it ended.
   Per SKIP schedule a pointer item: contextKey "<domain>#~schedule#<schedule>", instanceId "pointer", eid
   (the last execution the schedule started), ttl (SCHEDULE_POINTER_HOLD_SECONDS past the last occurrence
   that claimed or kept it); no attribute an index keys on, so no index holds it.
+  In sweep mode (due_wakeups.py) per long wait a due item: contextKey "~due#<hour bucket>#<shard of 32>",
+  instanceId "<due epoch ms:014>#<execution id>", eid, due; and the sweep's state: contextKey "~due#sweep",
+  instanceId "state", per shard k w<k> (watermark bucket) and lo<k>/lx<k> (its sweep lease's owner and
+  expiry). In no index.
 - operations: executionId, sk = "b#<seq:012>" for a batch (b body, or bd the body deflated with a preset
   dictionary when it is over DEFLATE_MIN_BYTES, bz without one as engines before v18 wrote it; bR
   is-reference, t created, x terminal; ttl Batch.expires_at: see stepwell.core.log_expiry) or "in#<input id>"
@@ -45,7 +51,8 @@ put on S3 by this store (when it has a payload store) and read back transparentl
 
 One module per concern of the port (stepwell.ports), each a class on the shared tables (tables.py):
 executions, versions, schedule_pointers, log, coordination, flow_control; DynamoDbExecutionStore is all of
-them. items.py writes and reads the attribute values.
+them. due_wakeups.py is the due wake-ups port, apart (stepwell.wiring.long_waits builds it); shards.py the
+shard suffix and the merge of one Query per read shard. items.py writes and reads the attribute values.
 """
 
 from __future__ import annotations
