@@ -26,6 +26,16 @@ Sections (bench.sections, one module each; `SECTIONS` lists them in the file's o
 - cpu: CPU time per operation (time.process_time) on the local backend (stepwell.testing.local) and in
   the SDK's own local test runner (aws_durable_execution_sdk_python_testing.DurableFunctionTestRunner),
   each size in a fresh subprocess.
+- remote: per run of a 3- and a 100-step workflow registered in the worker and as the user's own Python and
+  JavaScript durable functions (issue 41; the stack in bench.remote_stack): AWS requests by API, DynamoDB
+  units, Lambda invocations and GB-seconds (the worker's and the API function's apart from the function's),
+  cost per million runs.
+- tracing: what the worker's own spans (issue 43) cost, off and on: CPU per operation on the local backend,
+  AWS requests and OTLP exports per operation through the worker's entry on moto (to a receiver in another
+  process).
+
+Lambda GB-seconds: the remote section counts them (every invocation's modelled duration), the api section
+the API function's per call; the others leave Lambda compute out on every side (document.HOW_MEASURED).
 
 What the moto sections share: bench.moto_stack (the deployment, driven as AWS drives it, every request
 counted), bench.meter (DynamoDB units from item sizes), bench.measurement (what a run counted and what it

@@ -75,8 +75,10 @@ HOW_MEASURED = """\
 - **Operations.** The durable operations the execution recorded (steps, waits, callbacks, contexts), the
   execution itself not counted: the unit AWS Lambda durable functions bills ($8.00 per million). Step
   Functions Standard is taken as one state transition per operation ($25.00 per million).
-- **Cost.** Counts times the list prices below. Not included, on any side: Lambda compute (GB-seconds) of
-  the handler, storage, data transfer, free tiers.
+- **Cost.** Counts times the list prices below. Lambda compute (GB-seconds) is counted only where a section
+  says so: the remote section counts the worker's, the API function's and your function's (modelled
+  durations), the API section the API function's per call; every other section leaves it out, on every
+  side of its comparisons. Not included anywhere: storage, data transfer, free tiers.
 - **CPU.** `time.process_time()` in a fresh process per size and runner; see that section.
 """
 
