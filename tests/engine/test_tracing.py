@@ -1,6 +1,7 @@
 """Trace headers in-process (stepwell.core.tracing): each execution gets one at its start (the caller's
 trace when given), describe returns it, every invocation sees it in _X_AMZN_TRACE_ID and its context,
-a chained invoke's child carries its parent's trace, and a bad header is refused naming the format."""
+a chained invoke's child carries its parent's trace or the one its invoke propagated (the SDK's
+OpenTelemetry plugin's XAmznTraceId), and a bad header is refused naming the format."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from typing import Any
 import pytest
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
+from aws_durable_execution_sdk_python.plugin import (
+    DurableInstrumentationPlugin,
+    InvocationStartInfo,
+    PropagationInput,
+    PropagationMetadata,
+)
 from stepwell.core.tracing import (
     MAX_TRACE_HEADER_LENGTH,
     TRACE_ENVIRONMENT,
@@ -94,6 +101,75 @@ def test_a_chained_invokes_child_carries_its_parents_trace(stepwell_local: Local
     child_header = parse_trace_header(stepwell_local.describe(child_id)["TraceHeader"])
     assert child_header.root == parent_header.root
     assert child_header.parent != parent_header.parent
+
+
+# Another trace than the parent's (CALLER) and another sampling decision, to tell whose the child keeps.
+INVOKE_SPAN = "Root=1-6b0a50b9-cfb26d38b1e77f56130efb0a;Parent=1111222233334444;Sampled=0;Lineage=a:1"
+PROPAGATED: list[str | None] = [INVOKE_SPAN]  # what the plugin below puts in the invoke's options
+
+
+class _Propagating(DurableInstrumentationPlugin):
+    """As the SDK's OpenTelemetry plugin does: the invoke's span as its ChainedInvokeOptions.XAmznTraceId."""
+
+    def provide_propagation_metadata(self, info: PropagationInput) -> PropagationMetadata | None:
+        return PropagationMetadata(x_amzn_trace_id=PROPAGATED[0])
+
+
+class _PropagatingFactory:
+    def create_plugin(self, info: InvocationStartInfo, /) -> DurableInstrumentationPlugin:
+        return _Propagating()
+
+
+@durable_execution(plugins=[_PropagatingFactory()])
+def propagating_parent(event: Any, context: DurableContext) -> Any:
+    return context.invoke("traced", None, name="child")
+
+
+def _child_header(stepwell_local: LocalStepwell, propagated: str | None) -> tuple[str, str]:
+    """The parent's and its child's trace headers when the invoke propagates `propagated`."""
+    PROPAGATED[0] = propagated
+    stepwell_local.register("traced", traced)
+    stepwell_local.register("propagating", propagating_parent)
+    execution_id = stepwell_local.start("propagating", trace_header=CALLER)
+    stepwell_local.run_to_completion(execution_id)
+    assert stepwell_local.describe(execution_id)["Status"] == "SUCCEEDED"
+    child_id = next(
+        event["ChainedInvokeStartedDetails"]["DurableExecutionArn"]
+        for event in stepwell_local.history(execution_id)
+        if event["EventType"] == "ChainedInvokeStarted"
+    )
+    return stepwell_local.describe(execution_id)["TraceHeader"], stepwell_local.describe(child_id)[
+        "TraceHeader"
+    ]
+
+
+def test_a_chained_invokes_propagated_trace_header_is_its_childs(stepwell_local: LocalStepwell) -> None:
+    _, child_text = _child_header(stepwell_local, INVOKE_SPAN)
+    child = parse_trace_header(child_text)
+    # Its Root and Sampled; a Parent of the child's own (AWS's otel suites reject the invoke's span as the
+    # parent of the child's Workflow span); Lineage is not kept.
+    assert (child.root, child.sampled) == ("1-6b0a50b9-cfb26d38b1e77f56130efb0a", False)
+    assert child.parent is not None and child.parent != "1111222233334444" and "Lineage" not in child_text
+    assert {seen for pair in SEEN for seen in pair} == {
+        child_text
+    }  # every invocation of the child runs in it
+
+
+@pytest.mark.parametrize(
+    "propagated",
+    [
+        "Root=1-nothex;Parent=1111222233334444",
+        "Parent=1111222233334444",
+        "Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0",  # OTel's invalid span
+    ],
+)
+def test_a_malformed_propagated_header_leaves_the_child_in_its_parents_trace(
+    stepwell_local: LocalStepwell, propagated: str
+) -> None:
+    parent_text, child_text = _child_header(stepwell_local, propagated)
+    parent_header, child_header = parse_trace_header(parent_text), parse_trace_header(child_text)
+    assert child_header.root == parent_header.root
+    assert child_header.parent not in (parent_header.parent, "1111222233334444")
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from stepwell.core.registry import (
     validate_workflow_name,
 )
 from stepwell.core.status_events import NoStatusEvents, iso_timestamp, status_change_detail
-from stepwell.core.tracing import execution_trace_header, parse_trace_header
+from stepwell.core.tracing import caller_trace_header, execution_trace_header, parse_trace_header
 from stepwell.errors import (
     ExecutionAlreadyEnded,
     ExecutionAlreadyExists,
@@ -136,6 +136,17 @@ def _input_json(name: str, input: Any) -> str:
         raise InvalidArgument(
             f"input of workflow {name!r} is not JSON-serializable (nor are NaN and Infinity): {error}"
         ) from error
+
+
+def _trace_header_of(parent: ExecutionRecord | None, given: str | None, now: float) -> str:
+    """A new execution's trace header, with a Parent of its own (as Lambda gives an invocation its own
+    segment): a start's from the caller's header (`given`) or fresh; a chained invoke's child's from the
+    header the invoke propagated (`given`, its ChainedInvokeOptions.XAmznTraceId, which the SDK's
+    OpenTelemetry plugin fills from the invoke's span), else from its parent's (AWS: "the child invocation
+    inherits the parent durable execution's trace header"). The invoke's span is not the child's Parent:
+    AWS's otel suites reject an SDK span as the parent of the child's Workflow span."""
+    inherited = parent.trace_header if parent is not None else None
+    return execution_trace_header(given or inherited, now)
 
 
 @dataclass
@@ -338,8 +349,7 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             tags=tags or {},
             flow=flow,
             callback_key=new_callback_key(),
-            # A chained invoke's child inherits its parent's trace (AWS's ChainedInvokeOptions).
-            trace_header=execution_trace_header(trace_header if parent is None else parent.trace_header, now),
+            trace_header=_trace_header_of(parent, trace_header, now),
         )
         if self.store.create_execution(record):
             if input_is_ref:
@@ -487,7 +497,13 @@ class Engine(ExecutionLifecycle, ExternalInputs):
             ids = ExecutionId.parse(
                 child_execution_id(parent.execution_id, child.operation_id, name, child.tenant_id)
             )
-            self._create_execution(ids, child.payload, parent=parent, parent_operation_id=child.operation_id)
+            self._create_execution(
+                ids,
+                child.payload,
+                parent=parent,
+                parent_operation_id=child.operation_id,
+                trace_header=caller_trace_header(child.trace_header),
+            )
         except WorkflowNotFound as error:  # a child its parent's log waits for since before InvokeRefused
             error_object = self._target_not_found(parent, child.workflow_name, error)
             self.deliver(parent.execution_id, InputKind.CHILD_FAILED, child.operation_id, error=error_object)

@@ -57,6 +57,7 @@ from stepwell.core.journal_state import (
     to_datetime,
 )
 from stepwell.core.journal_state import TERMINAL_STATUSES as TERMINAL_STATUSES
+from stepwell.core.tracing import caller_trace_header, trace_id_of
 from stepwell.model import ExternalInput, InputKind
 
 # A chained invoke's child ended without a result: the operation's status and the parent's event.
@@ -594,9 +595,17 @@ class Journal(JournalState):
         meta: dict[str, Any] = {"target": options.function_name, "input": update.payload}
         if tenant_id is not None:
             meta["tenant"] = tenant_id
+        # The SDK's OpenTelemetry plugin propagates the invoke's span as its XAmznTraceId: a valid one is the
+        # child's trace header; a malformed one is ignored (the child inherits the parent's), as Lambda
+        # never refuses an invocation for its tracing header.
+        trace = caller_trace_header(options.x_amzn_trace_id)
+        if trace is not None and not (trace_id_of(trace) or "").strip("0"):
+            trace = None  # OpenTelemetry's invalid span context (all zeros), as a plugin without a provider
+        if trace is not None:
+            meta["trace"] = trace
         self._set_meta(op.operation_id, **meta)
         self._child_starts.append(
-            ChildStart(op.operation_id, options.function_name, update.payload, tenant_id)
+            ChildStart(op.operation_id, options.function_name, update.payload, tenant_id, trace)
         )
         self._event("ChainedInvokeStarted", now, op, details)
 

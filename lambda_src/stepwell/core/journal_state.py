@@ -110,6 +110,9 @@ class ChildStart:
     workflow_name: str  # the target as the code named it (FunctionName)
     payload: str | None
     tenant_id: str | None = None
+    # The invoke's own trace header (ChainedInvokeOptions.XAmznTraceId, as the SDK's OpenTelemetry plugin
+    # propagates it), checked; None: the child inherits its parent's trace.
+    trace_header: str | None = None
 
 
 @dataclass
@@ -427,6 +430,7 @@ class JournalState:
                 self.meta[op.operation_id]["target"],
                 self.meta[op.operation_id].get("input"),
                 self.meta[op.operation_id].get("tenant"),
+                self.meta[op.operation_id].get("trace"),
             )
             for op in map(self.operations.__getitem__, self._open)
             if op.operation_type is OperationType.CHAINED_INVOKE
