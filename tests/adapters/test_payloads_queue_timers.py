@@ -514,6 +514,38 @@ def test_withdraw_and_cancel_all_delete_the_due_item_by_its_key(deployment: Depl
     assert _pending(due, timed_out, other) == [(other, NOW + 3600)]
 
 
+def test_sweep_mode_calls_scheduler_only_for_wake_ups_that_were_schedules(deployment: Deployment) -> None:
+    """A withdrawn or stopped wake-up that was a due item makes no Scheduler request; one made as a schedule
+    before the switch to sweep mode is still deleted."""
+    scheduler, group = deployment.clients.scheduler, deployment.config.schedule_group_name
+    calls: list[str] = []
+    for operation in ("DeleteSchedule", "ListSchedules"):
+        scheduler.meta.events.register(
+            f"before-parameter-build.scheduler.{operation}",
+            lambda operation=operation, **_: calls.append(operation),
+        )
+    before = _wakes(deployment)  # schedules mode, before the switch
+    before.schedule_wake("old-w", NOW + 86400)
+    before.schedule_wake("old-stop", NOW + 86400)
+    wakes, due = _swept_wakes(deployment)
+    wakes.schedule_wake("new-w", NOW + 86400)
+    wakes.schedule_wake("new-stop", NOW + 86400)
+    for execution_id in ("old-stop", "new-stop"):  # the wake-up each one's last run armed
+        deployment.clients.dynamodb.put_item(
+            TableName=deployment.config.coordination_table,
+            Item={"key": {"S": "lease#" + execution_id}, "w": {"N": str(NOW + 86400)}},
+        )
+
+    wakes.withdraw("new-w", NOW + 86400)
+    wakes.cancel_all("new-stop")
+    assert calls == [] and _pending(due, "new-w", "new-stop") == []
+
+    wakes.withdraw("old-w", NOW + 86400)
+    wakes.cancel_all("old-stop")
+    assert calls == ["DeleteSchedule", "ListSchedules", "DeleteSchedule"]
+    assert scheduler.list_schedules(GroupName=group)["Schedules"] == []
+
+
 def test_the_sweep_state_on_dynamodb_moves_forward_only_and_leases_one_holder(deployment: Deployment) -> None:
     due = _due_store(deployment)
     assert due.sweep_state() is None

@@ -20,6 +20,11 @@ keyed by its due time (stepwell.ports.due_wakeups), which the recurring sweep (s
 sends to the work queue with DelaySeconds, to the second: no schedule per wait, so neither Scheduler's
 CreateSchedule rate nor its invocation rate caps how many long waits start or end per second. Both kinds
 are handled whatever the setting, so schedules made before a switch still fire and are still deleted.
+Withdrawing a wake-up in sweep mode deletes its due item first, and calls Scheduler only when there was no
+item: a wake-up is a due item or a schedule, never both, so a due item found means no schedule to delete,
+and a missing one may be a schedule made before the switch (or swept already: a DeleteSchedule that finds
+nothing). A stop (cancel_all) likewise lists no schedules when the execution's armed wake-up, the one wake-up
+it has pending, was a due item.
 """
 
 from __future__ import annotations
@@ -33,13 +38,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from stepwell.aws.clients import error_code
 from stepwell.aws.work_queue import MAX_DELAY_SECONDS, QueueError, SqsWorkQueue, check_delay, encode_message
-from stepwell.ports.due_wakeups import DueWake, DueWakeUps
+from stepwell.ports.due_wakeups import DueWakeUps
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
@@ -52,6 +57,14 @@ logger = logging.getLogger(__name__)
 # A message arriving this little ahead of its due time is run: clocks differ by fractions of a second.
 EARLY_TOLERANCE_SECONDS = 1.0
 _NAME_PREFIX = "sw-"
+
+
+class SweptWakeUps(DueWakeUps, Protocol):
+    """The due wake-ups sweep mode keeps long waits in, able to say whether a withdrawn one was there."""
+
+    def withdraw_due(self, execution_id: str, due_at: float) -> bool:
+        """Drop the wake-up's item; True if it was there."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -125,9 +138,9 @@ class WakeScheduler:
         # "" = schedules send to the work queue.
         self.wake_function_arn = wake_function_arn
         # Where long waits go with long_wait_wakeups = "sweep" (None: one schedule per wait).
-        self.due: DueWakeUps | None = None
+        self.due: SweptWakeUps | None = None
 
-    def sweep_long_waits(self, due: DueWakeUps) -> None:
+    def sweep_long_waits(self, due: SweptWakeUps) -> None:
         """Keep wake-ups more than 900 s ahead as due items the recurring sweep sends, not as schedules."""
         self.due = due
 
@@ -190,8 +203,13 @@ class WakeScheduler:
         if self.due is not None:
             # The armed wake-up (one per execution's run) names its item's key; others fire and find it ended.
             armed = self.due.armed_wake(execution_id)
-            if armed is not None and armed > self._clock():  # a past one has been swept, or is being
-                self._withdraw_due(self.due, execution_id, armed)
+            # A past one has been swept, or is being. A due item found was the pending wake-up: no schedule.
+            if (
+                armed is not None
+                and armed > self._clock()
+                and self._withdraw_due(self.due, execution_id, armed)
+            ):
+                return
         try:
             self.cancel_schedules(execution_id)
         except ClientError as error:
@@ -213,8 +231,8 @@ class WakeScheduler:
         raised: the execution's own writes are done, and a schedule left in place is harmless."""
         if due_at - self._clock() <= MAX_DELAY_SECONDS:
             return
-        if self.due is not None and keep != due_at:
-            self._withdraw_due(self.due, execution_id, due_at)
+        if self.due is not None and keep != due_at and self._withdraw_due(self.due, execution_id, due_at):
+            return  # a due item, never a schedule
         if self._scheduler is None or not self.schedule_group:
             return
         name = schedule_name(execution_id, due_at)
@@ -232,9 +250,10 @@ class WakeScheduler:
                 type(error).__name__ if isinstance(error, BotoCoreError) else error_code(error),
             )
 
-    def _withdraw_due(self, due: DueWakeUps, execution_id: str, due_at: float) -> None:
+    def _withdraw_due(self, due: SweptWakeUps, execution_id: str, due_at: float) -> bool:
+        """Drop the wake-up's due item; True if it was one (False: none, or the delete failed)."""
         try:
-            due.delete_due([DueWake(due_at=due_at, execution_id=execution_id)])
+            return due.withdraw_due(execution_id, due_at)
         except (ClientError, BotoCoreError) as error:
             logger.warning(
                 "could not delete the unneeded wake-up at %s of %s (%s); it will fire and find nothing due",
@@ -242,6 +261,7 @@ class WakeScheduler:
                 execution_id,
                 type(error).__name__ if isinstance(error, BotoCoreError) else error_code(error),
             )
+            return False
 
     def cancel_schedules(self, execution_id: str) -> int:
         """Delete the execution's pending schedules (SQS-delayed messages find it stopped and do nothing);

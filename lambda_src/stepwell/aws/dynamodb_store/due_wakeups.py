@@ -64,6 +64,16 @@ class DynamoDbDueWakeUps(DynamoDbTables):
         )
         self._batch_delete(self.executions_table, keys)
 
+    def withdraw_due(self, execution_id: str, due_at: float) -> bool:
+        """Drop one wake-up's item; True if it was there (the wake-up was a due item, never a schedule)."""
+        response = self._db.delete_item(
+            TableName=self.executions_table,
+            Key=due_item_key(execution_id, due_at),
+            ReturnValues="ALL_OLD",
+            ReturnConsumedCapacity=_CAPACITY,
+        )
+        return bool(response.get("Attributes"))
+
     def due_page(self, shard: int, bucket: int, *, until: float, limit: int) -> list[DueWake]:
         check_shard(shard)
         # Strongly consistent: the next page of a bucket is read right after this one's items are deleted,
