@@ -7,8 +7,10 @@ the start carries a header, else a fresh Root; the Parent is always a new id, th
 own, as Lambda gives an invocation a Parent of its own segment; a fresh trace has no Sampled field (left
 to the function's sampler, see execution_trace_header). Every invocation of the execution gets
 the same header (`_X_AMZN_TRACE_ID` and the invocation context's `trace_header`), so the spans of all its
-invocations join one trace. A child of a chained invoke carries its parent's Root (AWS: "the child
-invocation inherits the parent durable execution's trace header").
+invocations join one trace. A child of a chained invoke takes the Root and sampling of the header
+the SDK's plugin propagates in the invoke's options (ChainedInvokeOptions.XAmznTraceId) with a Parent of its
+own, else its parent's Root (AWS: "the child invocation inherits the parent durable execution's trace
+header").
 
 Bad input: `parse_trace_header` refuses a header over MAX_TRACE_HEADER_LENGTH (the API model's bound) or
 not in that format, naming it and the format; the Lambda API's Invoke ignores such an X-Amzn-Trace-Id and

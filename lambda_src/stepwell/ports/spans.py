@@ -1,10 +1,11 @@
 """The span recorder port: the worker's own spans (lease, load, run, checkpoint, release) as children of an
 execution's trace (docs/reference/traces.md#exporting-traces).
 
-A recorder starts spans and sends what ended at `flush` (the worker flushes after each run). Recording
-never raises and never blocks on the network: a span is a few values kept in memory until the flush, and a
-flush that cannot deliver drops the spans and says so in its log (tracing never fails a run). `NoSpans`
-is the default: nothing recorded, `enabled` False, so the worker skips even parsing the trace header.
+A recorder starts spans and sends what ended at `flush` (the worker function flushes once per invocation,
+a run outside one after itself). Recording never raises and never blocks on the network: a span is a few
+values kept in memory until the flush, and a flush that cannot deliver drops the spans and says so in its
+log (tracing never fails a run). `NoSpans` is the default: nothing recorded, `enabled` False, so the
+worker skips even parsing the trace header.
 The OTLP/HTTP adapter is stepwell.aws.otlp_spans.
 """
 
