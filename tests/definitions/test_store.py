@@ -551,3 +551,77 @@ def test_event_log_claims_once_and_records_rejections(stores: Stores) -> None:
         ("e2", "extractor failed: boom"),
         ("e1", "the event maps to no subject"),
     ]
+
+
+@pytest.fixture
+def dynamodb_stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stores]:
+    """The DynamoDB stores alone (for what only DynamoDB's indexes show)."""
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    clock = Clock()
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name=REGION)
+        create_tables(db)
+        yield Stores(
+            DynamoDbDefinitionStore(db, "sw-definitions", now_ms=clock.now_ms),
+            DynamoDbContextStore(db, "sw-executions", SUBJECT_INDEX, now=clock.now),
+            DynamoDbEventLog(db, "sw-coordination"),
+            clock,
+            db,
+        )
+
+
+def test_a_context_is_in_none_of_the_engines_shared_indexes_and_an_older_item_leaves_them_when_it_ends(
+    dynamodb_stores: Stores,
+) -> None:
+    """workflow-index and status-index are keyed by workflowId and status: a context item holding them
+    would write the partition its tenant's every context shares on every update (make scale)."""
+    db, store = dynamodb_stores.dynamodb, dynamodb_stores.contexts
+    running = context("u1", "i1")
+    assert store.create_context(running)
+    assert store.set_waiting(running, node_id="w", event_name="paid", callback_id="cb", data={})
+
+    def indexed(index: str, value: str) -> list[str]:
+        response = db.query(
+            TableName="sw-executions",
+            IndexName=index,
+            KeyConditionExpression="#k = :v",
+            ExpressionAttributeNames={"#k": "workflowId" if index == "workflow-index" else "status"},
+            ExpressionAttributeValues={":v": {"S": value}},
+        )
+        return [item["instanceId"]["S"] for item in response["Items"]]
+
+    assert indexed("workflow-index", "onboarding") == [] and indexed("status-index", "RUNNING") == []
+    assert (
+        store.get_context("acme", "onboarding", "u1", "i1")
+        == store.get_contexts("acme", "onboarding", "u1")[0]
+    )
+    # An item an earlier release wrote: still read, and finishing it takes it out of both indexes.
+    older = context("u2", "i2")
+    item = {
+        "contextKey": {"S": "acme#onboarding#u2"},
+        "instanceId": {"S": "i2"},
+        "recordType": {"S": "context"},
+        "domain": {"S": "acme"},
+        "workflowId": {"S": "onboarding"},
+        "subjectId": {"S": "u2"},
+        "status": {"S": "RUNNING"},
+        "createdAt": {"N": "1"},
+        "updatedAt": {"N": "1"},
+        "nm": {"S": "i2"},
+        "ver": {"N": "1"},
+        "eid": {"S": older.execution_id},
+        "wt": {"M": {}},
+    }
+    db.put_item(TableName="sw-executions", Item=item)
+    found = store.get_context("acme", "onboarding", "u2", "i2")
+    assert found is not None and (found.workflow_id, found.status) == ("onboarding", "RUNNING")
+    assert indexed("workflow-index", "onboarding") == ["i2"] == indexed("status-index", "RUNNING")
+    assert store.finish(older, "SUCCEEDED", None)
+    assert not store.finish(older, "FAILED", None)  # ended once
+    assert indexed("workflow-index", "onboarding") == [] and indexed("status-index", "SUCCEEDED") == []
+    ended = store.get_context("acme", "onboarding", "u2", "i2")
+    assert ended is not None and (ended.workflow_id, ended.status) == ("onboarding", "SUCCEEDED")

@@ -23,7 +23,9 @@ record's) again.
 
 Contexts (the executions table, PK `contextKey` = domain#workflowId#subjectId, SK `instanceId`), the
 semantics of omega-flow's workflow memory. A context item carries recordType = "context", domain,
-subjectId, workflowId (the definition id), status, createdAt/updatedAt (N, epoch seconds like the
+subjectId, wf (the definition id), cs (its status; not workflowId and status, which would put every
+context in the engine's workflow-index and status-index: an item written before has those, finishing it
+moves them), createdAt/updatedAt (N, epoch seconds like the
 engine's items on this table), nm (= instanceId), ver (definition version), eid (the id of the engine
 execution that runs it), dt (context data, JSON), wt (a map: node id -> {e: event name, cb: callback id}
 for every event the context waits for), tev (the id of the event that started it), er (error JSON).

@@ -14,6 +14,8 @@ from stepwell.aws.page_tokens import InvalidPageToken, decode_page_token, encode
 from stepwell.features.definitions.ids import StoreError, check_id
 from stepwell.features.definitions.store.records import (
     CONTEXT_RECORD,
+    CONTEXT_STATUS,
+    CONTEXT_WORKFLOW,
     DEDUP_TTL_SECONDS,
     ContextRecord,
     check_context_ids,
@@ -32,6 +34,15 @@ if TYPE_CHECKING:
 Item = dict[str, Any]
 REJECTED_SHARD = "rejected"
 REJECTED_TTL_SECONDS = 14 * 86400
+
+
+def _first(item: Item, *names: str) -> str:
+    """The first of `names` the item holds (a string attribute): a context's own name, then the one an item
+    written before it holds."""
+    for name in names:
+        if name in item:
+            return str(item[name]["S"])
+    raise KeyError(f"context item without {' or '.join(names)}")
 
 
 def _wait_attribute(wait: Mapping[str, str]) -> dict[str, Any]:
@@ -84,9 +95,9 @@ class DynamoDbContextStore:
             {
                 "recordType": {"S": CONTEXT_RECORD},
                 "domain": {"S": record.domain},
-                "workflowId": {"S": record.workflow_id},
+                CONTEXT_WORKFLOW: {"S": record.workflow_id},
                 "subjectId": {"S": record.subject_id},
-                "status": {"S": record.status},
+                CONTEXT_STATUS: {"S": record.status},
                 "createdAt": {"N": repr(float(record.created_at))},
                 "updatedAt": {"N": repr(float(record.updated_at))},
                 "nm": {"S": record.instance_id},
@@ -108,12 +119,12 @@ class DynamoDbContextStore:
         error = item.get("er")
         return ContextRecord(
             domain=item["domain"]["S"],
-            workflow_id=item["workflowId"]["S"],
+            workflow_id=_first(item, CONTEXT_WORKFLOW, "workflowId"),
             subject_id=item["subjectId"]["S"],
             instance_id=item["instanceId"]["S"],
             version=int(item["ver"]["N"]),
             execution_id=item["eid"]["S"],
-            status=item["status"]["S"],
+            status=_first(item, CONTEXT_STATUS, "status"),
             created_at=float(item["createdAt"]["N"]),
             updated_at=float(item["updatedAt"]["N"]),
             data=json.loads(item["dt"]["S"]) if "dt" in item else {},
@@ -243,14 +254,21 @@ class DynamoDbContextStore:
         return self._index_page("#d = :d", {":d": {"S": domain}}, limit, next_token)
 
     def _update(
-        self, record: ContextRecord, expression: str, names: dict[str, str], values: Item, *, condition: str
+        self,
+        record: ContextRecord,
+        expression: str,
+        names: dict[str, str],
+        values: Item,
+        *,
+        condition: str,
+        remove: str = "",
     ) -> bool:
         values = {**values, ":u": {"N": repr(float(self._now()))}, ":r": {"S": CONTEXT_RECORD}}
         try:
             self._db.update_item(
                 TableName=self.table,
                 Key=self._key(record.domain, record.workflow_id, record.subject_id, record.instance_id),
-                UpdateExpression=expression + ", updatedAt = :u",
+                UpdateExpression=expression + ", updatedAt = :u" + (f" REMOVE {remove}" if remove else ""),
                 ConditionExpression="recordType = :r" + (f" AND {condition}" if condition else ""),
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -306,15 +324,29 @@ class DynamoDbContextStore:
             ":running": {"S": "RUNNING"},
             ":ttl": {"N": str(int(self._now()) + self.retention_seconds)},
         }
-        expression = "SET #st = :st, wt = :empty, #ttl = :ttl"
+        # An item written before the context's own attributes also leaves the engine's indexes here.
+        values[":wf"] = {"S": record.workflow_id}
+        expression = "SET #cs = :st, #cw = :wf, wt = :empty, #ttl = :ttl"
         if data is not None:
             expression += ", dt = :dt"
             values[":dt"] = _data(data)
         if error is not None:
             expression += ", er = :er"
             values[":er"] = _json(dict(error))
+        names = {
+            "#cs": CONTEXT_STATUS,
+            "#cw": CONTEXT_WORKFLOW,
+            "#st": "status",
+            "#w": "workflowId",
+            "#ttl": "ttl",
+        }
         return self._update(
-            record, expression, {"#st": "status", "#ttl": "ttl"}, values, condition="#st = :running"
+            record,
+            expression,
+            names,
+            values,
+            condition="(#cs = :running OR #st = :running)",
+            remove="#st, #w",
         )
 
 

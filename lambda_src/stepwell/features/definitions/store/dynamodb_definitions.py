@@ -14,6 +14,8 @@ from stepwell.features.definitions.ids import StoreError, check_id
 from stepwell.features.definitions.model import encode_definition
 from stepwell.features.definitions.store.records import (
     CONTEXT_RECORD,
+    CONTEXT_STATUS,
+    CONTEXT_WORKFLOW,
     ConcurrentUpdate,
     StoredWorkflow,
     Validator,
@@ -235,19 +237,29 @@ class DynamoDbDefinitionStore:
             "TableName": self.contexts_table,
             "IndexName": self.subject_index,
             "KeyConditionExpression": "#d = :d",
-            "FilterExpression": "recordType = :r AND #s = :running",
-            "ExpressionAttributeNames": {"#d": "domain", "#s": "status", "#w": "workflowId", "#v": "ver"},
+            "FilterExpression": "recordType = :r AND (#cs = :running OR #s = :running)",
+            "ExpressionAttributeNames": {
+                "#d": "domain",
+                "#s": "status",
+                "#cs": CONTEXT_STATUS,
+                "#w": "workflowId",
+                "#cw": CONTEXT_WORKFLOW,
+                "#v": "ver",
+            },
             "ExpressionAttributeValues": {
                 ":d": {"S": domain},
                 ":r": {"S": CONTEXT_RECORD},
                 ":running": {"S": "RUNNING"},
             },
-            "ProjectionExpression": "#w, #v",
+            "ProjectionExpression": "#w, #cw, #v",
         }
         running: set[tuple[str, int]] = set()
         while True:
             response = self._db.query(**kwargs)
-            running.update((i["workflowId"]["S"], int(i["ver"]["N"])) for i in response.get("Items", []))
+            running.update(
+                ((i.get(CONTEXT_WORKFLOW) or i["workflowId"])["S"], int(i["ver"]["N"]))
+                for i in response.get("Items", [])
+            )
             last = response.get("LastEvaluatedKey")
             if not last:
                 return running

@@ -23,6 +23,12 @@ from stepwell.model import Page
 
 # recordType of a context item: the executions table holds the engine's items beside them.
 CONTEXT_RECORD = "context"
+# A context item's definition id and status: not `workflowId` and `status`, the keys of the engine's
+# workflow-index and status-index, so a context is in neither (nothing lists contexts there) and its
+# updates write no index partition shared by a tenant's every context. Items written before carry
+# `workflowId` and `status`; readers take either, and finishing a context moves it to these names.
+CONTEXT_WORKFLOW = "wf"
+CONTEXT_STATUS = "cs"
 # How long a de-duplication record stands (EventLog.claim_for) unless the caller says otherwise.
 DEDUP_TTL_SECONDS = 7 * 86400
 
