@@ -134,7 +134,7 @@ def run(settings: Settings, workdir: Path, endpoint: str | None = None) -> Repor
             thread.start()
         try:
             schedules = ScheduleWatch(firer, factory("scheduler"), config.schedule_group_name)
-            drive(client, data, workers, schedules, virtual, sqs, config, threads[0])
+            drive(client, data, workers, schedules, virtual, sqs, config, threads[0], async_queue_url)
         finally:
             stopping.set()
             workers.stop()
