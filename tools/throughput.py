@@ -136,9 +136,11 @@ def render(runs: Sequence[Measured], backend: str, wall_seconds: float) -> str:
         "module's resources, with that many worker processes playing the SQS event source mapping (batches "
         "of up to 10) and no fault injected, and checks nothing was lost (the chaos run's checks). "
         "Executions per second: from the first start to the last end, as the records have them; the delay: "
-        "from a wait's due time to the start of its run (the chaos run's split: docs/engine.md, Load and "
-        "faults). A ratio, not a timed test: the workers, the run's parent and the backend share the "
-        "machine's cores.",
+        "from a wait's due time to the start of its run (the chaos run's split: docs/testing.md, Load "
+        "and faults). A ratio, not a timed test: the workers, the run's parent and the backend share the "
+        f"machine's {cores} cores. What stops the scaling: a worker spends part of each run waiting on the "
+        "backend, so workers past the cores still add some throughput, until the workers' processes, "
+        "LocalStack and DynamoDB Local keep every core busy and take turns on them.",
         "",
         md_table(
             [

@@ -145,7 +145,7 @@ def render(report: Report) -> str:
         md_table(["why a step body ran again", "re-runs"], rerun_rows),
         "",
         "Where the due-to-run delay goes (real seconds; each part's percentiles over every run of a wake-up, "
-        "and its share of the delay of the slowest 1 %; the parts: docs/engine.md, Load and faults):",
+        "and its share of the delay of the slowest 1 %; the parts: docs/testing.md, Load and faults):",
         "",
         md_table(["part of the delay", "p50", "p90", "p99", "share of the slowest 1 %"], delay_rows),
     ]
