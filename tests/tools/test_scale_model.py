@@ -21,6 +21,9 @@ from scale.keys import TableSchema, Touch, query_partition, write_touches  # noq
 from scale.limits import PARTITION_WRITE_UNITS  # noqa: E402
 from scale.model import (  # noqa: E402
     Load,
+    PartitionRate,
+    Projection,
+    QuotaRate,
     Scope,
     Target,
     build_profiles,
@@ -29,6 +32,7 @@ from scale.model import (  # noqa: E402
     schedule_slope,
 )
 from scale.recorder import Recorder, Request, Tag  # noqa: E402
+from scale.report import verdict  # noqa: E402
 
 DESCRIPTION: dict[str, Any] = {
     "KeySchema": [
@@ -254,3 +258,16 @@ def test_a_deployment_setting_is_typed_as_its_field_and_a_bad_one_is_named() -> 
         settings(config, {"shards": "2"})
     with pytest.raises(ValueError, match="--set index_shards=many: a int"):
         settings(config, {"index_shards": "many"})
+
+
+def test_the_verdict_passes_a_target_over_adjustable_quotas_only_with_raises() -> None:
+    target = Target("t", "a target", (), "units/s", 1_000)
+
+    def projection(partition_writes: float, **quotas: float) -> Projection:
+        partitions = [PartitionRate("executions", "", "RUNNING", Scope.SHARED, partition_writes, 0.0)]
+        return Projection(target, partitions, [QuotaRate(key, value) for key, value in quotas.items()])
+
+    assert verdict(projection(500, put_events=10_000)) == "passes"
+    assert verdict(projection(500, put_events=20_000, lambda_concurrency=1_300)) == "passes with raises"
+    assert verdict(projection(501, put_events=100)) == "fails"  # a partition over half its limit
+    assert verdict(projection(100, lambda_scaling=1_939)) == "fails"  # Lambda's scaling rate is not raised

@@ -4,6 +4,7 @@ and (with --write) put it in its section of BENCHMARKS.md."""
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
@@ -72,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="a deployment setting (a StepwellConfig field), e.g. index_shards=16 or long_wait_wakeups=sweep",
     )
+    parser.add_argument(
+        "--commit",
+        help="the commit measured, for a run on an export without git (`git archive HEAD`); default: HEAD",
+    )
     args = parser.parse_args(argv)
+    if args.commit is not None and not re.fullmatch(r"[0-9a-f]{7,40}", args.commit):
+        parser.error(f"--commit {args.commit!r}: a commit id, 7 to 40 hexadecimal digits")
     overrides: dict[str, str] = {}
     for item in args.set:
         name, equals, value = item.partition("=")
@@ -83,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         sizes = Sizes(args.plain, args.waits, args.tenants, args.subjects)
     except ValueError as error:
         parser.error(str(error))
-    commit = _commit()  # what is measured: before the run, while HEAD is still what was checked out
+    commit = (
+        args.commit or _commit()
+    )  # what is measured: before the run, while HEAD is still what was checked out
     started = time.perf_counter()
     try:
         profiles, requests = measure(sizes, overrides)

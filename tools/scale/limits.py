@@ -38,6 +38,8 @@ class Quota:
     measure: Measure
     source: str
     note: str = ""
+    # Whether AWS raises it on request (Service Quotas): issue 42 accepts a raise listed in the README.
+    adjustable: bool = True
 
 
 QUOTAS: tuple[Quota, ...] = (
@@ -59,7 +61,9 @@ QUOTAS: tuple[Quota, ...] = (
         1_000,
         Measure.COUNT,
         LAMBDA_SCALING,
-        "per function: a burst needs its concurrency added within the 10 s it arrives in",
+        "per function: a burst needs its concurrency added within the 10 s it arrives in; not a quota to "
+        "raise (a burst from the work queue waits there meanwhile)",
+        adjustable=False,
     ),
     Quota("put_events", "EventBridge: PutEvents requests", 10_000, Measure.RATE, EVENTBRIDGE),
     Quota(
