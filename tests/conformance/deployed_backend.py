@@ -44,6 +44,8 @@ PACKAGE_NAME = "stepwell_conformance"
 CASE_REGISTRATION = Path(__file__).resolve().parent / "case_registration.py"
 # How a log record becomes the field map ExpectedLogs is judged on: the runner's code, copied too.
 LOG_RULES = Path(__file__).resolve().parent / "log_rules.py"
+# The plugin cases' shared scaffolding, which each of their modules imports from its own directory.
+PLUGIN_SHARED = Path(__file__).resolve().parent / "handlers" / "plugin" / "confplugin.py"
 LOG_PREFIX = "[conformance-log]"
 # The statuses an execution ends in (the deployed tests wait for these).
 FINISHED = ("SUCCEEDED", "FAILED", "TIMED_OUT", "STOPPED")
@@ -116,6 +118,7 @@ def write_conformance_workflows(workflows_dir: Path, cases: Iterable[Case]) -> d
         registered[workflow_name(case)] = module
     shutil.copyfile(CASE_REGISTRATION, package / CASE_REGISTRATION.name)
     shutil.copyfile(LOG_RULES, package / LOG_RULES.name)
+    shutil.copyfile(PLUGIN_SHARED, package / PLUGIN_SHARED.name)
     (package / "__init__.py").write_text(_PACKAGE_INIT.format(cases=registered, prefix=LOG_PREFIX))
     return registered
 

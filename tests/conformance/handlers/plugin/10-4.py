@@ -1,100 +1,14 @@
-"""Plugin case 10-4: Plugin exceptions are swallowed and never affect the execution outcome.
-
-The plugin's records are the JSON objects the case has it print to stdout; they go through a logger that
-carries the object as `stdoutJson` (tests/conformance/log_rules.py, PRINTED_JSON), so the runner reads them
-locally and from the deployed function's log as CloudWatch reads a printed JSON line.
-"""
+"""Plugin case 10-4: Plugin exceptions are swallowed and never affect the execution outcome."""
 
 from __future__ import annotations
 
-import json
-import logging
-from typing import Any
+import sys
+from pathlib import Path
 
-from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
-from aws_durable_execution_sdk_python.plugin import (
-    DurableInstrumentationPlugin,
-    InvocationEndInfo,
-    InvocationStartInfo,
-    OperationEndInfo,
-    OperationStartInfo,
-    OperationType,
-    UserFunctionEndInfo,
-    UserFunctionStartInfo,
-)
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
-_LOG = logging.getLogger("conformance.plugin")
-
-
-class Recording(DurableInstrumentationPlugin):
-    """Stamps each record with the execution ARN its invocation-start hook's info carried."""
-
-    NAME = "CONFPLUGIN"
-
-    def __init__(self) -> None:
-        self.arn: str | None = None
-
-    def on_invocation_start(self, info: InvocationStartInfo) -> None:
-        self.arn = info.execution_arn
-
-    def emit(self, hook: str, **fields: Any) -> None:
-        record = {"plugin": self.NAME, "hook": hook, **fields, "durableExecutionArn": self.arn}
-        _LOG.info(json.dumps(record), extra={"stdoutJson": record})
-
-
-class Factory:
-    """The SDK's plugin factory: a new plugin for each invocation."""
-
-    def __init__(self, plugin: type[Recording]) -> None:
-        self.plugin = plugin
-
-    def create_plugin(self, info: InvocationStartInfo, /) -> Recording:
-        return self.plugin()
-
-
-def greet(name: str) -> Any:
-    def run(step: StepContext) -> str:
-        step.logger.info(f"Greeting step running for: {name}")
-        return f"Hello, {name}!"
-
-    return run
-
-
-class PluginFault(Exception):
-    pass
-
-
-class Faulty(Recording):
-    """Every hook logs its line, then raises."""
-
-    NAME = "CONFPLUGIN-FAULTY"
-
-    def on_invocation_start(self, info: InvocationStartInfo) -> None:
-        super().on_invocation_start(info)
-        self.fail("invocation-start")
-
-    def on_invocation_end(self, info: InvocationEndInfo) -> None:
-        self.fail("invocation-end")
-
-    def on_operation_start(self, info: OperationStartInfo) -> None:
-        if info.operation_type is OperationType.STEP:
-            self.fail("operation-start")
-
-    def on_operation_end(self, info: OperationEndInfo) -> None:
-        if info.operation_type is OperationType.STEP:
-            self.fail("operation-end")
-
-    def on_user_function_start(self, info: UserFunctionStartInfo) -> None:
-        if info.operation_type is OperationType.STEP:
-            self.fail("attempt-start")
-
-    def on_user_function_end(self, info: UserFunctionEndInfo) -> None:
-        if info.operation_type is OperationType.STEP:
-            self.fail("attempt-end")
-
-    def fail(self, hook: str) -> None:
-        self.emit(hook)
-        raise PluginFault(f"{self.NAME} fails in {hook}")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from confplugin import Factory, Faulty, greet
 
 
 @durable_execution(plugins=[Factory(Faulty)])

@@ -1,62 +1,17 @@
-"""Plugin case 10-6: Plugin sees is-first-invocation true once, then false on replay.
-
-The plugin's records are the JSON objects the case has it print to stdout; they go through a logger that
-carries the object as `stdoutJson` (tests/conformance/log_rules.py, PRINTED_JSON), so the runner reads them
-locally and from the deployed function's log as CloudWatch reads a printed JSON line.
-"""
+"""Plugin case 10-6: Plugin sees is-first-invocation true once, then false on replay."""
 
 from __future__ import annotations
 
-import json
-import logging
-from typing import Any
+import sys
+from pathlib import Path
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration
-from aws_durable_execution_sdk_python.plugin import (
-    DurableInstrumentationPlugin,
-    InvocationEndInfo,
-    InvocationStartInfo,
-)
 
-_LOG = logging.getLogger("conformance.plugin")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from confplugin import Factory, Lifecycle
 
 
-class Recording(DurableInstrumentationPlugin):
-    """Stamps each record with the execution ARN its invocation-start hook's info carried."""
-
-    NAME = "CONFPLUGIN"
-
-    def __init__(self) -> None:
-        self.arn: str | None = None
-
-    def on_invocation_start(self, info: InvocationStartInfo) -> None:
-        self.arn = info.execution_arn
-
-    def emit(self, hook: str, **fields: Any) -> None:
-        record = {"plugin": self.NAME, "hook": hook, **fields, "durableExecutionArn": self.arn}
-        _LOG.info(json.dumps(record), extra={"stdoutJson": record})
-
-
-class Factory:
-    """The SDK's plugin factory: a new plugin for each invocation."""
-
-    def __init__(self, plugin: type[Recording]) -> None:
-        self.plugin = plugin
-
-    def create_plugin(self, info: InvocationStartInfo, /) -> Recording:
-        return self.plugin()
-
-
-class Plugin(Recording):
-    def on_invocation_start(self, info: InvocationStartInfo) -> None:
-        super().on_invocation_start(info)
-        self.emit("invocation-start", first=info.is_first_invocation)
-
-    def on_invocation_end(self, info: InvocationEndInfo) -> None:
-        self.emit("invocation-end", status=info.status.value)
-
-
-@durable_execution(plugins=[Factory(Plugin)])
+@durable_execution(plugins=[Factory(Lifecycle)])
 def handler(event: dict, context: DurableContext) -> None:
     context.wait(Duration.from_seconds(2))
