@@ -69,6 +69,8 @@ run "function_environment_mapping_and_role" {
       STEPWELL_OPERATIONS_TABLE   = "unit-operations"
       STEPWELL_COORDINATION_TABLE = "unit-coordination"
       STEPWELL_SUBJECT_INDEX      = "domain-subjectId-index"
+      STEPWELL_INDEX_SHARDS       = "1"
+      STEPWELL_INDEX_READ_SHARDS  = "1"
       STEPWELL_WORK_QUEUE_URL     = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-work"
       STEPWELL_WORK_QUEUE_ARN     = "arn:aws:sqs:eu-west-1:123456789012:unit-work"
       STEPWELL_DLQ_URL            = "https://sqs.eu-west-1.amazonaws.com/123456789012/unit-dlq"
