@@ -25,8 +25,10 @@ if str(REPO_ROOT) not in sys.path:
 import tests.deploy.conftest as deploy_fixtures
 from tests.conftest import DEPLOYED_CONFORMANCE
 
-# The deployed tests' own fixtures, so that this module's stack is theirs (same workflows, one apply).
+# The deployed tests' own fixtures, so that this module's stack is theirs (same workflows and Terraform
+# files, one apply: whichever module's test comes first makes the session's stack).
 stepwell_workflows_writer = deploy_fixtures.stepwell_workflows_writer
+stepwell_stack_writer = deploy_fixtures.stepwell_stack_writer
 deployed_client = deploy_fixtures.deployed_client
 deployed_target = deploy_fixtures.deployed_target
 
