@@ -5,7 +5,7 @@
   deselected for other backends.
 - In CI (``CI=true``) a skipped test fails: a suite skipped because a tool or backend is missing must
   not pass silently.
-- With pytest-xdist (``make test`` runs ``-n auto``) tests are handed to workers in units
+- With pytest-xdist (``make test`` runs one worker more than CPUs) tests are handed to workers in units
   (``_xdist_unit``): the deployed tests of one backend share one apply (a session fixture), so they are
   one unit (an example's deployed tests, which apply the example's own root, are one unit per example);
   every other test goes with its module's (module fixtures are set up once).
