@@ -14,6 +14,7 @@ durable_functions; test_remote_functions_deployed.py runs them).
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -52,9 +53,19 @@ def stepwell_workflows_writer() -> Callable[[Path], None]:
     return write
 
 
+# The deployed remote-functions suite (test_remote_functions_deployed.py) runs only when asked: registered in
+# the shared stack, its functions widen the worker's role and their executions' leftovers unsettle the smoke
+# tests' drained queue, so it waits for a stack of its own before make test runs it (issue 41).
+REMOTE_FUNCTIONS_ENV = "STEPWELL_REMOTE_FUNCTIONS_DEPLOYED"
+collect_ignore = [] if os.environ.get(REMOTE_FUNCTIONS_ENV) else ["test_remote_functions_deployed.py"]
+
+
 @pytest.fixture(scope="session")
-def stepwell_stack_writer(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path, Backend], None]:
-    """The remote functions' zips built and their Terraform written into the stack's root before apply."""
+def stepwell_stack_writer(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path, Backend], None] | None:
+    """The remote functions' zips built and their Terraform written into the stack's root before apply, when
+    the remote-functions suite runs (STEPWELL_REMOTE_FUNCTIONS_DEPLOYED=1)."""
+    if not os.environ.get(REMOTE_FUNCTIONS_ENV):
+        return None
 
     def write(root: Path, backend: Backend) -> None:
         write_stack_files(root, tmp_path_factory.mktemp(f"remote-cases-{backend.name}"))
