@@ -20,6 +20,7 @@ Point `boto3.client("lambda", endpoint_url=front.url)` or `aws --endpoint-url` a
 from __future__ import annotations
 
 import hmac
+import json
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -209,3 +210,35 @@ class IamFunctionUrlFront:
                 pass
 
         return Handler
+
+
+def url_principals(lambda_client: Any, function_name: str) -> Callable[[], list[Principal]]:
+    """The principals the API function's resource policy lets call its URL (read per request)."""
+
+    def read() -> list[Principal]:
+        policy = json.loads(lambda_client.get_policy(FunctionName=function_name)["Policy"])
+        principals: list[Principal] = []
+        for statement in policy.get("Statement", []):
+            if statement.get("Action") == "lambda:InvokeFunctionUrl" and statement.get("Effect") == "Allow":
+                given = statement.get("Principal")
+                named = given.get("AWS") if isinstance(given, dict) else given
+                principals.extend(
+                    Principal.parse(text) for text in (named if isinstance(named, list) else [named])
+                )
+        return principals
+
+    return read
+
+
+def role_session(sts: Any, role_arn: str, session_name: str) -> Identity:
+    """An STS session of `role_arn`, as Lambda runs a function with its execution role."""
+    session = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)
+    keys, user = session["Credentials"], session["AssumedRoleUser"]
+    return Identity(
+        keys["AccessKeyId"],
+        keys["SecretAccessKey"],
+        user["Arn"],
+        user["Arn"].split(":")[4],
+        user["AssumedRoleId"],
+        keys["SessionToken"],
+    )

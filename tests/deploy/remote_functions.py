@@ -32,10 +32,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from stepwell.features.lambda_api.access import Principal
 from stepwell.testing.lambda_runtime.node_packages import PackagesNotInstalled, package_files
 
-from tests.api.iam_url_front import IamFunctionUrlFront, Identity
+from tests.api.iam_url_front import IamFunctionUrlFront
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = REPO_ROOT / "tests" / "conformance"
@@ -335,38 +334,6 @@ class RemoteFunctionsFront:
 
     front: IamFunctionUrlFront
     variables: dict[str, str]
-
-
-def url_principals(lambda_client: Any, function_name: str) -> Any:
-    """The principals the API function's resource policy lets call its URL (read per request)."""
-
-    def read() -> list[Principal]:
-        policy = json.loads(lambda_client.get_policy(FunctionName=function_name)["Policy"])
-        principals: list[Principal] = []
-        for statement in policy.get("Statement", []):
-            if statement.get("Action") == "lambda:InvokeFunctionUrl" and statement.get("Effect") == "Allow":
-                given = statement.get("Principal")
-                named = given.get("AWS") if isinstance(given, dict) else given
-                principals.extend(
-                    Principal.parse(text) for text in (named if isinstance(named, list) else [named])
-                )
-        return principals
-
-    return read
-
-
-def role_session(sts: Any, role_arn: str, session_name: str) -> Identity:
-    """An STS session of `role_arn`, as Lambda runs a function with its execution role."""
-    session = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)
-    keys, user = session["Credentials"], session["AssumedRoleUser"]
-    return Identity(
-        keys["AccessKeyId"],
-        keys["SecretAccessKey"],
-        user["Arn"],
-        user["Arn"].split(":")[4],
-        user["AssumedRoleId"],
-        keys["SessionToken"],
-    )
 
 
 def copy_alias_invoke_config_to_version(lambda_client: Any, function_name: str) -> str:

@@ -34,11 +34,9 @@ from deploy.remote_functions import (
     copy_alias_invoke_config_to_version,
     language_copies,
     remote_workflow,
-    role_session,
     subset_cases,
-    url_principals,
 )
-from tests.api.iam_url_front import IamFunctionUrlFront
+from tests.api.iam_url_front import IamFunctionUrlFront, role_session, url_principals
 from tests.remote.node_functions import node_missing_reason
 
 IN_CI = os.environ.get("CI", "").lower() == "true"

@@ -24,14 +24,14 @@ from durable_function_harness import (
     DurableFunction,
     IamFunctionUrlFront,
     build_function_zip,
-    role_session,
-    url_principals,
 )
 from stepwell.testing.backends import Backend
 from stepwell.testing.deployed_fixtures import DeployedStack
 from stepwell.testing.lambda_runtime import BackendLambdaDriver, FunctionSpec, LambdaRuntime
 from stepwell.testing.localstack import set_function_environment
 from stepwell.testing.terraform import TerraformStack
+
+from tests.api.iam_url_front import role_session, url_principals
 
 REPO = EXAMPLE.parents[1]
 

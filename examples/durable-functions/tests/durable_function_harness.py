@@ -5,13 +5,8 @@ the team's function given its execution role's credentials and that front as its
 from __future__ import annotations
 
 import importlib.util
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from stepwell.features.lambda_api.access import Principal
 
 from tests.api.iam_url_front import IamFunctionUrlFront, Identity
 
@@ -35,35 +30,3 @@ class DurableFunction:
     name: str
     identity: Identity
     front: IamFunctionUrlFront
-
-
-def url_principals(lambda_client: Any, function_name: str) -> Callable[[], list[Principal]]:
-    """The principals the API function's resource policy lets call its URL (read per request)."""
-
-    def read() -> list[Principal]:
-        policy = json.loads(lambda_client.get_policy(FunctionName=function_name)["Policy"])
-        principals: list[Principal] = []
-        for statement in policy.get("Statement", []):
-            if statement.get("Action") == "lambda:InvokeFunctionUrl" and statement.get("Effect") == "Allow":
-                given = statement.get("Principal")
-                named = given.get("AWS") if isinstance(given, dict) else given
-                principals.extend(
-                    Principal.parse(text) for text in (named if isinstance(named, list) else [named])
-                )
-        return principals
-
-    return read
-
-
-def role_session(sts: Any, role_arn: str, session_name: str) -> Identity:
-    """An STS session of `role_arn`, as Lambda runs a function with its execution role."""
-    session = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)
-    keys, user = session["Credentials"], session["AssumedRoleUser"]
-    return Identity(
-        keys["AccessKeyId"],
-        keys["SecretAccessKey"],
-        user["Arn"],
-        user["Arn"].split(":")[4],
-        user["AssumedRoleId"],
-        keys["SessionToken"],
-    )
